@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// Exit statuses (the command-line contract).
+const (
+	exitOK    = 0
+	exitFail  = 1 // runtime failure: I/O, input that is not a transport stream
+	exitUsage = 2 // bad flag, bad key, unreadable key file
+)
+
+// Env is what the command touches of the process, so tests can run it in-process.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// IsTerminal reports whether f is a terminal (the progress bar shows only on one).
+	IsTerminal func(f *os.File) bool
+}
+
+// exitError carries an exit status and a one-line message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, a...)}
+}
+
+func failErr(format string, a ...any) error {
+	return &exitError{code: exitFail, msg: fmt.Sprintf(format, a...)}
+}
+
+// quietExit ends the run with a status and no message (a reader that closed its pipe).
+var quietExit = &exitError{code: exitOK}
+
+// Main runs the command with the given arguments and returns its exit status.
+func Main(args []string, env Env) int {
+	err := newApp(env).Run(args)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(env.Stderr, "tsdescramble: "+ee.msg)
+		}
+		return ee.code
+	}
+	// Errors from the flag parser are usage errors.
+	fmt.Fprintf(env.Stderr, "tsdescramble: %v (see tsdescramble -h)\n", err)
+	return exitUsage
+}
+
+func newApp(env Env) *cli.App {
+	return &cli.App{
+		Name:      "tsdescramble",
+		Usage:     "descramble DVB-CSA2 scrambled MPEG transport streams",
+		UsageText: "tsdescramble [flags]   (reads stdin and writes stdout unless -in/-out are given)",
+		Description: `Examples:
+   tsdescramble -in scrambled.ts -out clear.ts -cw 11223366445566ff
+   cat scrambled.ts | tsdescramble -cw-file keys.txt > clear.ts
+   tsdescramble -i rec.ts -o out.ts -cw-even 0102030608090a1b -cw-odd 1112133624252661
+
+A CW file holds one control word per line ('#' starts a comment): the first one applies to
+the first crypto period, and each change of scrambling parity moves to the next, cyclically.`,
+		HideHelpCommand: true,
+		Reader:          env.Stdin,
+		Writer:          env.Stderr,
+		ErrWriter:       env.Stderr,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageErr("%v (see tsdescramble -h)", err)
+		},
+		Flags:  descrambleFlags(),
+		Action: func(c *cli.Context) error { return descramble(c, env) },
+	}
+}
+
+func descrambleFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Usage: "input transport stream `FILE` (- for stdin)"},
+		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Usage: "output `FILE` (- for stdout)"},
+		&cli.StringFlag{Name: "cw", Usage: "control word for both parities: 16 `HEX` digits (spaces, ':' and '-' allowed)"},
+		&cli.StringFlag{Name: "cw-even", Usage: "control word for packets scrambled with the even key (TSC 10): 16 `HEX` digits"},
+		&cli.StringFlag{Name: "cw-odd", Usage: "control word for packets scrambled with the odd key (TSC 11): 16 `HEX` digits"},
+		&cli.StringFlag{Name: "cw-file", TakesFile: true, Usage: "`FILE` with a list of control words, one per line, used in turn at each crypto period"},
+		&cli.BoolFlag{Name: "reduce-entropy", Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default)"},
+		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Usage: "parallel cipher workers"},
+		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Usage: "packets per unit of work handed to a worker"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print details of the run"},
+		&cli.BoolFlag{Name: "show-keys", Usage: "with -v, print the control words (they are secrets: off by default)"},
+	}
+}
+
+// keySchedule builds the key schedule from the key flags.
+func keySchedule(c *cli.Context) (*keys.Schedule, error) {
+	cw, even, odd, file := c.String("cw"), c.String("cw-even"), c.String("cw-odd"), c.String("cw-file")
+	n := 0
+	for _, s := range []string{cw, file} {
+		if s != "" {
+			n++
+		}
+	}
+	if even != "" || odd != "" {
+		n++
+	}
+	switch {
+	case n == 0:
+		return nil, usageErr("no control word given: use -cw HEX, -cw-even/-cw-odd HEX or -cw-file FILE")
+	case n > 1:
+		return nil, usageErr("give one key source: -cw, -cw-even/-cw-odd or -cw-file, not several")
+	}
+	parse := func(flag, s string) ([]byte, error) {
+		if s == "" {
+			return nil, nil
+		}
+		b, err := keys.ParseCW(s, keys.CWSize)
+		if err != nil {
+			return nil, usageErr("-%s: %v (example: -%s 11223366445566ff)", flag, err, flag)
+		}
+		if c.Bool("reduce-entropy") {
+			keys.ReduceEntropy(b)
+		}
+		return b, nil
+	}
+	switch {
+	case cw != "":
+		b, err := parse("cw", cw)
+		if err != nil {
+			return nil, err
+		}
+		return keys.NewFixed(b, b), nil
+	case file != "":
+		list, err := keys.LoadList(file, keys.CWSize)
+		if err != nil {
+			var le *keys.LineError
+			if errors.As(err, &le) {
+				return nil, usageErr("%v (want 16 hex digits per line, '#' for comments)", err)
+			}
+			return nil, usageErr("cannot read the CW file: %v", err)
+		}
+		if c.Bool("reduce-entropy") {
+			for _, b := range list {
+				keys.ReduceEntropy(b)
+			}
+		}
+		return keys.NewList(list), nil
+	default:
+		e, err := parse("cw-even", even)
+		if err != nil {
+			return nil, err
+		}
+		o, err := parse("cw-odd", odd)
+		if err != nil {
+			return nil, err
+		}
+		return keys.NewFixed(e, o), nil
+	}
+}
+
+func descramble(c *cli.Context, env Env) error {
+	if c.NArg() > 0 {
+		return usageErr("unexpected argument %q: give the input with -in FILE", c.Args().First())
+	}
+	sched, err := keySchedule(c)
+	if err != nil {
+		return err
+	}
+	if w := c.Int("workers"); w < 1 || w > 1024 {
+		return usageErr("-workers %d: want a number from 1 to 1024", w)
+	}
+	if b := c.Int("batch"); b < 1 || b > pipeline.MaxBatch {
+		return usageErr("-batch %d: want a number from 1 to %d", b, pipeline.MaxBatch)
+	}
+	quiet, verbose := c.Bool("quiet"), c.Bool("verbose")
+	if verbose && !quiet {
+		describeKeys(env.Stderr, sched, c.Bool("show-keys"))
+	}
+
+	inPath, outPath := c.String("in"), c.String("out")
+	if inPath != "-" && outPath != "-" && sameFile(inPath, outPath) {
+		return usageErr("-in and -out name the same file %s: write the output elsewhere", outPath)
+	}
+
+	in, inSize, err := openInput(inPath, env)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := openOutput(outPath, env)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	bar := newProgress(env, inSize, quiet)
+	st, runErr := pipeline.Run(ctx, in, out.w, pipeline.Options{
+		Keys:     sched,
+		Workers:  c.Int("workers"),
+		Batch:    c.Int("batch"),
+		Progress: bar.set,
+	})
+	bar.finish()
+	closeErr := out.close(runErr == nil)
+
+	if !quiet {
+		printSummary(env.Stderr, &st, verbose)
+	}
+	switch {
+	case runErr != nil:
+		return runError(runErr, inPath, outPath, out)
+	case closeErr != nil:
+		return failErr("cannot write %s: %v", outPath, closeErr)
+	}
+	return nil
+}
+
+// runError turns an error of the pipeline into the message and exit status of the contract.
+func runError(err error, inPath, outPath string, out *output) error {
+	name := inPath
+	if name == "-" {
+		name = "stdin"
+	}
+	saved := ""
+	if out.partial != "" {
+		saved = "; the packets processed so far are in " + out.partial
+	}
+	switch {
+	case errors.Is(err, pipeline.ErrNoSync):
+		return failErr("%s: %v", name, err)
+	case errors.Is(err, syscall.EPIPE):
+		return quietExit
+	case errors.Is(err, context.Canceled):
+		return &exitError{code: 130, msg: "interrupted" + saved}
+	case errors.As(err, new(*writeError)):
+		return failErr("%v%s", err, saved)
+	}
+	return failErr("%v%s", err, saved)
+}
+
+func describeKeys(w io.Writer, s *keys.Schedule, show bool) {
+	for i, cw := range s.CWs() {
+		note := ""
+		if !keys.ChecksumOK(cw) {
+			note = " (bytes 3 and 7 are not the checksums of 0-2 and 4-6; all 64 bits are used as given, see -reduce-entropy)"
+		}
+		if show {
+			fmt.Fprintf(w, "tsdescramble: CW %d: %x%s\n", i+1, cw, note)
+		} else {
+			fmt.Fprintf(w, "tsdescramble: CW %d loaded%s\n", i+1, note)
+		}
+	}
+}
+
+// sameFile reports whether two paths name the same file (or would, once created).
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+func openInput(path string, env Env) (io.ReadCloser, int64, error) {
+	if path == "-" {
+		size := int64(-1)
+		if f, ok := env.Stdin.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				size = fi.Size()
+			}
+		}
+		return io.NopCloser(env.Stdin), size, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, failErr("cannot open the input: %v", unwrapPath(err))
+	}
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil {
+		if fi.IsDir() {
+			f.Close()
+			return nil, 0, failErr("cannot read the input: %s is a directory", path)
+		}
+		if fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	return f, size, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}

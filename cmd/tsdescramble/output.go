@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// writeError names the output that failed.
+type writeError struct {
+	name string
+	err  error
+}
+
+func (e *writeError) Error() string { return fmt.Sprintf("cannot write %s: %v", e.name, e.err) }
+func (e *writeError) Unwrap() error { return e.err }
+
+type namedWriter struct {
+	name string
+	w    io.Writer
+}
+
+func (n namedWriter) Write(p []byte) (int, error) {
+	m, err := n.w.Write(p)
+	if err != nil {
+		err = &writeError{name: n.name, err: err}
+	}
+	return m, err
+}
+
+// output is where the packets go. A regular file is written under a temporary name beside it and
+// renamed when the run succeeds, so a failed run never leaves a file that looks complete; what was
+// written is kept as NAME.partial instead.
+type output struct {
+	w       io.Writer
+	f       *os.File
+	tmp     string // temporary name, "" when writing in place
+	final   string
+	partial string // set when a failed run's output was kept
+}
+
+func openOutput(path string, env Env) (*output, error) {
+	if path == "-" {
+		return &output{w: namedWriter{"stdout", env.Stdout}}, nil
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return nil, failErr("cannot write the output: %s is a directory", path)
+		}
+		// A device or a named pipe: write to it directly.
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, failErr("cannot open the output: %v", unwrapPath(err))
+		}
+		return &output{w: namedWriter{path, f}, f: f}, nil
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return nil, failErr("cannot create the output in %s: %v", dir, unwrapPath(err))
+	}
+	return &output{w: namedWriter{path, f}, f: f, tmp: f.Name(), final: path}, nil
+}
+
+// close finishes the output: on success it puts the file in place.
+func (o *output) close(ok bool) error {
+	if o.f == nil {
+		return nil
+	}
+	err := o.f.Close()
+	if o.tmp == "" {
+		return err
+	}
+	if ok && err == nil {
+		if err = os.Chmod(o.tmp, 0o644); err == nil {
+			err = os.Rename(o.tmp, o.final)
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	o.partial = o.final + ".partial"
+	if os.Rename(o.tmp, o.partial) != nil {
+		os.Remove(o.tmp)
+		o.partial = ""
+	}
+	return err
+}

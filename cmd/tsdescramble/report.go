@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// progress shows a progress bar on stderr when stderr is a terminal, and costs nothing otherwise.
+type progress struct {
+	bar  *progressbar.ProgressBar
+	last int64
+}
+
+func newProgress(env Env, size int64, quiet bool) *progress {
+	f, ok := env.Stderr.(*os.File)
+	if quiet || !ok || env.IsTerminal == nil || !env.IsTerminal(f) {
+		return &progress{}
+	}
+	return &progress{bar: progressbar.NewOptions64(size,
+		progressbar.OptionSetWriter(f),
+		progressbar.OptionSetDescription("descrambling"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionClearOnFinish(),
+	)}
+}
+
+// set is called with the input bytes read so far.
+func (p *progress) set(n int64) {
+	if p.bar != nil && n > p.last {
+		p.bar.Add64(n - p.last)
+		p.last = n
+	}
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
+// printSummary writes the short summary of a run to w.
+func printSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
+	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s framing), %s in %.2f s (%.1f MB/s)\n",
+		st.Packets, st.Packets, st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
+	fmt.Fprintf(w, "  scrambled: %d even, %d odd; descrambled %d; crypto-period changes %d\n",
+		st.Even, st.Odd, st.Descrambled+st.Short, st.KeyChanges)
+	fmt.Fprintf(w, "  left as they were: %d clear, %d short payloads (under 8 bytes, clear by definition), %d TSC 01, %d without payload, %d without a key\n",
+		st.Clear, st.Short, st.Reserved, st.NoPayload, st.NoKey)
+	if st.Skipped > 0 || st.Truncated > 0 || verbose {
+		fmt.Fprintf(w, "  skipped %d bytes to regain sync; dropped a truncated last packet of %d bytes\n", st.Skipped, st.Truncated)
+	}
+}
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,132 @@
+// Package keys reads control words the way people hold them and decides which control word
+// applies to each scrambled packet of a stream.
+//
+// A control word (CW) is given in hex; spaces, ':' and '-' may separate its digits. A CW list
+// holds one CW per line; the first CW applies to the stream's first crypto period and every
+// change of scrambling parity, tracked over the whole stream, moves to the next CW, cyclically
+// (the convention of TSDuck's descrambler with a CW file).
+package keys
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// CWSize is the size of a DVB-CSA2 control word in bytes.
+const CWSize = 8
+
+// ParseCW decodes a control word of size bytes from hex digits. Spaces, tabs, ':' and '-' between
+// the digits are ignored, and a leading "0x" is allowed, so "11 22 33 66 44 55 66 ff",
+// "11:22:33:66:44:55:66:FF" and "0x11223366445566ff" are the same key.
+func ParseCW(s string, size int) ([]byte, error) {
+	t := strings.TrimSpace(s)
+	if len(t) > 2 && (t[:2] == "0x" || t[:2] == "0X") {
+		t = t[2:]
+	}
+	cw := make([]byte, 0, size)
+	var hi byte
+	half := false
+	digits := 0
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		case c == ' ' || c == '\t' || c == ':' || c == '-':
+			continue
+		default:
+			return nil, fmt.Errorf("want %d hex digits, found %q", 2*size, c)
+		}
+		digits++
+		if half {
+			cw = append(cw, hi<<4|v)
+		} else {
+			hi = v
+		}
+		half = !half
+	}
+	if digits != 2*size {
+		return nil, fmt.Errorf("want %d hex digits, found %d", 2*size, digits)
+	}
+	return cw, nil
+}
+
+// ReduceEntropy overwrites bytes 3 and 7 of an 8-byte control word with the checksums of bytes
+// 0-2 and 4-6 (mod 256), the 48-bit form that DVB regulations ask scramblers to use and that
+// TSDuck applies by default. Other sizes are left unchanged.
+func ReduceEntropy(cw []byte) {
+	if len(cw) != CWSize {
+		return
+	}
+	cw[3] = cw[0] + cw[1] + cw[2]
+	cw[7] = cw[4] + cw[5] + cw[6]
+}
+
+// ChecksumOK reports whether bytes 3 and 7 of an 8-byte control word hold the checksums of
+// bytes 0-2 and 4-6, as in a 48-bit CW.
+func ChecksumOK(cw []byte) bool {
+	return len(cw) == CWSize && cw[3] == cw[0]+cw[1]+cw[2] && cw[7] == cw[4]+cw[5]+cw[6]
+}
+
+// LineError reports a line of a key file that could not be read.
+type LineError struct {
+	File string // the file name as given
+	Line int    // 1-based line number
+	Err  error  // what is wrong
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err) }
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrEmptyList is returned for a CW file that holds no control word.
+var ErrEmptyList = errors.New("no control word found")
+
+// ReadList reads a CW list: one control word of size bytes per line; blank lines and lines
+// starting with '#' are ignored, as is anything after a '#' on a line. name is used in errors.
+func ReadList(r io.Reader, name string, size int) ([][]byte, error) {
+	var cws [][]byte
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		cw, err := ParseCW(text, size)
+		if err != nil {
+			return nil, &LineError{File: name, Line: line, Err: fmt.Errorf("not a control word: %w", err)}
+		}
+		cws = append(cws, cw)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	if len(cws) == 0 {
+		return nil, fmt.Errorf("%s: %w", name, ErrEmptyList)
+	}
+	return cws, nil
+}
+
+// LoadList reads the CW list in the file at path (see ReadList).
+func LoadList(path string, size int) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadList(f, path, size)
+}

@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"io"
+)
+
+// Framing is the layout of packets in a stream: plain 188-byte packets, 192-byte packets with a
+// 4-byte prefix before the sync byte (M2TS/BDAV time codes), or 204-byte packets with a 16-byte
+// trailer after the packet (Reed-Solomon parity bytes).
+type Framing struct {
+	Size   int // bytes per packet unit in the stream: 188, 192 or 204
+	Prefix int // bytes before the sync byte: 4 for 192-byte units, else 0
+}
+
+// The framings the framer recognises.
+var (
+	Framing188 = Framing{Size: 188}
+	Framing192 = Framing{Size: 192, Prefix: 4}
+	Framing204 = Framing{Size: 204}
+)
+
+var framings = [...]Framing{Framing188, Framing192, Framing204}
+
+// String returns "188", "192" or "204".
+func (f Framing) String() string {
+	switch f.Size {
+	case 192:
+		return "192 (4-byte prefix)"
+	case 204:
+		return "204 (16-byte trailer)"
+	case 188:
+		return "188"
+	}
+	return "unknown"
+}
+
+// ErrNoSync is returned when an input holds bytes but not a single transport stream packet.
+var ErrNoSync = errors.New("no MPEG-TS sync found: the input is not a transport stream (188, 192 or 204-byte packets)")
+
+const (
+	// confirmSyncs is how many further sync bytes, one packet period apart, must follow a 0x47
+	// before it is taken as the start of a packet when the framer is looking for sync. With
+	// four matching bytes in a row, random data passes the test once in 2^32 positions.
+	confirmSyncs = 3
+	// lookahead is the number of bytes the framer needs past a candidate sync byte to confirm it.
+	lookahead = (confirmSyncs+1)*204 + 4
+	// minBuffered is what Next keeps buffered before looking at a packet: the packet, and enough
+	// after it to confirm the one that follows.
+	minBuffered = 204 + lookahead
+	readSize    = 256 << 10
+)
+
+// Framer splits a byte stream into transport stream packet units, detecting the framing and
+// regaining sync after garbage. A 0x47 byte counts as a sync byte only when more sync bytes
+// follow at the packet period, so garbage, a packet cut short in the middle of the stream and
+// a truncated last packet are skipped and counted rather than passed on as packets.
+type Framer struct {
+	r          io.Reader
+	buf        []byte
+	start, end int // unread bytes are buf[start:end]
+	eof        bool
+	err        error // read error other than io.EOF, reported once the buffer is drained
+	framing    Framing
+	synced     bool
+
+	skipped   int64
+	truncated int64
+	packets   int64
+	bytesRead int64
+}
+
+// NewFramer returns a framer reading from r.
+func NewFramer(r io.Reader) *Framer {
+	return &Framer{r: r, buf: make([]byte, readSize+lookahead)}
+}
+
+// Framing returns the framing of the last packet returned (188-byte framing before the first one).
+func (f *Framer) Framing() Framing {
+	if f.framing.Size == 0 {
+		return Framing188
+	}
+	return f.framing
+}
+
+// Skipped returns the number of bytes dropped so far to regain sync.
+func (f *Framer) Skipped() int64 { return f.skipped }
+
+// Truncated returns the size of a truncated last packet dropped at the end of the input (0 if none).
+func (f *Framer) Truncated() int64 { return f.truncated }
+
+// Packets returns the number of packet units returned so far.
+func (f *Framer) Packets() int64 { return f.packets }
+
+// fill reads until at least n bytes are buffered or the input ends.
+func (f *Framer) fill(n int) {
+	if f.end-f.start >= n || f.eof {
+		return
+	}
+	if f.start > 0 {
+		f.end = copy(f.buf, f.buf[f.start:f.end])
+		f.start = 0
+	}
+	for f.end < n && !f.eof {
+		m, err := f.r.Read(f.buf[f.end:])
+		f.end += m
+		f.bytesRead += int64(m)
+		if err != nil {
+			f.eof = true
+			if err != io.EOF {
+				f.err = err
+			}
+		}
+	}
+}
+
+// Next returns the next packet unit: Framing().Size bytes with the sync byte at Framing().Prefix.
+// The slice is valid until the following call. At the end of the input it returns io.EOF, or
+// ErrNoSync if the input held bytes but no packet, or the read error that ended the input.
+func (f *Framer) Next() ([]byte, error) {
+	for {
+		f.fill(minBuffered)
+		avail := f.end - f.start
+		if avail == 0 || (!f.synced && !f.resync()) {
+			return nil, f.endErr()
+		}
+		fr := f.framing
+		avail = f.end - f.start
+		if avail < fr.Size {
+			// The input ends inside a packet: the last packet is truncated.
+			if f.buf[f.start+min(fr.Prefix, avail-1)] == SyncByte || fr.Prefix >= avail {
+				f.truncated += int64(avail)
+			} else {
+				f.skipped += int64(avail)
+			}
+			f.start = f.end
+			return nil, f.endErr()
+		}
+		q := f.start + fr.Prefix
+		if f.buf[q] != SyncByte {
+			f.synced = false
+			continue
+		}
+		if next := q + fr.Size; next < f.end && f.buf[next] != SyncByte {
+			// What follows is not a packet. Either this packet is whole and garbage comes after
+			// it, or this 0x47 is itself garbage and a real packet starts inside this unit.
+			if u, ok, _ := f.findUnit(q+1, q+fr.Size); ok {
+				f.skipped += int64(u - f.start)
+				f.start = u
+				continue
+			}
+		}
+		unit := f.buf[f.start : f.start+fr.Size]
+		f.start += fr.Size
+		f.packets++
+		return unit, nil
+	}
+}
+
+func (f *Framer) endErr() error {
+	if f.err != nil {
+		return f.err
+	}
+	if f.packets == 0 && (f.skipped > 0 || f.truncated > 0) {
+		return ErrNoSync
+	}
+	return io.EOF
+}
+
+// resync skips bytes up to the next confirmed packet unit and sets the framing from it.
+// It reports false when the input ends first; the bytes looked at are counted as skipped.
+func (f *Framer) resync() bool {
+	for {
+		f.fill(minBuffered)
+		u, ok, stop := f.findUnit(f.start, f.end)
+		if ok {
+			f.skipped += int64(u - f.start)
+			f.start = u
+			f.synced = true
+			return true
+		}
+		if f.eof {
+			f.skipped += int64(f.end - f.start)
+			f.start = f.end
+			return false
+		}
+		// Nothing confirmed before stop: drop what can no longer start a packet (keeping room
+		// for a 192-byte unit's prefix) and read on.
+		if keep := stop - 4; keep > f.start {
+			f.skipped += int64(keep - f.start)
+			f.start = keep
+		}
+		f.fill(f.end - f.start + 1)
+	}
+}
+
+// findUnit looks for the first sync byte at a position in [lo, hi) that starts a confirmed chain
+// of sync bytes in one of the framings, and returns the start of its unit (the sync position
+// minus the framing's prefix). Among framings that confirm the same sync byte, the one with more
+// sync bytes seen wins, then the one whose unit starts earlier. It sets f.framing to the winner.
+// When it finds none it returns the position where the search stopped: hi, or an earlier sync
+// byte that needs more input before it can be confirmed.
+func (f *Framer) findUnit(lo, hi int) (unit int, ok bool, stop int) {
+	for q := lo; q < hi; q++ {
+		i := bytes.IndexByte(f.buf[q:hi], SyncByte)
+		if i < 0 {
+			return 0, false, hi
+		}
+		q += i
+		if !f.eof && f.end-q < lookahead {
+			return 0, false, q // not enough data to confirm; the caller reads more
+		}
+		best, bestSeen := -1, 0
+		for j, fr := range framings {
+			if q-fr.Prefix < f.start {
+				continue
+			}
+			if seen := f.confirmed(q, fr); seen > bestSeen {
+				best, bestSeen = j, seen
+			}
+		}
+		if best >= 0 {
+			f.framing = framings[best]
+			return q - f.framing.Prefix, true, q
+		}
+	}
+	return 0, false, hi
+}
+
+// confirmed counts the sync bytes at q, q+size, ... (up to confirmSyncs+1 of them) and returns
+// the count if they all hold 0x47 and enough of them were seen, else 0. Near the end of the
+// input fewer are required, but the first unit must be whole.
+func (f *Framer) confirmed(q int, fr Framing) int {
+	seen := 0
+	for k := 0; k <= confirmSyncs; k++ {
+		p := q + k*fr.Size
+		if p >= f.end {
+			break
+		}
+		if f.buf[p] != SyncByte {
+			return 0
+		}
+		seen++
+	}
+	if seen <= confirmSyncs && !(f.eof && q-fr.Prefix+fr.Size <= f.end) {
+		return 0
+	}
+	return seen
+}

@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/keys"
+)
+
+// Options configure a run.
+type Options struct {
+	// Keys decides which control word descrambles each scrambled packet. Required.
+	Keys *keys.Schedule
+	// Workers is the number of goroutines running the cipher (default: GOMAXPROCS).
+	Workers int
+	// Batch is the number of packets per unit of work handed to a worker (default DefaultBatch).
+	Batch int
+	// Progress, when set, is called from the reading goroutine with the number of input bytes
+	// read so far, about once per unit of work.
+	Progress func(bytesIn int64)
+}
+
+// DefaultBatch is the default number of packets per unit of work.
+const DefaultBatch = 1024
+
+// MaxBatch bounds Options.Batch so that memory stays bounded.
+const MaxBatch = 1 << 16
+
+// chunksPerWorker is how many units of work may be in flight per worker: enough for the reader
+// to stay ahead and the writer to absorb workers finishing out of order.
+const chunksPerWorker = 4
+
+// job is one scrambled payload of a chunk: bytes buf[off:end] need the cipher with key.
+type job struct {
+	off, end int32
+	key      int32
+}
+
+// chunk is a unit of work: packets back to back in their input framing, and the payloads
+// among them that the cipher must process.
+type chunk struct {
+	seq  int64
+	buf  []byte
+	n    int
+	jobs []job
+}
+
+// Run descrambles the transport stream read from r and writes every packet, in input order and
+// framing, to w. Packets scrambled with TSC 10 (even) or 11 (odd) are descrambled with the key
+// that opts.Keys assigns and their TSC bits cleared; everything else passes through byte-exact.
+// It returns the run's statistics, and an error if reading or writing failed, if the input held
+// no transport stream (ErrNoSync), or if ctx was cancelled; every packet read before the error
+// that could be processed has been written.
+func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, error) {
+	start := time.Now()
+	if opts.Keys == nil {
+		return Stats{}, errors.New("pipeline: no key schedule")
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	batch := opts.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	batch = min(batch, MaxBatch)
+
+	cwKeys := make([]*csa.Key, len(opts.Keys.CWs()))
+	for i, cw := range opts.Keys.CWs() {
+		k, err := csa.NewKey(cw)
+		if err != nil {
+			return Stats{}, fmt.Errorf("control word %d: %w", i+1, err)
+		}
+		cwKeys[i] = k
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	nchunks := workers * chunksPerWorker
+	free := make(chan *chunk, nchunks)
+	for range nchunks {
+		free <- &chunk{buf: make([]byte, batch*204), jobs: make([]job, 0, batch)}
+	}
+	work := make(chan *chunk, nchunks)
+	done := make(chan *chunk, nchunks)
+
+	var st Stats
+	var readErr error
+	var wg sync.WaitGroup
+
+	// Reader and classifier: sequential, because which key a packet needs depends on the order
+	// of parity changes across the whole stream.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(work)
+		cl := classifier{keys: opts.Keys, st: &st}
+		fr := NewFramer(r)
+		var seq int64
+		for {
+			var c *chunk
+			select {
+			case c = <-free:
+			case <-ctx.Done():
+				return
+			}
+			c.seq, c.n, c.jobs = seq, 0, c.jobs[:0]
+			seq++
+			var err error
+			for n := 0; n < batch; n++ {
+				var unit []byte
+				unit, err = fr.Next()
+				if err != nil {
+					break
+				}
+				c.n += copy(c.buf[c.n:], unit)
+				cl.classify(c, c.n-len(unit), fr.Framing())
+			}
+			st.BytesIn = fr.bytesRead
+			st.Packets = fr.Packets()
+			st.Skipped, st.Truncated = fr.Skipped(), fr.Truncated()
+			st.Framing = fr.Framing()
+			if opts.Progress != nil {
+				opts.Progress(fr.bytesRead)
+			}
+			if c.n > 0 {
+				work <- c
+			} else {
+				free <- c
+			}
+			if err != nil {
+				if err != io.EOF {
+					readErr = err
+				}
+				st.KeyChanges = opts.Keys.Changes()
+				return
+			}
+		}
+	}()
+
+	// Cipher workers: nearly all of the cost, on every core.
+	var wwg sync.WaitGroup
+	for range workers {
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			for c := range work {
+				for _, j := range c.jobs {
+					cwKeys[j.key].Decrypt(c.buf[j.off:j.end])
+				}
+				done <- c
+			}
+		}()
+	}
+	go func() { wwg.Wait(); close(done) }()
+
+	// Ordered writer: chunks come back in any order and leave in sequence.
+	pending := make([]*chunk, nchunks)
+	var next int64
+	var writeErr error
+	for c := range done {
+		pending[c.seq%int64(nchunks)] = c
+		for {
+			c := pending[next%int64(nchunks)]
+			if c == nil || c.seq != next {
+				break
+			}
+			pending[next%int64(nchunks)] = nil
+			next++
+			if writeErr == nil {
+				var m int
+				m, writeErr = w.Write(c.buf[:c.n])
+				st.BytesOut += int64(m)
+				if writeErr != nil {
+					cancel() // stop reading; the workers drain what is in flight
+				}
+			}
+			free <- c
+		}
+	}
+	wg.Wait()
+	st.Elapsed = time.Since(start)
+	switch {
+	case writeErr != nil:
+		return st, writeErr
+	case readErr != nil:
+		return st, readErr
+	case ctx.Err() != nil:
+		return st, ctx.Err()
+	}
+	return st, nil
+}

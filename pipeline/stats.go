@@ -1,0 +1,33 @@
+package pipeline
+
+import "time"
+
+// Stats counts what a run did. Packet counts are of packet units; byte counts are of input bytes.
+type Stats struct {
+	Framing   Framing // framing of the last packet read
+	BytesIn   int64   // bytes read from the input
+	BytesOut  int64   // bytes written to the output
+	Packets   int64   // packets read (and written: every packet read is written)
+	Skipped   int64   // bytes dropped to regain sync
+	Truncated int64   // bytes of a truncated last packet, dropped
+
+	Clear       int64 // packets with TSC 00
+	Reserved    int64 // packets with TSC 01, passed through untouched
+	Even        int64 // packets with TSC 10
+	Odd         int64 // packets with TSC 11
+	Descrambled int64 // scrambled packets whose payload went through the cipher and whose TSC was cleared
+	Short       int64 // scrambled packets whose payload is under 8 bytes: clear by definition, TSC cleared
+	NoPayload   int64 // scrambled packets without a payload (adaptation field only, or a damaged one): untouched
+	NoKey       int64 // scrambled packets of a parity that has no control word: untouched
+	KeyChanges  int   // changes of scrambling parity (crypto period boundaries) seen
+
+	Elapsed time.Duration // wall time of the run
+}
+
+// MBPerSecond returns the input throughput of the run in 10^6 bytes per second.
+func (s *Stats) MBPerSecond() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.BytesIn) / s.Elapsed.Seconds() / 1e6
+}
