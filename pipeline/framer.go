@@ -42,8 +42,9 @@ var ErrNoSync = errors.New("no MPEG-TS sync found: the input is not a transport 
 const (
 	// confirmSyncs is how many further sync bytes, one packet period apart, must follow a 0x47
 	// before it is taken as the start of a packet when the framer is looking for sync. With
-	// four matching bytes in a row, random data passes the test once in 2^32 positions.
-	confirmSyncs = 3
+	// three matching bytes in a row, random data passes the test once in 2^24 positions, and a
+	// run of three packets between two stretches of garbage is still recovered.
+	confirmSyncs = 2
 	// lookahead is the number of bytes the framer needs past a candidate sync byte to confirm it.
 	lookahead = (confirmSyncs+1)*204 + 4
 	// minBuffered is what Next keeps buffered before looking at a packet: the packet, and enough
@@ -216,7 +217,8 @@ func (f *Framer) findUnit(lo, hi int) (unit int, ok bool, stop int) {
 			if q-fr.Prefix < f.start {
 				continue
 			}
-			if seen := f.confirmed(q, fr); seen > bestSeen {
+			seen := f.confirmed(q, fr)
+			if seen > bestSeen || seen > 0 && seen == bestSeen && fr.Prefix > framings[best].Prefix {
 				best, bestSeen = j, seen
 			}
 		}

@@ -68,7 +68,7 @@ func ContinuityCounter(p []byte) uint8 { return p[3] & 0x0F }
 // PayloadOffset returns the offset of the payload in the 188-byte packet p and whether the packet
 // has a usable payload. It is false when the adaptation_field_control announces no payload, and when
 // the adaptation_field_length runs past the end of the packet (a damaged header: such a packet is
-// passed through untouched rather than guessed at). An offset of 188 means an empty payload.
+// passed through untouched rather than guessed at).
 func PayloadOffset(p []byte) (int, bool) {
 	if !HasPayload(p) {
 		return 0, false
@@ -77,9 +77,10 @@ func PayloadOffset(p []byte) (int, bool) {
 		return HeaderSize, true
 	}
 	// adaptation_field_length counts the bytes after itself; with a payload present it may
-	// be at most 182 (ISO/IEC 13818-1, 2.4.3.5). Larger values are corrupt.
+	// be at most 182 (ISO/IEC 13818-1, 2.4.3.5), leaving at least one payload byte. Larger
+	// values are corrupt.
 	off := HeaderSize + 1 + int(p[4])
-	if off > PacketSize {
+	if off >= PacketSize {
 		return 0, false
 	}
 	return off, true

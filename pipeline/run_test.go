@@ -1,0 +1,179 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/keys"
+)
+
+// testStream builds a clear stream and its scrambled form in framing fr: PES-like packets on
+// PIDs 0x100 and 0x101 with adaptation fields of every size, crypto periods of cp packets that
+// alternate parity and use cws in turn, plus packets that must pass through untouched: PAT,
+// null packets, TSC 01, adaptation-field-only packets, a damaged adaptation field length.
+// want is the expected output (the clear stream, TSC cleared where descrambled).
+func testStream(t *testing.T, n int, fr Framing, cws [][]byte, cp int, rng *rand.Rand) (scrambled, want []byte, st Stats) {
+	t.Helper()
+	ks := make([]*csa.Key, len(cws))
+	for i, cw := range cws {
+		k, err := csa.NewKey(cw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks[i] = k
+	}
+	scr := 0
+	for i := range n {
+		u := make([]byte, fr.Size)
+		for j := range u {
+			u[j] = byte(rng.IntN(256))
+		}
+		p := u[fr.Prefix : fr.Prefix+PacketSize]
+		p[0] = SyncByte
+		kind := rng.IntN(20)
+		pid := uint16(0x100 + i%2)
+		switch kind {
+		case 0:
+			pid = 0
+		case 1:
+			pid = NullPID
+		}
+		p[1], p[2] = byte(pid>>8), byte(pid)
+		p[3] = 0x10 | byte(i&0xF) // payload only
+		afLen := -1
+		if rng.IntN(3) == 0 {
+			afLen = rng.IntN(183)
+			p[3] |= 0x20
+			p[4] = byte(afLen)
+		}
+		w := append([]byte{}, u...)
+		switch {
+		case kind == 2: // TSC 01: untouched
+			SetTSC(p, Reserved)
+			copy(w, u)
+			st.Reserved++
+		case kind == 3: // adaptation field only, marked scrambled: untouched
+			p[3] = 0xA0 | p[3]&0x0F
+			p[4] = 183
+			copy(w, u)
+			st.Even++
+			st.NoPayload++
+		case kind == 4: // adaptation field length past the packet: untouched
+			p[3] = 0xB0 | p[3]&0x0F
+			p[4] = 190
+			copy(w, u)
+			st.Even++
+			st.NoPayload++
+		case pid == 0 || pid == NullPID || kind == 5:
+			st.Clear++
+		default:
+			period := scr / cp
+			scr++
+			off, _ := PayloadOffset(p)
+			ks[period%len(ks)].Encrypt(p[off:])
+			if period%2 == 1 {
+				SetTSC(p, Odd)
+				st.Odd++
+			} else {
+				SetTSC(p, Even)
+				st.Even++
+			}
+			if PacketSize-off < 8 {
+				st.Short++
+			} else {
+				st.Descrambled++
+			}
+		}
+		scrambled = append(scrambled, u...)
+		want = append(want, w...)
+	}
+	st.Packets = int64(n)
+	st.KeyChanges = max(0, (scr-1)/cp)
+	return scrambled, want, st
+}
+
+func TestRunDescrambles(t *testing.T) {
+	cws := [][]byte{
+		{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff},
+		{0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00},
+		{0xde, 0xad, 0xbe, 0xef, 0x01, 0x23, 0x45, 0x67},
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, fr := range framings {
+		scrambled, want, wantSt := testStream(t, 3000, fr, cws, 250, rng)
+		for _, cfg := range []struct{ workers, batch int }{{1, 1}, {1, 1024}, {2, 7}, {3, 100}, {4, 4096}} {
+			var out bytes.Buffer
+			st, err := Run(context.Background(), bytes.NewReader(scrambled), &out, Options{
+				Keys: keys.NewList(cws), Workers: cfg.workers, Batch: cfg.batch,
+			})
+			if err != nil {
+				t.Fatalf("%v %+v: %v", fr, cfg, err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Fatalf("%v %+v: output differs from the clear stream", fr, cfg)
+			}
+			if st.Packets != wantSt.Packets || st.Clear != wantSt.Clear || st.Reserved != wantSt.Reserved ||
+				st.Even != wantSt.Even || st.Odd != wantSt.Odd || st.Descrambled != wantSt.Descrambled ||
+				st.Short != wantSt.Short || st.NoPayload != wantSt.NoPayload || st.KeyChanges != wantSt.KeyChanges ||
+				st.BytesOut != int64(len(want)) || st.BytesIn != int64(len(scrambled)) || st.Framing != fr {
+				t.Fatalf("%v %+v: stats\n got %+v\nwant %+v", fr, cfg, st, wantSt)
+			}
+		}
+	}
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if f.n < len(p) {
+		m := max(f.n, 0)
+		f.n = 0
+		return m, errors.New("device full")
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+func TestRunWriteError(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
+	scrambled, _, _ := testStream(t, 20000, Framing188, cws, 1000, rng)
+	_, err := Run(context.Background(), bytes.NewReader(scrambled), &failWriter{n: 100000}, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 64})
+	if err == nil || err.Error() != "device full" {
+		t.Fatalf("err %v, want the write error", err)
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
+	scrambled, want, _ := testStream(t, 5000, Framing188, cws, 1000, rng)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	calls := 0
+	_, err := Run(ctx, bytes.NewReader(scrambled), &out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 100,
+		Progress: func(int64) {
+			if calls++; calls == 10 {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	// What was written is a whole number of packets, each descrambled.
+	if out.Len()%188 != 0 || out.Len() == 0 || !bytes.Equal(out.Bytes(), want[:out.Len()]) {
+		t.Fatalf("%d bytes written before the cancellation, not a descrambled prefix", out.Len())
+	}
+}
+
+func TestRunNoSync(t *testing.T) {
+	_, err := Run(context.Background(), bytes.NewReader(bytes.Repeat([]byte{1, 2, 3}, 1000)), io.Discard, Options{Keys: keys.NewFixed([]byte{1, 2, 3, 4, 5, 6, 7, 8}, nil)})
+	if !errors.Is(err, ErrNoSync) {
+		t.Fatalf("err %v", err)
+	}
+}
