@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"strconv"
 	"errors"
 	"io"
 )
@@ -25,15 +26,10 @@ var framings = [...]Framing{Framing188, Framing192, Framing204}
 
 // String returns "188", "192" or "204".
 func (f Framing) String() string {
-	switch f.Size {
-	case 192:
-		return "192 (4-byte prefix)"
-	case 204:
-		return "204 (16-byte trailer)"
-	case 188:
-		return "188"
+	if f.Size == 0 {
+		return "unknown"
 	}
-	return "unknown"
+	return strconv.Itoa(f.Size)
 }
 
 // ErrNoSync is returned when an input holds bytes but not a single transport stream packet.

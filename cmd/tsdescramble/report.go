@@ -49,12 +49,12 @@ func (p *progress) finish() {
 
 // printSummary writes the short summary of a run to w.
 func printSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
-	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s framing), %s in %.2f s (%.1f MB/s)\n",
+	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
 		st.Packets, st.Packets, st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
-	fmt.Fprintf(w, "  scrambled: %d even, %d odd; descrambled %d; crypto-period changes %d\n",
-		st.Even, st.Odd, st.Descrambled+st.Short, st.KeyChanges)
-	fmt.Fprintf(w, "  left as they were: %d clear, %d short payloads (under 8 bytes, clear by definition), %d TSC 01, %d without payload, %d without a key\n",
-		st.Clear, st.Short, st.Reserved, st.NoPayload, st.NoKey)
+	fmt.Fprintf(w, "  scrambled: %d even, %d odd; descrambled %d, and %d payloads under 8 bytes (clear by definition) unmarked; %d crypto-period changes\n",
+		st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
+	fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key\n",
+		st.Clear, st.Reserved, st.NoPayload, st.NoKey)
 	if st.Skipped > 0 || st.Truncated > 0 || verbose {
 		fmt.Fprintf(w, "  skipped %d bytes to regain sync; dropped a truncated last packet of %d bytes\n", st.Skipped, st.Truncated)
 	}
