@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/batcher"
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
 )
@@ -21,6 +22,9 @@ type Options struct {
 	Workers int
 	// Batch is the number of packets per unit of work handed to a worker (default DefaultBatch).
 	Batch int
+	// Lanes is the width of the bitsliced engine: 32, 64, 128 or 256, or 0 for the fastest
+	// on this CPU (see csa.NewEngine).
+	Lanes int
 	// Progress, when set, is called from the reading goroutine with the number of input bytes
 	// read so far, about once per unit of work.
 	Progress func(bytesIn int64)
@@ -79,6 +83,15 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			return Stats{}, fmt.Errorf("control word %d: %w", i+1, err)
 		}
 		cwKeys[i] = k
+	}
+
+	engines := make([]*csa.Engine, workers)
+	for i := range engines {
+		e, err := csa.NewEngine(opts.Lanes)
+		if err != nil {
+			return Stats{}, err
+		}
+		engines[i] = e
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -148,14 +161,13 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 
 	// Cipher workers: nearly all of the cost, on every core.
 	var wwg sync.WaitGroup
-	for range workers {
+	for _, e := range engines {
 		wwg.Add(1)
 		go func() {
 			defer wwg.Done()
+			var b batcher.Batcher
 			for c := range work {
-				for _, j := range c.jobs {
-					cwKeys[j.key].Decrypt(c.buf[j.off:j.end])
-				}
+				decryptChunk(c, e, &b, cwKeys)
 				done <- c
 			}
 		}()
@@ -197,4 +209,28 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		return st, ctx.Err()
 	}
 	return st, nil
+}
+
+// decryptChunk runs the cipher over the scrambled payloads of a chunk: grouped by key, in batches
+// of the engine's width, with the scalar cipher for a remainder too small to fill a batch.
+func decryptChunk(c *chunk, e *csa.Engine, b *batcher.Batcher, ks []*csa.Key) {
+	for _, j := range c.jobs {
+		b.Add(j.key, c.buf[j.off:j.end])
+	}
+	lanes := e.Lanes()
+	for _, g := range b.Groups() {
+		k := ks[g.Key]
+		n := batcher.Split(len(g.Payloads), lanes, breakEven(lanes))
+		e.Decrypt(k, g.Payloads[:n])
+		for _, p := range g.Payloads[n:] {
+			k.Decrypt(p)
+		}
+	}
+	b.Reset()
+}
+
+// breakEven is the smallest partial batch worth an engine call rather than that many scalar
+// calls. An engine call costs about the same whatever the number of payloads in it.
+func breakEven(lanes int) int {
+	return max(1, lanes/8)
 }

@@ -9,10 +9,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
@@ -103,6 +106,7 @@ func descrambleFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cw-odd", Usage: "control word for packets scrambled with the odd key (TSC 11): 16 `HEX` digits"},
 		&cli.StringFlag{Name: "cw-file", TakesFile: true, Usage: "`FILE` with a list of control words, one per line, used in turn at each crypto period"},
 		&cli.BoolFlag{Name: "reduce-entropy", Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default)"},
+		&cli.StringFlag{Name: "group", Value: "auto", Usage: "bitslice lanes per batch: 32, 64, 128, 256 or auto (the fastest on this CPU)"},
 		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Usage: "parallel cipher workers"},
 		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Usage: "packets per unit of work handed to a worker"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
@@ -191,6 +195,10 @@ func descramble(c *cli.Context, env Env) error {
 	if b := c.Int("batch"); b < 1 || b > pipeline.MaxBatch {
 		return usageErr("-batch %d: want a number from 1 to %d", b, pipeline.MaxBatch)
 	}
+	lanes, err := parseGroup(c.String("group"))
+	if err != nil {
+		return err
+	}
 	quiet, verbose := c.Bool("quiet"), c.Bool("verbose")
 	if verbose && !quiet {
 		describeKeys(env.Stderr, sched, c.Bool("show-keys"))
@@ -219,6 +227,7 @@ func descramble(c *cli.Context, env Env) error {
 		Keys:     sched,
 		Workers:  c.Int("workers"),
 		Batch:    c.Int("batch"),
+		Lanes:    lanes,
 		Progress: bar.set,
 	})
 	bar.finish()
@@ -257,6 +266,18 @@ func runError(err error, inPath, outPath string, out *output) error {
 		return failErr("%v%s", err, saved)
 	}
 	return failErr("%v%s", err, saved)
+}
+
+// parseGroup reads the -group flag: a lane count this CPU supports, or auto (0).
+func parseGroup(s string) (int, error) {
+	if s == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err == nil && slices.Contains(csa.Available(), n) {
+		return n, nil
+	}
+	return 0, usageErr("-group %s: want one of %v or auto", s, csa.Available())
 }
 
 func describeKeys(w io.Writer, s *keys.Schedule, show bool) {

@@ -257,17 +257,10 @@ func TestPacketKinds(t *testing.T) {
 	}
 	sameBytes(t, "output", []byte(r.stdout), s.output(), 188)
 
-	// 22 packets with payload lengths 1..183, 2 full ones at the start and one at the end.
-	for _, want := range []string{
-		fmt.Sprintf("%d packets in, %d out (188 framing)", len(s.in), len(s.in)),
-		"scrambled: 15 even, 13 odd; descrambled 25;",
-		"left as they were: 5 clear, 6 short payloads",
-		"2 TSC 01, 3 without payload, 0 without a key",
-	} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("summary does not say %q:\n%s", want, r.stderr)
-		}
-	}
+	summaryHas(t, r.stderr,
+		fmt.Sprintf(`\b%d packets in\b`, len(s.in)),
+		`\b15 even\b`, `\b13 odd\b`, `\b5 clear\b`, `\b2 TSC 01\b`,
+		`\b3 [a-z ]*without payload\b`, `\b0 [a-z ]*without a key\b`)
 }
 
 // TestOneParityKey checks that with only -cw-even (or -cw-odd) the packets of the other
@@ -289,9 +282,7 @@ func TestOneParityKey(t *testing.T) {
 		t.Fatalf("%s", describe(r))
 	}
 	sameBytes(t, "output", []byte(r.stdout), s.output(), 188)
-	if !strings.Contains(r.stderr, "15 without a key") {
-		t.Errorf("summary does not count 15 packets without a key:\n%s", r.stderr)
-	}
+	summaryHas(t, r.stderr, `\b15 even\b`, `\b15 odd\b`, `\b15 [a-z ]*without a key\b`)
 
 	// The same with the odd key only.
 	s = &stream{}
@@ -319,9 +310,9 @@ func TestFramings(t *testing.T) {
 		size    int
 		framing string
 	}{
-		{188, "(188 framing)"},
-		{192, "(192 (4-byte prefix) framing)"},
-		{204, "(204 (16-byte trailer) framing)"},
+		{188, `packets in.*\b188\b`},
+		{192, `packets in.*\b192\b`},
+		{204, `packets in.*\b204\b`},
 	} {
 		t.Run(fmt.Sprint(tc.size), func(t *testing.T) {
 			in, want := frame(s.in, tc.size), frame(s.want, tc.size)
@@ -330,9 +321,7 @@ func TestFramings(t *testing.T) {
 				t.Fatalf("%s", describe(r))
 			}
 			sameBytes(t, "output", []byte(r.stdout), want, tc.size)
-			if !strings.Contains(r.stderr, tc.framing) {
-				t.Errorf("summary does not name the framing %q:\n%s", tc.framing, r.stderr)
-			}
+			summaryHas(t, r.stderr, tc.framing, fmt.Sprintf(`\b%d packets in\b`, len(s.in)))
 			if strings.Contains(r.stderr, "skipped") {
 				t.Errorf("summary reports skipped bytes in a clean stream:\n%s", r.stderr)
 			}
@@ -412,14 +401,12 @@ func TestGarbageAndTruncation(t *testing.T) {
 				t.Fatalf("%s", describe(r))
 			}
 			sameBytes(t, "output", []byte(r.stdout), frame(s.want, unit), unit)
-			for _, want := range []string{
-				fmt.Sprintf("%d packets in", len(s.in)),
-				fmt.Sprintf("skipped %d bytes to regain sync", tc.skipped),
-				fmt.Sprintf("truncated last packet of %d bytes", tc.truncated),
-			} {
-				if !strings.Contains(r.stderr, want) {
-					t.Errorf("summary does not say %q:\n%s", want, r.stderr)
-				}
+			summaryHas(t, r.stderr, fmt.Sprintf(`\b%d packets in\b`, len(s.in)))
+			if tc.skipped > 0 {
+				summaryHas(t, r.stderr, fmt.Sprintf(`skipped %d bytes\b`, tc.skipped))
+			}
+			if tc.truncated > 0 {
+				summaryHas(t, r.stderr, fmt.Sprintf(`truncated [a-z ]*\b%d bytes\b`, tc.truncated))
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -300,4 +301,16 @@ func oneLine(t testing.TB, s string) {
 
 func describe(r result) string {
 	return fmt.Sprintf("exit %d, %d bytes on stdout, stderr:\n%s", r.code, len(r.stdout), r.stderr)
+}
+
+// summaryHas fails the test unless stderr matches every regular expression in patterns.
+// The patterns look for counts next to the words that name them, so the wording around
+// them may change.
+func summaryHas(t testing.TB, stderr string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		if !regexp.MustCompile(p).MatchString(stderr) {
+			t.Errorf("summary does not match %q:\n%s", p, stderr)
+		}
+	}
 }

@@ -1,0 +1,409 @@
+package csa
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+)
+
+// testEngine is one kernel at one width, whether or not this CPU runs it.
+type testEngine struct {
+	name      string
+	lanes     int
+	impl      engineImpl
+	available bool
+}
+
+// allEngines lists every engine compiled in, the portable ones at every
+// width included, so that go test runs every path this CPU can run.
+func allEngines() []testEngine {
+	es := []testEngine{
+		{"generic32", 32, implGeneric32, true},
+		{"generic64", 64, implGeneric64, true},
+		{"generic128", 128, implGeneric64, true},
+		{"generic256", 256, implGeneric64, true},
+	}
+	return append(es, asmTestEngines()...)
+}
+
+// runEngines runs f for each engine this CPU can run. An engine that is
+// compiled in but not runnable is skipped, or fails the test when
+// TSD_REQUIRE_ALL_ENGINES is set (for machines that must run every path).
+func runEngines(t *testing.T, f func(t *testing.T, e *Engine)) {
+	for _, te := range allEngines() {
+		t.Run("engine="+te.name, func(t *testing.T) {
+			if !te.available {
+				if os.Getenv("TSD_REQUIRE_ALL_ENGINES") != "" {
+					t.Fatalf("%s cannot run on this CPU", te.name)
+				}
+				t.Skipf("%s cannot run on this CPU", te.name)
+			}
+			f(t, newEngine(te.lanes, te.impl))
+		})
+	}
+}
+
+func TestNewEngine(t *testing.T) {
+	for _, lanes := range []int{-1, 1, 16, 48, 100, 512} {
+		if e, err := NewEngine(lanes); err == nil {
+			t.Errorf("NewEngine(%d) = %v, want an error", lanes, e)
+		}
+	}
+	avail := Available()
+	if !slices.IsSorted(avail) || len(avail) == 0 {
+		t.Errorf("Available() = %v, want ascending", avail)
+	}
+	for _, lanes := range avail {
+		e, err := NewEngine(lanes)
+		if err != nil {
+			t.Fatalf("NewEngine(%d): %v", lanes, err)
+		}
+		if e.Lanes() != lanes {
+			t.Errorf("NewEngine(%d).Lanes() = %d", lanes, e.Lanes())
+		}
+		want := fmt.Sprintf("csa2: %d lanes ", lanes)
+		if s := e.String(); len(s) <= len(want) || s[:len(want)] != want {
+			t.Errorf("String() = %q, want prefix %q", s, want)
+		}
+	}
+	e, err := NewEngine(0)
+	if err != nil || !slices.Contains(avail, e.Lanes()) {
+		t.Errorf("NewEngine(0) = %v, %v", e, err)
+	}
+}
+
+// TestStreamSboxCircuits checks the generated S-box circuits against the
+// S-box tables, on random register contents: each of the 64 lanes is one
+// random input to all seven S-boxes at once.
+func TestStreamSboxCircuits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	seen := [7][32]bool{}
+	for trial := 0; trial < 200; trial++ {
+		var a [11][4]uint64
+		for n := 1; n <= 10; n++ {
+			for b := range 4 {
+				a[n][b] = rng.Uint64()
+			}
+		}
+		var o sboxOut[uint64]
+		streamSboxes(&a, &o)
+		for l := range 64 {
+			var out [7]byte
+			for s, taps := range streamSboxTaps {
+				var in byte
+				for _, tp := range taps {
+					in = in<<1 | byte(a[tp[0]][tp[1]]>>l&1)
+				}
+				seen[s][in] = true
+				out[s] = streamSbox[s][in]
+			}
+			bit := func(w uint64) byte { return byte(w >> l & 1) }
+			// X = s4.lo s3.lo s2.hi s1.hi (bit 3 first), and so on (ETR 289).
+			wantX := [4]byte{out[0] >> 1, out[1] >> 1, out[2] & 1, out[3] & 1}
+			wantY := [4]byte{out[2] >> 1, out[3] >> 1, out[4] & 1, out[5] & 1}
+			wantZ := [4]byte{out[4] >> 1, out[5] >> 1, out[0] & 1, out[1] & 1}
+			for b := range 4 {
+				if bit(o.x[b]) != wantX[b] || bit(o.y[b]) != wantY[b] || bit(o.z[b]) != wantZ[b] {
+					t.Fatalf("lane %d: X/Y/Z bit %d wrong", l, b)
+				}
+			}
+			if bit(o.p) != out[6]>>1 || bit(o.q) != out[6]&1 {
+				t.Fatalf("lane %d: p/q wrong", l)
+			}
+		}
+	}
+	for s := range seen {
+		for in, ok := range seen[s] {
+			if !ok {
+				t.Errorf("S-box %d input %d never tested", s+1, in)
+			}
+		}
+	}
+}
+
+func testTranspose[W word](t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := laneBits[W]()
+	v := make([]uint64, n)
+	for i := range v {
+		v[i] = rng.Uint64()
+	}
+	var planes [64]W
+	lanesToPlanes(v, &planes)
+	for k := range 64 {
+		for l := range n {
+			if byte(planes[k]>>l&1) != byte(v[l]>>k&1) {
+				t.Fatalf("W=%d bits: plane %d lane %d wrong", n, k, l)
+			}
+		}
+	}
+	back := make([]uint64, n)
+	planesToLanes(&planes, back)
+	if !slices.Equal(back, v) {
+		t.Fatalf("W=%d bits: planesToLanes does not invert lanesToPlanes", n)
+	}
+}
+
+func TestTranspose(t *testing.T) {
+	testTranspose[uint32](t)
+	testTranspose[uint64](t)
+
+	rng := rand.New(rand.NewPCG(7, 8))
+	var m [8]uint64
+	for i := range m {
+		m[i] = rng.Uint64()
+	}
+	orig := m
+	transposeBytes8(&m)
+	for i := range 8 {
+		for j := range 8 {
+			if byte(m[j]>>(8*i)) != byte(orig[i]>>(8*j)) {
+				t.Fatalf("transposeBytes8: byte %d of row %d wrong", i, j)
+			}
+		}
+	}
+}
+
+// TestBlockRows checks the byte-sliced block cipher against the scalar
+// one, lane by lane, for partial and full group counts.
+func TestBlockRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, groups := range []int{1, 3, 8, 32} {
+		var cw [8]byte
+		for i := range cw {
+			cw[i] = byte(rng.Uint32())
+		}
+		k := mustKey(t, cw[:])
+		var r blockRows
+		for j := range r {
+			for g := range r[j] {
+				r[j][g] = rng.Uint64()
+			}
+		}
+		orig := r
+		r.decrypt(&k.bsBlock, groups)
+		for g := range 32 {
+			for i := range 8 {
+				var blk [8]byte
+				for j := range blk {
+					blk[j] = byte(orig[j][g] >> (8 * i))
+				}
+				if g < groups {
+					blockDecrypt(&k.kk, &blk)
+				}
+				for j := range blk {
+					if got := byte(r[j][g] >> (8 * i)); got != blk[j] {
+						t.Fatalf("%d groups: lane %d byte %d = %#x, want %#x", groups, 8*g+i, j, got, blk[j])
+					}
+				}
+			}
+		}
+		r.encrypt(&k.bsBlock, groups)
+		if r != orig {
+			t.Fatalf("%d groups: encrypt does not invert decrypt", groups)
+		}
+	}
+}
+
+func testBitslicedStream[W word](t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	n := laneBits[W]()
+	k := mustKey(t, readHex(t, "ffdecsa_test_1_key.hex"))
+	ivs := make([]uint64, n)
+	for i := range ivs {
+		ivs[i] = rng.Uint64()
+	}
+	var regs streamRegs[W]
+	var planes [64]W
+	lanesToPlanes(ivs, &planes)
+	regs.reset(k)
+	regs.init(&planes)
+	ref := make([]streamState, n)
+	for l := range ref {
+		var iv [8]byte
+		for i := range iv {
+			iv[i] = byte(ivs[l] >> (8 * i))
+		}
+		ref[l] = newStreamState(&k.cw)
+		ref[l].init(iv[:])
+	}
+	got := make([]uint64, n)
+	for blk := 0; blk < 23; blk++ {
+		regs.generate(&planes)
+		planesToLanes(&planes, got)
+		for l := range n {
+			want := ref[l].keystream()
+			for i := range 8 {
+				if g := byte(got[l] >> (8 * i)); g != want[i] {
+					t.Fatalf("W=%d bits: lane %d keystream block %d byte %d = %#x, want %#x", n, l, blk, i, g, want[i])
+				}
+			}
+		}
+	}
+}
+
+func TestBitslicedStream(t *testing.T) {
+	testBitslicedStream[uint32](t)
+	testBitslicedStream[uint64](t)
+}
+
+// TestEngineVectors runs the published vectors through every engine, alone
+// and mixed into full batches.
+func TestEngineVectors(t *testing.T) {
+	runEngines(t, func(t *testing.T, e *Engine) {
+		for _, v := range payloadVectors(t) {
+			k := mustKey(t, v.cw)
+			for _, n := range []int{1, e.Lanes()} {
+				batch := make([][]byte, n)
+				for i := range batch {
+					batch[i] = slices.Clone(v.scrambled)
+				}
+				e.Decrypt(k, batch)
+				for i, p := range batch {
+					if !bytes.Equal(p, v.clear) {
+						t.Fatalf("%s: batch of %d, lane %d: Decrypt wrong", v.name, n, i)
+					}
+				}
+				e.Encrypt(k, batch)
+				for i, p := range batch {
+					if !bytes.Equal(p, v.scrambled) {
+						t.Fatalf("%s: batch of %d, lane %d: Encrypt wrong", v.name, n, i)
+					}
+				}
+			}
+		}
+		// The all-lengths table: every length 0..184 in one call.
+		k := mustKey(t, lengthTableCW)
+		vs := readLengthTable(t, "generated_libdvbcsa_all_lengths.txt")
+		var batch [][]byte
+		for _, v := range vs {
+			batch = append(batch, slices.Clone(v.scrambled))
+		}
+		e.Decrypt(k, batch)
+		for i, v := range vs {
+			if !bytes.Equal(batch[i], v.clear) {
+				t.Errorf("all lengths: Decrypt length %d wrong", len(v.clear))
+			}
+		}
+		e.Encrypt(k, batch)
+		for i, v := range vs {
+			if !bytes.Equal(batch[i], v.scrambled) {
+				t.Errorf("all lengths: Encrypt length %d wrong", len(v.clear))
+			}
+		}
+	})
+}
+
+// lanePacket is one payload of a differential test, cut out of a 188-byte
+// packet at an arbitrary offset like a payload after an adaptation field.
+type lanePacket struct {
+	pkt      []byte // whole 188-byte buffer, engine input
+	off, n   int
+	want     []byte // whole buffer as the scalar cipher leaves it
+	original []byte
+}
+
+// mixedLanes builds count payloads of mixed lengths (cycling through every
+// length 0..184 from start, with random ones mixed in) at random offsets,
+// and their expected results from the scalar cipher.
+func mixedLanes(rng *rand.Rand, k *Key, count, start int, decrypt bool) []lanePacket {
+	ps := make([]lanePacket, count)
+	for i := range ps {
+		n := (start + i) % (MaxPayload + 1)
+		if rng.IntN(4) == 0 {
+			n = rng.IntN(MaxPayload + 1)
+		}
+		off := 4 + rng.IntN(MaxPayload-n+1)
+		pkt := make([]byte, 188)
+		for j := range pkt {
+			pkt[j] = byte(rng.Uint32())
+		}
+		want := slices.Clone(pkt)
+		if decrypt {
+			k.Decrypt(want[off : off+n])
+		} else {
+			k.Encrypt(want[off : off+n])
+		}
+		ps[i] = lanePacket{pkt: pkt, off: off, n: n, want: want, original: slices.Clone(pkt)}
+	}
+	return ps
+}
+
+func checkLanes(t *testing.T, e *Engine, k *Key, ps []lanePacket, decrypt bool) {
+	t.Helper()
+	payloads := make([][]byte, len(ps))
+	for i, p := range ps {
+		payloads[i] = p.pkt[p.off : p.off+p.n]
+	}
+	if decrypt {
+		e.Decrypt(k, payloads)
+	} else {
+		e.Encrypt(k, payloads)
+	}
+	for i, p := range ps {
+		if !bytes.Equal(p.pkt, p.want) {
+			dir := "Encrypt"
+			if decrypt {
+				dir = "Decrypt"
+			}
+			t.Fatalf("%s, batch of %d: lane %d (length %d at offset %d) differs from the scalar cipher:\n got %x\nwant %x",
+				dir, len(ps), i, p.n, p.off, p.pkt, p.want)
+		}
+	}
+}
+
+// TestEngineDifferential compares every engine lane by lane with the scalar
+// cipher: every batch size from 1 to the width (and past it), every
+// payload length, payloads at arbitrary offsets of their packet, both
+// directions. Bytes around each payload must stay untouched.
+func TestEngineDifferential(t *testing.T) {
+	runEngines(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(13, uint64(e.Lanes())))
+		cw := make([]byte, CWSize)
+		start := 0
+		sizes := []int{e.Lanes() + 1, 2*e.Lanes() + 7}
+		for n := 1; n <= e.Lanes(); n++ {
+			sizes = append(sizes, n)
+		}
+		for _, n := range sizes {
+			for i := range cw {
+				cw[i] = byte(rng.Uint32())
+			}
+			k := mustKey(t, cw)
+			for _, decrypt := range []bool{true, false} {
+				checkLanes(t, e, k, mixedLanes(rng, k, n, start, decrypt), decrypt)
+				start += n
+			}
+		}
+	})
+}
+
+func TestEngineNoAlloc(t *testing.T) {
+	k := mustKey(t, lengthTableCW)
+	runEngines(t, func(t *testing.T, e *Engine) {
+		payloads := make([][]byte, e.Lanes()+3)
+		for i := range payloads {
+			payloads[i] = make([]byte, i%(MaxPayload+1))
+		}
+		if n := testing.AllocsPerRun(5, func() { e.Decrypt(k, payloads); e.Encrypt(k, payloads) }); n != 0 {
+			t.Errorf("%v allocations per call, want 0", n)
+		}
+	})
+}
+
+func TestEngineLongPayloadPanics(t *testing.T) {
+	k := mustKey(t, lengthTableCW)
+	e, err := NewEngine(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic for a 185-byte payload")
+		}
+	}()
+	e.Decrypt(k, [][]byte{make([]byte, MaxPayload+1)})
+}

@@ -1,0 +1,27 @@
+package csa_test
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"github.com/tsdescramble/tsdescramble/csa"
+)
+
+func ExampleKey_Decrypt() {
+	// A BISS-style control word: bytes 3 and 7 are the checksums of the
+	// three bytes before them. CSA uses all eight bytes as they are.
+	key, err := csa.NewKey([]byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff})
+	if err != nil {
+		panic(err)
+	}
+	// The scrambled payload of a TS packet: one full block and a 1-byte residue.
+	payload, _ := hex.DecodeString("71b2869f4bf3b76db1")
+	key.Decrypt(payload)
+	fmt.Printf("%x\n", payload)
+
+	key.Encrypt(payload)
+	fmt.Printf("%x\n", payload)
+	// Output:
+	// 000102030405060708
+	// 71b2869f4bf3b76db1
+}
