@@ -92,8 +92,9 @@ the first crypto period, and each change of scrambling parity moves to the next,
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageErr("%v (see tsdescramble -h)", err)
 		},
-		Flags:  descrambleFlags(),
-		Action: func(c *cli.Context) error { return descramble(c, env) },
+		Flags:    descrambleFlags(),
+		Action:   func(c *cli.Context) error { return descramble(c, env) },
+		Commands: []*cli.Command{benchCommand(env)},
 	}
 }
 

@@ -408,3 +408,45 @@ func TestWriteErrorToFile(t *testing.T) {
 		t.Errorf("message does not name the output: %q", r.stderr)
 	}
 }
+
+var errDevice = errors.New("device gone")
+
+// failingReader returns an error after its data.
+type failingReader struct{ r io.Reader }
+
+func (f failingReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		err = errDevice
+	}
+	return n, err
+}
+
+// TestReadError checks that an input that fails ends the run with exit 1 and a message, after
+// the packets read before the error have been written.
+func TestReadError(t *testing.T) {
+	t.Parallel()
+	s := periodStream(t, []period{{tscEven, cwA, 30}, {tscOdd, cwB, 30}})
+	for _, args := range [][]string{
+		{"-q"},
+		{"-q", "-workers", "1", "-batch", "1"},
+		{"-q", "-workers", "3", "-batch", "7"},
+	} {
+		var stdout, stderr bytes.Buffer
+		env := Env{
+			Stdin:      failingReader{bytes.NewReader(s.input())},
+			Stdout:     &stdout,
+			Stderr:     &stderr,
+			IsTerminal: func(*os.File) bool { return false },
+		}
+		code := runEnv(t, env, append(args, "-cw-even", cwA, "-cw-odd", cwB)...)
+		if code != 1 {
+			t.Errorf("%v: exit %d, want 1; stderr:\n%s", args, code, stderr.String())
+		}
+		oneLine(t, stderr.String())
+		if !strings.Contains(stderr.String(), errDevice.Error()) {
+			t.Errorf("%v: message does not give the error: %q", args, stderr.String())
+		}
+		sameBytes(t, "output", stdout.Bytes(), s.output(), 188)
+	}
+}

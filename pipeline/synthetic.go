@@ -1,0 +1,39 @@
+package pipeline
+
+import (
+	"github.com/tsdescramble/tsdescramble/csa"
+)
+
+// SyntheticStream returns n 188-byte packets of a scrambled stream for measurements: payloads of
+// 184 bytes on two PIDs, every 20th packet with an adaptation field of a varying size, scrambled
+// with key in crypto periods of period packets that alternate between even and odd parity (the
+// same key for both, so one schedule descrambles it). The bytes follow a fixed pattern, so the
+// same arguments give the same stream.
+func SyntheticStream(n, period int, key *csa.Key) []byte {
+	ts := make([]byte, n*PacketSize)
+	x := uint32(2463534242)
+	for i := range n {
+		p := ts[i*PacketSize : (i+1)*PacketSize]
+		for j := 4; j < PacketSize; j++ {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			p[j] = byte(x)
+		}
+		pid := 0x100 + i%2
+		p[0], p[1], p[2], p[3] = SyncByte, byte(pid>>8), byte(pid), 0x10|byte(i&0xF)
+		if i%20 == 19 {
+			p[3] |= 0x20
+			p[4] = byte(i % 150)
+			p[5] = 0
+		}
+		off, _ := PayloadOffset(p)
+		key.Encrypt(p[off:])
+		if period > 0 && (i/period)%2 == 1 {
+			SetTSC(p, Odd)
+		} else {
+			SetTSC(p, Even)
+		}
+	}
+	return ts
+}
