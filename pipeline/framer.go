@@ -2,9 +2,9 @@ package pipeline
 
 import (
 	"bytes"
-	"strconv"
 	"errors"
 	"io"
+	"strconv"
 )
 
 // Framing is the layout of packets in a stream: plain 188-byte packets, 192-byte packets with a

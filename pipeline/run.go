@@ -28,6 +28,8 @@ type Options struct {
 	// Progress, when set, is called from the reading goroutine with the number of input bytes
 	// read so far, about once per unit of work.
 	Progress func(bytesIn int64)
+	// Log, when set, receives one-line notes about the run (key synchronisation) as they happen.
+	Log func(msg string)
 }
 
 // DefaultBatch is the default number of packets per unit of work.
@@ -44,7 +46,15 @@ const chunksPerWorker = 4
 type job struct {
 	off, end int32
 	key      int32
+	pid      uint16
+	flags    uint8
+	result   int8 // PES-start check after the cipher: 1 passed, -1 failed, 0 not checked
 }
+
+const (
+	jobOdd   = 1 << iota // scrambled with the odd key
+	jobCheck             // starts a PES packet: check its header after descrambling
+)
 
 // chunk is a unit of work: packets back to back in their input framing, and the payloads
 // among them that the cipher must process.
@@ -106,6 +116,8 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	done := make(chan *chunk, nchunks)
 
 	var st Stats
+	var pids [8192]*PIDStats    // the classifier's counters
+	var checks [8192]*pesChecks // the writer's PES-start checks
 	var readErr error
 	var wg sync.WaitGroup
 
@@ -115,7 +127,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	go func() {
 		defer wg.Done()
 		defer close(work)
-		cl := classifier{keys: opts.Keys, st: &st}
+		cl := classifier{keys: opts.Keys, st: &st, pids: &pids}
 		fr := NewFramer(r)
 		var seq int64
 		for {
@@ -168,6 +180,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			var b batcher.Batcher
 			for c := range work {
 				decryptChunk(c, e, &b, cwKeys)
+				checkPESStarts(c)
 				done <- c
 			}
 		}()
@@ -187,6 +200,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			}
 			pending[next%int64(nchunks)] = nil
 			next++
+			tallyChecks(c, &st, &checks)
 			if writeErr == nil {
 				var m int
 				m, writeErr = w.Write(c.buf[:c.n])
@@ -200,6 +214,16 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	}
 	wg.Wait()
 	st.Elapsed = time.Since(start)
+	// The classifier is done: merge its counters with the writer's checks.
+	for pid, ps := range pids {
+		if ps == nil {
+			continue
+		}
+		if ck := checks[pid]; ck != nil {
+			ps.PESGood, ps.PESBad = ck.good, ck.bad
+		}
+		st.PIDs = append(st.PIDs, *ps)
+	}
 	switch {
 	case writeErr != nil:
 		return st, writeErr
@@ -233,4 +257,47 @@ func decryptChunk(c *chunk, e *csa.Engine, b *batcher.Batcher, ks []*csa.Key) {
 // calls. An engine call costs about the same whatever the number of payloads in it.
 func breakEven(lanes int) int {
 	return max(1, lanes/8)
+}
+
+// checkPESStarts checks the PES header of every descrambled payload that starts a PES packet.
+func checkPESStarts(c *chunk) {
+	for i := range c.jobs {
+		j := &c.jobs[i]
+		if j.flags&jobCheck == 0 {
+			continue
+		}
+		if keys.PESStartOK(c.buf[j.off:j.end]) {
+			j.result = 1
+		} else {
+			j.result = -1
+		}
+	}
+}
+
+// pesChecks counts PES-start checks of one PID by parity.
+type pesChecks struct {
+	good, bad [2]int64
+}
+
+// tallyChecks adds up the checks of a chunk, in stream order.
+func tallyChecks(c *chunk, st *Stats, checks *[8192]*pesChecks) {
+	for i := range c.jobs {
+		j := &c.jobs[i]
+		if j.result == 0 {
+			continue
+		}
+		ck := checks[j.pid]
+		if ck == nil {
+			ck = new(pesChecks)
+			checks[j.pid] = ck
+		}
+		parity := int(j.flags & jobOdd)
+		if j.result > 0 {
+			st.PESGood++
+			ck.good[parity]++
+		} else {
+			st.PESBad++
+			ck.bad[parity]++
+		}
+	}
 }

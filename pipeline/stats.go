@@ -20,6 +20,15 @@ type Stats struct {
 	NoPayload   int64 // scrambled packets without a payload (adaptation field only, or a damaged one): untouched
 	NoKey       int64 // scrambled packets of a parity that has no control word: untouched
 	KeyChanges  int   // changes of scrambling parity (crypto period boundaries) seen
+	KeySyncs    int   // times the CW list was realigned because another CW fit the stream
+
+	// PES-start checks: the descrambled payload of every scrambled packet that starts a PES
+	// packet is checked for a valid PES header (keys.PESStartOK).
+	PESGood int64 // checks passed
+	PESBad  int64 // checks failed: wrong key, or damaged data
+
+	// PIDs holds the counts of every PID seen, in ascending PID order.
+	PIDs []PIDStats
 
 	Elapsed time.Duration // wall time of the run
 }
@@ -30,4 +39,19 @@ func (s *Stats) MBPerSecond() float64 {
 		return 0
 	}
 	return float64(s.BytesIn) / s.Elapsed.Seconds() / 1e6
+}
+
+// PIDStats counts the packets of one PID.
+type PIDStats struct {
+	PID         uint16
+	Packets     int64
+	Clear       int64
+	Reserved    int64
+	Even        int64
+	Odd         int64
+	Descrambled int64 // through the cipher, plus short payloads whose TSC was cleared
+	NoKey       int64
+	// PES-start checks after descrambling, by parity: [0] even, [1] odd.
+	PESGood [2]int64
+	PESBad  [2]int64
 }

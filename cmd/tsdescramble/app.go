@@ -25,6 +25,7 @@ const (
 	exitOK    = 0
 	exitFail  = 1 // runtime failure: I/O, input that is not a transport stream
 	exitUsage = 2 // bad flag, bad key, unreadable key file
+	exitNoFit = 3 // the keys do not fit the stream: no scrambled PES start decrypted to a valid header
 )
 
 // Env is what the command touches of the process, so tests can run it in-process.
@@ -242,6 +243,10 @@ func descramble(c *cli.Context, env Env) error {
 		return runError(runErr, inPath, outPath, out)
 	case closeErr != nil:
 		return failErr("cannot write %s: %v", outPath, closeErr)
+	case st.PESGood == 0 && st.PESBad > 0:
+		return &exitError{code: exitNoFit, msg: fmt.Sprintf(
+			"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header "+
+				"(check the control words, their parity and order, and -reduce-entropy); the output was written anyway", st.PESBad)}
 	}
 	return nil
 }

@@ -55,6 +55,15 @@ func printSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 		st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
 	fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key\n",
 		st.Clear, st.Reserved, st.NoPayload, st.NoKey)
+	if st.PESGood+st.PESBad > 0 {
+		fmt.Fprintf(w, "  PES-start checks after descrambling: %d good, %d bad\n", st.PESGood, st.PESBad)
+	}
+	if verbose {
+		for _, ps := range st.PIDs {
+			fmt.Fprintf(w, "  PID %#04x: %d packets, %d clear, %d even, %d odd, %d descrambled, PES starts good %d/%d bad %d/%d (even/odd)\n",
+				ps.PID, ps.Packets, ps.Clear, ps.Even, ps.Odd, ps.Descrambled, ps.PESGood[0], ps.PESGood[1], ps.PESBad[0], ps.PESBad[1])
+		}
+	}
 	if st.Skipped > 0 || st.Truncated > 0 || verbose {
 		fmt.Fprintf(w, "  skipped %d bytes to regain sync; dropped a truncated last packet of %d bytes\n", st.Skipped, st.Truncated)
 	}
