@@ -165,7 +165,6 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				if err != io.EOF {
 					readErr = err
 				}
-				st.KeyChanges = opts.Keys.Changes()
 				return
 			}
 		}
@@ -213,6 +212,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		}
 	}
 	wg.Wait()
+	st.KeyChanges = opts.Keys.Changes()
 	st.Elapsed = time.Since(start)
 	// The classifier is done: merge its counters with the writer's checks.
 	for pid, ps := range pids {

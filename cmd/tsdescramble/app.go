@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -221,8 +222,8 @@ func descramble(c *cli.Context, env Env) error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, sig := interruptible()
+	defer sig.stop()
 
 	bar := newProgress(env, inSize, quiet)
 	st, runErr := pipeline.Run(ctx, in, out.w, pipeline.Options{
@@ -239,6 +240,14 @@ func descramble(c *cli.Context, env Env) error {
 		printSummary(env.Stderr, &st, verbose)
 	}
 	switch {
+	case runErr != nil && sig.caught() != nil:
+		// Stopped by a signal: every packet read before it was written out.
+		s := sig.caught().(syscall.Signal)
+		name := "SIGTERM"
+		if s == syscall.SIGINT {
+			name = "SIGINT"
+		}
+		return &exitError{code: 128 + int(s), msg: fmt.Sprintf("stopped by %s after writing %d packets", name, st.BytesOut/int64(max(st.Framing.Size, 1)))}
 	case runErr != nil:
 		return runError(runErr, inPath, outPath, out)
 	case closeErr != nil:
@@ -266,8 +275,6 @@ func runError(err error, inPath, outPath string, out *output) error {
 		return failErr("%s: %v", name, err)
 	case errors.Is(err, syscall.EPIPE):
 		return quietExit
-	case errors.Is(err, context.Canceled):
-		return &exitError{code: 130, msg: "interrupted" + saved}
 	case errors.As(err, new(*writeError)):
 		return failErr("%v%s", err, saved)
 	}
@@ -298,6 +305,42 @@ func describeKeys(w io.Writer, s *keys.Schedule, show bool) {
 			fmt.Fprintf(w, "tsdescramble: CW %d loaded%s\n", i+1, note)
 		}
 	}
+}
+
+// signals turns SIGINT and SIGTERM into the cancellation of a run and remembers which came.
+type signals struct {
+	c      chan os.Signal
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	got    os.Signal
+}
+
+func interruptible() (context.Context, *signals) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &signals{c: make(chan os.Signal, 1), cancel: cancel}
+	signal.Notify(s.c, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-s.c:
+			s.mu.Lock()
+			s.got = sig
+			s.mu.Unlock()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, s
+}
+
+func (s *signals) caught() os.Signal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got
+}
+
+func (s *signals) stop() {
+	signal.Stop(s.c)
+	s.cancel()
 }
 
 // sameFile reports whether two paths name the same file (or would, once created).
