@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -104,8 +106,12 @@ func TestRunDescrambles(t *testing.T) {
 		{0xde, 0xad, 0xbe, 0xef, 0x01, 0x23, 0x45, 0x67},
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
+	n := 3000
+	if testing.Short() {
+		n = 600
+	}
 	for _, fr := range framings {
-		scrambled, want, wantSt := testStream(t, 3000, fr, cws, 250, rng)
+		scrambled, want, wantSt := testStream(t, n, fr, cws, n/12, rng)
 		for _, cfg := range []struct{ workers, batch int }{{1, 1}, {1, 1024}, {2, 7}, {3, 100}, {4, 4096}} {
 			var out bytes.Buffer
 			st, err := Run(context.Background(), bytes.NewReader(scrambled), &out, Options{
@@ -175,5 +181,28 @@ func TestRunNoSync(t *testing.T) {
 	_, err := Run(context.Background(), bytes.NewReader(bytes.Repeat([]byte{1, 2, 3}, 1000)), io.Discard, Options{Keys: keys.NewFixed([]byte{1, 2, 3, 4, 5, 6, 7, 8}, nil)})
 	if !errors.Is(err, ErrNoSync) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// No goroutine of a run outlives Run, whether it ends well, on a write error or cancelled.
+func TestRunLeavesNoGoroutine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
+	scrambled, _, _ := testStream(t, 5000, Framing188, cws, 1000, rng)
+	before := runtime.NumGoroutine()
+	for range 3 {
+		Run(context.Background(), bytes.NewReader(scrambled), io.Discard, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
+		Run(context.Background(), bytes.NewReader(scrambled), &failWriter{n: 5000}, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		Run(ctx, bytes.NewReader(scrambled), io.Discard, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
+	}
+	// Goroutines that have returned may take a moment to be counted out.
+	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
