@@ -8,7 +8,6 @@
 package keys
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -93,32 +92,17 @@ var ErrEmptyList = errors.New("no control word found")
 
 // ReadList reads a CW list: one control word of size bytes per line; blank lines and lines
 // starting with '#' are ignored, as is anything after a '#' on a line. name is used in errors.
+// It reads the file with ReadKeyFile and refuses the formats whose keys carry a parity (pair
+// files, OSCam .cwl logs), which a plain list cannot represent.
 func ReadList(r io.Reader, name string, size int) ([][]byte, error) {
-	var cws [][]byte
-	sc := bufio.NewScanner(r)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if i := strings.IndexByte(text, '#'); i >= 0 {
-			text = text[:i]
-		}
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		cw, err := ParseCW(text, size)
-		if err != nil {
-			return nil, &LineError{File: name, Line: line, Err: fmt.Errorf("not a control word: %w", err)}
-		}
-		cws = append(cws, cw)
+	kf, err := ReadKeyFile(r, name, size)
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	if kf.Format != FormatList {
+		return nil, fmt.Errorf("%s: %s, not a list of control words: read it with ReadKeyFile", name, kf.Format)
 	}
-	if len(cws) == 0 {
-		return nil, fmt.Errorf("%s: %w", name, ErrEmptyList)
-	}
-	return cws, nil
+	return kf.CWs, nil
 }
 
 // LoadList reads the CW list in the file at path (see ReadList).

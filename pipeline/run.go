@@ -30,6 +30,13 @@ type Options struct {
 	Progress func(bytesIn int64)
 	// Log, when set, receives one-line notes about the run (key synchronisation) as they happen.
 	Log func(msg string)
+	// PIDs, when not empty, limits descrambling to these PIDs; packets of other PIDs pass
+	// through untouched.
+	PIDs []uint16
+	// Service, when not 0, limits descrambling to the PIDs of this service (program number
+	// 1 to 65535), as the PAT and PMT of the stream give them; other packets pass through
+	// untouched. (Program number 0 is not a service: the PAT uses it for the network PID.)
+	Service int
 }
 
 // DefaultBatch is the default number of packets per unit of work.
@@ -127,7 +134,8 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	go func() {
 		defer wg.Done()
 		defer close(work)
-		cl := classifier{keys: opts.Keys, st: &st, pids: &pids}
+		cl := classifier{keys: opts.Keys, st: &st, pids: &pids, cwKeys: cwKeys, log: opts.Log, periods: -1}
+		cl.selectPIDs(opts.PIDs, opts.Service)
 		fr := NewFramer(r)
 		var seq int64
 		for {

@@ -19,6 +19,7 @@ type Stats struct {
 	Short       int64 // scrambled packets whose payload is under 8 bytes: clear by definition, TSC cleared
 	NoPayload   int64 // scrambled packets without a payload (adaptation field only, or a damaged one): untouched
 	NoKey       int64 // scrambled packets of a parity that has no control word: untouched
+	Unselected  int64 // scrambled packets of PIDs outside -pid / -service: untouched
 	KeyChanges  int   // changes of scrambling parity (crypto period boundaries) seen
 	KeySyncs    int   // times the CW list was realigned because another CW fit the stream
 

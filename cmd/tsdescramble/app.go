@@ -19,6 +19,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/psi"
 )
 
 // Exit statuses (the command-line contract).
@@ -107,7 +108,11 @@ func descrambleFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cw", Usage: "control word for both parities: 16 `HEX` digits (spaces, ':' and '-' allowed)"},
 		&cli.StringFlag{Name: "cw-even", Usage: "control word for packets scrambled with the even key (TSC 10): 16 `HEX` digits"},
 		&cli.StringFlag{Name: "cw-odd", Usage: "control word for packets scrambled with the odd key (TSC 11): 16 `HEX` digits"},
-		&cli.StringFlag{Name: "cw-file", TakesFile: true, Usage: "`FILE` with a list of control words, one per line, used in turn at each crypto period"},
+		&cli.StringFlag{Name: "cw-file", TakesFile: true, Usage: "`FILE` of control words: one per line (used in turn, one per crypto period), EVEN ODD pairs per line, or an OSCam .cwl log; the format is detected"},
+		&cli.StringFlag{Name: "biss", Usage: "BISS-1 session word: 12 `HEX` digits (checksum bytes inserted) or 16"},
+		&cli.StringFlag{Name: "cw-env", Usage: "read the control word from the environment variable `NAME` (keeps it out of ps)"},
+		&cli.StringFlag{Name: "pid", Usage: "descramble only these PIDs: a comma-separated `LIST`, decimal or 0x hex, ranges a-b allowed"},
+		&cli.IntFlag{Name: "service", Usage: "descramble only the PIDs of the service with this program `NUMBER` (from the PAT and PMT)"},
 		&cli.BoolFlag{Name: "reduce-entropy", Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default)"},
 		&cli.StringFlag{Name: "group", Value: "auto", Usage: "bitslice lanes per batch: 32, 64, 128, 256 or auto (the fastest on this CPU)"},
 		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Usage: "parallel cipher workers"},
@@ -118,11 +123,13 @@ func descrambleFlags() []cli.Flag {
 	}
 }
 
-// keySchedule builds the key schedule from the key flags.
-func keySchedule(c *cli.Context) (*keys.Schedule, error) {
+// keySchedule builds the key schedule from the key flags, and returns notes on the keys
+// worth telling the user (never the keys themselves).
+func keySchedule(c *cli.Context) (*keys.Schedule, []string, error) {
 	cw, even, odd, file := c.String("cw"), c.String("cw-even"), c.String("cw-odd"), c.String("cw-file")
+	biss, env := c.String("biss"), c.String("cw-env")
 	n := 0
-	for _, s := range []string{cw, file} {
+	for _, s := range []string{cw, file, biss, env} {
 		if s != "" {
 			n++
 		}
@@ -132,10 +139,11 @@ func keySchedule(c *cli.Context) (*keys.Schedule, error) {
 	}
 	switch {
 	case n == 0:
-		return nil, usageErr("no control word given: use -cw HEX, -cw-even/-cw-odd HEX or -cw-file FILE")
+		return nil, nil, usageErr("no control word given: use -cw HEX, -cw-even/-cw-odd HEX, -cw-file FILE, -biss HEX or -cw-env NAME")
 	case n > 1:
-		return nil, usageErr("give one key source: -cw, -cw-even/-cw-odd or -cw-file, not several")
+		return nil, nil, usageErr("give one key source: -cw, -cw-even/-cw-odd, -cw-file, -biss or -cw-env, not several")
 	}
+	reduce := c.Bool("reduce-entropy")
 	parse := func(flag, s string) ([]byte, error) {
 		if s == "" {
 			return nil, nil
@@ -144,7 +152,7 @@ func keySchedule(c *cli.Context) (*keys.Schedule, error) {
 		if err != nil {
 			return nil, usageErr("-%s: %v (example: -%s 11223366445566ff)", flag, err, flag)
 		}
-		if c.Bool("reduce-entropy") {
+		if reduce {
 			keys.ReduceEntropy(b)
 		}
 		return b, nil
@@ -153,34 +161,53 @@ func keySchedule(c *cli.Context) (*keys.Schedule, error) {
 	case cw != "":
 		b, err := parse("cw", cw)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return keys.NewFixed(b, b), nil
+		return keys.NewFixed(b, b), nil, nil
+	case biss != "":
+		b, err := keys.ParseBISS(biss)
+		if err != nil {
+			return nil, nil, usageErr("-biss: %v (example: -biss 112233445566, or the 16-digit form 11223366445566ff)", err)
+		}
+		if reduce {
+			keys.ReduceEntropy(b)
+		}
+		return keys.NewFixed(b, b), nil, nil
+	case env != "":
+		b, err := keys.FromEnv(env, keys.CWSize)
+		if err != nil {
+			return nil, nil, usageErr("-cw-env %s: %v", env, err)
+		}
+		if reduce {
+			keys.ReduceEntropy(b)
+		}
+		return keys.NewFixed(b, b), nil, nil
 	case file != "":
-		list, err := keys.LoadList(file, keys.CWSize)
+		kf, err := keys.LoadKeyFile(file, keys.CWSize)
 		if err != nil {
 			var le *keys.LineError
 			if errors.As(err, &le) {
-				return nil, usageErr("%v (want 16 hex digits per line, '#' for comments)", err)
+				return nil, nil, usageErr("%v", err)
 			}
-			return nil, usageErr("cannot read the CW file: %v", err)
+			return nil, nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
 		}
-		if c.Bool("reduce-entropy") {
-			for _, b := range list {
+		if reduce {
+			for _, b := range kf.Keys() {
 				keys.ReduceEntropy(b)
 			}
 		}
-		return keys.NewList(list), nil
+		notes := append([]string{fmt.Sprintf("%s: %d control words, %s", file, len(kf.Keys()), kf.Format)}, kf.Notes...)
+		return kf.Schedule(), notes, nil
 	default:
 		e, err := parse("cw-even", even)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o, err := parse("cw-odd", odd)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return keys.NewFixed(e, o), nil
+		return keys.NewFixed(e, o), nil, nil
 	}
 }
 
@@ -188,9 +215,22 @@ func descramble(c *cli.Context, env Env) error {
 	if c.NArg() > 0 {
 		return usageErr("unexpected argument %q: give the input with -in FILE", c.Args().First())
 	}
-	sched, err := keySchedule(c)
+	sched, notes, err := keySchedule(c)
 	if err != nil {
 		return err
+	}
+	var pids []uint16
+	if s := c.String("pid"); s != "" {
+		if pids, err = psi.ParsePIDList(s); err != nil {
+			return usageErr("-pid: %v (example: -pid 0x100,0x101 or -pid 256-259)", err)
+		}
+	}
+	service := 0
+	if c.IsSet("service") {
+		service = c.Int("service")
+		if service < 1 || service > 0xFFFF {
+			return usageErr("-service %d: want a program number from 1 to 65535 (tsdescramble probe lists them)", service)
+		}
 	}
 	if w := c.Int("workers"); w < 1 || w > 1024 {
 		return usageErr("-workers %d: want a number from 1 to 1024", w)
@@ -203,6 +243,14 @@ func descramble(c *cli.Context, env Env) error {
 		return err
 	}
 	quiet, verbose := c.Bool("quiet"), c.Bool("verbose")
+	logf := func(msg string) {
+		if !quiet {
+			fmt.Fprintln(env.Stderr, "tsdescramble: "+msg)
+		}
+	}
+	for _, n := range notes {
+		logf(n)
+	}
 	if verbose && !quiet {
 		describeKeys(env.Stderr, sched, c.Bool("show-keys"))
 	}
@@ -232,6 +280,9 @@ func descramble(c *cli.Context, env Env) error {
 		Batch:    c.Int("batch"),
 		Lanes:    lanes,
 		Progress: bar.set,
+		Log:      logf,
+		PIDs:     pids,
+		Service:  service,
 	})
 	bar.finish()
 	closeErr := out.close(runErr == nil)

@@ -53,8 +53,11 @@ func printSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 		st.Packets, st.Packets, st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
 	fmt.Fprintf(w, "  scrambled: %d even, %d odd; descrambled %d, and %d payloads under 8 bytes (clear by definition) unmarked; %d crypto-period changes\n",
 		st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
-	fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key\n",
-		st.Clear, st.Reserved, st.NoPayload, st.NoKey)
+	fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service\n",
+		st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected)
+	if st.KeySyncs > 0 {
+		fmt.Fprintf(w, "  key list realigned %d times\n", st.KeySyncs)
+	}
 	if st.PESGood+st.PESBad > 0 {
 		fmt.Fprintf(w, "  PES-start checks after descrambling: %d good, %d bad\n", st.PESGood, st.PESBad)
 	}

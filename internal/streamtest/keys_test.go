@@ -1,0 +1,167 @@
+//go:build dvbcsa
+
+package streamtest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/psi"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runStatus runs the command on stdin and returns stdout, stderr and the exit status.
+func runStatus(t *testing.T, in []byte, args ...string) ([]byte, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Stdin = bytes.NewReader(in)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes(), stderr.String(), code
+}
+
+// Key files in every format, and lists that do not start at the stream's first crypto period.
+func TestKeyFormatsAndSync(t *testing.T) {
+	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, testCWs, 600, 11)
+	hex := func(i int) string { return fmt.Sprintf("%x", testCWs[i%len(testCWs)]) }
+	var cwl, pairs, spaced strings.Builder
+	cwl.WriteString("# OSCam cardserver - http://www.streamboard.tv/oscam/\n# control word log file for use with tsdec offline decrypter\n# CAID 0x2600, SID 0x0001, SERVICE \"test\"\n")
+	for i := range 8 { // the scrambler's periods: even CW0, odd CW1, even CW2, ...
+		cw := testCWs[i%len(testCWs)]
+		fmt.Fprintf(&cwl, "%d %02X %02X %02X %02X %02X %02X %02X %02X # 12:00:%02d\n", i%2, cw[0], cw[1], cw[2], cw[3], cw[4], cw[5], cw[6], cw[7], i)
+	}
+	for i := 0; i < 4; i += 2 {
+		fmt.Fprintf(&pairs, "%s %s\n", hex(i), hex(i+1))
+	}
+	for i := range 4 {
+		cw := testCWs[i]
+		fmt.Fprintf(&spaced, "%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x\n", cw[0], cw[1], cw[2], cw[3], cw[4], cw[5], cw[6], cw[7])
+	}
+	for _, c := range []struct {
+		name, file, content, log string
+	}{
+		{"cwl", "keys.cwl", cwl.String(), ""},
+		{"pairs", "pairs.txt", pairs.String(), ""},
+		{"separators", "list.txt", spaced.String(), ""},
+		// The list starts two crypto periods early: the first PES start finds CW 3.
+		{"list starts early", "early.txt", "# extra keys first\n0123456989abcd01\nfedcba9876543210\n" + hex(0) + "\n" + hex(1) + "\n" + hex(2) + "\n" + hex(3) + "\n", "CW 3 of 6 fits the first scrambled PES start"},
+		// The list is rotated: the stream's first period uses the list's second CW.
+		{"list rotated", "rot.txt", hex(3) + "\n" + hex(0) + "\n" + hex(1) + "\n" + hex(2) + "\n", "CW 2 of 4 fits"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, code := runStatus(t, scrambled, "-cw-file", writeFile(t, c.file, c.content))
+			if code != 0 || !bytes.Equal(out, clear) {
+				t.Fatalf("exit %d, output identical: %v\n%s", code, bytes.Equal(out, clear), stderr)
+			}
+			if c.log != "" && !strings.Contains(stderr, c.log) {
+				t.Fatalf("stderr does not say %q:\n%s", c.log, stderr)
+			}
+			for _, cw := range testCWs {
+				if strings.Contains(strings.ToLower(stderr), fmt.Sprintf("%x", cw)) {
+					t.Fatalf("a control word appears on stderr without -show-keys:\n%s", stderr)
+				}
+			}
+		})
+	}
+}
+
+// A list that misses a crypto period in the middle: the period without its key stays wrong,
+// the list is realigned at the next period, and everything after it comes out clear.
+func TestKeyListRealigned(t *testing.T) {
+	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, testCWs, 600, 12)
+	list := fmt.Sprintf("%x\n%x\n%x\n", testCWs[0], testCWs[2], testCWs[3]) // CW 1 of the stream is missing
+	out, stderr, code := runStatus(t, scrambled, "-cw-file", writeFile(t, "gap.txt", list))
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "realigned") {
+		t.Fatalf("no realignment reported:\n%s", stderr)
+	}
+	// Packets of the first period and of every period from the third on are clear.
+	diff := 0
+	for i := 0; i < len(out); i += 188 {
+		if !bytes.Equal(out[i:i+188], clear[i:i+188]) {
+			diff++
+		}
+	}
+	if diff == 0 || diff > 700 {
+		t.Fatalf("%d packets differ from the clear stream: want only those of the period without key (600) and a few around it", diff)
+	}
+}
+
+// -biss and -cw-env, and a key that does not fit: exit 3 with the output written.
+func TestOtherKeySources(t *testing.T) {
+	biss := [][]byte{{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}}
+	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, [][]byte{biss[0], biss[0], biss[0]}, 900, 13)
+	if out, stderr, code := runStatus(t, scrambled, "-biss", "112233445566"); code != 0 || !bytes.Equal(out, clear) {
+		t.Fatalf("-biss: exit %d\n%s", code, stderr)
+	}
+	cmd := exec.Command(binary(t), "-cw-env", "TSD_TEST_CW", "-q")
+	cmd.Env = append(os.Environ(), "TSD_TEST_CW=11223366445566ff")
+	cmd.Stdin = bytes.NewReader(scrambled)
+	if out, err := cmd.Output(); err != nil || !bytes.Equal(out, clear) {
+		t.Fatalf("-cw-env: %v", err)
+	}
+	out, stderr, code := runStatus(t, scrambled, "-cw", "0102030405060708")
+	if code != 3 || len(out) != len(scrambled) {
+		t.Fatalf("wrong key: exit %d, %d bytes out of %d\n%s", code, len(out), len(scrambled), stderr)
+	}
+}
+
+// -service and -pid descramble only the PIDs asked for; the rest passes through untouched.
+func TestSelection(t *testing.T) {
+	clear188 := clearStreams(t)["mpeg2-two-programs"]
+	clear, scrambled := scramble(t, clear188, pipeline.Framing188, testCWs, 800, 14)
+	tr := psi.NewTracker()
+	for at := 0; at+188 <= len(clear); at += 188 {
+		tr.Feed(clear[at : at+188])
+	}
+	two, ok := tr.ServicePIDs(2)
+	if !ok {
+		t.Fatal("the test stream has no service 2")
+	}
+	inTwo := map[uint16]bool{}
+	for _, pid := range two {
+		inTwo[pid] = true
+	}
+	want := make([]byte, 0, len(clear))
+	for at := 0; at+188 <= len(clear); at += 188 {
+		if inTwo[pipeline.PID(clear[at:])] {
+			want = append(want, clear[at:at+188]...)
+		} else {
+			want = append(want, scrambled[at:at+188]...)
+		}
+	}
+	cwFile := writeCWFile(t, testCWs)
+	if out, stderr, code := runStatus(t, scrambled, "-cw-file", cwFile, "-service", "2"); code != 0 || !bytes.Equal(out, want) {
+		t.Fatalf("-service 2: exit %d, output as wanted: %v\n%s", code, bytes.Equal(out, want), stderr)
+	}
+	var list []string
+	for _, pid := range two {
+		list = append(list, fmt.Sprintf("%#x", pid))
+	}
+	if out, stderr, code := runStatus(t, scrambled, "-cw-file", cwFile, "-pid", strings.Join(list, ",")); code != 0 || !bytes.Equal(out, want) {
+		t.Fatalf("-pid %s: exit %d\n%s", strings.Join(list, ","), code, stderr)
+	}
+}
