@@ -114,11 +114,13 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 	}
 	if cl.selected != nil && !cl.selected[pid] {
 		st.Unselected++
+		ps.Unselected++
 		return
 	}
 	off, ok := PayloadOffset(p)
-	if !ok || off == PacketSize {
+	if !ok {
 		st.NoPayload++
+		ps.NoPayload++
 		return
 	}
 	k := cl.keys.KeyFor(tsc == Odd)
@@ -137,12 +139,13 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 		return
 	}
 	SetTSC(p, Clear)
-	ps.Descrambled++
 	if PacketSize-off < minScrambled {
 		st.Short++
+		ps.Short++
 		return
 	}
 	st.Descrambled++
+	ps.Descrambled++
 	base := at + fr.Prefix
 	j := job{off: int32(base + off), end: int32(base + PacketSize), key: int32(k), pid: pid}
 	if tsc == Odd {

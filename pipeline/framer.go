@@ -142,7 +142,7 @@ func (f *Framer) Next() ([]byte, error) {
 		if next := q + fr.Size; next < f.end && f.buf[next] != SyncByte {
 			// What follows is not a packet. Either this packet is whole and garbage comes after
 			// it, or this 0x47 is itself garbage and a real packet starts inside this unit.
-			if u, ok, _ := f.findUnit(q+1, q+fr.Size); ok {
+			if u, ok, _ := f.findUnit(q+1, q+fr.Size, true); ok {
 				f.skipped += int64(u - f.start)
 				f.start = u
 				continue
@@ -170,7 +170,7 @@ func (f *Framer) endErr() error {
 func (f *Framer) resync() bool {
 	for {
 		f.fill(minBuffered)
-		u, ok, stop := f.findUnit(f.start, f.end)
+		u, ok, stop := f.findUnit(f.start, f.end, false)
 		if ok {
 			f.skipped += int64(u - f.start)
 			f.start = u
@@ -197,8 +197,10 @@ func (f *Framer) resync() bool {
 // minus the framing's prefix). Among framings that confirm the same sync byte, the one with more
 // sync bytes seen wins, then the one whose unit starts earlier. It sets f.framing to the winner.
 // When it finds none it returns the position where the search stopped: hi, or an earlier sync
-// byte that needs more input before it can be confirmed.
-func (f *Framer) findUnit(lo, hi int) (unit int, ok bool, stop int) {
+// byte that needs more input before it can be confirmed. With strict set, only a full chain of
+// confirmSyncs+1 sync bytes counts, never a shorter one cut by the end of the input: a stream
+// in sync is not re-framed on the evidence of one or two bytes near its end.
+func (f *Framer) findUnit(lo, hi int, strict bool) (unit int, ok bool, stop int) {
 	for q := lo; q < hi; q++ {
 		i := bytes.IndexByte(f.buf[q:hi], SyncByte)
 		if i < 0 {
@@ -214,6 +216,9 @@ func (f *Framer) findUnit(lo, hi int) (unit int, ok bool, stop int) {
 				continue
 			}
 			seen := f.confirmed(q, fr)
+			if strict && seen <= confirmSyncs {
+				continue
+			}
 			if seen > bestSeen || seen > 0 && seen == bestSeen && fr.Prefix > framings[best].Prefix {
 				best, bestSeen = j, seen
 			}

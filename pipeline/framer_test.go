@@ -263,3 +263,21 @@ func TestPacketAccessors(t *testing.T) {
 		t.Fatalf("%v allocations per packet", n)
 	}
 }
+
+// Padding after the last packet must not re-frame the end of a stream in sync, even when a
+// byte of the last packet happens to be 0x47 where a 192 or 204-byte unit would have its sync.
+func TestFramerTrailingPadding(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, pad := range []int{4, 16, 46, 50, 100} {
+		for pos := 1; pos < PacketSize; pos += 7 {
+			in := makeUnits(21, Framing188, rng)
+			last := in[20*188:]
+			last[pos] = SyncByte
+			padded := append(append([]byte{}, in...), make([]byte, pad)...)
+			out, f, err := readAll(t, bytes.NewReader(padded))
+			if err != io.EOF || !bytes.Equal(out, in) || f.Framing() != Framing188 {
+				t.Fatalf("pad %d, 0x47 at %d: %d bytes out (want %d), framing %v, skipped %d", pad, pos, len(out), len(in), f.Framing(), f.Skipped())
+			}
+		}
+	}
+}

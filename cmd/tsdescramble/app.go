@@ -87,11 +87,13 @@ func newApp(env Env) *cli.App {
 
 A CW file holds one control word per line ('#' starts a comment): the first one applies to
 the first crypto period, and each change of scrambling parity moves to the next, cyclically.`,
-		HideHelpCommand: true,
-		Reader:          env.Stdin,
-		Writer:          env.Stderr,
-		ErrWriter:       env.Stderr,
-		ExitErrHandler:  func(*cli.Context, error) {},
+		HideHelpCommand:      true,
+		EnableBashCompletion: true,
+		Version:              version(),
+		Reader:               env.Stdin,
+		Writer:               env.Stderr,
+		ErrWriter:            env.Stderr,
+		ExitErrHandler:       func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageErr("%v (see tsdescramble -h)", err)
 		},
@@ -117,6 +119,7 @@ func descrambleFlags() []cli.Flag {
 		&cli.StringFlag{Name: "group", Value: "auto", Usage: "bitslice lanes per batch: 32, 64, 128, 256 or auto (the fastest on this CPU)"},
 		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Usage: "parallel cipher workers"},
 		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Usage: "packets per unit of work handed to a worker"},
+		&cli.StringFlag{Name: "stats", TakesFile: true, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print details of the run"},
 		&cli.BoolFlag{Name: "show-keys", Usage: "with -v, print the control words (they are secrets: off by default)"},
@@ -285,10 +288,15 @@ func descramble(c *cli.Context, env Env) error {
 		Service:  service,
 	})
 	bar.finish()
-	closeErr := out.close(runErr == nil)
+	closeErr := out.close(runErr == nil, st.BytesOut > 0)
 
-	if !quiet {
+	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, verbose)
+	}
+	if path := c.String("stats"); path != "" {
+		if err := writeStats(path, &st); err != nil && runErr == nil {
+			return failErr("cannot write the statistics: %v", unwrapPath(err))
+		}
 	}
 	switch {
 	case runErr != nil && sig.caught() != nil:
@@ -323,13 +331,14 @@ func runError(err error, inPath, outPath string, out *output) error {
 	}
 	switch {
 	case errors.Is(err, pipeline.ErrNoSync):
-		return failErr("%s: %v", name, err)
-	case errors.Is(err, syscall.EPIPE):
+		return failErr("%s: %v%s", name, err, saved)
+	case errors.Is(err, syscall.EPIPE) && outPath == "-":
+		// The reader of our stdout went away (head, a closed player): nothing is wrong here.
 		return quietExit
 	case errors.As(err, new(*writeError)):
 		return failErr("%v%s", err, saved)
 	}
-	return failErr("%v%s", err, saved)
+	return failErr("cannot read %s: %v%s", name, err, saved)
 }
 
 // parseGroup reads the -group flag: a lane count this CPU supports, or auto (0).
@@ -437,4 +446,9 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	return err
+}
+
+func init() {
+	// urfave/cli's default -v for the version would take -v from -verbose.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and the engine this CPU runs"}
 }

@@ -12,7 +12,6 @@ import (
 // TestKeySources descrambles streams whose crypto periods use different control words, with
 // each way of giving the keys.
 func TestKeySources(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name    string
 		periods []period
@@ -106,7 +105,6 @@ func TestKeySources(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			s := periodStream(t, tc.periods)
 			args := append([]string{"-q"}, tc.args...)
 			if tc.keyFile != "" {
@@ -127,19 +125,18 @@ func TestKeySources(t *testing.T) {
 }
 
 // TestWrongKeyDoesNotDescramble checks that the comparisons above can fail: a stream
-// descrambled with the wrong control word or the wrong list order differs from the clear one.
+// descrambled with control words other than its own differs from the clear one.
 func TestWrongKeyDoesNotDescramble(t *testing.T) {
-	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 9}, {tscOdd, cwB, 9}, {tscEven, cwC, 9}})
 	dir := t.TempDir()
-	swapped := writeFile(t, dir, "swapped.txt", []byte(cwB+"\n"+cwA+"\n"+cwC+"\n"))
+	others := writeFile(t, dir, "others.txt", []byte(cwD+"\n"+cwRaw+"\n"))
 	for _, args := range [][]string{
 		{"-cw", cwA},
 		{"-cw-even", cwB, "-cw-odd", cwA},
-		{"-cw-file", swapped},
+		{"-cw-file", others},
 	} {
 		r := run(t, s.input(), append([]string{"-q"}, args...)...)
-		if r.code != 0 {
+		if !wrongKeyExit(r.code) {
 			t.Fatalf("%v: %s", args, describe(r))
 		}
 		if bytes.Equal([]byte(r.stdout), s.output()) {
@@ -151,10 +148,14 @@ func TestWrongKeyDoesNotDescramble(t *testing.T) {
 	}
 }
 
+// wrongKeyExit reports whether code is an exit status of a run with the wrong keys: the
+// output is written either way, and the command may report with exit 3 that the keys do not
+// fit the stream.
+func wrongKeyExit(code int) bool { return code == 0 || code == 3 }
+
 // TestReduceEntropy checks -reduce-entropy: a stream scrambled with the 48-bit form of a
 // control word descrambles from the 64-bit control word with the flag, and not without it.
 func TestReduceEntropy(t *testing.T) {
-	t.Parallel()
 	raw := mustCW(t, cwRaw)
 	red := reduced(raw)
 	if bytes.Equal(raw, red) {
@@ -179,9 +180,9 @@ func TestReduceEntropy(t *testing.T) {
 		{[]string{"-cw-file", keyFile}, false},
 	}
 	for _, tc := range tests {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+		t.Run(strings.ReplaceAll(strings.Join(tc.args, " "), keyFile, "FILE"), func(t *testing.T) {
 			r := run(t, s.input(), append([]string{"-q"}, tc.args...)...)
-			if r.code != 0 {
+			if tc.clear && r.code != 0 || !tc.clear && !wrongKeyExit(r.code) {
 				t.Fatalf("%s", describe(r))
 			}
 			if tc.clear {
@@ -207,7 +208,6 @@ func TestReduceEntropy(t *testing.T) {
 // TestPacketKinds runs a stream with every kind of packet through the command and checks
 // each packet of the output and the counts of the summary.
 func TestPacketKinds(t *testing.T) {
-	t.Parallel()
 	key := mustKey(t, mustCW(t, cwA))
 	s := &stream{}
 	seq := 0
@@ -266,7 +266,6 @@ func TestPacketKinds(t *testing.T) {
 // TestOneParityKey checks that with only -cw-even (or -cw-odd) the packets of the other
 // parity pass through untouched, still scrambled.
 func TestOneParityKey(t *testing.T) {
-	t.Parallel()
 	keyA, keyB := mustKey(t, mustCW(t, cwA)), mustKey(t, mustCW(t, cwB))
 	s := &stream{}
 	for i := 1; i <= 30; i++ {
@@ -304,7 +303,6 @@ func TestOneParityKey(t *testing.T) {
 // TestFramings checks that 188, 192 and 204-byte packets are descrambled and written back in
 // their framing, prefix and trailer bytes included.
 func TestFramings(t *testing.T) {
-	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 40}, {tscOdd, cwB, 40}, {tscEven, cwA, 40}})
 	for _, tc := range []struct {
 		size    int
@@ -332,7 +330,6 @@ func TestFramings(t *testing.T) {
 // TestGarbageAndTruncation checks that bytes between packets and a truncated last packet are
 // dropped and counted, and that every whole packet comes out in order.
 func TestGarbageAndTruncation(t *testing.T) {
-	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 30}, {tscOdd, cwB, 30}})
 	// Clear packets at the places where garbage follows, so no byte of theirs can look like
 	// a sync byte.
@@ -415,7 +412,6 @@ func TestGarbageAndTruncation(t *testing.T) {
 // TestWorkersAndBatches checks that the output does not depend on the number of workers or
 // the batch size, and that packets leave in input order.
 func TestWorkersAndBatches(t *testing.T) {
-	t.Parallel()
 	var periods []period
 	cws := []string{cwA, cwB, cwC, cwD}
 	for i := 0; i < 30; i++ {
@@ -449,7 +445,6 @@ func TestWorkersAndBatches(t *testing.T) {
 
 // TestEmptyInput checks that an empty input gives an empty output and success.
 func TestEmptyInput(t *testing.T) {
-	t.Parallel()
 	r := run(t, nil, "-q", "-cw", cwA)
 	if r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Fatalf("want exit 0, no output and no message; %s", describe(r))

@@ -95,15 +95,25 @@ func clearPacket(pid uint16, seq int, afLen int, payload bool) []byte {
 	p[3] = afc<<4 | byte(seq&0x0F)
 	if payload {
 		if seq%8 == 0 && 188-off >= 9 {
-			p[1] |= 0x40 // PUSI: a PES header starts here
-			copy(p[off:], []byte{0x00, 0x00, 0x01, 0xE0, 0x00, 0x00, 0x80, 0x80, 0x05})
-			off += 9
+			p[1] |= 0x40 // PUSI: a PES header with a PTS starts here
+			off += copy(p[off:], pesHeader(seq))
 		}
 		for i := off; i < 188; i++ {
 			p[i] = fill(seq, i)
 		}
 	}
 	return p
+}
+
+// pesHeader returns a video PES header with a valid PTS, without 0x47 bytes.
+func pesHeader(seq int) []byte {
+	for pts := uint64(seq) * 3600; ; pts++ {
+		h := []byte{0x00, 0x00, 0x01, 0xE0, 0x00, 0x00, 0x80, 0x80, 0x05,
+			0x21 | byte(pts>>29)&0x0E, byte(pts >> 22), byte(pts>>14) | 1, byte(pts >> 7), byte(pts<<1) | 1}
+		if !bytes.Contains(h, []byte{0x47}) {
+			return h
+		}
+	}
 }
 
 // nullPacket returns a null packet (PID 0x1FFF).
@@ -217,8 +227,7 @@ type result struct {
 	stdout, stderr string
 }
 
-// run runs the command in-process with stdin and args (without the program name) and
-// fails the test if it does not return within a minute.
+// run runs the command in-process with stdin and args (without the program name).
 func run(t testing.TB, stdin []byte, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
@@ -231,15 +240,23 @@ func run(t testing.TB, stdin []byte, args ...string) result {
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
+// runEnv runs the command in-process with env and args and fails the test if it does not
+// return within timeout. The tests do not run in parallel: Main is not safe for concurrent
+// use, as urfave/cli writes its package-level help flag on every run.
 func runEnv(t testing.TB, env Env, args ...string) int {
+	t.Helper()
+	return runWithin(t, time.Minute, env, args...)
+}
+
+func runWithin(t testing.TB, timeout time.Duration, env Env, args ...string) int {
 	t.Helper()
 	done := make(chan int, 1)
 	go func() { done <- Main(append([]string{"tsdescramble"}, args...), env) }()
 	select {
 	case code := <-done:
 		return code
-	case <-time.After(time.Minute):
-		t.Fatalf("tsdescramble %s did not return within a minute", strings.Join(args, " "))
+	case <-time.After(timeout):
+		t.Fatalf("tsdescramble %s did not return within %v", strings.Join(args, " "), timeout)
 		return -1
 	}
 }

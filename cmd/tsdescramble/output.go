@@ -66,8 +66,9 @@ func openOutput(path string, env Env) (*output, error) {
 	return &output{w: namedWriter{path, f}, f: f, tmp: f.Name(), final: path}, nil
 }
 
-// close finishes the output: on success it puts the file in place.
-func (o *output) close(ok bool) error {
+// close finishes the output: on success it puts the file in place; after a failure it keeps
+// what was written as NAME.partial, or removes the temporary file when nothing was.
+func (o *output) close(ok, wrote bool) error {
 	if o.f == nil {
 		return nil
 	}
@@ -82,6 +83,10 @@ func (o *output) close(ok bool) error {
 		if err == nil {
 			return nil
 		}
+	}
+	if !wrote {
+		os.Remove(o.tmp)
+		return err
 	}
 	o.partial = o.final + ".partial"
 	if os.Rename(o.tmp, o.partial) != nil {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -50,7 +54,7 @@ func (p *progress) finish() {
 // printSummary writes the short summary of a run to w.
 func printSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
-		st.Packets, st.Packets, st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
+		st.Packets, st.BytesOut/int64(max(st.Framing.Size, 1)), st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
 	fmt.Fprintf(w, "  scrambled: %d even, %d odd; descrambled %d, and %d payloads under 8 bytes (clear by definition) unmarked; %d crypto-period changes\n",
 		st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
 	fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service\n",
@@ -82,4 +86,32 @@ func sizeString(n int64) string {
 		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// statsJSON is the document -stats writes: the run's statistics plus the throughput.
+type statsJSON struct {
+	*pipeline.Stats
+	MBPerSecond float64 `json:"mb_per_second"`
+}
+
+// writeStats writes the statistics of a run as indented JSON.
+func writeStats(path string, st *pipeline.Stats) error {
+	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// version returns the module version and the engine this CPU runs, for -version.
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	e, err := csa.NewEngine(0)
+	if err != nil {
+		return v
+	}
+	return fmt.Sprintf("%s (%s, %s/%s)", v, e, runtime.GOOS, runtime.GOARCH)
 }

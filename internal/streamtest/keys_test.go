@@ -4,6 +4,7 @@ package streamtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -163,5 +164,96 @@ func TestSelection(t *testing.T) {
 	}
 	if out, stderr, code := runStatus(t, scrambled, "-cw-file", cwFile, "-pid", strings.Join(list, ",")); code != 0 || !bytes.Equal(out, want) {
 		t.Fatalf("-pid %s: exit %d\n%s", strings.Join(list, ","), code, stderr)
+	}
+}
+
+// -stats writes counts that match the stream, counted here independently from the input.
+func TestStatsJSON(t *testing.T) {
+	_, scrambled := scramble(t, clearStreams(t)["mpeg2-two-programs"], pipeline.Framing204, testCWs, 700, 15)
+	type pidCounts struct {
+		PID                                        uint16
+		Packets, Clear, Reserved, Even, Odd, Descr int64
+		Short, NoPayload                           int64
+		PESGood                                    [2]int64 `json:"pes_good"`
+		PESBad                                     [2]int64 `json:"pes_bad"`
+	}
+	want := map[uint16]*pidCounts{}
+	starts := 0
+	for at := 0; at+204 <= len(scrambled); at += 204 {
+		p := scrambled[at : at+188]
+		pid := pipeline.PID(p)
+		c := want[pid]
+		if c == nil {
+			c = &pidCounts{PID: pid}
+			want[pid] = c
+		}
+		c.Packets++
+		switch p[3] >> 6 {
+		case 0:
+			c.Clear++
+			continue
+		case 1:
+			c.Reserved++
+			continue
+		case 2:
+			c.Even++
+		case 3:
+			c.Odd++
+		}
+		off := 4
+		if p[3]&0x20 != 0 {
+			off += 1 + int(p[4])
+		}
+		switch {
+		case p[3]&0x10 == 0 || off >= 188:
+			c.NoPayload++
+		case 188-off < 8:
+			c.Short++
+		default:
+			c.Descr++
+			if p[1]&0x40 != 0 && 188-off >= 9 {
+				starts++
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "stats.json")
+	if _, stderr, code := runStatus(t, scrambled, "-cw-file", writeCWFile(t, testCWs), "-stats", path); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Framing                     int
+		Packets, Descrambled, Short int64
+		PESGood                     int64 `json:"pes_good"`
+		PESBad                      int64 `json:"pes_bad"`
+		KeyChanges                  int   `json:"key_changes"`
+		PIDs                        []struct {
+			PID                                              uint16
+			Packets, Clear, Reserved, Even, Odd, Descrambled int64
+			Short                                            int64
+			NoPayload                                        int64    `json:"no_payload"`
+			PESGood                                          [2]int64 `json:"pes_good"`
+			PESBad                                           [2]int64 `json:"pes_bad"`
+		}
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got.Framing != 204 || got.Packets != int64(len(scrambled)/204) || got.PESBad != 0 || got.PESGood != int64(starts) {
+		t.Fatalf("totals: framing %d packets %d PES good %d bad %d; want 204, %d, %d, 0", got.Framing, got.Packets, got.PESGood, got.PESBad, len(scrambled)/204, starts)
+	}
+	if len(got.PIDs) != len(want) {
+		t.Fatalf("%d PIDs in the statistics, %d in the stream", len(got.PIDs), len(want))
+	}
+	for _, g := range got.PIDs {
+		w := want[g.PID]
+		if w == nil || g.Packets != w.Packets || g.Clear != w.Clear || g.Reserved != w.Reserved || g.Even != w.Even ||
+			g.Odd != w.Odd || g.Descrambled != w.Descr || g.Short != w.Short || g.NoPayload != w.NoPayload ||
+			g.PESBad != [2]int64{} {
+			t.Fatalf("PID %#x: got %+v, want %+v", g.PID, g, w)
+		}
 	}
 }
