@@ -3,28 +3,26 @@ package pipeline
 import (
 	"fmt"
 
-	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/scrambling"
 )
-
-// minScrambled is the smallest payload DVB-CSA2 scrambles: shorter payloads are left clear
-// (ETSI ETR 289; libdvbcsa, FFdecsa and TSDuck all agree).
-const minScrambled = 8
 
 // minPESCheck is the shortest payload whose PES header is checked: the fixed part of the header.
 const minPESCheck = 9
 
 // classifier looks at each packet once, in stream order: it counts it, decides whether its
-// payload goes through the cipher and with which key, and clears the TSC bits of the packets
-// it hands to the cipher.
+// payload goes through the ciphers and with which keys, and sets or clears the TSC bits of the
+// packets it hands to them.
 type classifier struct {
+	mode Mode
+	cs   *ciphers
 	keys *keys.Schedule
 	st   *Stats
 	pids *[8192]*PIDStats
 
 	// Key synchronisation (see syncKey).
-	cwKeys      []*csa.Key
+	trialProc   scrambling.Processor
 	log         func(string)
 	periods     int  // schedule's parity changes when the current period was entered
 	verified    bool // the current period's key fitted a PES start, or there is nothing to try
@@ -33,46 +31,39 @@ type classifier struct {
 	chunk       *chunk
 	periodStart int // index in chunk.jobs of the current period's first job
 	trial       [PacketSize]byte
+	trialBatch  [1][]byte
 	candidates  []int
 
-	// Selection: when selected is set, only its PIDs are descrambled. For a service, the PAT
-	// and PMTs are followed on the side and the set is recomputed when they change.
+	// Output crypto periods: packets scrambled so far.
+	scrambled int64
+
+	// Selection: when selected is set, only its PIDs are processed. For a service, or for
+	// every service when scrambling, the PAT and PMTs are followed on the side and the set is
+	// recomputed when they change.
 	selected   *[8192]bool
 	service    int
+	allES      bool
 	tracker    *psi.Tracker
 	generation uint64
 }
 
-// selectPIDs sets up the selection of an explicit PID list or of a service.
-func (cl *classifier) selectPIDs(pids []uint16, service int) {
-	if len(pids) == 0 && service <= 0 {
-		return
+func newClassifier(o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
+	cl := &classifier{mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids, log: o.Log, periods: -1}
+	if cs.in != nil {
+		cl.trialProc = cs.in.NewProcessor()
 	}
-	cl.selected = new([8192]bool)
-	for _, pid := range pids {
-		cl.selected[pid&0x1FFF] = true
-	}
-	cl.service = service
-	if service > 0 {
-		cl.tracker = psi.NewTracker()
-	}
-}
-
-// track feeds PSI packets to the tracker and recomputes the service's PIDs when the tables change.
-func (cl *classifier) track(p []byte, pid uint16) {
-	if !cl.tracker.Wants(pid) {
-		return
-	}
-	cl.tracker.Feed(p)
-	if g := cl.tracker.Generation(); g != cl.generation {
-		cl.generation = g
-		clear(cl.selected[:])
-		if pids, ok := cl.tracker.ServicePIDs(uint16(cl.service)); ok {
-			for _, pid := range pids {
-				cl.selected[pid] = true
-			}
+	if len(o.PIDs) > 0 || o.Service > 0 || o.Mode == Scramble {
+		cl.selected = new([8192]bool)
+		for _, pid := range o.PIDs {
+			cl.selected[pid&0x1FFF] = true
+		}
+		cl.service = o.Service
+		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
+		if cl.service > 0 || cl.allES {
+			cl.tracker = psi.NewTracker()
 		}
 	}
+	return cl
 }
 
 // pid returns the counters of a PID, creating them the first time it is seen.
@@ -85,6 +76,45 @@ func (cl *classifier) pid(pid uint16) *PIDStats {
 	return ps
 }
 
+// track feeds PSI packets to the tracker and recomputes the selected PIDs when the tables change.
+func (cl *classifier) track(p []byte, pid uint16) {
+	if !cl.tracker.Wants(pid) {
+		return
+	}
+	cl.tracker.Feed(p)
+	g := cl.tracker.Generation()
+	if g == cl.generation {
+		return
+	}
+	cl.generation = g
+	clear(cl.selected[:])
+	if cl.service > 0 {
+		if pids, ok := cl.tracker.ServicePIDs(uint16(cl.service)); ok {
+			for _, pid := range pids {
+				cl.selected[pid] = true
+			}
+		}
+	} else {
+		for _, svc := range cl.tracker.Services() {
+			for _, es := range svc.Streams {
+				cl.selected[es.PID] = true
+			}
+		}
+	}
+	if cl.mode != Descramble {
+		// Never scramble PSI: PAT, CAT, PMTs, and the DVB tables below PID 0x20.
+		for pid := range uint16(0x20) {
+			cl.selected[pid] = false
+		}
+		for pid := range uint16(8192) {
+			if cl.selected[pid] && cl.tracker.IsPMTPID(pid) {
+				cl.selected[pid] = false
+			}
+		}
+		cl.selected[NullPID] = false
+	}
+}
+
 // classify handles the packet unit that starts at c.buf[at] in framing fr.
 func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 	p := c.buf[at+fr.Prefix : at+fr.Prefix+PacketSize]
@@ -95,11 +125,17 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 	if cl.tracker != nil {
 		cl.track(p, pid)
 	}
+	if c != cl.chunk {
+		cl.chunk, cl.periodStart = c, 0
+	}
 	tsc := TSC(p)
 	switch tsc {
 	case Clear:
 		st.Clear++
 		ps.Clear++
+		if cl.mode == Scramble {
+			cl.scramble(c, at, fr, p, pid, ps)
+		}
 		return
 	case Reserved:
 		st.Reserved++
@@ -111,6 +147,9 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 	case Odd:
 		st.Odd++
 		ps.Odd++
+	}
+	if cl.mode == Scramble {
+		return // already scrambled: left as it is
 	}
 	if cl.selected != nil && !cl.selected[pid] {
 		st.Unselected++
@@ -124,9 +163,6 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 		return
 	}
 	k := cl.keys.KeyFor(tsc == Odd)
-	if c != cl.chunk {
-		cl.chunk, cl.periodStart = c, 0
-	}
 	if ch := cl.keys.Changes(); ch != cl.periods {
 		cl.periods, cl.verified, cl.attempts, cl.periodStart = ch, false, 0, len(c.jobs)
 	}
@@ -138,25 +174,68 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 		ps.NoKey++
 		return
 	}
-	SetTSC(p, Clear)
-	if PacketSize-off < minScrambled {
-		st.Short++
-		ps.Short++
-		return
-	}
-	st.Descrambled++
-	ps.Descrambled++
-	base := at + fr.Prefix
-	j := job{off: int32(base + off), end: int32(base + PacketSize), key: int32(k), pid: pid}
+	j := job{off: int32(at + fr.Prefix + off), end: int32(at + fr.Prefix + PacketSize), key: int32(k), okey: -1, pid: pid}
 	if tsc == Odd {
 		j.flags |= jobOdd
 	}
-	// A PES start long enough to show its header is checked after descrambling: it tells a
-	// right key from a wrong one.
-	if PUSI(p) && PacketSize-off >= minPESCheck {
-		j.flags |= jobCheck
+	SetTSC(p, Clear)
+	if cl.mode == Rescramble {
+		var odd bool
+		j.okey, odd = cl.cs.outputPeriod(cl.scrambled)
+		cl.scrambled++
+		st.Scrambled++
+		ps.Scrambled++
+		SetTSC(p, parity(odd))
+	}
+	if PacketSize-off < cl.cs.minIn {
+		// Clear by definition: the input system leaves such payloads as they are.
+		st.Short++
+		ps.Short++
+		j.key = -1
+		if j.okey < 0 {
+			return
+		}
+	} else {
+		st.Descrambled++
+		ps.Descrambled++
+		// A PES start long enough to show its header is checked after descrambling: it
+		// tells a right key from a wrong one.
+		if PUSI(p) && PacketSize-off >= minPESCheck {
+			j.flags |= jobCheck
+		}
 	}
 	c.jobs = append(c.jobs, j)
+}
+
+// scramble handles a clear packet when scrambling: a selected PID's packet with a payload is
+// given to the output cipher and marked with the parity of its crypto period.
+func (cl *classifier) scramble(c *chunk, at int, fr Framing, p []byte, pid uint16, ps *PIDStats) {
+	if !cl.selected[pid] {
+		return
+	}
+	off, ok := PayloadOffset(p)
+	if !ok {
+		return
+	}
+	k, odd := cl.cs.outputPeriod(cl.scrambled)
+	cl.scrambled++
+	cl.st.Scrambled++
+	ps.Scrambled++
+	SetTSC(p, parity(odd))
+	if PacketSize-off < cl.cs.minOut {
+		// Marked scrambled but left clear, as the system defines (TSDuck does the same).
+		cl.st.Short++
+		ps.Short++
+		return
+	}
+	c.jobs = append(c.jobs, job{off: int32(at + fr.Prefix + off), end: int32(at + fr.Prefix + PacketSize), key: -1, okey: k, pid: pid})
+}
+
+func parity(odd bool) Scrambling {
+	if odd {
+		return Odd
+	}
+	return Even
 }
 
 // maxSyncAttempts bounds the PES starts of one crypto period on which keys are tried: a period
@@ -167,8 +246,8 @@ const maxSyncAttempts = 4
 // syncKey checks the first PES start of a crypto period with the schedule's key k. When k does
 // not fit and the key of another period of the schedule does, it aligns the schedule to that
 // period, moves the jobs of the current period in this chunk to the new key, and says so. It
-// returns the key for this packet. Trials use the scalar cipher on a copy: this happens once
-// per crypto period, and the workers' batches stay whole.
+// returns the key for this packet. Trials run on a copy: this happens once per crypto period,
+// and the workers' batches stay whole.
 func (cl *classifier) syncKey(c *chunk, k int, payload []byte) int {
 	fits := func(k int) bool {
 		if k == keys.NoKey {
@@ -176,7 +255,8 @@ func (cl *classifier) syncKey(c *chunk, k int, payload []byte) int {
 		}
 		t := cl.trial[:len(payload)]
 		copy(t, payload)
-		cl.cwKeys[k].Decrypt(t)
+		cl.trialBatch[0] = t
+		cl.trialProc.Decrypt(cl.cs.inKeys[k], cl.trialBatch[:])
 		return keys.PESStartOK(t)
 	}
 	first := !cl.synced

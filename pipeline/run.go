@@ -2,41 +2,72 @@ package pipeline
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"runtime"
 	"sync"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/batcher"
-	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/scrambling"
+)
+
+// Mode is what a run does to the packets it selects.
+type Mode int
+
+const (
+	// Descramble descrambles packets marked scrambled (TSC 10 or 11) and clears their TSC.
+	Descramble Mode = iota
+	// Scramble scrambles clear packets of the selected PIDs and sets their TSC.
+	Scramble
+	// Rescramble descrambles packets marked scrambled and scrambles them again with the
+	// output system and keys, in the same pass.
+	Rescramble
 )
 
 // Options configure a run.
 type Options struct {
-	// Keys decides which control word descrambles each scrambled packet. Required.
+	// Mode says what the run does (default Descramble).
+	Mode Mode
+	// Keys decides which control word descrambles each scrambled packet. Required to
+	// descramble and rescramble.
 	Keys *keys.Schedule
+	// System is the scrambling system of the input (default: csa2 with Lanes lanes).
+	System scrambling.System
+	// Out says how to scramble. Required to scramble and rescramble.
+	Out *Output
 	// Workers is the number of goroutines running the cipher (default: GOMAXPROCS).
 	Workers int
 	// Batch is the number of packets per unit of work handed to a worker (default DefaultBatch).
 	Batch int
-	// Lanes is the width of the bitsliced engine: 32, 64, 128 or 256, or 0 for the fastest
-	// on this CPU (see csa.NewEngine).
+	// Lanes is the width of the bitsliced CSA2 engine: 32, 64, 128 or 256, or 0 for the
+	// fastest on this CPU (see csa.NewEngine). It applies where System or Out.System is nil.
 	Lanes int
 	// Progress, when set, is called from the reading goroutine with the number of input bytes
 	// read so far, about once per unit of work.
 	Progress func(bytesIn int64)
 	// Log, when set, receives one-line notes about the run (key synchronisation) as they happen.
 	Log func(msg string)
-	// PIDs, when not empty, limits descrambling to these PIDs; packets of other PIDs pass
+	// PIDs, when not empty, limits the run to these PIDs; packets of other PIDs pass
 	// through untouched.
 	PIDs []uint16
-	// Service, when not 0, limits descrambling to the PIDs of this service (program number
+	// Service, when not 0, limits the run to the PIDs of this service (program number
 	// 1 to 65535), as the PAT and PMT of the stream give them; other packets pass through
 	// untouched. (Program number 0 is not a service: the PAT uses it for the network PID.)
+	// When scrambling with neither PIDs nor Service, every elementary stream of every service
+	// is scrambled, and PSI and null packets stay clear.
 	Service int
+}
+
+// Output says how a run scrambles: with which system and control words, and how long a crypto
+// period lasts.
+type Output struct {
+	// System is the scrambling system (default: csa2 with Options.Lanes lanes).
+	System scrambling.System
+	// CWs are used in turn, one per crypto period, cyclically.
+	CWs [][]byte
+	// PeriodPackets is the length of a crypto period in scrambled packets; the parity
+	// alternates at each period, starting even. 0 means a single (even) crypto period.
+	PeriodPackets int
 }
 
 // DefaultBatch is the default number of packets per unit of work.
@@ -49,13 +80,15 @@ const MaxBatch = 1 << 16
 // to stay ahead and the writer to absorb workers finishing out of order.
 const chunksPerWorker = 4
 
-// job is one scrambled payload of a chunk: bytes buf[off:end] need the cipher with key.
+// job is one payload of a chunk that needs the cipher: bytes buf[off:end], descrambled with
+// input key `key` and/or scrambled with output key `okey`, as the run's mode says.
 type job struct {
 	off, end int32
 	key      int32
+	okey     int32
 	pid      uint16
 	flags    uint8
-	result   int8 // PES-start check after the cipher: 1 passed, -1 failed, 0 not checked
+	result   int8 // PES-start check after descrambling: 1 passed, -1 failed, 0 not checked
 }
 
 const (
@@ -72,17 +105,16 @@ type chunk struct {
 	jobs []job
 }
 
-// Run descrambles the transport stream read from r and writes every packet, in input order and
-// framing, to w. Packets scrambled with TSC 10 (even) or 11 (odd) are descrambled with the key
-// that opts.Keys assigns and their TSC bits cleared; everything else passes through byte-exact.
-// It returns the run's statistics, and an error if reading or writing failed, if the input held
-// no transport stream (ErrNoSync), or if ctx was cancelled; every packet read before the error
-// that could be processed has been written.
+// Run processes the transport stream read from r and writes every packet, in input order and
+// framing, to w. To descramble, packets scrambled with TSC 10 (even) or 11 (odd) are
+// descrambled with the key that opts.Keys assigns and their TSC bits cleared; to scramble,
+// clear packets of the selected PIDs are scrambled with opts.Out and marked; to rescramble,
+// both. Everything else passes through byte-exact. It returns the run's statistics, and an
+// error if the options are wrong, if reading or writing failed, if the input held no transport
+// stream (ErrNoSync), or if ctx was cancelled; every packet read before the error that could be
+// processed has been written.
 func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, error) {
 	start := time.Now()
-	if opts.Keys == nil {
-		return Stats{}, errors.New("pipeline: no key schedule")
-	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -92,23 +124,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		batch = DefaultBatch
 	}
 	batch = min(batch, MaxBatch)
-
-	cwKeys := make([]*csa.Key, len(opts.Keys.CWs()))
-	for i, cw := range opts.Keys.CWs() {
-		k, err := csa.NewKey(cw)
-		if err != nil {
-			return Stats{}, fmt.Errorf("control word %d: %w", i+1, err)
-		}
-		cwKeys[i] = k
-	}
-
-	engines := make([]*csa.Engine, workers)
-	for i := range engines {
-		e, err := csa.NewEngine(opts.Lanes)
-		if err != nil {
-			return Stats{}, err
-		}
-		engines[i] = e
+	cs, err := newCiphers(&opts)
+	if err != nil {
+		return Stats{}, err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -134,8 +152,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	go func() {
 		defer wg.Done()
 		defer close(work)
-		cl := classifier{keys: opts.Keys, st: &st, pids: &pids, cwKeys: cwKeys, log: opts.Log, periods: -1}
-		cl.selectPIDs(opts.PIDs, opts.Service)
+		cl := newClassifier(&opts, cs, &st, &pids)
 		fr := NewFramer(r)
 		var seq int64
 		for {
@@ -180,14 +197,13 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 
 	// Cipher workers: nearly all of the cost, on every core.
 	var wwg sync.WaitGroup
-	for _, e := range engines {
+	for range workers {
 		wwg.Add(1)
 		go func() {
 			defer wwg.Done()
-			var b batcher.Batcher
+			wk := cs.newWorker()
 			for c := range work {
-				decryptChunk(c, e, &b, cwKeys)
-				checkPESStarts(c)
+				wk.process(c)
 				done <- c
 			}
 		}()
@@ -220,7 +236,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		}
 	}
 	wg.Wait()
-	st.KeyChanges = opts.Keys.Changes()
+	if opts.Keys != nil {
+		st.KeyChanges = opts.Keys.Changes()
+	}
 	st.Elapsed = time.Since(start)
 	// The classifier is done: merge its counters with the writer's checks.
 	for pid, ps := range pids {
@@ -241,30 +259,6 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		return st, ctx.Err()
 	}
 	return st, nil
-}
-
-// decryptChunk runs the cipher over the scrambled payloads of a chunk: grouped by key, in batches
-// of the engine's width, with the scalar cipher for a remainder too small to fill a batch.
-func decryptChunk(c *chunk, e *csa.Engine, b *batcher.Batcher, ks []*csa.Key) {
-	for _, j := range c.jobs {
-		b.Add(j.key, c.buf[j.off:j.end])
-	}
-	lanes := e.Lanes()
-	for _, g := range b.Groups() {
-		k := ks[g.Key]
-		n := batcher.Split(len(g.Payloads), lanes, breakEven(lanes))
-		e.Decrypt(k, g.Payloads[:n])
-		for _, p := range g.Payloads[n:] {
-			k.Decrypt(p)
-		}
-	}
-	b.Reset()
-}
-
-// breakEven is the smallest partial batch worth an engine call rather than that many scalar
-// calls. An engine call costs about the same whatever the number of payloads in it.
-func breakEven(lanes int) int {
-	return max(1, lanes/8)
 }
 
 // checkPESStarts checks the PES header of every descrambled payload that starts a PES packet.

@@ -19,10 +19,11 @@ type Stats struct {
 	Even        int64 `json:"even"`        // packets with TSC 10
 	Odd         int64 `json:"odd"`         // packets with TSC 11
 	Descrambled int64 `json:"descrambled"` // scrambled packets whose payload went through the cipher and whose TSC was cleared
-	Short       int64 `json:"short"`       // scrambled packets whose payload is under 8 bytes: clear by definition, TSC cleared
+	Short       int64 `json:"short"`       // payloads too short for the system (under 8 bytes for CSA2): clear by definition, TSC changed
 	NoPayload   int64 `json:"no_payload"`  // scrambled packets without a payload (adaptation field only, or a damaged one): untouched
 	NoKey       int64 `json:"no_key"`      // scrambled packets of a parity that has no control word: untouched
 	Unselected  int64 `json:"unselected"`  // scrambled packets of PIDs outside -pid / -service: untouched
+	Scrambled   int64 `json:"scrambled"`   // packets scrambled (or rescrambled) and marked with an output parity
 	KeyChanges  int   `json:"key_changes"` // changes of scrambling parity (crypto period boundaries) seen
 	KeySyncs    int   `json:"key_syncs"`   // times the CW list was realigned because another CW fit the stream
 
@@ -57,10 +58,11 @@ type PIDStats struct {
 	Even        int64  `json:"even"`
 	Odd         int64  `json:"odd"`
 	Descrambled int64  `json:"descrambled"` // through the cipher, TSC cleared
-	Short       int64  `json:"short"`       // payload under 8 bytes: clear by definition, TSC cleared
+	Short       int64  `json:"short"`       // payload too short for the system: clear by definition, TSC changed
 	NoPayload   int64  `json:"no_payload"`  // scrambled without a payload: untouched
 	NoKey       int64  `json:"no_key"`      // scrambled, no key for the parity: untouched
 	Unselected  int64  `json:"unselected"`  // scrambled, outside -pid / -service: untouched
+	Scrambled   int64  `json:"scrambled"`   // scrambled or rescrambled on output
 	// PES-start checks after descrambling, by parity: [0] even, [1] odd.
 	PESGood [2]int64 `json:"pes_good"`
 	PESBad  [2]int64 `json:"pes_bad"`

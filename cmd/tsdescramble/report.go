@@ -21,14 +21,14 @@ type progress struct {
 	last int64
 }
 
-func newProgress(env Env, size int64, quiet bool) *progress {
+func newProgress(env Env, size int64, quiet bool, mode pipeline.Mode) *progress {
 	f, ok := env.Stderr.(*os.File)
 	if quiet || !ok || env.IsTerminal == nil || !env.IsTerminal(f) {
 		return &progress{}
 	}
 	return &progress{bar: progressbar.NewOptions64(size,
 		progressbar.OptionSetWriter(f),
-		progressbar.OptionSetDescription("descrambling"),
+		progressbar.OptionSetDescription(map[pipeline.Mode]string{pipeline.Descramble: "descrambling", pipeline.Scramble: "scrambling", pipeline.Rescramble: "rescrambling"}[mode]),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionShowTotalBytes(true),
 		progressbar.OptionThrottle(100*time.Millisecond),
@@ -52,13 +52,26 @@ func (p *progress) finish() {
 }
 
 // printSummary writes the short summary of a run to w.
-func printSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
+func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool) {
 	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
 		st.Packets, st.BytesOut/int64(max(st.Framing.Size, 1)), st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
-	fmt.Fprintf(w, "  scrambled: %d even, %d odd; descrambled %d, and %d payloads under 8 bytes (clear by definition) unmarked; %d crypto-period changes\n",
-		st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
-	fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service\n",
-		st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected)
+	switch mode {
+	case pipeline.Scramble:
+		fmt.Fprintf(w, "  scrambled %d packets (%d of them with payloads too short for the cipher, marked and left clear); %d already scrambled, left as they were\n",
+			st.Scrambled, st.Short, st.Even+st.Odd)
+	default:
+		fmt.Fprintf(w, "  scrambled on input: %d even, %d odd; descrambled %d, and %d payloads too short for the cipher (clear by definition) unmarked; %d crypto-period changes\n",
+			st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
+		if mode == pipeline.Rescramble {
+			fmt.Fprintf(w, "  rescrambled %d packets\n", st.Scrambled)
+		}
+	}
+	if mode == pipeline.Scramble {
+		fmt.Fprintf(w, "  passed through clear: %d (PSI, null packets, PIDs not selected, packets without payload)\n", st.Clear-st.Scrambled)
+	} else {
+		fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service\n",
+			st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected)
+	}
 	if st.KeySyncs > 0 {
 		fmt.Fprintf(w, "  key list realigned %d times\n", st.KeySyncs)
 	}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/scrambling"
+)
+
+// keyFlags are the flags that give control words; the descrambler and the scrambler share them.
+func keyFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cw", Usage: "control word for both parities: `HEX` digits (16 for csa2, 32 for AES, 32/48/64 for dfc and serpent); spaces, ':' and '-' allowed"},
+		&cli.StringFlag{Name: "cw-even", Usage: "control word for the even parity (TSC 10): `HEX` digits"},
+		&cli.StringFlag{Name: "cw-odd", Usage: "control word for the odd parity (TSC 11): `HEX` digits"},
+		&cli.StringFlag{Name: "cw-file", TakesFile: true, Usage: "`FILE` of control words: one per line (used in turn, one per crypto period), EVEN ODD pairs per line, or an OSCam .cwl log; the format is detected"},
+		&cli.StringFlag{Name: "biss", Usage: "BISS-1 session word: 12 `HEX` digits (checksum bytes inserted) or 16"},
+		&cli.StringFlag{Name: "cw-env", Usage: "read the control word from the environment variable `NAME` (keeps it out of ps)"},
+		&cli.BoolFlag{Name: "reduce-entropy", Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default; csa2 only)"},
+		&cli.StringFlag{Name: "cipher", Value: "csa2", Usage: "scrambling `SYSTEM`: " + strings.Join(scrambling.Names(), ", ")},
+	}
+}
+
+// keySet is what the key flags give: a schedule for descrambling, the list in order for
+// scrambling, and notes worth telling the user (never the keys themselves).
+type keySet struct {
+	sched *keys.Schedule
+	list  [][]byte
+	notes []string
+}
+
+// parseKey reads hex digits as a control word of one of the system's sizes.
+func parseKey(s string, sys scrambling.System) ([]byte, error) {
+	var err error
+	for _, size := range sys.KeySizes() {
+		var b []byte
+		if b, err = keys.ParseCW(s, size); err == nil {
+			return b, nil
+		}
+	}
+	if sizes := sys.KeySizes(); len(sizes) > 1 {
+		return nil, fmt.Errorf("want %s hex digits for %s", digitList(sizes), sys.Name())
+	}
+	return nil, err
+}
+
+func digitList(sizes []int) string {
+	var d []string
+	for _, n := range sizes {
+		d = append(d, fmt.Sprint(2*n))
+	}
+	return strings.Join(d, ", ")
+}
+
+// exampleKey is a control word of the system's first size for messages.
+func exampleKey(sys scrambling.System) string {
+	return strings.Repeat("11223366445566ff", sys.KeySizes()[0]/8)
+}
+
+// readKeys builds the keys from the key flags whose names start with prefix ("" for the
+// input's, "rescramble-" for the output of a rescrambling run) for the given system.
+func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, error) {
+	get := func(name string) string { return c.String(prefix + name) }
+	cw, even, odd, file := get("cw"), get("cw-even"), get("cw-odd"), get("cw-file")
+	biss, env := get("biss"), get("cw-env")
+	n := 0
+	for _, s := range []string{cw, file, biss, env} {
+		if s != "" {
+			n++
+		}
+	}
+	if even != "" || odd != "" {
+		n++
+	}
+	f := "-" + prefix
+	switch {
+	case n == 0 && prefix == "":
+		return nil, usageErr("no control word given: use -cw HEX, -cw-even/-cw-odd HEX, -cw-file FILE, -biss HEX or -cw-env NAME")
+	case n == 0:
+		return nil, usageErr("no control word to rescramble with: use %scw HEX or %scw-file FILE", f, f)
+	case n > 1:
+		return nil, usageErr("give one key source: %scw, %scw-even/%scw-odd, %scw-file, -biss or -cw-env, not several", f, f, f, f)
+	}
+	reduce := prefix == "" && c.Bool("reduce-entropy")
+	finish := func(b []byte) []byte {
+		if reduce {
+			keys.ReduceEntropy(b)
+		}
+		return b
+	}
+	parse := func(flag, s string) ([]byte, error) {
+		if s == "" {
+			return nil, nil
+		}
+		b, err := parseKey(s, sys)
+		if err != nil {
+			return nil, usageErr("%s%s: %v (example: %s%s %s)", f, flag, err, f, flag, exampleKey(sys))
+		}
+		return finish(b), nil
+	}
+	switch {
+	case cw != "":
+		b, err := parse("cw", cw)
+		if err != nil {
+			return nil, err
+		}
+		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
+	case biss != "":
+		if sys.Name() != "csa2" {
+			return nil, usageErr("-biss gives a DVB-CSA2 key: use it with -cipher csa2")
+		}
+		b, err := keys.ParseBISS(biss)
+		if err != nil {
+			return nil, usageErr("-biss: %v (example: -biss 112233445566, or the 16-digit form 11223366445566ff)", err)
+		}
+		b = finish(b)
+		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
+	case env != "":
+		var b []byte
+		var err error
+		for _, size := range sys.KeySizes() {
+			if b, err = keys.FromEnv(env, size); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return nil, usageErr("-cw-env %s: %v", env, err)
+		}
+		b = finish(b)
+		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
+	case file != "":
+		var kf *keys.KeyFile
+		var err error
+		for _, size := range sys.KeySizes() {
+			if kf, err = keys.LoadKeyFile(file, size); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			var le *keys.LineError
+			if errors.As(err, &le) {
+				return nil, usageErr("%v", err)
+			}
+			return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
+		}
+		for _, b := range kf.Keys() {
+			finish(b)
+		}
+		notes := append([]string{fmt.Sprintf("%s: %d control words, %s", file, len(kf.Keys()), kf.Format)}, kf.Notes...)
+		return &keySet{sched: kf.Schedule(), list: kf.Keys(), notes: notes}, nil
+	default:
+		e, err := parse("cw-even", even)
+		if err != nil {
+			return nil, err
+		}
+		o, err := parse("cw-odd", odd)
+		if err != nil {
+			return nil, err
+		}
+		var list [][]byte
+		for _, b := range [][]byte{e, o} {
+			if b != nil {
+				list = append(list, b)
+			}
+		}
+		return &keySet{sched: keys.NewFixed(e, o), list: list}, nil
+	}
+}
+
+// lookupSystem reads a -cipher style flag.
+func lookupSystem(flag, name string, lanes int) (scrambling.System, error) {
+	if name == "csa2" {
+		return scrambling.NewCSA2(lanes)
+	}
+	sys, err := scrambling.Lookup(name)
+	if err != nil {
+		return nil, usageErr("-%s %s: want one of %s", flag, name, strings.Join(scrambling.Names(), ", "))
+	}
+	return sys, nil
+}

@@ -1,0 +1,88 @@
+//go:build gc && !purego
+
+package dfc
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/cpu"
+)
+
+// supportsAVX2 reports whether the CPU can run the assembly multi-block
+// path: AVX2 for the vector half of the round function, BMI1 and BMI2 (ANDN,
+// MULX) for the scalar half.
+var supportsAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasBMI1 && cpu.X86.HasBMI2
+
+// useAVX2 selects the assembly multi-block path; tests clear it to run the
+// generic code on the same machine.
+var useAVX2 = supportsAVX2
+
+// cryptBlocks8AVX2 and cryptBlocks16AVX2 are implemented in dfc_amd64.s,
+// which the program in _asm generates (cd _asm && go generate).
+//
+//go:noescape
+func cryptBlocks8AVX2(rk *schedule, s *[16]uint64)
+
+//go:noescape
+func cryptBlocks16AVX2(rk *schedule, s *[32]uint64)
+
+// cryptBlock stays generic: one block cannot use the lanes of the kernel.
+func cryptBlock(rk *schedule, dst, src []byte) { cryptBlockGeneric(rk, dst, src) }
+
+func cryptBlocks(rk *schedule, dst, src []byte) {
+	if useAVX2 {
+		cryptBlocksAVX2(rk, dst, src)
+		return
+	}
+	cryptBlocksGeneric(rk, dst, src)
+}
+
+// cryptBlocksAVX2 feeds the assembly kernels sixteen blocks at a time, then
+// eight. A last group of two to seven blocks runs through the kernel too,
+// padded with zero blocks whose output is dropped: the kernel takes the same
+// time for any number of lanes, a little more than the generic code takes
+// for one block, so a single last block is left to the generic code.
+func cryptBlocksAVX2(rk *schedule, dst, src []byte) {
+	for len(src) >= 16*BlockSize && len(dst) >= 16*BlockSize {
+		var s [32]uint64
+		load(s[:16], src[:8*BlockSize])
+		load(s[16:], src[8*BlockSize:16*BlockSize])
+		cryptBlocks16AVX2(rk, &s)
+		store(dst[:8*BlockSize], s[:16])
+		store(dst[8*BlockSize:16*BlockSize], s[16:])
+		src, dst = src[16*BlockSize:], dst[16*BlockSize:]
+	}
+	for len(src) > BlockSize {
+		var buf [8 * BlockSize]byte
+		n := copy(buf[:], src)
+		var s [16]uint64
+		load(s[:], buf[:])
+		cryptBlocks8AVX2(rk, &s)
+		store(buf[:], s[:])
+		copy(dst, buf[:n])
+		src, dst = src[n:], dst[n:]
+	}
+	if len(src) == BlockSize {
+		cryptBlockGeneric(rk, dst, src)
+	}
+}
+
+// load converts eight blocks into the layout of the kernels: the eight left
+// halves, then the eight right halves.
+func load(s []uint64, src []byte) {
+	st, in := (*[16]uint64)(s), (*[8 * BlockSize]byte)(src)
+	for j := range 8 {
+		st[j] = binary.BigEndian.Uint64(in[16*j:])
+		st[8+j] = binary.BigEndian.Uint64(in[16*j+8:])
+	}
+}
+
+// store writes eight blocks from the layout of the kernels. The halves swap:
+// the output is R9|R8.
+func store(dst []byte, s []uint64) {
+	out, st := (*[8 * BlockSize]byte)(dst), (*[16]uint64)(s)
+	for j := range 8 {
+		binary.BigEndian.PutUint64(out[16*j:], st[8+j])
+		binary.BigEndian.PutUint64(out[16*j+8:], st[j])
+	}
+}

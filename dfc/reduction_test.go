@@ -1,0 +1,148 @@
+package dfc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+// The reduction modulo p = 2^64+13 in mulAddMod (and in the assembly) sees
+// v = a*x + b as hi*2^64 + lo and computes t = lo - ml + 13*mh, where
+// mh*2^64 + ml = 13*hi. It then adds p (t < 0), subtracts p (t >= p), keeps
+// a residue in 2^64..p-1 that wraps to 0..12, or changes nothing. The middle
+// two cases need lo - ml within 156 of 2^64 and happen about once in 2^60
+// random inputs, so the tests aim at them.
+
+var (
+	two64 = new(big.Int).Lsh(big.NewInt(1), 64)
+	bigP  = new(big.Int).Add(two64, big.NewInt(13))
+)
+
+// The cases, as reductionCase names them. The last is t in 0..2^64-1 reached
+// with both a borrow from lo - ml and a carry from adding 13*mh, which the
+// masks must also get right.
+var reductionCases = []string{"add p", "subtract p", "residue above 2^64", "none", "none after borrow and carry"}
+
+// reductionCase classifies v = a*x + b (v < 2^128) by the correction the
+// reduction makes, computed with math/big from the definition above.
+func reductionCase(v *big.Int) string {
+	hi, lo := new(big.Int).QuoRem(v, two64, new(big.Int))
+	mh, ml := new(big.Int).QuoRem(new(big.Int).Mul(hi, big.NewInt(13)), two64, new(big.Int))
+	t := new(big.Int).Sub(lo, ml)
+	t.Add(t, new(big.Int).Mul(mh, big.NewInt(13)))
+	switch {
+	case t.Sign() < 0:
+		return "add p"
+	case t.Cmp(bigP) >= 0:
+		return "subtract p"
+	case t.Cmp(two64) >= 0:
+		return "residue above 2^64"
+	case lo.Cmp(ml) < 0: // 0 <= t < 2^64 after a borrow: adding 13*mh carried
+		return "none after borrow and carry"
+	}
+	return "none"
+}
+
+// reductionTargets returns values v < 2^127 for every case: for m = 1..12,
+// hi = ceil(m*2^64/13) makes ml = 13*hi - m*2^64 tiny and mh = m, and lo
+// just below 2^64 then pushes t past 2^64 or past p. Values next to
+// multiples of p and to 2^64 are added for the other cases.
+func reductionTargets() []*big.Int {
+	var vs []*big.Int
+	for m := int64(1); m <= 12; m++ {
+		hi := new(big.Int).Mul(big.NewInt(m), two64)
+		hi.Add(hi, big.NewInt(12))
+		hi.Quo(hi, big.NewInt(13))
+		ml := new(big.Int).Sub(new(big.Int).Mul(hi, big.NewInt(13)), new(big.Int).Mul(big.NewInt(m), two64))
+		// lo = 2^64 - 13m + ml + d gives t = 2^64 + d.
+		for d := int64(-2); d < 13*m; d++ {
+			lo := new(big.Int).Sub(two64, big.NewInt(13*m-d))
+			lo.Add(lo, ml)
+			if lo.Sign() < 0 || lo.Cmp(two64) >= 0 {
+				continue
+			}
+			vs = append(vs, new(big.Int).Add(new(big.Int).Lsh(hi, 64), lo))
+		}
+	}
+	for _, k := range []uint64{1, 2, 1 << 20, 1<<62 + 12345} {
+		base := new(big.Int).Mul(new(big.Int).SetUint64(k), bigP)
+		for _, d := range []int64{-14, -13, -1, 0, 1, 12, 13, 14} {
+			vs = append(vs, new(big.Int).Add(base, big.NewInt(d)), new(big.Int).Add(base, new(big.Int).Add(two64, big.NewInt(d))))
+		}
+	}
+	return vs
+}
+
+// aimAt returns a, x and b with a*x + b = v: with a >= 2^63 above v>>64,
+// x = v/a and b = v mod a fit in 64 bits.
+func aimAt(rng *rand.Rand, v *big.Int) (a, x, b uint64) {
+	hi := new(big.Int).Rsh(v, 64).Uint64()
+	for a <= hi || a < 1<<63 {
+		a = rng.Uint64() | 1<<63
+	}
+	q, r := new(big.Int).QuoRem(v, new(big.Int).SetUint64(a), new(big.Int))
+	return a, q.Uint64(), r.Uint64()
+}
+
+func TestReductionTargets(t *testing.T) {
+	seen := map[string]int{}
+	for _, v := range reductionTargets() {
+		seen[reductionCase(v)]++
+	}
+	for _, c := range reductionCases {
+		if seen[c] == 0 {
+			t.Errorf("no target for the case %q", c)
+		}
+	}
+	t.Logf("targets per case: %v", seen)
+}
+
+// TestReductionInBlocks makes round 1 or round 2 of a cipher with a chosen
+// schedule meet every target, with the block in every position of inputs of
+// 16 blocks (the 16-lane kernel), 8 blocks (the 8-lane kernel) and 3 blocks
+// (a padded group), and checks each multi-block path against the
+// single-block code.
+func TestReductionInBlocks(t *testing.T) {
+	type layout struct{ blocks, pos int }
+	var layouts []layout
+	for _, n := range []int{16, 8, 3} {
+		for pos := range n {
+			layouts = append(layouts, layout{n, pos})
+		}
+	}
+	forEachImplementation(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(15, 16))
+		targets := reductionTargets()
+		for i := range 2 * len(layouts) * len(targets) {
+			// Each target meets round 1 and round 2 (the two copies of the
+			// round in the assembly loop) in every layout.
+			v, round, lay := targets[i/(2*len(layouts))], i%2, layouts[(i/2)%len(layouts)]
+			var c Cipher
+			for r := range c.enc {
+				c.enc[r] = [2]uint64{rng.Uint64(), rng.Uint64()}
+			}
+			a, x, b := aimAt(rng, v)
+			c.enc[round] = [2]uint64{a, b}
+			src := randomBlocks(rng, lay.blocks)
+			blk := src[lay.pos*BlockSize : (lay.pos+1)*BlockSize]
+			if round == 0 {
+				binary.BigEndian.PutUint64(blk[8:], x) // R1
+			} else {
+				// R2 = R0 ^ RF1(R1): choose R0 so that R2 = x.
+				r1 := binary.BigEndian.Uint64(blk[8:])
+				binary.BigEndian.PutUint64(blk[:8], x^rf(c.enc[0][0], c.enc[0][1], r1))
+			}
+			want, got := make([]byte, len(src)), make([]byte, len(src))
+			for j := 0; j < len(src); j += BlockSize {
+				cryptBlockGeneric(&c.enc, want[j:], src[j:])
+			}
+			c.EncryptBlocks(got, src)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("target %#x (%s) in round %d, block %d of %d: multi-block differs from single-block",
+					v, reductionCase(v), round+1, lay.pos, lay.blocks)
+			}
+		}
+	})
+}

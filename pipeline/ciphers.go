@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tsdescramble/tsdescramble/batcher"
+	"github.com/tsdescramble/tsdescramble/scrambling"
+)
+
+// ciphers holds a run's expanded keys: the input system's, one per control word of the
+// schedule, and the output system's, one per control word of the output list.
+type ciphers struct {
+	mode       Mode
+	in, out    scrambling.System
+	inKeys     []scrambling.Key
+	outKeys    []scrambling.Key
+	outPeriod  int
+	minIn      int // shortest payload the input system changes
+	minOut     int
+	checkStart bool // PES starts can be checked after descrambling
+}
+
+// newCiphers checks the options and expands every key once, before the run starts.
+func newCiphers(o *Options) (*ciphers, error) {
+	cs := &ciphers{mode: o.Mode}
+	system := func(s scrambling.System) (scrambling.System, error) {
+		if s != nil {
+			return s, nil
+		}
+		return scrambling.NewCSA2(o.Lanes)
+	}
+	var err error
+	if o.Mode != Scramble {
+		if o.Keys == nil {
+			return nil, errors.New("pipeline: no key schedule to descramble with")
+		}
+		if cs.in, err = system(o.System); err != nil {
+			return nil, err
+		}
+		for i, cw := range o.Keys.CWs() {
+			k, err := cs.in.NewKey(cw)
+			if err != nil {
+				return nil, fmt.Errorf("control word %d: %w", i+1, err)
+			}
+			cs.inKeys = append(cs.inKeys, k)
+		}
+		cs.minIn = cs.in.MinPayload()
+		cs.checkStart = true
+	}
+	if o.Mode != Descramble {
+		if o.Out == nil || len(o.Out.CWs) == 0 {
+			return nil, errors.New("pipeline: no control word to scramble with")
+		}
+		if cs.out, err = system(o.Out.System); err != nil {
+			return nil, err
+		}
+		for i, cw := range o.Out.CWs {
+			k, err := cs.out.NewKey(cw)
+			if err != nil {
+				return nil, fmt.Errorf("output control word %d: %w", i+1, err)
+			}
+			cs.outKeys = append(cs.outKeys, k)
+		}
+		cs.outPeriod = o.Out.PeriodPackets
+		cs.minOut = cs.out.MinPayload()
+	}
+	return cs, nil
+}
+
+// worker is one cipher goroutine's state: a processor per system and a batcher.
+type worker struct {
+	cs      *ciphers
+	in, out scrambling.Processor
+	b       batcher.Batcher
+}
+
+func (cs *ciphers) newWorker() *worker {
+	w := &worker{cs: cs}
+	if cs.in != nil {
+		w.in = cs.in.NewProcessor()
+	}
+	if cs.out != nil {
+		w.out = cs.out.NewProcessor()
+	}
+	return w
+}
+
+// process runs the ciphers over the payloads of a chunk, grouped by key so that each call
+// gets as many payloads as the chunk has for that key.
+func (w *worker) process(c *chunk) {
+	if w.in != nil {
+		for _, j := range c.jobs {
+			if j.key >= 0 {
+				w.b.Add(j.key, c.buf[j.off:j.end])
+			}
+		}
+		for _, g := range w.b.Groups() {
+			w.in.Decrypt(w.cs.inKeys[g.Key], g.Payloads)
+		}
+		w.b.Reset()
+		checkPESStarts(c)
+	}
+	if w.out != nil {
+		for _, j := range c.jobs {
+			if j.okey >= 0 {
+				w.b.Add(j.okey, c.buf[j.off:j.end])
+			}
+		}
+		for _, g := range w.b.Groups() {
+			w.out.Encrypt(w.cs.outKeys[g.Key], g.Payloads)
+		}
+		w.b.Reset()
+	}
+}
+
+// outputPeriod assigns the next scrambled packet of the output to its crypto period: it returns
+// the output key index and parity, given how many packets were scrambled before it.
+func (cs *ciphers) outputPeriod(n int64) (key int32, odd bool) {
+	period := int64(0)
+	if cs.outPeriod > 0 {
+		period = n / int64(cs.outPeriod)
+	}
+	return int32(period % int64(len(cs.outKeys))), period%2 == 1
+}

@@ -1,0 +1,99 @@
+package scrambling
+
+import (
+	"fmt"
+
+	"github.com/tsdescramble/tsdescramble/batcher"
+	"github.com/tsdescramble/tsdescramble/csa"
+)
+
+// csa2BreakEven is the smallest tail of a batch worth handing to the bitsliced engine. The
+// scalar CSA2 cipher costs about as much per payload as a whole engine batch on the machines
+// measured so far, so even a single leftover payload goes to the engine.
+const csa2BreakEven = 1
+
+// csa2System is DVB-CSA2 with a fixed engine width.
+type csa2System struct {
+	lanes int
+}
+
+// NewCSA2 returns the csa2 system with engines of the given width: 32, 64, 128 or 256 lanes,
+// or 0 for the fastest on this CPU. Its keys work with the processors of every csa2 system,
+// whatever their widths. Control words are used as given, all 64 bits: entropy reduction
+// (recomputing checksum bytes 3 and 7), when wanted, is done before NewKey.
+func NewCSA2(lanes int) (System, error) {
+	// An engine tells the width 0 resolves to, and validates any other value with the csa
+	// package's own rules; it is made once per system, not per call.
+	e, err := csa.NewEngine(lanes)
+	if err != nil {
+		return nil, fmt.Errorf("scrambling: csa2: %w", err)
+	}
+	return &csa2System{lanes: e.Lanes()}, nil
+}
+
+func (s *csa2System) Name() string    { return "csa2" }
+func (s *csa2System) KeySizes() []int { return []int{csa.CWSize} }
+func (s *csa2System) Lanes() int      { return s.lanes }
+
+// MinPayload is one CSA2 block: shorter payloads are left clear (ETSI ETR 289).
+func (s *csa2System) MinPayload() int { return 8 }
+
+func (s *csa2System) NewKey(cw []byte) (Key, error) {
+	if err := checkKeySize(s.Name(), s.KeySizes(), len(cw)); err != nil {
+		return nil, err
+	}
+	k, err := csa.NewKey(cw)
+	if err != nil {
+		return nil, fmt.Errorf("scrambling: csa2: %w", err)
+	}
+	return &csa2Key{sys: s, k: k}, nil
+}
+
+func (s *csa2System) NewProcessor() Processor {
+	e, err := csa.NewEngine(s.lanes)
+	if err != nil {
+		// NewCSA2 made an engine of this width already.
+		panic("scrambling: csa2: " + err.Error())
+	}
+	return &csa2Processor{e: e}
+}
+
+// csa2Key is an expanded CSA2 control word.
+type csa2Key struct {
+	sys *csa2System
+	k   *csa.Key
+}
+
+func (k *csa2Key) System() System { return k.sys }
+
+// csa2Processor runs one bitsliced engine, and the scalar cipher for tails too short to pay
+// for an engine batch.
+type csa2Processor struct {
+	e *csa.Engine
+}
+
+func (p *csa2Processor) key(k Key) *csa.Key {
+	ck, ok := k.(*csa2Key)
+	if !ok {
+		foreignKey("csa2", k)
+	}
+	return ck.k
+}
+
+func (p *csa2Processor) Decrypt(k Key, payloads [][]byte) {
+	key := p.key(k)
+	n := batcher.Split(len(payloads), p.e.Lanes(), csa2BreakEven)
+	p.e.Decrypt(key, payloads[:n])
+	for _, b := range payloads[n:] {
+		key.Decrypt(b)
+	}
+}
+
+func (p *csa2Processor) Encrypt(k Key, payloads [][]byte) {
+	key := p.key(k)
+	n := batcher.Split(len(payloads), p.e.Lanes(), csa2BreakEven)
+	p.e.Encrypt(key, payloads[:n])
+	for _, b := range payloads[n:] {
+		key.Encrypt(b)
+	}
+}

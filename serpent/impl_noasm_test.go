@@ -1,0 +1,5 @@
+//go:build !amd64 || !gc || purego
+
+package serpent
+
+func archImplementations() []implAvail { return nil }
