@@ -233,7 +233,7 @@ func (f *Framer) findUnit(lo, hi int, strict bool) (unit int, ok bool, stop int)
 
 // confirmed counts the sync bytes at q, q+size, ... (up to confirmSyncs+1 of them) and returns
 // the count if they all hold 0x47 and enough of them were seen, else 0. Near the end of the
-// input fewer are required, but the first unit must be whole.
+// input fewer are required (see below), but the first unit must be whole.
 func (f *Framer) confirmed(q int, fr Framing) int {
 	seen := 0
 	for k := 0; k <= confirmSyncs; k++ {
@@ -246,8 +246,15 @@ func (f *Framer) confirmed(q int, fr Framing) int {
 		}
 		seen++
 	}
-	if seen <= confirmSyncs && !(f.eof && q-fr.Prefix+fr.Size <= f.end) {
-		return 0
+	if seen <= confirmSyncs {
+		// The input ends before the chain is whole. Trust it only if the first unit is whole
+		// and either a second sync byte confirms it or it is the very start of the input (a
+		// stream of one packet): a lone 0x47 near the end of garbage is not a packet.
+		whole := f.eof && q-fr.Prefix+fr.Size <= f.end
+		alone := f.packets == 0 && f.skipped == 0 && q-fr.Prefix == f.start
+		if !whole || seen < 2 && !alone {
+			return 0
+		}
 	}
 	return seen
 }
