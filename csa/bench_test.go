@@ -12,9 +12,9 @@ func benchPayloads(n int, mixed bool) [][]byte {
 	rng := rand.New(rand.NewPCG(1, 1))
 	ps := make([][]byte, n)
 	for i := range ps {
-		l := MaxPayload
+		l := maxPayload
 		if mixed {
-			l = rng.IntN(MaxPayload + 1)
+			l = rng.IntN(maxPayload + 1)
 		}
 		ps[i] = make([]byte, l)
 		for j := range ps[i] {
@@ -53,14 +53,14 @@ func BenchmarkEngine(b *testing.B) {
 			continue
 		}
 		for _, dir := range []string{"decrypt", "encrypt"} {
-			for _, mixed := range []bool{false, true} {
-				name := "engine=" + te.name + "/dir=" + dir + "/payloads=full"
-				if mixed {
-					name = "engine=" + te.name + "/dir=" + dir + "/payloads=mixed"
-				}
-				b.Run(name+"/packets="+strconv.Itoa(te.lanes), func(b *testing.B) {
+			for _, c := range []struct {
+				payloads string
+				packets  int
+			}{{"full", te.lanes}, {"mixed", te.lanes}, {"full", 12}} {
+				name := "engine=" + te.name + "/dir=" + dir + "/payloads=" + c.payloads + "/packets=" + strconv.Itoa(c.packets)
+				b.Run(name, func(b *testing.B) {
 					e := newEngine(te.lanes, te.impl)
-					ps := benchPayloads(te.lanes, mixed)
+					ps := benchPayloads(c.packets, c.payloads == "mixed")
 					b.SetBytes(int64(len(ps) * 188))
 					b.ReportAllocs()
 					for b.Loop() {

@@ -28,9 +28,9 @@ import (
 // CWSize is the size of a DVB-CSA2 control word in bytes.
 const CWSize = 8
 
-// MaxPayload is the largest payload of a 188-byte TS packet. Longer inputs
-// are not part of the algorithm as defined for transport streams.
-const MaxPayload = 184
+// maxPayload is the largest payload of a 188-byte TS packet, and the
+// largest an [Engine] accepts.
+const maxPayload = 184
 
 // KeySizeError is returned by [NewKey] for a control word whose length is
 // not [CWSize]. Its value is the length that was given.
@@ -94,9 +94,9 @@ func (k *Key) Encrypt(payload []byte) {
 // Engine scrambles and descrambles batches of payloads with a bitsliced
 // kernel that processes Lanes payloads at once, byte for byte the same as
 // [Key.Decrypt] and [Key.Encrypt]. An Engine holds scratch state (about
-// 50 KB), so use one per goroutine: it is not safe for concurrent use.
-// A batch costs about as much as a full one, so fill batches to Lanes
-// payloads where the stream allows.
+// 80 KB), so use one per goroutine: it is not safe for concurrent use.
+// The stream cipher half of a batch costs the same however few lanes are
+// in use, so fill batches to Lanes payloads where the stream allows.
 type Engine struct {
 	lanes int
 	impl  engineImpl
@@ -112,7 +112,7 @@ type engineImpl int
 const (
 	implGeneric32 engineImpl = iota
 	implGeneric64            // also runs the portable 128- and 256-lane engines, 64 lanes at a time
-	implAVX2                 // 256 lanes, amd64 with AVX2
+	implAVX2                 // 128 or 256 lanes, amd64 with AVX2
 )
 
 // NewEngine returns an engine of the given lane count: 32, 64, 128 or 256,
@@ -155,9 +155,9 @@ func (e *Engine) String() string {
 
 // Decrypt descrambles payloads in place with key k, Lanes at a time. Each
 // payload may be 0 to 184 bytes long, and lengths may differ; payloads
-// shorter than 8 bytes are left clear, as in [Key.Decrypt]. A payload
-// longer than 184 bytes is a caller error and panics before any payload
-// of its batch is changed.
+// shorter than 8 bytes are left clear, as in [Key.Decrypt]. Payloads must
+// not overlap one another. A payload longer than 184 bytes is a caller
+// error and panics before any payload of its batch is changed.
 func (e *Engine) Decrypt(k *Key, payloads [][]byte) {
 	for len(payloads) > 0 {
 		payloads = e.b.fill(payloads, e.lanes)

@@ -6,7 +6,7 @@ import (
 )
 
 // maxBlocks is the number of 8-byte columns of a 184-byte payload.
-const maxBlocks = MaxPayload / 8
+const maxBlocks = maxPayload / 8
 
 // batch is the payload side of a bitsliced batch, shared by every engine:
 // it gathers up to 256 payloads into per-lane blocks and writes them back.
@@ -29,8 +29,8 @@ func (b *batch) fill(payloads [][]byte, width int) [][]byte {
 	for len(payloads) > 0 && b.n < width {
 		p := payloads[0]
 		payloads = payloads[1:]
-		if len(p) > MaxPayload {
-			panic("csa: payload longer than " + strconv.Itoa(MaxPayload) + " bytes")
+		if len(p) > maxPayload {
+			panic("csa: payload longer than " + strconv.Itoa(maxPayload) + " bytes")
 		}
 		if len(p) < 8 {
 			continue
@@ -113,6 +113,45 @@ func (b *batch) storeRows(r *blockRows, c, groups int, chain bool) {
 				v ^= b.blocks[c+1][l]
 			}
 			col[l] = v
+		}
+	}
+}
+
+// chainDecrypted stores the block cipher output out of column c for the
+// lanes that have a full block c, XORed with C'_{c+1} where that is the
+// lane's next full block.
+func (b *batch) chainDecrypted(c int, out *[256]uint64) {
+	col, next := &b.blocks[c], &b.blocks[(c+1)%maxBlocks]
+	for l, full := range b.full[:b.n] {
+		switch {
+		case c+1 < int(full):
+			col[l] = out[l] ^ next[l]
+		case c < int(full):
+			col[l] = out[l]
+		}
+	}
+}
+
+// chainToEncrypt sets in to the block cipher inputs of column c:
+// P_c ^ C'_{c+1}, or P_c for a lane's last full block.
+func (b *batch) chainToEncrypt(c int, in *[256]uint64) {
+	col, next := &b.blocks[c], &b.blocks[(c+1)%maxBlocks]
+	for l, full := range b.full[:b.n] {
+		v := col[l]
+		if c+1 < int(full) {
+			v ^= next[l]
+		}
+		in[l] = v
+	}
+}
+
+// storeEncrypted stores the block cipher output of column c for the lanes
+// that have a full block c.
+func (b *batch) storeEncrypted(c int, out *[256]uint64) {
+	col := &b.blocks[c]
+	for l, full := range b.full[:b.n] {
+		if c < int(full) {
+			col[l] = out[l]
 		}
 	}
 }

@@ -31,12 +31,12 @@ func allEngines() []testEngine {
 
 // runEngines runs f for each engine this CPU can run. An engine that is
 // compiled in but not runnable is skipped, or fails the test when
-// TSD_REQUIRE_ALL_ENGINES is set (for machines that must run every path).
+// TSDESCRAMBLE_REQUIRE_ALL_ENGINES is set (for machines that must run every path).
 func runEngines(t *testing.T, f func(t *testing.T, e *Engine)) {
 	for _, te := range allEngines() {
 		t.Run("engine="+te.name, func(t *testing.T) {
 			if !te.available {
-				if os.Getenv("TSD_REQUIRE_ALL_ENGINES") != "" {
+				if os.Getenv("TSDESCRAMBLE_REQUIRE_ALL_ENGINES") != "" {
 					t.Fatalf("%s cannot run on this CPU", te.name)
 				}
 				t.Skipf("%s cannot run on this CPU", te.name)
@@ -300,34 +300,53 @@ func TestEngineVectors(t *testing.T) {
 // lanePacket is one payload of a differential test, cut out of a 188-byte
 // packet at an arbitrary offset like a payload after an adaptation field.
 type lanePacket struct {
-	pkt      []byte // whole 188-byte buffer, engine input
-	off, n   int
-	want     []byte // whole buffer as the scalar cipher leaves it
-	original []byte
+	pkt    []byte // whole 188-byte buffer, engine input
+	off, n int
+	want   []byte // whole buffer as the scalar cipher leaves it
 }
 
-// mixedLanes builds count payloads of mixed lengths (cycling through every
-// length 0..184 from start, with random ones mixed in) at random offsets,
-// and their expected results from the scalar cipher.
-func mixedLanes(rng *rand.Rand, k *Key, count, start int, decrypt bool) []lanePacket {
-	ps := make([]lanePacket, count)
-	for i := range ps {
-		n := (start + i) % (MaxPayload + 1)
+// lanePool holds payloads of every length 0..184 (twice, plus random ones
+// in between) at random offsets of their packets, with the scalar cipher's
+// result for each, so that differential tests need not run the slow scalar
+// cipher for every lane of every batch.
+type lanePool struct {
+	dec, enc []lanePacket // expected results of Decrypt and of Encrypt
+	next     int
+}
+
+func newLanePool(rng *rand.Rand, k *Key) *lanePool {
+	p := new(lanePool)
+	for i := 0; i < 2*(maxPayload+1); i++ {
+		n := i % (maxPayload + 1)
 		if rng.IntN(4) == 0 {
-			n = rng.IntN(MaxPayload + 1)
+			n = rng.IntN(maxPayload + 1)
 		}
-		off := 4 + rng.IntN(MaxPayload-n+1)
+		off := 4 + rng.IntN(maxPayload-n+1)
 		pkt := make([]byte, 188)
 		for j := range pkt {
 			pkt[j] = byte(rng.Uint32())
 		}
-		want := slices.Clone(pkt)
-		if decrypt {
-			k.Decrypt(want[off : off+n])
-		} else {
-			k.Encrypt(want[off : off+n])
-		}
-		ps[i] = lanePacket{pkt: pkt, off: off, n: n, want: want, original: slices.Clone(pkt)}
+		dec, enc := slices.Clone(pkt), slices.Clone(pkt)
+		k.Decrypt(dec[off : off+n])
+		k.Encrypt(enc[off : off+n])
+		p.dec = append(p.dec, lanePacket{pkt: pkt, off: off, n: n, want: dec})
+		p.enc = append(p.enc, lanePacket{pkt: pkt, off: off, n: n, want: enc})
+	}
+	return p
+}
+
+// take returns count fresh copies of consecutive pool entries.
+func (p *lanePool) take(count int, decrypt bool) []lanePacket {
+	src := p.enc
+	if decrypt {
+		src = p.dec
+	}
+	ps := make([]lanePacket, count)
+	for i := range ps {
+		lp := src[p.next%len(src)]
+		p.next++
+		lp.pkt = slices.Clone(lp.pkt)
+		ps[i] = lp
 	}
 	return ps
 }
@@ -362,20 +381,25 @@ func checkLanes(t *testing.T, e *Engine, k *Key, ps []lanePacket, decrypt bool) 
 func TestEngineDifferential(t *testing.T) {
 	runEngines(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(13, uint64(e.Lanes())))
+		var pools []*lanePool
+		var keys []*Key
 		cw := make([]byte, CWSize)
-		start := 0
-		sizes := []int{e.Lanes() + 1, 2*e.Lanes() + 7}
-		for n := 1; n <= e.Lanes(); n++ {
-			sizes = append(sizes, n)
-		}
-		for _, n := range sizes {
+		for range 3 {
 			for i := range cw {
 				cw[i] = byte(rng.Uint32())
 			}
 			k := mustKey(t, cw)
+			keys = append(keys, k)
+			pools = append(pools, newLanePool(rng, k))
+		}
+		sizes := []int{e.Lanes() + 1, 2*e.Lanes() + 7}
+		for n := 1; n <= e.Lanes(); n++ {
+			sizes = append(sizes, n)
+		}
+		for i, n := range sizes {
+			k, pool := keys[i%len(keys)], pools[i%len(keys)]
 			for _, decrypt := range []bool{true, false} {
-				checkLanes(t, e, k, mixedLanes(rng, k, n, start, decrypt), decrypt)
-				start += n
+				checkLanes(t, e, k, pool.take(n, decrypt), decrypt)
 			}
 		}
 	})
@@ -386,7 +410,7 @@ func TestEngineNoAlloc(t *testing.T) {
 	runEngines(t, func(t *testing.T, e *Engine) {
 		payloads := make([][]byte, e.Lanes()+3)
 		for i := range payloads {
-			payloads[i] = make([]byte, i%(MaxPayload+1))
+			payloads[i] = make([]byte, i%(maxPayload+1))
 		}
 		if n := testing.AllocsPerRun(5, func() { e.Decrypt(k, payloads); e.Encrypt(k, payloads) }); n != 0 {
 			t.Errorf("%v allocations per call, want 0", n)
@@ -405,5 +429,47 @@ func TestEngineLongPayloadPanics(t *testing.T) {
 			t.Error("no panic for a 185-byte payload")
 		}
 	}()
-	e.Decrypt(k, [][]byte{make([]byte, MaxPayload+1)})
+	e.Decrypt(k, [][]byte{make([]byte, maxPayload+1)})
+}
+
+// TestKeyShared uses one Key from several goroutines, each with its own
+// Engine, as the pipeline does; run with -race.
+func TestKeyShared(t *testing.T) {
+	k := mustKey(t, lengthTableCW)
+	vs := readLengthTable(t, "generated_libdvbcsa_all_lengths.txt")
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			e, err := NewEngine(Available()[g%len(Available())])
+			if err != nil {
+				done <- err
+				return
+			}
+			for range 5 {
+				batch := make([][]byte, len(vs))
+				for i, v := range vs {
+					batch[i] = slices.Clone(v.scrambled)
+				}
+				e.Decrypt(k, batch)
+				for i, v := range vs {
+					if !bytes.Equal(batch[i], v.clear) {
+						done <- fmt.Errorf("%v: length %d wrong", e, len(v.clear))
+						return
+					}
+				}
+				p := slices.Clone(vs[100].scrambled)
+				k.Decrypt(p)
+				if !bytes.Equal(p, vs[100].clear) {
+					done <- fmt.Errorf("scalar Decrypt wrong")
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
 }

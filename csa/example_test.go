@@ -25,3 +25,28 @@ func ExampleKey_Decrypt() {
 	// 000102030405060708
 	// 71b2869f4bf3b76db1
 }
+
+func ExampleEngine_Decrypt() {
+	key, err := csa.NewKey([]byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff})
+	if err != nil {
+		panic(err)
+	}
+	engine, err := csa.NewEngine(0) // the fastest engine for this CPU
+	if err != nil {
+		panic(err)
+	}
+	// Payloads of any length up to 184 bytes, for example sliced out of
+	// TS packets after their adaptation fields; they are descrambled in
+	// place, Lanes at a time.
+	clear := []byte("a TS payload of more than one block")
+	payloads := make([][]byte, 300)
+	for i := range payloads {
+		payloads[i] = append([]byte(nil), clear...)
+		key.Encrypt(payloads[i])
+	}
+	engine.Decrypt(key, payloads)
+	fmt.Printf("%s\n%s\n", payloads[0], payloads[299])
+	// Output:
+	// a TS payload of more than one block
+	// a TS payload of more than one block
+}

@@ -9,7 +9,8 @@ package csa
 // word is a lane word of the bitsliced stream cipher.
 type word interface{ ~uint32 | ~uint64 }
 
-// sboxOut receives the stream S-box outputs of one round.
+// sboxOut holds the stream S-box outputs: the combiner registers X, Y, Z
+// and the bits p and q.
 type sboxOut[W word] struct {
 	x, y, z [4]W
 	p, q    W
@@ -20,9 +21,10 @@ type sboxOut[W word] struct {
 // writes the new first nibble just below the current ten, so nothing moves;
 // after 32 rounds the window has reached the bottom and is copied back up.
 type streamRegs[W word] struct {
-	a, b             [42][4]W // A[n] of the current window is a[w+n-1]
-	x, y, z, d, e, f [4]W
-	p, q, r          W
+	a, b    [42][4]W // A[n] of the current window is a[w+n-1]
+	sb      sboxOut[W]
+	d, e, f [4]W
+	r       W
 }
 
 // ringTop is where the window of the shift registers starts for each
@@ -46,22 +48,18 @@ func (s *streamRegs[W]) reset(k *Key) {
 // written to A[0]. While initialising, inA and inB are the IV nibbles fed
 // into the registers; otherwise they are nil. It returns the two keystream
 // bits of the round, high bit first.
+//
+// Every step reads the old X, Y, Z, D, E, F, p, q, r before it replaces
+// them, which is why the S-boxes come last: they overwrite X, Y, Z, p, q in
+// place.
 func (s *streamRegs[W]) round(A, B *[11][4]W, inA, inB *[4]W) (hi, lo W) {
-	var o sboxOut[W]
-	streamSboxes(A, &o)
-
-	// A 4x4 XOR over register B gives the extra nibble of T3.
-	var extra [4]W
-	extra[3] = B[3][0] ^ B[6][1] ^ B[7][2] ^ B[9][3]
-	extra[2] = B[6][0] ^ B[8][1] ^ B[3][3] ^ B[4][2]
-	extra[1] = B[5][3] ^ B[8][2] ^ B[4][0] ^ B[5][1]
-	extra[0] = B[9][2] ^ B[6][3] ^ B[3][1] ^ B[8][0]
+	o := &s.sb
 
 	// T1 and T2: the register feedback.
 	var na, nb [4]W
 	for i := range 4 {
-		na[i] = A[10][i] ^ s.x[i]
-		nb[i] = B[7][i] ^ B[10][i] ^ s.y[i]
+		na[i] = A[10][i] ^ o.x[i]
+		nb[i] = B[7][i] ^ B[10][i] ^ o.y[i]
 	}
 	if inA != nil {
 		for i := range 4 {
@@ -70,7 +68,7 @@ func (s *streamRegs[W]) round(A, B *[11][4]W, inA, inB *[4]W) (hi, lo W) {
 		}
 	}
 	// If p is set, the new B nibble is rotated left by one bit.
-	p := s.p
+	p := o.p
 	nb[0], nb[1], nb[2], nb[3] =
 		nb[0]^(p&(nb[0]^nb[3])),
 		nb[1]^(p&(nb[1]^nb[0])),
@@ -78,12 +76,18 @@ func (s *streamRegs[W]) round(A, B *[11][4]W, inA, inB *[4]W) (hi, lo W) {
 		nb[3]^(p&(nb[3]^nb[2]))
 	A[0], B[0] = na, nb
 
-	// T3: D = E ^ Z ^ extra.
+	// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over register B.
+	var extra [4]W
+	extra[3] = B[3][0] ^ B[6][1] ^ B[7][2] ^ B[9][3]
+	extra[2] = B[6][0] ^ B[8][1] ^ B[3][3] ^ B[4][2]
+	extra[1] = B[5][3] ^ B[8][2] ^ B[4][0] ^ B[5][1]
+	extra[0] = B[9][2] ^ B[6][3] ^ B[3][1] ^ B[8][0]
+
 	// T4: if q is set, F = Z + E + r with carry out to r, else F = E;
 	// E takes the old F.
-	q, c := s.q, s.r
+	q, c := o.q, s.r
 	for i := range 4 {
-		z, e := s.z[i], s.e[i]
+		z, e := o.z[i], s.e[i]
 		s.d[i] = e ^ z ^ extra[i]
 		sum := z ^ c // the sum bit is e ^ sum
 		c = z&e | c&(z^e)
@@ -92,7 +96,7 @@ func (s *streamRegs[W]) round(A, B *[11][4]W, inA, inB *[4]W) (hi, lo W) {
 	}
 	s.r ^= q & (c ^ s.r)
 
-	s.x, s.y, s.z, s.p, s.q = o.x, o.y, o.z, o.p, o.q
+	streamSboxes(A, o)
 	return s.d[3] ^ s.d[2], s.d[1] ^ s.d[0]
 }
 
@@ -156,15 +160,6 @@ var sboxPerm4 = func() (t [4][256]uint64) {
 	return t
 }()
 
-// sbox8 returns the S-box outputs s and their permutations p for the eight
-// lanes of x.
-func sbox8(x uint64) (s, p uint64) {
-	t := &sboxPerm4
-	lo := t[0][uint8(x)] | t[1][uint8(x>>8)] | t[2][uint8(x>>16)] | t[3][uint8(x>>24)]
-	hi := t[0][uint8(x>>32)] | t[1][uint8(x>>40)] | t[2][uint8(x>>48)] | t[3][uint8(x>>56)]
-	return lo&0xffffffff | hi<<32, lo>>32 | hi&^0xffffffff
-}
-
 // blockRows is the byte-sliced block cipher state of up to 256 lanes:
 // rows[j][g] holds byte j of the blocks of lanes 8g..8g+7, one lane per
 // byte. The rows are a ring: instead of moving R1..R8 along every round,
@@ -214,7 +209,7 @@ func (r *blockRows) encrypt(kb *[56]uint64, groups int) {
 			r3[g] ^= v // the new R2
 			r4[g] ^= v
 			r5[g] ^= v
-			r7[g] ^= p   // the new R6
+			r7[g] ^= p    // the new R6
 			r1[g] = v ^ s // the new R8
 		}
 	}

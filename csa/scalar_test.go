@@ -121,8 +121,8 @@ func TestLengthTables(t *testing.T) {
 	k := mustKey(t, lengthTableCW)
 	for _, name := range []string{"generated_libdvbcsa_all_lengths.txt", "generated_libdvbcsa_lengths.txt"} {
 		vs := readLengthTable(t, name)
-		if name == "generated_libdvbcsa_all_lengths.txt" && len(vs) != MaxPayload+1 {
-			t.Fatalf("%s: %d lines, want %d", name, len(vs), MaxPayload+1)
+		if name == "generated_libdvbcsa_all_lengths.txt" && len(vs) != maxPayload+1 {
+			t.Fatalf("%s: %d lines, want %d", name, len(vs), maxPayload+1)
 		}
 		for _, v := range vs {
 			p := slices.Clone(v.scrambled)
@@ -245,7 +245,7 @@ func TestScalarRoundTrip(t *testing.T) {
 			cw[j] = byte(rng.Uint32())
 		}
 		k := mustKey(t, cw)
-		n := rng.IntN(MaxPayload + 1)
+		n := rng.IntN(maxPayload + 1)
 		clear := make([]byte, n)
 		for j := range clear {
 			clear[j] = byte(rng.Uint32())
@@ -283,7 +283,7 @@ func TestScalarLongPayload(t *testing.T) {
 
 func TestScalarNoAlloc(t *testing.T) {
 	k := mustKey(t, lengthTableCW)
-	p := make([]byte, MaxPayload)
+	p := make([]byte, maxPayload)
 	if n := testing.AllocsPerRun(100, func() { k.Decrypt(p); k.Encrypt(p) }); n != 0 {
 		t.Errorf("%v allocations per Decrypt+Encrypt, want 0", n)
 	}

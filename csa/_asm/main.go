@@ -1,23 +1,24 @@
-// Command _asm generates the stream S-box circuits of package csa, in Go
-// (streamsbox.go) and, with avo, in AVX2 assembly (csa_amd64.s).
+// Command _asm generates code for package csa: the stream S-box circuits
+// in Go (streamsbox.go) and, with avo, the AVX2 kernels (csa_amd64.s).
 //
 // Run it with go generate in this directory.
 package main
 
 import (
-	"flag"
 	"log"
+	"os"
 )
 
 //go:generate go run . -go ../streamsbox.go
+//go:generate go run . -out ../csa_amd64.s -pkg csa
 
 func main() {
-	goOut := flag.String("go", "", "write the generic Go S-box function to this file")
-	flag.Parse()
-	cs := synthesize()
-	if *goOut != "" {
-		if err := writeGo(*goOut, cs); err != nil {
+	circuits := synthesize()
+	if len(os.Args) == 3 && os.Args[1] == "-go" {
+		if err := writeGo(os.Args[2], circuits); err != nil {
 			log.Fatal(err)
 		}
+		return
 	}
+	writeAsm(circuits)
 }

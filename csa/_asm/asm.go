@@ -1,0 +1,539 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// Layout of the AVX2 stream cipher state (type avx2Stream in
+// csa_amd64.go): one 32-byte bit-plane per state bit, 256 lanes.
+const (
+	ymmBytes  = 32
+	ringLen   = 42 // nibbles per shift register ring
+	ringTop   = 32
+	stateA    = 0
+	stateB    = stateA + ringLen*4
+	stateX    = stateB + ringLen*4
+	stateY    = stateX + 4
+	stateZ    = stateY + 4
+	stateD    = stateZ + 4
+	stateE    = stateD + 4
+	stateF    = stateE + 4
+	stateP    = stateF + 4
+	stateQ    = stateP + 1
+	stateR    = stateQ + 1
+	nibble    = 4 * ymmBytes
+	bRelToA   = (stateB - stateA) * ymmBytes
+	planeSize = ymmBytes
+)
+
+// streamKernel emits the 32 rounds of the stream cipher for 256 lanes:
+// initialisation with IV bit-planes when init is set, keystream generation
+// otherwise. It mirrors streamRegs.round in kernel.go step by step; see
+// there for the algorithm.
+func streamKernel(circuits [7]circuit, init bool) {
+	name, arg := "streamGenAVX2", "out"
+	if init {
+		name, arg = "streamInitAVX2", "iv"
+	}
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(s *avx2Stream, %s *[64][4]uint64)", arg))
+	Pragma("noescape")
+	if init {
+		Doc(name + " runs the 32 initialisation rounds of the stream cipher on 256 lanes.")
+	} else {
+		Doc(name + " runs 32 rounds of the stream cipher on 256 lanes and writes 8 keystream bytes as bit-planes.")
+	}
+	st := Load(Param("s"), GP64())
+	io := Load(Param(arg), GP64())
+	win := GP64() // &A[window] for the first round of the current byte
+	LEAQ(Mem{Base: st, Disp: (stateA + (ringTop-1)*4) * ymmBytes}, win)
+	cnt := GP64()
+	MOVQ(U32(8), cnt)
+
+	abs := func(idx int) Mem { return Mem{Base: st, Disp: idx * ymmBytes} }
+	load := func(m Mem) VecVirtual {
+		y := YMM()
+		VMOVDQU(m, y)
+		return y
+	}
+
+	Label(name + "_byte")
+	for u := 0; u < 4; u++ {
+		Comment(fmt.Sprintf("Round %d of this byte.", u))
+		aN := func(n, b int) Mem { return Mem{Base: win, Disp: (n-u)*nibble + b*ymmBytes} }
+		bN := func(n, b int) Mem { return Mem{Base: win, Disp: bRelToA + (n-u)*nibble + b*ymmBytes} }
+		// IV nibbles: planes 8k..8k+3 are the low nibble of byte k, 8k+4.. the high.
+		hiIn := func(b int) Mem { return Mem{Base: io, Disp: (4 + b) * planeSize} }
+		loIn := func(b int) Mem { return Mem{Base: io, Disp: b * planeSize} }
+		inA, inB := hiIn, loIn
+		if u%2 == 1 {
+			inA, inB = loIn, hiIn
+		}
+
+		// T1: the new A1.
+		for b := 0; b < 4; b++ {
+			v := load(aN(10, b))
+			VPXOR(abs(stateX+b), v, v)
+			if init {
+				VPXOR(abs(stateD+b), v, v)
+				VPXOR(inA(b), v, v)
+			}
+			VMOVDQU(v, aN(0, b))
+		}
+		// T2: the new B1, rotated left by one bit where p is set.
+		var nb [4]VecVirtual
+		for b := 0; b < 4; b++ {
+			nb[b] = load(bN(7, b))
+			VPXOR(bN(10, b), nb[b], nb[b])
+			VPXOR(abs(stateY+b), nb[b], nb[b])
+			if init {
+				VPXOR(inB(b), nb[b], nb[b])
+			}
+		}
+		p := load(abs(stateP))
+		for b := 0; b < 4; b++ {
+			t := YMM()
+			VPXOR(nb[(b+3)%4], nb[b], t)
+			VPAND(p, t, t)
+			VPXOR(nb[b], t, t)
+			VMOVDQU(t, bN(0, b))
+		}
+		// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over B.
+		extra := [4][4][2]int{
+			0: {{9, 2}, {6, 3}, {3, 1}, {8, 0}},
+			1: {{5, 3}, {8, 2}, {4, 0}, {5, 1}},
+			2: {{6, 0}, {8, 1}, {3, 3}, {4, 2}},
+			3: {{3, 0}, {6, 1}, {7, 2}, {9, 3}},
+		}
+		var d [4]VecVirtual
+		for b := 0; b < 4; b++ {
+			d[b] = load(abs(stateE + b))
+			VPXOR(abs(stateZ+b), d[b], d[b])
+			for _, tap := range extra[b] {
+				VPXOR(bN(tap[0], tap[1]), d[b], d[b])
+			}
+			VMOVDQU(d[b], abs(stateD+b))
+		}
+		if !init {
+			// Two keystream bits, from the new D.
+			hi, lo := YMM(), YMM()
+			VPXOR(d[3], d[2], hi)
+			VPXOR(d[1], d[0], lo)
+			VMOVDQU(hi, Mem{Base: io, Disp: (7 - 2*u) * planeSize})
+			VMOVDQU(lo, Mem{Base: io, Disp: (6 - 2*u) * planeSize})
+		}
+		// T4: F = q ? Z+E+r : E, with the carry out in r; E takes the old F.
+		q := load(abs(stateQ))
+		c := load(abs(stateR))
+		for b := 0; b < 4; b++ {
+			z, e := load(abs(stateZ+b)), load(abs(stateE+b))
+			f := load(abs(stateF + b))
+			VMOVDQU(f, abs(stateE+b))
+			sum := YMM()
+			VPXOR(c, z, sum)
+			VPAND(q, sum, sum)
+			VPXOR(e, sum, sum)
+			VMOVDQU(sum, abs(stateF+b))
+			// carry = z&e | c&(z^e)
+			ze, t := YMM(), YMM()
+			VPXOR(e, z, ze)
+			VPAND(c, ze, ze)
+			VPAND(e, z, t)
+			nc := YMM()
+			VPOR(ze, t, nc)
+			c = nc
+		}
+		r := load(abs(stateR))
+		VPXOR(r, c, c)
+		VPAND(q, c, c)
+		VPXOR(r, c, c)
+		VMOVDQU(c, abs(stateR))
+
+		// The seven S-boxes: the next X, Y, Z, p and q.
+		dest := map[string]int{
+			"x[0]": stateX, "x[1]": stateX + 1, "x[2]": stateX + 2, "x[3]": stateX + 3,
+			"y[0]": stateY, "y[1]": stateY + 1, "y[2]": stateY + 2, "y[3]": stateY + 3,
+			"z[0]": stateZ, "z[1]": stateZ + 1, "z[2]": stateZ + 2, "z[3]": stateZ + 3,
+			"p": stateP, "q": stateQ,
+		}
+		for s, circ := range circuits {
+			vals := map[int]Op{}
+			for i := 0; i < numInputs; i++ {
+				tap := streamSboxTaps[s][4-i]
+				vals[i] = load(aN(tap[0], tap[1]))
+			}
+			var ones VecVirtual
+			for gi, g := range circ.gates {
+				out := YMM()
+				x, y := g.a, g.b
+				if x == onesValue || y == onesValue {
+					if g.op != opXor {
+						panic("only XOR with all ones is expected")
+					}
+					if ones == nil {
+						ones = YMM()
+						VPCMPEQB(ones, ones, ones)
+					}
+					if x == onesValue {
+						x, y = y, x
+					}
+					VPXOR(ones, vals[x], out)
+				} else {
+					switch g.op {
+					case opAnd:
+						VPAND(vals[y], vals[x], out)
+					case opOr:
+						VPOR(vals[y], vals[x], out)
+					case opXor:
+						VPXOR(vals[y], vals[x], out)
+					case opAndNot: // x &^ y = ^y & x
+						VPANDN(vals[x], vals[y], out)
+					}
+				}
+				vals[firstGate+gi] = out
+			}
+			VMOVDQU(vals[circ.hi], abs(dest[sboxDest[s][0]]))
+			VMOVDQU(vals[circ.lo], abs(dest[sboxDest[s][1]]))
+		}
+	}
+	SUBQ(U32(4*nibble), win)
+	ADDQ(U32(8*planeSize), io)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_byte"))
+
+	Comment("Move the register windows back to the top of the rings.")
+	for _, base := range []int{stateA, stateB} {
+		for i := 0; i < 40; i++ {
+			y := load(abs(base + i))
+			VMOVDQU(y, abs(base+ringTop*4+i))
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// Offsets in avx2Tables (csa_amd64.go), in 32-byte rows.
+const (
+	tabSbox   = 0  // 16 rows: telescoped S-box nibble tables D_i
+	tabSub    = 16 // 16 rows: bytes 16*i
+	tabPermLo = 32 // perm of the low nibble
+	tabPermHi = 33 // perm of the high nibble (already shifted)
+	tabLow4   = 34 // 0x0f in every byte
+	// VPSHUFB masks: two 8-byte lanes per 128 bits to 16-bit pairs of
+	// same-index bytes, and back.
+	tabToPairs   = 35
+	tabFromPairs = 36
+)
+
+// transposeWords8 transposes, within each 128-bit half, the 8×8 matrix of
+// 16-bit words held in a: word j of a[k] becomes word k of the result j.
+// With one 16-bit pair of lanes per word, result j holds byte j of all 32
+// lanes (in a fixed lane order); applied twice, it is the identity.
+func transposeWords8(a [8]VecVirtual) [8]VecVirtual {
+	var b, c, d [8]VecVirtual
+	for i := 0; i < 8; i += 2 {
+		b[i], b[i+1] = YMM(), YMM()
+		VPUNPCKLWD(a[i+1], a[i], b[i])
+		VPUNPCKHWD(a[i+1], a[i], b[i+1])
+	}
+	// c0,c1 from b0,b2; c2,c3 from b1,b3; c4,c5 from b4,b6; c6,c7 from b5,b7.
+	for _, p := range [4][3]int{{0, 2, 0}, {1, 3, 2}, {4, 6, 4}, {5, 7, 6}} {
+		c[p[2]], c[p[2]+1] = YMM(), YMM()
+		VPUNPCKLDQ(b[p[1]], b[p[0]], c[p[2]])
+		VPUNPCKHDQ(b[p[1]], b[p[0]], c[p[2]+1])
+	}
+	// d(2i), d(2i+1) from c(i), c(i+4).
+	for i := 0; i < 4; i++ {
+		d[2*i], d[2*i+1] = YMM(), YMM()
+		VPUNPCKLQDQ(c[i+4], c[i], d[2*i])
+		VPUNPCKHQDQ(c[i+4], c[i], d[2*i+1])
+	}
+	return d
+}
+
+// blockKernel emits the byte-sliced block cipher for 32 lanes per YMM
+// register: 56 rounds per group of 32 lanes, with the eight registers of
+// the group held in YMM registers. The S-box is 16 VPSHUFB nibble lookups:
+// x-16i selects table i in lanes whose high nibble is i, because VPSHUFB
+// zeroes lanes whose index has bit 7 set; tables are XOR-telescoped so that
+// every table up to the lane's own accumulates to the right entry, and the
+// two halves (high nibble below or above 8) are blended on bit 7 of x.
+func blockKernel(decrypt bool) {
+	name := "blockEncryptAVX2"
+	if decrypt {
+		name = "blockDecryptAVX2"
+	}
+	TEXT(name, NOSPLIT, "func(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)")
+	Pragma("noescape")
+	if decrypt {
+		Doc(name + " deciphers the blocks in[l] of groups×32 lanes into out[l].")
+	} else {
+		Doc(name + " enciphers the blocks in[l] of groups×32 lanes into out[l].")
+	}
+	src := Load(Param("in"), GP64())
+	dst := Load(Param("out"), GP64())
+	kbase := Load(Param("kb"), GP64())
+	tab := Load(Param("tab"), GP64())
+	groups := Load(Param("groups"), GP64())
+	tb := func(row int) Mem { return Mem{Base: tab, Disp: row * ymmBytes} }
+
+	Label(name + "_group")
+	Comment("Byte-slice 32 lanes: R[j+1] gets byte j of every lane.")
+	var in [8]VecVirtual
+	for k := range in {
+		in[k] = YMM()
+		VMOVDQU(Mem{Base: src, Disp: k * ymmBytes}, in[k])
+		VPSHUFB(tb(tabToPairs), in[k], in[k])
+	}
+	rowsOut := transposeWords8(in)
+	var R [9]VecVirtual // R[1..8]
+	copy(R[1:], rowsOut[:])
+	kp := GP64()
+	if decrypt {
+		LEAQ(Mem{Base: kbase, Disp: 55 * 8}, kp)
+	} else {
+		MOVQ(kbase, kp)
+	}
+	cnt := GP64()
+	MOVQ(U32(7), cnt)
+	Label(name + "_rounds")
+	for u := 0; u < 8; u++ {
+		x := YMM()
+		if decrypt {
+			VPBROADCASTQ(Mem{Base: kp, Disp: -8 * u}, x)
+			VPXOR(R[7], x, x)
+		} else {
+			VPBROADCASTQ(Mem{Base: kp, Disp: 8 * u}, x)
+			VPXOR(R[8], x, x)
+		}
+		// S-box: 16 lookups, XORed in a tree per half to keep the
+		// dependency chain short.
+		var acc [2]VecVirtual
+		for h := 0; h < 2; h++ {
+			var t [8]VecVirtual
+			for j := 0; j < 8; j++ {
+				i := 8*h + j
+				t[j] = YMM()
+				VMOVDQU(tb(tabSbox+i), t[j])
+				if i == 0 {
+					VPSHUFB(x, t[j], t[j])
+					continue
+				}
+				xi := YMM()
+				VPSUBB(tb(tabSub+i), x, xi)
+				VPSHUFB(xi, t[j], t[j])
+				if j%2 == 1 {
+					VPXOR(t[j], t[j-1], t[j-1])
+				}
+			}
+			VPXOR(t[2], t[0], t[0])
+			VPXOR(t[6], t[4], t[4])
+			VPXOR(t[4], t[0], t[0])
+			acc[h] = t[0]
+		}
+		accL, accH := acc[0], acc[1]
+		s := YMM()
+		VPBLENDVB(x, accH, accL, s)
+		// Bit permutation of s, one nibble at a time.
+		lo, hi := YMM(), YMM()
+		VPAND(tb(tabLow4), s, lo)
+		VPSRLW(U8(4), s, hi)
+		VPAND(tb(tabLow4), hi, hi)
+		pl, ph := YMM(), YMM()
+		VMOVDQU(tb(tabPermLo), pl)
+		VPSHUFB(lo, pl, pl)
+		VMOVDQU(tb(tabPermHi), ph)
+		VPSHUFB(hi, ph, ph)
+		VPOR(pl, ph, pl) // pl = perm(s)
+		if decrypt {
+			// R1' = R8^s, R2' = R1, R3' = R2^t, R4' = R3^t, R5' = R4^t,
+			// R6' = R5, R7' = R6^p, R8' = R7, with t = R8^s.
+			t := R[8]
+			VPXOR(s, t, t)
+			VPXOR(t, R[2], R[2])
+			VPXOR(t, R[3], R[3])
+			VPXOR(t, R[4], R[4])
+			VPXOR(pl, R[6], R[6])
+			R = [9]VecVirtual{nil, t, R[1], R[2], R[3], R[4], R[5], R[6], R[7]}
+		} else {
+			// R1' = R2, R2' = R3^R1, R3' = R4^R1, R4' = R5^R1, R5' = R6,
+			// R6' = R7^p, R7' = R8, R8' = R1^s.
+			r1 := R[1]
+			VPXOR(r1, R[3], R[3])
+			VPXOR(r1, R[4], R[4])
+			VPXOR(r1, R[5], R[5])
+			VPXOR(pl, R[7], R[7])
+			VPXOR(s, r1, r1)
+			R = [9]VecVirtual{nil, R[2], R[3], R[4], R[5], R[6], R[7], R[8], r1}
+		}
+	}
+	if decrypt {
+		SUBQ(U8(64), kp)
+	} else {
+		ADDQ(U8(64), kp)
+	}
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_rounds"))
+	Comment("Back to one block per lane.")
+	var rs [8]VecVirtual
+	copy(rs[:], R[1:])
+	blocks := transposeWords8(rs)
+	for k, y := range blocks {
+		VPSHUFB(tb(tabFromPairs), y, y)
+		VMOVDQU(y, Mem{Base: dst, Disp: k * ymmBytes})
+	}
+	ADDQ(U32(8*ymmBytes), src)
+	ADDQ(U32(8*ymmBytes), dst)
+	DECQ(groups)
+	JNZ(LabelRef(name + "_group"))
+	VZEROUPPER()
+	RET()
+}
+
+// writeAsm generates csa_amd64.s through avo's command line (-out).
+func writeAsm(circuits [7]circuit) {
+	Package("github.com/tsdescramble/tsdescramble/csa")
+	ConstraintExpr("amd64,gc,!purego")
+	streamKernel(circuits, true)
+	streamKernel(circuits, false)
+	blockKernel(true)
+	blockKernel(false)
+	transposeKernel(false)
+	transposeKernel(true)
+	Generate()
+}
+
+// Rows of avx2Tables holding swapMasks[j] in every 64-bit element, for
+// j = 1, 2, 4, 8, 16, 32.
+const tabSwapMask = 37
+
+// swapStep is one step of a 64×64 bit-matrix transpose on four matrices at
+// once (one per 64-bit element): it swaps the high j columns of row a with
+// the low j columns of row b.
+func swapStep(a, b VecVirtual, j int, tab Register) {
+	shift := map[int]int{1: 0, 2: 1, 4: 2, 8: 3, 16: 4, 32: 5}[j]
+	t := YMM()
+	VPSRLQ(U8(j), a, t)
+	VPXOR(b, t, t)
+	VPAND(Mem{Base: tab, Disp: (tabSwapMask + shift) * ymmBytes}, t, t)
+	VPXOR(t, b, b)
+	VPSLLQ(U8(j), t, t)
+	VPXOR(t, a, a)
+}
+
+// transpose4x4 transposes the 4×4 matrix of 64-bit elements in m.
+func transpose4x4(m [4]VecVirtual) [4]VecVirtual {
+	t0, t1, t2, t3 := YMM(), YMM(), YMM(), YMM()
+	VPUNPCKLQDQ(m[1], m[0], t0)
+	VPUNPCKHQDQ(m[1], m[0], t1)
+	VPUNPCKLQDQ(m[3], m[2], t2)
+	VPUNPCKHQDQ(m[3], m[2], t3)
+	var v [4]VecVirtual
+	for i := range v {
+		v[i] = YMM()
+	}
+	VPERM2I128(U8(0x20), t2, t0, v[0])
+	VPERM2I128(U8(0x20), t3, t1, v[1])
+	VPERM2I128(U8(0x31), t2, t0, v[2])
+	VPERM2I128(U8(0x31), t3, t1, v[3])
+	return v
+}
+
+// transposeKernel emits the transposes between 256 lanes of one 8-byte
+// column and the 64 bit-planes of the stream cipher: plane k holds bit k of
+// every lane, lane 64q+l in bit l of element q. The 64×64 transposes of the
+// four quarters run side by side, one per 64-bit element; steps 32, 16 and
+// 8 swap among rows k, k+8, ..., k+56 and steps 4, 2 and 1 among eight
+// consecutive rows, so each pass keeps eight rows in registers.
+func transposeKernel(toLanes bool) {
+	if toLanes {
+		TEXT("planesToLanesXorAVX2", NOSPLIT, "func(planes *[64][4]uint64, col *[256]uint64, tab *avx2Tables)")
+		Doc("planesToLanesXorAVX2 transposes the 64 bit-planes of 256 lanes and XORs lane l's", "64-bit value into col[l]. It overwrites planes.")
+	} else {
+		TEXT("lanesToPlanesAVX2", NOSPLIT, "func(col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)")
+		Doc("lanesToPlanesAVX2 transposes the 64-bit values of 256 lanes into 64 bit-planes.")
+	}
+	Pragma("noescape")
+	var planes, col Register
+	if toLanes {
+		planes, col = Load(Param("planes"), GP64()), Load(Param("col"), GP64())
+	} else {
+		col, planes = Load(Param("col"), GP64()), Load(Param("planes"), GP64())
+	}
+	tab := Load(Param("tab"), GP64())
+	plane := func(k int) Mem { return Mem{Base: planes, Disp: k * ymmBytes} }
+	lane := func(l int) Mem { return Mem{Base: col, Disp: l * 8} } // 4 lanes from l
+
+	farSteps := func() { // steps 32, 16, 8 over rows k0, k0+8, ..., k0+56
+		for k0 := 0; k0 < 8; k0++ {
+			var m [8]VecVirtual
+			for i := range m {
+				m[i] = YMM()
+				VMOVDQU(plane(k0+8*i), m[i])
+			}
+			for _, j := range []int{4, 2, 1} { // in units of 8 rows
+				for i := 0; i < 8; i++ {
+					if i&j == 0 {
+						swapStep(m[i], m[i+j], 8*j, tab)
+					}
+				}
+			}
+			for i := range m {
+				VMOVDQU(m[i], plane(k0+8*i))
+			}
+		}
+	}
+	nearSteps := func(m [8]VecVirtual) {
+		for _, j := range []int{4, 2, 1} {
+			for i := 0; i < 8; i++ {
+				if i&j == 0 {
+					swapStep(m[i], m[i+j], j, tab)
+				}
+			}
+		}
+	}
+
+	if toLanes {
+		farSteps()
+		for b := 0; b < 8; b++ {
+			var m [8]VecVirtual
+			for i := range m {
+				m[i] = YMM()
+				VMOVDQU(plane(8*b+i), m[i])
+			}
+			nearSteps(m)
+			// Rows 8b..8b+7 now hold lanes 64q+8b+i; regroup four rows at a
+			// time so that each register holds four consecutive lanes.
+			for h := 0; h < 2; h++ {
+				v := transpose4x4([4]VecVirtual{m[4*h], m[4*h+1], m[4*h+2], m[4*h+3]})
+				for q := range v {
+					VPXOR(lane(64*q+8*b+4*h), v[q], v[q])
+					VMOVDQU(v[q], lane(64*q+8*b+4*h))
+				}
+			}
+		}
+	} else {
+		for b := 0; b < 8; b++ {
+			var m [8]VecVirtual
+			for h := 0; h < 2; h++ {
+				var v [4]VecVirtual
+				for q := range v {
+					v[q] = YMM()
+					VMOVDQU(lane(64*q+8*b+4*h), v[q])
+				}
+				r := transpose4x4(v)
+				copy(m[4*h:], r[:])
+			}
+			nearSteps(m)
+			for i := range m {
+				VMOVDQU(m[i], plane(8*b+i))
+			}
+		}
+		farSteps()
+	}
+	VZEROUPPER()
+	RET()
+}
