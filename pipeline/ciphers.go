@@ -90,28 +90,26 @@ func (cs *ciphers) newWorker() *worker {
 // gets as many payloads as the chunk has for that key.
 func (w *worker) process(c *chunk) {
 	if w.in != nil {
-		for _, j := range c.jobs {
-			if j.key >= 0 {
-				w.b.Add(j.key, c.buf[j.off:j.end])
-			}
-		}
-		for _, g := range w.b.Groups() {
-			w.in.Decrypt(w.cs.inKeys[g.Key], g.Payloads)
-		}
-		w.b.Reset()
+		w.run(c, func(j *job) int32 { return j.key }, func(g batcher.Group) { w.in.Decrypt(w.cs.inKeys[g.Key], g.Payloads) })
 		checkPESStarts(c)
 	}
 	if w.out != nil {
-		for _, j := range c.jobs {
-			if j.okey >= 0 {
-				w.b.Add(j.okey, c.buf[j.off:j.end])
-			}
-		}
-		for _, g := range w.b.Groups() {
-			w.out.Encrypt(w.cs.outKeys[g.Key], g.Payloads)
-		}
-		w.b.Reset()
+		w.run(c, func(j *job) int32 { return j.okey }, func(g batcher.Group) { w.out.Encrypt(w.cs.outKeys[g.Key], g.Payloads) })
 	}
+}
+
+// run groups the jobs of a chunk by the key that key picks (jobs with none are skipped) and
+// calls cipher once per group.
+func (w *worker) run(c *chunk, key func(*job) int32, cipher func(batcher.Group)) {
+	for i := range c.jobs {
+		if k := key(&c.jobs[i]); k >= 0 {
+			w.b.Add(k, c.buf[c.jobs[i].off:c.jobs[i].end])
+		}
+	}
+	for _, g := range w.b.Groups() {
+		cipher(g)
+	}
+	w.b.Reset()
 }
 
 // outputPeriod assigns the next scrambled packet of the output to its crypto period: it returns

@@ -19,21 +19,8 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command:", err)
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "tsdescramble")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir)
 
 	s := periodStream(t, []period{{tscEven, cwA, 40}, {tscOdd, cwB, 40}, {tscEven, cwC, 40}, {tscOdd, cwA, 40}})
 	in, want := frame(s.in, 192), frame(s.want, 192)
@@ -166,4 +153,24 @@ func TestBinary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildBinary builds the command into dir and returns its path; it skips the test when there
+// is no go command.
+func buildBinary(t *testing.T, dir string) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	bin := filepath.Join(dir, "tsdescramble")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

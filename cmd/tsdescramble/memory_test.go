@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -20,10 +19,7 @@ func TestMemoryBoundedThroughPipe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 3 GB: skipped under -short")
 	}
-	bin := filepath.Join(t.TempDir(), "tsdescramble")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, t.TempDir())
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	key, _ := csa.NewKey(cw)
 	block := pipeline.SyntheticStream(5000, 1000, key) // 940 kB

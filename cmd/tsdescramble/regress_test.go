@@ -21,14 +21,17 @@ func TestNoSyncLeavesNoFile(t *testing.T) {
 	}
 }
 
-// epipeWriter fails like a pipe whose reader has gone, after n bytes.
-type epipeWriter struct{ n int }
+// failAfter accepts n bytes, then fails every write with err.
+type failAfter struct {
+	n   int
+	err error
+}
 
-func (w *epipeWriter) Write(p []byte) (int, error) {
+func (w *failAfter) Write(p []byte) (int, error) {
 	if len(p) > w.n {
 		m := w.n
 		w.n = 0
-		return m, syscall.EPIPE
+		return m, w.err
 	}
 	w.n -= len(p)
 	return len(p), nil
@@ -38,7 +41,7 @@ func (w *epipeWriter) Write(p []byte) (int, error) {
 func TestBrokenPipe(t *testing.T) {
 	s := periodStream(t, []period{{tsc: 2, cw: cwA, n: 2000}})
 	var stderr bytes.Buffer
-	code := runEnv(t, Env{Stdin: bytes.NewReader(s.input()), Stdout: &epipeWriter{n: 1000}, Stderr: &stderr}, "-q", "-cw", cwA)
+	code := runEnv(t, Env{Stdin: bytes.NewReader(s.input()), Stdout: &failAfter{n: 1000, err: syscall.EPIPE}, Stderr: &stderr}, "-q", "-cw", cwA)
 	if code != 0 || stderr.Len() != 0 {
 		t.Fatalf("stdout closed early: exit %d, stderr %q", code, stderr.String())
 	}
@@ -48,22 +51,10 @@ func TestBrokenPipe(t *testing.T) {
 func TestSummaryCountsWrittenPackets(t *testing.T) {
 	s := periodStream(t, []period{{tsc: 2, cw: cwA, n: 13}})
 	var stderr bytes.Buffer
-	code := runEnv(t, Env{Stdin: bytes.NewReader(s.input()), Stdout: &failAfter{n: 5 * 188}, Stderr: &stderr}, "-batch", "1", "-workers", "1", "-cw", cwA)
+	code := runEnv(t, Env{Stdin: bytes.NewReader(s.input()), Stdout: &failAfter{n: 5 * 188, err: os.ErrClosed}, Stderr: &stderr}, "-batch", "1", "-workers", "1", "-cw", cwA)
 	// The reader stops soon after the failure, so the packets read depend on timing; the
 	// packets written do not.
 	if code != 1 || !regexp.MustCompile(`\d+ packets in, 5 out`).MatchString(stderr.String()) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
-}
-
-type failAfter struct{ n int }
-
-func (w *failAfter) Write(p []byte) (int, error) {
-	if len(p) > w.n {
-		m := w.n
-		w.n = 0
-		return m, os.ErrClosed
-	}
-	w.n -= len(p)
-	return len(p), nil
 }
