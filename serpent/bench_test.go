@@ -39,7 +39,7 @@ func BenchmarkDecrypt(b *testing.B) {
 var benchWidths = map[string][]int{
 	"generic":  {2, 64},
 	"sse2":     {4, 8, 64},
-	"avx2":     {8, 16, 64},
+	"avx2":     {8, 16, 24, 48, 64},
 	"dispatch": {64, 256},
 }
 

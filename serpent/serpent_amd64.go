@@ -17,8 +17,9 @@ func init() {
 // Each encrypts or decrypts len(src) bytes of independent blocks: a multiple
 // of 64 bytes for SSE2 (4 blocks per XMM register set, two sets interleaved
 // while 8 blocks remain) and of 128 bytes for AVX2 (8 blocks per YMM
-// register set, two sets interleaved while 16 blocks remain). len(dst) >=
-// len(src) and the buffers do not overlap inexactly; the callers check.
+// register set, three sets interleaved while 24 blocks remain, then two, then
+// one). len(dst) >= len(src) and the buffers do not overlap inexactly; the
+// callers check.
 
 //go:noescape
 func encryptBlocksSSE2(ks *[132]uint32, dst, src []byte)

@@ -4,20 +4,26 @@
 
 #include "textflag.h"
 
+DATA ones<>+0(SB)/8, $0xffffffffffffffff
+DATA ones<>+8(SB)/8, $0xffffffffffffffff
+DATA ones<>+16(SB)/8, $0xffffffffffffffff
+DATA ones<>+24(SB)/8, $0xffffffffffffffff
+GLOBL ones<>(SB), RODATA|NOPTR, $32
+
 // func encryptBlocksSSE2(ks *[132]uint32, dst []byte, src []byte)
 // Requires: SSE2
 TEXT ·encryptBlocksSSE2(SB), NOSPLIT, $0-56
 	// encryptBlocksSSE2 encrypts len(src)/16 independent blocks with SSE2, 4 per register set;
 	// len(src) is a multiple of 64.
-	MOVQ    ks+0(FP), AX
-	MOVQ    dst_base+8(FP), CX
-	MOVQ    src_base+32(FP), DX
-	MOVQ    src_len+40(FP), BX
-	PCMPEQL X15, X15
+	MOVQ ks+0(FP), AX
+	MOVQ dst_base+8(FP), CX
+	MOVQ src_base+32(FP), DX
+	MOVQ src_len+40(FP), BX
 
 encryptBlocksSSE2_two:
-	CMPQ BX, $0x00000080
-	JB   encryptBlocksSSE2_one
+	PCMPEQL X15, X15
+	CMPQ    BX, $0x00000080
+	JB      encryptBlocksSSE2_one
 
 	// Two register sets, 8 blocks.
 	MOVOU      (DX), X0
@@ -1664,15 +1670,15 @@ encryptBlocksSSE2_done:
 TEXT ·decryptBlocksSSE2(SB), NOSPLIT, $0-56
 	// decryptBlocksSSE2 decrypts len(src)/16 independent blocks with SSE2, 4 per register set;
 	// len(src) is a multiple of 64.
-	MOVQ    ks+0(FP), AX
-	MOVQ    dst_base+8(FP), CX
-	MOVQ    src_base+32(FP), DX
-	MOVQ    src_len+40(FP), BX
-	PCMPEQL X15, X15
+	MOVQ ks+0(FP), AX
+	MOVQ dst_base+8(FP), CX
+	MOVQ src_base+32(FP), DX
+	MOVQ src_len+40(FP), BX
 
 decryptBlocksSSE2_two:
-	CMPQ BX, $0x00000080
-	JB   decryptBlocksSSE2_one
+	PCMPEQL X15, X15
+	CMPQ    BX, $0x00000080
+	JB      decryptBlocksSSE2_one
 
 	// Two register sets, 8 blocks.
 	MOVOU      (DX), X0
@@ -3329,15 +3335,1367 @@ decryptBlocksSSE2_done:
 TEXT ·encryptBlocksAVX2(SB), NOSPLIT, $0-56
 	// encryptBlocksAVX2 encrypts len(src)/16 independent blocks with AVX2, 8 per register set;
 	// len(src) is a multiple of 128.
-	MOVQ     ks+0(FP), AX
-	MOVQ     dst_base+8(FP), CX
-	MOVQ     src_base+32(FP), DX
-	MOVQ     src_len+40(FP), BX
-	VPCMPEQD Y15, Y15, Y15
+	MOVQ ks+0(FP), AX
+	MOVQ dst_base+8(FP), CX
+	MOVQ src_base+32(FP), DX
+	MOVQ src_len+40(FP), BX
+
+encryptBlocksAVX2_three:
+	CMPQ BX, $0x00000180
+	JB   encryptBlocksAVX2_two
+
+	// Three register sets, 24 blocks.
+	VMOVDQU     (DX), Y0
+	VMOVDQU     32(DX), Y1
+	VMOVDQU     64(DX), Y2
+	VMOVDQU     96(DX), Y3
+	VMOVDQU     128(DX), Y5
+	VMOVDQU     160(DX), Y6
+	VMOVDQU     192(DX), Y7
+	VMOVDQU     224(DX), Y8
+	VMOVDQU     256(DX), Y10
+	VMOVDQU     288(DX), Y11
+	VMOVDQU     320(DX), Y12
+	VMOVDQU     352(DX), Y13
+	VPUNPCKLDQ  Y1, Y0, Y4
+	VPUNPCKHDQ  Y1, Y0, Y0
+	VPUNPCKLDQ  Y3, Y2, Y1
+	VPUNPCKHDQ  Y3, Y2, Y2
+	VPUNPCKLQDQ Y1, Y4, Y3
+	VPUNPCKHQDQ Y1, Y4, Y4
+	VPUNPCKLQDQ Y2, Y0, Y1
+	VPUNPCKHQDQ Y2, Y0, Y0
+	VPUNPCKLDQ  Y6, Y5, Y9
+	VPUNPCKHDQ  Y6, Y5, Y5
+	VPUNPCKLDQ  Y8, Y7, Y6
+	VPUNPCKHDQ  Y8, Y7, Y7
+	VPUNPCKLQDQ Y6, Y9, Y8
+	VPUNPCKHQDQ Y6, Y9, Y9
+	VPUNPCKLQDQ Y7, Y5, Y6
+	VPUNPCKHQDQ Y7, Y5, Y5
+	VPUNPCKLDQ  Y11, Y10, Y14
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPUNPCKLDQ  Y13, Y12, Y11
+	VPUNPCKHDQ  Y13, Y12, Y12
+	VPUNPCKLQDQ Y11, Y14, Y13
+	VPUNPCKHQDQ Y11, Y14, Y14
+	VPUNPCKLQDQ Y12, Y10, Y11
+	VPUNPCKHQDQ Y12, Y10, Y10
+	MOVQ        AX, SI
+
+encryptBlocksAVX2_three_rounds:
+	VPBROADCASTD (SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 4(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 8(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 12(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VMOVDQA      Y4, Y2
+	VMOVDQA      Y9, Y7
+	VMOVDQA      Y14, Y12
+	VPAND        Y0, Y4, Y4
+	VPAND        Y5, Y9, Y9
+	VPAND        Y10, Y14, Y14
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPOR         Y0, Y3, Y3
+	VPOR         Y5, Y8, Y8
+	VPOR         Y10, Y13, Y13
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPOR         Y4, Y1, Y1
+	VPOR         Y9, Y6, Y6
+	VPOR         Y14, Y11, Y11
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        ones<>+0(SB), Y2, Y2
+	VPXOR        ones<>+0(SB), Y7, Y7
+	VPXOR        ones<>+0(SB), Y12, Y12
+	VPOR         Y4, Y2, Y2
+	VPOR         Y9, Y7, Y7
+	VPOR         Y14, Y12, Y12
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPOR         Y3, Y0, Y0
+	VPOR         Y8, Y5, Y5
+	VPOR         Y13, Y10, Y10
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPSLLD       $0x0d, Y4, Y0
+	VPSRLD       $0x13, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x0d, Y9, Y5
+	VPSRLD       $0x13, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x0d, Y14, Y10
+	VPSRLD       $0x13, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPSLLD       $0x03, Y1, Y0
+	VPSRLD       $0x1d, Y1, Y1
+	VPOR         Y0, Y1, Y1
+	VPSLLD       $0x03, Y6, Y5
+	VPSRLD       $0x1d, Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPSLLD       $0x03, Y11, Y10
+	VPSRLD       $0x1d, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPSLLD       $0x03, Y4, Y0
+	VPSLLD       $0x03, Y9, Y5
+	VPSLLD       $0x03, Y14, Y10
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPADDD       Y2, Y2, Y0
+	VPSRLD       $0x1f, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPADDD       Y7, Y7, Y5
+	VPSRLD       $0x1f, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPADDD       Y12, Y12, Y10
+	VPSRLD       $0x1f, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPSLLD       $0x07, Y3, Y0
+	VPSRLD       $0x19, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x07, Y8, Y5
+	VPSRLD       $0x19, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x07, Y13, Y10
+	VPSRLD       $0x19, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPSLLD       $0x07, Y2, Y0
+	VPSLLD       $0x07, Y7, Y5
+	VPSLLD       $0x07, Y12, Y10
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPSLLD       $0x05, Y4, Y0
+	VPSRLD       $0x1b, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x05, Y9, Y5
+	VPSRLD       $0x1b, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x05, Y14, Y10
+	VPSRLD       $0x1b, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPSLLD       $0x16, Y1, Y0
+	VPSRLD       $0x0a, Y1, Y1
+	VPOR         Y0, Y1, Y1
+	VPSLLD       $0x16, Y6, Y5
+	VPSRLD       $0x0a, Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPSLLD       $0x16, Y11, Y10
+	VPSRLD       $0x0a, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPBROADCASTD 16(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 20(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 24(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 28(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPXOR        ones<>+0(SB), Y4, Y4
+	VPXOR        ones<>+0(SB), Y9, Y9
+	VPXOR        ones<>+0(SB), Y14, Y14
+	VPXOR        ones<>+0(SB), Y1, Y1
+	VPXOR        ones<>+0(SB), Y6, Y6
+	VPXOR        ones<>+0(SB), Y11, Y11
+	VMOVDQA      Y4, Y0
+	VMOVDQA      Y9, Y5
+	VMOVDQA      Y14, Y10
+	VPAND        Y2, Y4, Y4
+	VPAND        Y7, Y9, Y9
+	VPAND        Y12, Y14, Y14
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPOR         Y3, Y4, Y4
+	VPOR         Y8, Y9, Y9
+	VPOR         Y13, Y14, Y14
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPOR         Y2, Y0, Y0
+	VPOR         Y7, Y5, Y5
+	VPOR         Y12, Y10, Y10
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPOR         Y4, Y1, Y1
+	VPOR         Y9, Y6, Y6
+	VPOR         Y14, Y11, Y11
+	VPAND        Y0, Y1, Y1
+	VPAND        Y5, Y6, Y6
+	VPAND        Y10, Y11, Y11
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPAND        Y1, Y2, Y2
+	VPAND        Y6, Y7, Y7
+	VPAND        Y11, Y12, Y12
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPAND        Y1, Y4, Y4
+	VPAND        Y6, Y9, Y9
+	VPAND        Y11, Y14, Y14
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPSLLD       $0x0d, Y1, Y4
+	VPSRLD       $0x13, Y1, Y1
+	VPOR         Y4, Y1, Y1
+	VPSLLD       $0x0d, Y6, Y9
+	VPSRLD       $0x13, Y6, Y6
+	VPOR         Y9, Y6, Y6
+	VPSLLD       $0x0d, Y11, Y14
+	VPSRLD       $0x13, Y11, Y11
+	VPOR         Y14, Y11, Y11
+	VPSLLD       $0x03, Y3, Y4
+	VPSRLD       $0x1d, Y3, Y3
+	VPOR         Y4, Y3, Y3
+	VPSLLD       $0x03, Y8, Y9
+	VPSRLD       $0x1d, Y8, Y8
+	VPOR         Y9, Y8, Y8
+	VPSLLD       $0x03, Y13, Y14
+	VPSRLD       $0x1d, Y13, Y13
+	VPOR         Y14, Y13, Y13
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPSLLD       $0x03, Y1, Y4
+	VPSLLD       $0x03, Y6, Y9
+	VPSLLD       $0x03, Y11, Y14
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPADDD       Y0, Y0, Y4
+	VPSRLD       $0x1f, Y0, Y0
+	VPOR         Y4, Y0, Y0
+	VPADDD       Y5, Y5, Y9
+	VPSRLD       $0x1f, Y5, Y5
+	VPOR         Y9, Y5, Y5
+	VPADDD       Y10, Y10, Y14
+	VPSRLD       $0x1f, Y10, Y10
+	VPOR         Y14, Y10, Y10
+	VPSLLD       $0x07, Y2, Y4
+	VPSRLD       $0x19, Y2, Y2
+	VPOR         Y4, Y2, Y2
+	VPSLLD       $0x07, Y7, Y9
+	VPSRLD       $0x19, Y7, Y7
+	VPOR         Y9, Y7, Y7
+	VPSLLD       $0x07, Y12, Y14
+	VPSRLD       $0x19, Y12, Y12
+	VPOR         Y14, Y12, Y12
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPSLLD       $0x07, Y0, Y4
+	VPSLLD       $0x07, Y5, Y9
+	VPSLLD       $0x07, Y10, Y14
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPSLLD       $0x05, Y1, Y4
+	VPSRLD       $0x1b, Y1, Y1
+	VPOR         Y4, Y1, Y1
+	VPSLLD       $0x05, Y6, Y9
+	VPSRLD       $0x1b, Y6, Y6
+	VPOR         Y9, Y6, Y6
+	VPSLLD       $0x05, Y11, Y14
+	VPSRLD       $0x1b, Y11, Y11
+	VPOR         Y14, Y11, Y11
+	VPSLLD       $0x16, Y3, Y4
+	VPSRLD       $0x0a, Y3, Y3
+	VPOR         Y4, Y3, Y3
+	VPSLLD       $0x16, Y8, Y9
+	VPSRLD       $0x0a, Y8, Y8
+	VPOR         Y9, Y8, Y8
+	VPSLLD       $0x16, Y13, Y14
+	VPSRLD       $0x0a, Y13, Y13
+	VPOR         Y14, Y13, Y13
+	VPBROADCASTD 32(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 36(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 40(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 44(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VMOVDQA      Y1, Y4
+	VMOVDQA      Y6, Y9
+	VMOVDQA      Y11, Y14
+	VPAND        Y3, Y1, Y1
+	VPAND        Y8, Y6, Y6
+	VPAND        Y13, Y11, Y11
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPOR         Y4, Y2, Y2
+	VPOR         Y9, Y7, Y7
+	VPOR         Y14, Y12, Y12
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VMOVDQA      Y2, Y0
+	VMOVDQA      Y7, Y5
+	VMOVDQA      Y12, Y10
+	VPOR         Y4, Y2, Y2
+	VPOR         Y9, Y7, Y7
+	VPOR         Y14, Y12, Y12
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPAND        Y0, Y1, Y1
+	VPAND        Y5, Y6, Y6
+	VPAND        Y10, Y11, Y11
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPXOR        ones<>+0(SB), Y4, Y4
+	VPXOR        ones<>+0(SB), Y9, Y9
+	VPXOR        ones<>+0(SB), Y14, Y14
+	VPSLLD       $0x0d, Y3, Y1
+	VPSRLD       $0x13, Y3, Y3
+	VPOR         Y1, Y3, Y3
+	VPSLLD       $0x0d, Y8, Y6
+	VPSRLD       $0x13, Y8, Y8
+	VPOR         Y6, Y8, Y8
+	VPSLLD       $0x0d, Y13, Y11
+	VPSRLD       $0x13, Y13, Y13
+	VPOR         Y11, Y13, Y13
+	VPSLLD       $0x03, Y0, Y1
+	VPSRLD       $0x1d, Y0, Y0
+	VPOR         Y1, Y0, Y0
+	VPSLLD       $0x03, Y5, Y6
+	VPSRLD       $0x1d, Y5, Y5
+	VPOR         Y6, Y5, Y5
+	VPSLLD       $0x03, Y10, Y11
+	VPSRLD       $0x1d, Y10, Y10
+	VPOR         Y11, Y10, Y10
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPSLLD       $0x03, Y3, Y1
+	VPSLLD       $0x03, Y8, Y6
+	VPSLLD       $0x03, Y13, Y11
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPADDD       Y2, Y2, Y1
+	VPSRLD       $0x1f, Y2, Y2
+	VPOR         Y1, Y2, Y2
+	VPADDD       Y7, Y7, Y6
+	VPSRLD       $0x1f, Y7, Y7
+	VPOR         Y6, Y7, Y7
+	VPADDD       Y12, Y12, Y11
+	VPSRLD       $0x1f, Y12, Y12
+	VPOR         Y11, Y12, Y12
+	VPSLLD       $0x07, Y4, Y1
+	VPSRLD       $0x19, Y4, Y4
+	VPOR         Y1, Y4, Y4
+	VPSLLD       $0x07, Y9, Y6
+	VPSRLD       $0x19, Y9, Y9
+	VPOR         Y6, Y9, Y9
+	VPSLLD       $0x07, Y14, Y11
+	VPSRLD       $0x19, Y14, Y14
+	VPOR         Y11, Y14, Y14
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPSLLD       $0x07, Y2, Y1
+	VPSLLD       $0x07, Y7, Y6
+	VPSLLD       $0x07, Y12, Y11
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPSLLD       $0x05, Y3, Y1
+	VPSRLD       $0x1b, Y3, Y3
+	VPOR         Y1, Y3, Y3
+	VPSLLD       $0x05, Y8, Y6
+	VPSRLD       $0x1b, Y8, Y8
+	VPOR         Y6, Y8, Y8
+	VPSLLD       $0x05, Y13, Y11
+	VPSRLD       $0x1b, Y13, Y13
+	VPOR         Y11, Y13, Y13
+	VPSLLD       $0x16, Y0, Y1
+	VPSRLD       $0x0a, Y0, Y0
+	VPOR         Y1, Y0, Y0
+	VPSLLD       $0x16, Y5, Y6
+	VPSRLD       $0x0a, Y5, Y5
+	VPOR         Y6, Y5, Y5
+	VPSLLD       $0x16, Y10, Y11
+	VPSRLD       $0x0a, Y10, Y10
+	VPOR         Y11, Y10, Y10
+	VPBROADCASTD 48(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 52(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 56(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 60(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VMOVDQA      Y3, Y1
+	VMOVDQA      Y8, Y6
+	VMOVDQA      Y13, Y11
+	VPOR         Y4, Y3, Y3
+	VPOR         Y9, Y8, Y8
+	VPOR         Y14, Y13, Y13
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPAND        Y1, Y2, Y2
+	VPAND        Y6, Y7, Y7
+	VPAND        Y11, Y12, Y12
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPAND        Y3, Y4, Y4
+	VPAND        Y8, Y9, Y9
+	VPAND        Y13, Y14, Y14
+	VPOR         Y2, Y1, Y1
+	VPOR         Y7, Y6, Y6
+	VPOR         Y12, Y11, Y11
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPAND        Y3, Y1, Y1
+	VPAND        Y8, Y6, Y6
+	VPAND        Y13, Y11, Y11
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPOR         Y3, Y2, Y2
+	VPOR         Y8, Y7, Y7
+	VPOR         Y13, Y12, Y12
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPOR         Y4, Y2, Y0
+	VPOR         Y9, Y7, Y5
+	VPOR         Y14, Y12, Y10
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPSLLD       $0x0d, Y3, Y0
+	VPSRLD       $0x13, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x0d, Y8, Y5
+	VPSRLD       $0x13, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x0d, Y13, Y10
+	VPSRLD       $0x13, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPSLLD       $0x03, Y4, Y0
+	VPSRLD       $0x1d, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x03, Y9, Y5
+	VPSRLD       $0x1d, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x03, Y14, Y10
+	VPSRLD       $0x1d, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPSLLD       $0x03, Y3, Y0
+	VPSLLD       $0x03, Y8, Y5
+	VPSLLD       $0x03, Y13, Y10
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPADDD       Y2, Y2, Y0
+	VPSRLD       $0x1f, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPADDD       Y7, Y7, Y5
+	VPSRLD       $0x1f, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPADDD       Y12, Y12, Y10
+	VPSRLD       $0x1f, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPSLLD       $0x07, Y1, Y0
+	VPSRLD       $0x19, Y1, Y1
+	VPOR         Y0, Y1, Y1
+	VPSLLD       $0x07, Y6, Y5
+	VPSRLD       $0x19, Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPSLLD       $0x07, Y11, Y10
+	VPSRLD       $0x19, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPSLLD       $0x07, Y2, Y0
+	VPSLLD       $0x07, Y7, Y5
+	VPSLLD       $0x07, Y12, Y10
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPSLLD       $0x05, Y3, Y0
+	VPSRLD       $0x1b, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x05, Y8, Y5
+	VPSRLD       $0x1b, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x05, Y13, Y10
+	VPSRLD       $0x1b, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPSLLD       $0x16, Y4, Y0
+	VPSRLD       $0x0a, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x16, Y9, Y5
+	VPSRLD       $0x0a, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x16, Y14, Y10
+	VPSRLD       $0x0a, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPBROADCASTD 64(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 68(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 72(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 76(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        ones<>+0(SB), Y1, Y1
+	VPXOR        ones<>+0(SB), Y6, Y6
+	VPXOR        ones<>+0(SB), Y11, Y11
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VMOVDQA      Y2, Y0
+	VMOVDQA      Y7, Y5
+	VMOVDQA      Y12, Y10
+	VPAND        Y1, Y2, Y2
+	VPAND        Y6, Y7, Y7
+	VPAND        Y11, Y12, Y12
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPAND        Y0, Y4, Y4
+	VPAND        Y5, Y9, Y9
+	VPAND        Y10, Y14, Y14
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPAND        Y2, Y3, Y3
+	VPAND        Y7, Y8, Y8
+	VPAND        Y12, Y13, Y13
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPOR         Y2, Y0, Y0
+	VPOR         Y7, Y5, Y5
+	VPOR         Y12, Y10, Y10
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPOR         Y1, Y3, Y3
+	VPOR         Y6, Y8, Y8
+	VPOR         Y11, Y13, Y13
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPAND        Y1, Y4, Y4
+	VPAND        Y6, Y9, Y9
+	VPAND        Y11, Y14, Y14
+	VPXOR        ones<>+0(SB), Y3, Y3
+	VPXOR        ones<>+0(SB), Y8, Y8
+	VPXOR        ones<>+0(SB), Y13, Y13
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPSLLD       $0x0d, Y2, Y4
+	VPSRLD       $0x13, Y2, Y2
+	VPOR         Y4, Y2, Y2
+	VPSLLD       $0x0d, Y7, Y9
+	VPSRLD       $0x13, Y7, Y7
+	VPOR         Y9, Y7, Y7
+	VPSLLD       $0x0d, Y12, Y14
+	VPSRLD       $0x13, Y12, Y12
+	VPOR         Y14, Y12, Y12
+	VPSLLD       $0x03, Y3, Y4
+	VPSRLD       $0x1d, Y3, Y3
+	VPOR         Y4, Y3, Y3
+	VPSLLD       $0x03, Y8, Y9
+	VPSRLD       $0x1d, Y8, Y8
+	VPOR         Y9, Y8, Y8
+	VPSLLD       $0x03, Y13, Y14
+	VPSRLD       $0x1d, Y13, Y13
+	VPOR         Y14, Y13, Y13
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPSLLD       $0x03, Y2, Y4
+	VPSLLD       $0x03, Y7, Y9
+	VPSLLD       $0x03, Y12, Y14
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPADDD       Y0, Y0, Y4
+	VPSRLD       $0x1f, Y0, Y0
+	VPOR         Y4, Y0, Y0
+	VPADDD       Y5, Y5, Y9
+	VPSRLD       $0x1f, Y5, Y5
+	VPOR         Y9, Y5, Y5
+	VPADDD       Y10, Y10, Y14
+	VPSRLD       $0x1f, Y10, Y10
+	VPOR         Y14, Y10, Y10
+	VPSLLD       $0x07, Y1, Y4
+	VPSRLD       $0x19, Y1, Y1
+	VPOR         Y4, Y1, Y1
+	VPSLLD       $0x07, Y6, Y9
+	VPSRLD       $0x19, Y6, Y6
+	VPOR         Y9, Y6, Y6
+	VPSLLD       $0x07, Y11, Y14
+	VPSRLD       $0x19, Y11, Y11
+	VPOR         Y14, Y11, Y11
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPSLLD       $0x07, Y0, Y4
+	VPSLLD       $0x07, Y5, Y9
+	VPSLLD       $0x07, Y10, Y14
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPSLLD       $0x05, Y2, Y4
+	VPSRLD       $0x1b, Y2, Y2
+	VPOR         Y4, Y2, Y2
+	VPSLLD       $0x05, Y7, Y9
+	VPSRLD       $0x1b, Y7, Y7
+	VPOR         Y9, Y7, Y7
+	VPSLLD       $0x05, Y12, Y14
+	VPSRLD       $0x1b, Y12, Y12
+	VPOR         Y14, Y12, Y12
+	VPSLLD       $0x16, Y3, Y4
+	VPSRLD       $0x0a, Y3, Y3
+	VPOR         Y4, Y3, Y3
+	VPSLLD       $0x16, Y8, Y9
+	VPSRLD       $0x0a, Y8, Y8
+	VPOR         Y9, Y8, Y8
+	VPSLLD       $0x16, Y13, Y14
+	VPSRLD       $0x0a, Y13, Y13
+	VPOR         Y14, Y13, Y13
+	VPBROADCASTD 80(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 84(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 88(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 92(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPXOR        ones<>+0(SB), Y1, Y1
+	VPXOR        ones<>+0(SB), Y6, Y6
+	VPXOR        ones<>+0(SB), Y11, Y11
+	VMOVDQA      Y0, Y4
+	VMOVDQA      Y5, Y9
+	VMOVDQA      Y10, Y14
+	VPAND        Y2, Y0, Y0
+	VPAND        Y7, Y5, Y5
+	VPAND        Y12, Y10, Y10
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPOR         Y4, Y3, Y3
+	VPOR         Y9, Y8, Y8
+	VPOR         Y14, Y13, Y13
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPAND        Y0, Y1, Y1
+	VPAND        Y5, Y6, Y6
+	VPAND        Y10, Y11, Y11
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPAND        Y1, Y2, Y2
+	VPAND        Y6, Y7, Y7
+	VPAND        Y11, Y12, Y12
+	VPXOR        ones<>+0(SB), Y3, Y3
+	VPXOR        ones<>+0(SB), Y8, Y8
+	VPXOR        ones<>+0(SB), Y13, Y13
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPOR         Y1, Y4, Y4
+	VPOR         Y6, Y9, Y9
+	VPOR         Y11, Y14, Y14
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPSLLD       $0x0d, Y0, Y3
+	VPSRLD       $0x13, Y0, Y0
+	VPOR         Y3, Y0, Y0
+	VPSLLD       $0x0d, Y5, Y8
+	VPSRLD       $0x13, Y5, Y5
+	VPOR         Y8, Y5, Y5
+	VPSLLD       $0x0d, Y10, Y13
+	VPSRLD       $0x13, Y10, Y10
+	VPOR         Y13, Y10, Y10
+	VPSLLD       $0x03, Y2, Y3
+	VPSRLD       $0x1d, Y2, Y2
+	VPOR         Y3, Y2, Y2
+	VPSLLD       $0x03, Y7, Y8
+	VPSRLD       $0x1d, Y7, Y7
+	VPOR         Y8, Y7, Y7
+	VPSLLD       $0x03, Y12, Y13
+	VPSRLD       $0x1d, Y12, Y12
+	VPOR         Y13, Y12, Y12
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPSLLD       $0x03, Y0, Y3
+	VPSLLD       $0x03, Y5, Y8
+	VPSLLD       $0x03, Y10, Y13
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPADDD       Y1, Y1, Y3
+	VPSRLD       $0x1f, Y1, Y1
+	VPOR         Y3, Y1, Y1
+	VPADDD       Y6, Y6, Y8
+	VPSRLD       $0x1f, Y6, Y6
+	VPOR         Y8, Y6, Y6
+	VPADDD       Y11, Y11, Y13
+	VPSRLD       $0x1f, Y11, Y11
+	VPOR         Y13, Y11, Y11
+	VPSLLD       $0x07, Y4, Y3
+	VPSRLD       $0x19, Y4, Y4
+	VPOR         Y3, Y4, Y4
+	VPSLLD       $0x07, Y9, Y8
+	VPSRLD       $0x19, Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VPSLLD       $0x07, Y14, Y13
+	VPSRLD       $0x19, Y14, Y14
+	VPOR         Y13, Y14, Y14
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPSLLD       $0x07, Y1, Y3
+	VPSLLD       $0x07, Y6, Y8
+	VPSLLD       $0x07, Y11, Y13
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPSLLD       $0x05, Y0, Y3
+	VPSRLD       $0x1b, Y0, Y0
+	VPOR         Y3, Y0, Y0
+	VPSLLD       $0x05, Y5, Y8
+	VPSRLD       $0x1b, Y5, Y5
+	VPOR         Y8, Y5, Y5
+	VPSLLD       $0x05, Y10, Y13
+	VPSRLD       $0x1b, Y10, Y10
+	VPOR         Y13, Y10, Y10
+	VPSLLD       $0x16, Y2, Y3
+	VPSRLD       $0x0a, Y2, Y2
+	VPOR         Y3, Y2, Y2
+	VPSLLD       $0x16, Y7, Y8
+	VPSRLD       $0x0a, Y7, Y7
+	VPOR         Y8, Y7, Y7
+	VPSLLD       $0x16, Y12, Y13
+	VPSRLD       $0x0a, Y12, Y12
+	VPOR         Y13, Y12, Y12
+	VPBROADCASTD 96(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 100(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 104(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 108(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPXOR        ones<>+0(SB), Y2, Y2
+	VPXOR        ones<>+0(SB), Y7, Y7
+	VPXOR        ones<>+0(SB), Y12, Y12
+	VMOVDQA      Y4, Y3
+	VMOVDQA      Y9, Y8
+	VMOVDQA      Y14, Y13
+	VPAND        Y0, Y4, Y4
+	VPAND        Y5, Y9, Y9
+	VPAND        Y10, Y14, Y14
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPOR         Y3, Y2, Y2
+	VPOR         Y8, Y7, Y7
+	VPOR         Y13, Y12, Y12
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPOR         Y1, Y0, Y0
+	VPOR         Y6, Y5, Y5
+	VPOR         Y11, Y10, Y10
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPOR         Y4, Y0, Y0
+	VPOR         Y9, Y5, Y5
+	VPOR         Y14, Y10, Y10
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        ones<>+0(SB), Y4, Y4
+	VPXOR        ones<>+0(SB), Y9, Y9
+	VPXOR        ones<>+0(SB), Y14, Y14
+	VPAND        Y3, Y2, Y2
+	VPAND        Y8, Y7, Y7
+	VPAND        Y13, Y12, Y12
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPSLLD       $0x0d, Y0, Y2
+	VPSRLD       $0x13, Y0, Y0
+	VPOR         Y2, Y0, Y0
+	VPSLLD       $0x0d, Y5, Y7
+	VPSRLD       $0x13, Y5, Y5
+	VPOR         Y7, Y5, Y5
+	VPSLLD       $0x0d, Y10, Y12
+	VPSRLD       $0x13, Y10, Y10
+	VPOR         Y12, Y10, Y10
+	VPSLLD       $0x03, Y3, Y2
+	VPSRLD       $0x1d, Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPSLLD       $0x03, Y8, Y7
+	VPSRLD       $0x1d, Y8, Y8
+	VPOR         Y7, Y8, Y8
+	VPSLLD       $0x03, Y13, Y12
+	VPSRLD       $0x1d, Y13, Y13
+	VPOR         Y12, Y13, Y13
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPSLLD       $0x03, Y0, Y2
+	VPSLLD       $0x03, Y5, Y7
+	VPSLLD       $0x03, Y10, Y12
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPADDD       Y1, Y1, Y2
+	VPSRLD       $0x1f, Y1, Y1
+	VPOR         Y2, Y1, Y1
+	VPADDD       Y6, Y6, Y7
+	VPSRLD       $0x1f, Y6, Y6
+	VPOR         Y7, Y6, Y6
+	VPADDD       Y11, Y11, Y12
+	VPSRLD       $0x1f, Y11, Y11
+	VPOR         Y12, Y11, Y11
+	VPSLLD       $0x07, Y4, Y2
+	VPSRLD       $0x19, Y4, Y4
+	VPOR         Y2, Y4, Y4
+	VPSLLD       $0x07, Y9, Y7
+	VPSRLD       $0x19, Y9, Y9
+	VPOR         Y7, Y9, Y9
+	VPSLLD       $0x07, Y14, Y12
+	VPSRLD       $0x19, Y14, Y14
+	VPOR         Y12, Y14, Y14
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPSLLD       $0x07, Y1, Y2
+	VPSLLD       $0x07, Y6, Y7
+	VPSLLD       $0x07, Y11, Y12
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPSLLD       $0x05, Y0, Y2
+	VPSRLD       $0x1b, Y0, Y0
+	VPOR         Y2, Y0, Y0
+	VPSLLD       $0x05, Y5, Y7
+	VPSRLD       $0x1b, Y5, Y5
+	VPOR         Y7, Y5, Y5
+	VPSLLD       $0x05, Y10, Y12
+	VPSRLD       $0x1b, Y10, Y10
+	VPOR         Y12, Y10, Y10
+	VPSLLD       $0x16, Y3, Y2
+	VPSRLD       $0x0a, Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPSLLD       $0x16, Y8, Y7
+	VPSRLD       $0x0a, Y8, Y8
+	VPOR         Y7, Y8, Y8
+	VPSLLD       $0x16, Y13, Y12
+	VPSRLD       $0x0a, Y13, Y13
+	VPOR         Y12, Y13, Y13
+	VPBROADCASTD 112(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 116(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 120(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 124(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VMOVDQA      Y1, Y2
+	VMOVDQA      Y6, Y7
+	VMOVDQA      Y11, Y12
+	VPOR         Y3, Y1, Y1
+	VPOR         Y8, Y6, Y6
+	VPOR         Y13, Y11, Y11
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPOR         Y2, Y4, Y4
+	VPOR         Y7, Y9, Y9
+	VPOR         Y12, Y14, Y14
+	VPAND        Y0, Y4, Y4
+	VPAND        Y5, Y9, Y9
+	VPAND        Y10, Y14, Y14
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPOR         Y2, Y1, Y1
+	VPOR         Y7, Y6, Y6
+	VPOR         Y12, Y11, Y11
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPOR         Y2, Y0, Y0
+	VPOR         Y7, Y5, Y5
+	VPOR         Y12, Y10, Y10
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPAND        Y0, Y1, Y1
+	VPAND        Y5, Y6, Y6
+	VPAND        Y10, Y11, Y11
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        ones<>+0(SB), Y3, Y3
+	VPXOR        ones<>+0(SB), Y8, Y8
+	VPXOR        ones<>+0(SB), Y13, Y13
+	VPOR         Y0, Y3, Y3
+	VPOR         Y5, Y8, Y8
+	VPOR         Y10, Y13, Y13
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	ADDQ         $0x00000080, SI
+	LEAQ         512(AX), DI
+	CMPQ         SI, DI
+	JAE          encryptBlocksAVX2_three_last
+	VPSLLD       $0x0d, Y2, Y3
+	VPSRLD       $0x13, Y2, Y2
+	VPOR         Y3, Y2, Y2
+	VPSLLD       $0x0d, Y7, Y8
+	VPSRLD       $0x13, Y7, Y7
+	VPOR         Y8, Y7, Y7
+	VPSLLD       $0x0d, Y12, Y13
+	VPSRLD       $0x13, Y12, Y12
+	VPOR         Y13, Y12, Y12
+	VPSLLD       $0x03, Y1, Y3
+	VPSRLD       $0x1d, Y1, Y1
+	VPOR         Y3, Y1, Y1
+	VPSLLD       $0x03, Y6, Y8
+	VPSRLD       $0x1d, Y6, Y6
+	VPOR         Y8, Y6, Y6
+	VPSLLD       $0x03, Y11, Y13
+	VPSRLD       $0x1d, Y11, Y11
+	VPOR         Y13, Y11, Y11
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPSLLD       $0x03, Y2, Y3
+	VPSLLD       $0x03, Y7, Y8
+	VPSLLD       $0x03, Y12, Y13
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPADDD       Y4, Y4, Y3
+	VPSRLD       $0x1f, Y4, Y4
+	VPOR         Y3, Y4, Y4
+	VPADDD       Y9, Y9, Y8
+	VPSRLD       $0x1f, Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VPADDD       Y14, Y14, Y13
+	VPSRLD       $0x1f, Y14, Y14
+	VPOR         Y13, Y14, Y14
+	VPSLLD       $0x07, Y0, Y3
+	VPSRLD       $0x19, Y0, Y0
+	VPOR         Y3, Y0, Y0
+	VPSLLD       $0x07, Y5, Y8
+	VPSRLD       $0x19, Y5, Y5
+	VPOR         Y8, Y5, Y5
+	VPSLLD       $0x07, Y10, Y13
+	VPSRLD       $0x19, Y10, Y10
+	VPOR         Y13, Y10, Y10
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPSLLD       $0x07, Y4, Y3
+	VPSLLD       $0x07, Y9, Y8
+	VPSLLD       $0x07, Y14, Y13
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPSLLD       $0x05, Y2, Y3
+	VPSRLD       $0x1b, Y2, Y2
+	VPOR         Y3, Y2, Y2
+	VPSLLD       $0x05, Y7, Y8
+	VPSRLD       $0x1b, Y7, Y7
+	VPOR         Y8, Y7, Y7
+	VPSLLD       $0x05, Y12, Y13
+	VPSRLD       $0x1b, Y12, Y12
+	VPOR         Y13, Y12, Y12
+	VPSLLD       $0x16, Y1, Y3
+	VPSRLD       $0x0a, Y1, Y1
+	VPOR         Y3, Y1, Y1
+	VPSLLD       $0x16, Y6, Y8
+	VPSRLD       $0x0a, Y6, Y6
+	VPOR         Y8, Y6, Y6
+	VPSLLD       $0x16, Y11, Y13
+	VPSRLD       $0x0a, Y11, Y11
+	VPOR         Y13, Y11, Y11
+	VMOVDQA      Y2, Y3
+	VMOVDQA      Y7, Y8
+	VMOVDQA      Y12, Y13
+	JMP          encryptBlocksAVX2_three_rounds
+
+encryptBlocksAVX2_three_last:
+	VPBROADCASTD (SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 4(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 8(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 12(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPUNPCKLDQ   Y4, Y2, Y3
+	VPUNPCKHDQ   Y4, Y2, Y2
+	VPUNPCKLDQ   Y0, Y1, Y4
+	VPUNPCKHDQ   Y0, Y1, Y1
+	VPUNPCKLQDQ  Y4, Y3, Y0
+	VPUNPCKHQDQ  Y4, Y3, Y3
+	VPUNPCKLQDQ  Y1, Y2, Y4
+	VPUNPCKHQDQ  Y1, Y2, Y2
+	VPUNPCKLDQ   Y9, Y7, Y8
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPUNPCKLDQ   Y5, Y6, Y9
+	VPUNPCKHDQ   Y5, Y6, Y6
+	VPUNPCKLQDQ  Y9, Y8, Y5
+	VPUNPCKHQDQ  Y9, Y8, Y8
+	VPUNPCKLQDQ  Y6, Y7, Y9
+	VPUNPCKHQDQ  Y6, Y7, Y7
+	VPUNPCKLDQ   Y14, Y12, Y13
+	VPUNPCKHDQ   Y14, Y12, Y12
+	VPUNPCKLDQ   Y10, Y11, Y14
+	VPUNPCKHDQ   Y10, Y11, Y11
+	VPUNPCKLQDQ  Y14, Y13, Y10
+	VPUNPCKHQDQ  Y14, Y13, Y13
+	VPUNPCKLQDQ  Y11, Y12, Y14
+	VPUNPCKHQDQ  Y11, Y12, Y12
+	VMOVDQU      Y0, (CX)
+	VMOVDQU      Y3, 32(CX)
+	VMOVDQU      Y4, 64(CX)
+	VMOVDQU      Y2, 96(CX)
+	VMOVDQU      Y5, 128(CX)
+	VMOVDQU      Y8, 160(CX)
+	VMOVDQU      Y9, 192(CX)
+	VMOVDQU      Y7, 224(CX)
+	VMOVDQU      Y10, 256(CX)
+	VMOVDQU      Y13, 288(CX)
+	VMOVDQU      Y14, 320(CX)
+	VMOVDQU      Y12, 352(CX)
+	ADDQ         $0x00000180, DX
+	ADDQ         $0x00000180, CX
+	SUBQ         $0x00000180, BX
+	JMP          encryptBlocksAVX2_three
 
 encryptBlocksAVX2_two:
-	CMPQ BX, $0x00000100
-	JB   encryptBlocksAVX2_one
+	VPCMPEQD Y15, Y15, Y15
+	CMPQ     BX, $0x00000100
+	JB       encryptBlocksAVX2_one
 
 	// Two register sets, 16 blocks.
 	VMOVDQU     (DX), Y0
@@ -4748,15 +6106,1381 @@ encryptBlocksAVX2_done:
 TEXT ·decryptBlocksAVX2(SB), NOSPLIT, $0-56
 	// decryptBlocksAVX2 decrypts len(src)/16 independent blocks with AVX2, 8 per register set;
 	// len(src) is a multiple of 128.
-	MOVQ     ks+0(FP), AX
-	MOVQ     dst_base+8(FP), CX
-	MOVQ     src_base+32(FP), DX
-	MOVQ     src_len+40(FP), BX
-	VPCMPEQD Y15, Y15, Y15
+	MOVQ ks+0(FP), AX
+	MOVQ dst_base+8(FP), CX
+	MOVQ src_base+32(FP), DX
+	MOVQ src_len+40(FP), BX
+
+decryptBlocksAVX2_three:
+	CMPQ BX, $0x00000180
+	JB   decryptBlocksAVX2_two
+
+	// Three register sets, 24 blocks.
+	VMOVDQU      (DX), Y0
+	VMOVDQU      32(DX), Y1
+	VMOVDQU      64(DX), Y2
+	VMOVDQU      96(DX), Y3
+	VMOVDQU      128(DX), Y5
+	VMOVDQU      160(DX), Y6
+	VMOVDQU      192(DX), Y7
+	VMOVDQU      224(DX), Y8
+	VMOVDQU      256(DX), Y10
+	VMOVDQU      288(DX), Y11
+	VMOVDQU      320(DX), Y12
+	VMOVDQU      352(DX), Y13
+	VPUNPCKLDQ   Y1, Y0, Y4
+	VPUNPCKHDQ   Y1, Y0, Y0
+	VPUNPCKLDQ   Y3, Y2, Y1
+	VPUNPCKHDQ   Y3, Y2, Y2
+	VPUNPCKLQDQ  Y1, Y4, Y3
+	VPUNPCKHQDQ  Y1, Y4, Y4
+	VPUNPCKLQDQ  Y2, Y0, Y1
+	VPUNPCKHQDQ  Y2, Y0, Y0
+	VPUNPCKLDQ   Y6, Y5, Y9
+	VPUNPCKHDQ   Y6, Y5, Y5
+	VPUNPCKLDQ   Y8, Y7, Y6
+	VPUNPCKHDQ   Y8, Y7, Y7
+	VPUNPCKLQDQ  Y6, Y9, Y8
+	VPUNPCKHQDQ  Y6, Y9, Y9
+	VPUNPCKLQDQ  Y7, Y5, Y6
+	VPUNPCKHQDQ  Y7, Y5, Y5
+	VPUNPCKLDQ   Y11, Y10, Y14
+	VPUNPCKHDQ   Y11, Y10, Y10
+	VPUNPCKLDQ   Y13, Y12, Y11
+	VPUNPCKHDQ   Y13, Y12, Y12
+	VPUNPCKLQDQ  Y11, Y14, Y13
+	VPUNPCKHQDQ  Y11, Y14, Y14
+	VPUNPCKLQDQ  Y12, Y10, Y11
+	VPUNPCKHQDQ  Y12, Y10, Y10
+	VPBROADCASTD 512(AX), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 516(AX), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 520(AX), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 524(AX), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	LEAQ         384(AX), SI
+
+decryptBlocksAVX2_three_rounds:
+	VMOVDQA      Y1, Y2
+	VMOVDQA      Y6, Y7
+	VMOVDQA      Y11, Y12
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPAND        Y0, Y3, Y3
+	VPAND        Y5, Y8, Y8
+	VPAND        Y10, Y13, Y13
+	VPOR         Y0, Y2, Y2
+	VPOR         Y5, Y7, Y7
+	VPOR         Y10, Y12, Y12
+	VPXOR        ones<>+0(SB), Y1, Y1
+	VPXOR        ones<>+0(SB), Y6, Y6
+	VPXOR        ones<>+0(SB), Y11, Y11
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPOR         Y3, Y4, Y4
+	VPOR         Y8, Y9, Y9
+	VPOR         Y13, Y14, Y14
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPAND        Y2, Y1, Y1
+	VPAND        Y7, Y6, Y6
+	VPAND        Y12, Y11, Y11
+	VPAND        Y2, Y0, Y0
+	VPAND        Y7, Y5, Y5
+	VPAND        Y12, Y10, Y10
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPOR         Y1, Y3, Y3
+	VPOR         Y6, Y8, Y8
+	VPOR         Y11, Y13, Y13
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPOR         Y3, Y2, Y2
+	VPOR         Y8, Y7, Y7
+	VPOR         Y13, Y12, Y12
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPBROADCASTD 112(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 116(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 120(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 124(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPSLLD       $0x0a, Y4, Y1
+	VPSRLD       $0x16, Y4, Y4
+	VPOR         Y1, Y4, Y4
+	VPSLLD       $0x0a, Y9, Y6
+	VPSRLD       $0x16, Y9, Y9
+	VPOR         Y6, Y9, Y9
+	VPSLLD       $0x0a, Y14, Y11
+	VPSRLD       $0x16, Y14, Y14
+	VPOR         Y11, Y14, Y14
+	VPSLLD       $0x1b, Y0, Y1
+	VPSRLD       $0x05, Y0, Y0
+	VPOR         Y1, Y0, Y0
+	VPSLLD       $0x1b, Y5, Y6
+	VPSRLD       $0x05, Y5, Y5
+	VPOR         Y6, Y5, Y5
+	VPSLLD       $0x1b, Y10, Y11
+	VPSRLD       $0x05, Y10, Y10
+	VPOR         Y11, Y10, Y10
+	VPSLLD       $0x07, Y3, Y1
+	VPSLLD       $0x07, Y8, Y6
+	VPSLLD       $0x07, Y13, Y11
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPSLLD       $0x19, Y2, Y1
+	VPSRLD       $0x07, Y2, Y2
+	VPOR         Y1, Y2, Y2
+	VPSLLD       $0x19, Y7, Y6
+	VPSRLD       $0x07, Y7, Y7
+	VPOR         Y6, Y7, Y7
+	VPSLLD       $0x19, Y12, Y11
+	VPSRLD       $0x07, Y12, Y12
+	VPOR         Y11, Y12, Y12
+	VPSLLD       $0x1f, Y3, Y1
+	VPSRLD       $0x01, Y3, Y3
+	VPOR         Y1, Y3, Y3
+	VPSLLD       $0x1f, Y8, Y6
+	VPSRLD       $0x01, Y8, Y8
+	VPOR         Y6, Y8, Y8
+	VPSLLD       $0x1f, Y13, Y11
+	VPSRLD       $0x01, Y13, Y13
+	VPOR         Y11, Y13, Y13
+	VPSLLD       $0x03, Y0, Y1
+	VPSLLD       $0x03, Y5, Y6
+	VPSLLD       $0x03, Y10, Y11
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPSLLD       $0x1d, Y4, Y1
+	VPSRLD       $0x03, Y4, Y4
+	VPOR         Y1, Y4, Y4
+	VPSLLD       $0x1d, Y9, Y6
+	VPSRLD       $0x03, Y9, Y9
+	VPOR         Y6, Y9, Y9
+	VPSLLD       $0x1d, Y14, Y11
+	VPSRLD       $0x03, Y14, Y14
+	VPOR         Y11, Y14, Y14
+	VPSLLD       $0x13, Y0, Y1
+	VPSRLD       $0x0d, Y0, Y0
+	VPOR         Y1, Y0, Y0
+	VPSLLD       $0x13, Y5, Y6
+	VPSRLD       $0x0d, Y5, Y5
+	VPOR         Y6, Y5, Y5
+	VPSLLD       $0x13, Y10, Y11
+	VPSRLD       $0x0d, Y10, Y10
+	VPOR         Y11, Y10, Y10
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VMOVDQA      Y4, Y1
+	VMOVDQA      Y9, Y6
+	VMOVDQA      Y14, Y11
+	VPAND        Y0, Y4, Y4
+	VPAND        Y5, Y9, Y9
+	VPAND        Y10, Y14, Y14
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        ones<>+0(SB), Y4, Y4
+	VPXOR        ones<>+0(SB), Y9, Y9
+	VPXOR        ones<>+0(SB), Y14, Y14
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPOR         Y0, Y1, Y1
+	VPOR         Y5, Y6, Y6
+	VPOR         Y10, Y11, Y11
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPAND        Y2, Y3, Y3
+	VPAND        Y7, Y8, Y8
+	VPAND        Y12, Y13, Y13
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPOR         Y4, Y0, Y0
+	VPOR         Y9, Y5, Y5
+	VPOR         Y14, Y10, Y10
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPBROADCASTD 96(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 100(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 104(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 108(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPSLLD       $0x0a, Y1, Y0
+	VPSRLD       $0x16, Y1, Y1
+	VPOR         Y0, Y1, Y1
+	VPSLLD       $0x0a, Y6, Y5
+	VPSRLD       $0x16, Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPSLLD       $0x0a, Y11, Y10
+	VPSRLD       $0x16, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPSLLD       $0x1b, Y3, Y0
+	VPSRLD       $0x05, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x1b, Y8, Y5
+	VPSRLD       $0x05, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x1b, Y13, Y10
+	VPSRLD       $0x05, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPSLLD       $0x07, Y4, Y0
+	VPSLLD       $0x07, Y9, Y5
+	VPSLLD       $0x07, Y14, Y10
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPSLLD       $0x19, Y2, Y0
+	VPSRLD       $0x07, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPSLLD       $0x19, Y7, Y5
+	VPSRLD       $0x07, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPSLLD       $0x19, Y12, Y10
+	VPSRLD       $0x07, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPSLLD       $0x1f, Y4, Y0
+	VPSRLD       $0x01, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x1f, Y9, Y5
+	VPSRLD       $0x01, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x1f, Y14, Y10
+	VPSRLD       $0x01, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPSLLD       $0x03, Y3, Y0
+	VPSLLD       $0x03, Y8, Y5
+	VPSLLD       $0x03, Y13, Y10
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPSLLD       $0x1d, Y1, Y0
+	VPSRLD       $0x03, Y1, Y1
+	VPOR         Y0, Y1, Y1
+	VPSLLD       $0x1d, Y6, Y5
+	VPSRLD       $0x03, Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPSLLD       $0x1d, Y11, Y10
+	VPSRLD       $0x03, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPSLLD       $0x13, Y3, Y0
+	VPSRLD       $0x0d, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x13, Y8, Y5
+	VPSRLD       $0x0d, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x13, Y13, Y10
+	VPSRLD       $0x0d, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPXOR        ones<>+0(SB), Y4, Y4
+	VPXOR        ones<>+0(SB), Y9, Y9
+	VPXOR        ones<>+0(SB), Y14, Y14
+	VMOVDQA      Y2, Y0
+	VMOVDQA      Y7, Y5
+	VMOVDQA      Y12, Y10
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPOR         Y3, Y2, Y2
+	VPOR         Y8, Y7, Y7
+	VPOR         Y13, Y12, Y12
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPOR         Y4, Y1, Y1
+	VPOR         Y9, Y6, Y6
+	VPOR         Y14, Y11, Y11
+	VPAND        Y3, Y1, Y1
+	VPAND        Y8, Y6, Y6
+	VPAND        Y13, Y11, Y11
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPOR         Y3, Y0, Y0
+	VPOR         Y8, Y5, Y5
+	VPOR         Y13, Y10, Y10
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPAND        Y1, Y4, Y4
+	VPAND        Y6, Y9, Y9
+	VPAND        Y11, Y14, Y14
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPAND        Y0, Y2, Y2
+	VPAND        Y5, Y7, Y7
+	VPAND        Y10, Y12, Y12
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        ones<>+0(SB), Y0, Y0
+	VPXOR        ones<>+0(SB), Y5, Y5
+	VPXOR        ones<>+0(SB), Y10, Y10
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPBROADCASTD 80(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 84(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 88(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 92(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPSLLD       $0x0a, Y2, Y3
+	VPSRLD       $0x16, Y2, Y2
+	VPOR         Y3, Y2, Y2
+	VPSLLD       $0x0a, Y7, Y8
+	VPSRLD       $0x16, Y7, Y7
+	VPOR         Y8, Y7, Y7
+	VPSLLD       $0x0a, Y12, Y13
+	VPSRLD       $0x16, Y12, Y12
+	VPOR         Y13, Y12, Y12
+	VPSLLD       $0x1b, Y4, Y3
+	VPSRLD       $0x05, Y4, Y4
+	VPOR         Y3, Y4, Y4
+	VPSLLD       $0x1b, Y9, Y8
+	VPSRLD       $0x05, Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VPSLLD       $0x1b, Y14, Y13
+	VPSRLD       $0x05, Y14, Y14
+	VPOR         Y13, Y14, Y14
+	VPSLLD       $0x07, Y0, Y3
+	VPSLLD       $0x07, Y5, Y8
+	VPSLLD       $0x07, Y10, Y13
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPSLLD       $0x19, Y1, Y3
+	VPSRLD       $0x07, Y1, Y1
+	VPOR         Y3, Y1, Y1
+	VPSLLD       $0x19, Y6, Y8
+	VPSRLD       $0x07, Y6, Y6
+	VPOR         Y8, Y6, Y6
+	VPSLLD       $0x19, Y11, Y13
+	VPSRLD       $0x07, Y11, Y11
+	VPOR         Y13, Y11, Y11
+	VPSLLD       $0x1f, Y0, Y3
+	VPSRLD       $0x01, Y0, Y0
+	VPOR         Y3, Y0, Y0
+	VPSLLD       $0x1f, Y5, Y8
+	VPSRLD       $0x01, Y5, Y5
+	VPOR         Y8, Y5, Y5
+	VPSLLD       $0x1f, Y10, Y13
+	VPSRLD       $0x01, Y10, Y10
+	VPOR         Y13, Y10, Y10
+	VPSLLD       $0x03, Y4, Y3
+	VPSLLD       $0x03, Y9, Y8
+	VPSLLD       $0x03, Y14, Y13
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPSLLD       $0x1d, Y2, Y3
+	VPSRLD       $0x03, Y2, Y2
+	VPOR         Y3, Y2, Y2
+	VPSLLD       $0x1d, Y7, Y8
+	VPSRLD       $0x03, Y7, Y7
+	VPOR         Y8, Y7, Y7
+	VPSLLD       $0x1d, Y12, Y13
+	VPSRLD       $0x03, Y12, Y12
+	VPOR         Y13, Y12, Y12
+	VPSLLD       $0x13, Y4, Y3
+	VPSRLD       $0x0d, Y4, Y4
+	VPOR         Y3, Y4, Y4
+	VPSLLD       $0x13, Y9, Y8
+	VPSRLD       $0x0d, Y9, Y9
+	VPOR         Y8, Y9, Y9
+	VPSLLD       $0x13, Y14, Y13
+	VPSRLD       $0x0d, Y14, Y14
+	VPOR         Y13, Y14, Y14
+	VMOVDQA      Y2, Y3
+	VMOVDQA      Y7, Y8
+	VMOVDQA      Y12, Y13
+	VPAND        Y1, Y2, Y2
+	VPAND        Y6, Y7, Y7
+	VPAND        Y11, Y12, Y12
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPOR         Y1, Y0, Y0
+	VPOR         Y6, Y5, Y5
+	VPOR         Y11, Y10, Y10
+	VPAND        Y4, Y0, Y0
+	VPAND        Y9, Y5, Y5
+	VPAND        Y14, Y10, Y10
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPAND        Y2, Y0, Y0
+	VPAND        Y7, Y5, Y5
+	VPAND        Y12, Y10, Y10
+	VPXOR        ones<>+0(SB), Y4, Y4
+	VPXOR        ones<>+0(SB), Y9, Y9
+	VPXOR        ones<>+0(SB), Y14, Y14
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPAND        Y4, Y1, Y1
+	VPAND        Y9, Y6, Y6
+	VPAND        Y14, Y11, Y11
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPAND        Y4, Y2, Y2
+	VPAND        Y9, Y7, Y7
+	VPAND        Y14, Y12, Y12
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPOR         Y1, Y2, Y2
+	VPOR         Y6, Y7, Y7
+	VPOR         Y11, Y12, Y12
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPBROADCASTD 64(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 68(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 72(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 76(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPSLLD       $0x0a, Y2, Y0
+	VPSRLD       $0x16, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPSLLD       $0x0a, Y7, Y5
+	VPSRLD       $0x16, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPSLLD       $0x0a, Y12, Y10
+	VPSRLD       $0x16, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPSLLD       $0x1b, Y4, Y0
+	VPSRLD       $0x05, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x1b, Y9, Y5
+	VPSRLD       $0x05, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x1b, Y14, Y10
+	VPSRLD       $0x05, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPSLLD       $0x07, Y1, Y0
+	VPSLLD       $0x07, Y6, Y5
+	VPSLLD       $0x07, Y11, Y10
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPSLLD       $0x19, Y3, Y0
+	VPSRLD       $0x07, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x19, Y8, Y5
+	VPSRLD       $0x07, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x19, Y13, Y10
+	VPSRLD       $0x07, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPSLLD       $0x1f, Y1, Y0
+	VPSRLD       $0x01, Y1, Y1
+	VPOR         Y0, Y1, Y1
+	VPSLLD       $0x1f, Y6, Y5
+	VPSRLD       $0x01, Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPSLLD       $0x1f, Y11, Y10
+	VPSRLD       $0x01, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPSLLD       $0x03, Y4, Y0
+	VPSLLD       $0x03, Y9, Y5
+	VPSLLD       $0x03, Y14, Y10
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPSLLD       $0x1d, Y2, Y0
+	VPSRLD       $0x03, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPSLLD       $0x1d, Y7, Y5
+	VPSRLD       $0x03, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPSLLD       $0x1d, Y12, Y10
+	VPSRLD       $0x03, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPSLLD       $0x13, Y4, Y0
+	VPSRLD       $0x0d, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x13, Y9, Y5
+	VPSRLD       $0x0d, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x13, Y14, Y10
+	VPSRLD       $0x0d, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VMOVDQA      Y2, Y0
+	VMOVDQA      Y7, Y5
+	VMOVDQA      Y12, Y10
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPAND        Y2, Y0, Y0
+	VPAND        Y7, Y5, Y5
+	VPAND        Y12, Y10, Y10
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPAND        Y1, Y4, Y4
+	VPAND        Y6, Y9, Y9
+	VPAND        Y11, Y14, Y14
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPOR         Y0, Y3, Y3
+	VPOR         Y5, Y8, Y8
+	VPOR         Y10, Y13, Y13
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPAND        Y2, Y3, Y3
+	VPAND        Y7, Y8, Y8
+	VPAND        Y12, Y13, Y13
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPOR         Y2, Y1, Y1
+	VPOR         Y7, Y6, Y6
+	VPOR         Y12, Y11, Y11
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPBROADCASTD 48(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 52(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 56(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 60(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPSLLD       $0x0a, Y3, Y0
+	VPSRLD       $0x16, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x0a, Y8, Y5
+	VPSRLD       $0x16, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x0a, Y13, Y10
+	VPSRLD       $0x16, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPSLLD       $0x1b, Y2, Y0
+	VPSRLD       $0x05, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPSLLD       $0x1b, Y7, Y5
+	VPSRLD       $0x05, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPSLLD       $0x1b, Y12, Y10
+	VPSRLD       $0x05, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPSLLD       $0x07, Y1, Y0
+	VPSLLD       $0x07, Y6, Y5
+	VPSLLD       $0x07, Y11, Y10
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPSLLD       $0x19, Y4, Y0
+	VPSRLD       $0x07, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x19, Y9, Y5
+	VPSRLD       $0x07, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x19, Y14, Y10
+	VPSRLD       $0x07, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPSLLD       $0x1f, Y1, Y0
+	VPSRLD       $0x01, Y1, Y1
+	VPOR         Y0, Y1, Y1
+	VPSLLD       $0x1f, Y6, Y5
+	VPSRLD       $0x01, Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPSLLD       $0x1f, Y11, Y10
+	VPSRLD       $0x01, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPSLLD       $0x03, Y2, Y0
+	VPSLLD       $0x03, Y7, Y5
+	VPSLLD       $0x03, Y12, Y10
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPSLLD       $0x1d, Y3, Y0
+	VPSRLD       $0x03, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x1d, Y8, Y5
+	VPSRLD       $0x03, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x1d, Y13, Y10
+	VPSRLD       $0x03, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPSLLD       $0x13, Y2, Y0
+	VPSRLD       $0x0d, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPSLLD       $0x13, Y7, Y5
+	VPSRLD       $0x0d, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPSLLD       $0x13, Y12, Y10
+	VPSRLD       $0x0d, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VMOVDQA      Y4, Y0
+	VMOVDQA      Y9, Y5
+	VMOVDQA      Y14, Y10
+	VPAND        Y3, Y4, Y4
+	VPAND        Y8, Y9, Y9
+	VPAND        Y13, Y14, Y14
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPOR         Y3, Y1, Y1
+	VPOR         Y8, Y6, Y6
+	VPOR         Y13, Y11, Y11
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPAND        Y4, Y0, Y0
+	VPAND        Y9, Y5, Y5
+	VPAND        Y14, Y10, Y10
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPAND        Y2, Y0, Y0
+	VPAND        Y7, Y5, Y5
+	VPAND        Y12, Y10, Y10
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPAND        Y1, Y3, Y3
+	VPAND        Y6, Y8, Y8
+	VPAND        Y11, Y13, Y13
+	VPOR         Y2, Y3, Y3
+	VPOR         Y7, Y8, Y8
+	VPOR         Y12, Y13, Y13
+	VPXOR        ones<>+0(SB), Y4, Y4
+	VPXOR        ones<>+0(SB), Y9, Y9
+	VPXOR        ones<>+0(SB), Y14, Y14
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPAND        Y1, Y2, Y2
+	VPAND        Y6, Y7, Y7
+	VPAND        Y11, Y12, Y12
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPBROADCASTD 32(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 36(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 40(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPBROADCASTD 44(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPSLLD       $0x0a, Y3, Y2
+	VPSRLD       $0x16, Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPSLLD       $0x0a, Y8, Y7
+	VPSRLD       $0x16, Y8, Y8
+	VPOR         Y7, Y8, Y8
+	VPSLLD       $0x0a, Y13, Y12
+	VPSRLD       $0x16, Y13, Y13
+	VPOR         Y12, Y13, Y13
+	VPSLLD       $0x1b, Y1, Y2
+	VPSRLD       $0x05, Y1, Y1
+	VPOR         Y2, Y1, Y1
+	VPSLLD       $0x1b, Y6, Y7
+	VPSRLD       $0x05, Y6, Y6
+	VPOR         Y7, Y6, Y6
+	VPSLLD       $0x1b, Y11, Y12
+	VPSRLD       $0x05, Y11, Y11
+	VPOR         Y12, Y11, Y11
+	VPSLLD       $0x07, Y0, Y2
+	VPSLLD       $0x07, Y5, Y7
+	VPSLLD       $0x07, Y10, Y12
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPSLLD       $0x19, Y4, Y2
+	VPSRLD       $0x07, Y4, Y4
+	VPOR         Y2, Y4, Y4
+	VPSLLD       $0x19, Y9, Y7
+	VPSRLD       $0x07, Y9, Y9
+	VPOR         Y7, Y9, Y9
+	VPSLLD       $0x19, Y14, Y12
+	VPSRLD       $0x07, Y14, Y14
+	VPOR         Y12, Y14, Y14
+	VPSLLD       $0x1f, Y0, Y2
+	VPSRLD       $0x01, Y0, Y0
+	VPOR         Y2, Y0, Y0
+	VPSLLD       $0x1f, Y5, Y7
+	VPSRLD       $0x01, Y5, Y5
+	VPOR         Y7, Y5, Y5
+	VPSLLD       $0x1f, Y10, Y12
+	VPSRLD       $0x01, Y10, Y10
+	VPOR         Y12, Y10, Y10
+	VPSLLD       $0x03, Y1, Y2
+	VPSLLD       $0x03, Y6, Y7
+	VPSLLD       $0x03, Y11, Y12
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y8, Y5, Y5
+	VPXOR        Y13, Y10, Y10
+	VPSLLD       $0x1d, Y3, Y2
+	VPSRLD       $0x03, Y3, Y3
+	VPOR         Y2, Y3, Y3
+	VPSLLD       $0x1d, Y8, Y7
+	VPSRLD       $0x03, Y8, Y8
+	VPOR         Y7, Y8, Y8
+	VPSLLD       $0x1d, Y13, Y12
+	VPSRLD       $0x03, Y13, Y13
+	VPOR         Y12, Y13, Y13
+	VPSLLD       $0x13, Y1, Y2
+	VPSRLD       $0x0d, Y1, Y1
+	VPOR         Y2, Y1, Y1
+	VPSLLD       $0x13, Y6, Y7
+	VPSRLD       $0x0d, Y6, Y6
+	VPOR         Y7, Y6, Y6
+	VPSLLD       $0x13, Y11, Y12
+	VPSRLD       $0x0d, Y11, Y11
+	VPOR         Y12, Y11, Y11
+	VMOVDQA      Y0, Y2
+	VMOVDQA      Y5, Y7
+	VMOVDQA      Y10, Y12
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPAND        Y0, Y4, Y4
+	VPAND        Y5, Y9, Y9
+	VPAND        Y10, Y14, Y14
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPOR         Y0, Y1, Y1
+	VPOR         Y5, Y6, Y6
+	VPOR         Y10, Y11, Y11
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPOR         Y3, Y1, Y1
+	VPOR         Y8, Y6, Y6
+	VPOR         Y13, Y11, Y11
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPXOR        Y0, Y1, Y1
+	VPXOR        Y5, Y6, Y6
+	VPXOR        Y10, Y11, Y11
+	VPOR         Y4, Y0, Y0
+	VPOR         Y9, Y5, Y5
+	VPOR         Y14, Y10, Y10
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPXOR        ones<>+0(SB), Y2, Y2
+	VPXOR        ones<>+0(SB), Y7, Y7
+	VPXOR        ones<>+0(SB), Y12, Y12
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPOR         Y1, Y0, Y0
+	VPOR         Y6, Y5, Y5
+	VPOR         Y11, Y10, Y10
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPOR         Y2, Y0, Y0
+	VPOR         Y7, Y5, Y5
+	VPOR         Y12, Y10, Y10
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPBROADCASTD 16(SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 20(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 24(SI), Y15
+	VPXOR        Y15, Y4, Y4
+	VPXOR        Y15, Y9, Y9
+	VPXOR        Y15, Y14, Y14
+	VPBROADCASTD 28(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	VPSLLD       $0x0a, Y4, Y0
+	VPSRLD       $0x16, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x0a, Y9, Y5
+	VPSRLD       $0x16, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x0a, Y14, Y10
+	VPSRLD       $0x16, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPSLLD       $0x1b, Y2, Y0
+	VPSRLD       $0x05, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPSLLD       $0x1b, Y7, Y5
+	VPSRLD       $0x05, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPSLLD       $0x1b, Y12, Y10
+	VPSRLD       $0x05, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPSLLD       $0x07, Y1, Y0
+	VPSLLD       $0x07, Y6, Y5
+	VPSLLD       $0x07, Y11, Y10
+	VPXOR        Y3, Y4, Y4
+	VPXOR        Y8, Y9, Y9
+	VPXOR        Y13, Y14, Y14
+	VPXOR        Y1, Y2, Y2
+	VPXOR        Y6, Y7, Y7
+	VPXOR        Y11, Y12, Y12
+	VPXOR        Y0, Y4, Y4
+	VPXOR        Y5, Y9, Y9
+	VPXOR        Y10, Y14, Y14
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPSLLD       $0x19, Y3, Y0
+	VPSRLD       $0x07, Y3, Y3
+	VPOR         Y0, Y3, Y3
+	VPSLLD       $0x19, Y8, Y5
+	VPSRLD       $0x07, Y8, Y8
+	VPOR         Y5, Y8, Y8
+	VPSLLD       $0x19, Y13, Y10
+	VPSRLD       $0x07, Y13, Y13
+	VPOR         Y10, Y13, Y13
+	VPSLLD       $0x1f, Y1, Y0
+	VPSRLD       $0x01, Y1, Y1
+	VPOR         Y0, Y1, Y1
+	VPSLLD       $0x1f, Y6, Y5
+	VPSRLD       $0x01, Y6, Y6
+	VPOR         Y5, Y6, Y6
+	VPSLLD       $0x1f, Y11, Y10
+	VPSRLD       $0x01, Y11, Y11
+	VPOR         Y10, Y11, Y11
+	VPSLLD       $0x03, Y2, Y0
+	VPSLLD       $0x03, Y7, Y5
+	VPSLLD       $0x03, Y12, Y10
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y12, Y11, Y11
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPSLLD       $0x1d, Y4, Y0
+	VPSRLD       $0x03, Y4, Y4
+	VPOR         Y0, Y4, Y4
+	VPSLLD       $0x1d, Y9, Y5
+	VPSRLD       $0x03, Y9, Y9
+	VPOR         Y5, Y9, Y9
+	VPSLLD       $0x1d, Y14, Y10
+	VPSRLD       $0x03, Y14, Y14
+	VPOR         Y10, Y14, Y14
+	VPSLLD       $0x13, Y2, Y0
+	VPSRLD       $0x0d, Y2, Y2
+	VPOR         Y0, Y2, Y2
+	VPSLLD       $0x13, Y7, Y5
+	VPSRLD       $0x0d, Y7, Y7
+	VPOR         Y5, Y7, Y7
+	VPSLLD       $0x13, Y12, Y10
+	VPSRLD       $0x0d, Y12, Y12
+	VPOR         Y10, Y12, Y12
+	VPXOR        ones<>+0(SB), Y4, Y4
+	VPXOR        ones<>+0(SB), Y9, Y9
+	VPXOR        ones<>+0(SB), Y14, Y14
+	VMOVDQA      Y1, Y0
+	VMOVDQA      Y6, Y5
+	VMOVDQA      Y11, Y10
+	VPOR         Y2, Y1, Y1
+	VPOR         Y7, Y6, Y6
+	VPOR         Y12, Y11, Y11
+	VPXOR        ones<>+0(SB), Y0, Y0
+	VPXOR        ones<>+0(SB), Y5, Y5
+	VPXOR        ones<>+0(SB), Y10, Y10
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPOR         Y0, Y4, Y4
+	VPOR         Y5, Y9, Y9
+	VPOR         Y10, Y14, Y14
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y2, Y4, Y4
+	VPXOR        Y7, Y9, Y9
+	VPXOR        Y12, Y14, Y14
+	VPAND        Y3, Y2, Y2
+	VPAND        Y8, Y7, Y7
+	VPAND        Y13, Y12, Y12
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPOR         Y1, Y2, Y2
+	VPOR         Y6, Y7, Y7
+	VPOR         Y11, Y12, Y12
+	VPXOR        Y4, Y2, Y2
+	VPXOR        Y9, Y7, Y7
+	VPXOR        Y14, Y12, Y12
+	VPXOR        Y0, Y3, Y3
+	VPXOR        Y5, Y8, Y8
+	VPXOR        Y10, Y13, Y13
+	VPXOR        Y1, Y4, Y4
+	VPXOR        Y6, Y9, Y9
+	VPXOR        Y11, Y14, Y14
+	VPXOR        Y2, Y3, Y3
+	VPXOR        Y7, Y8, Y8
+	VPXOR        Y12, Y13, Y13
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPAND        Y3, Y4, Y4
+	VPAND        Y8, Y9, Y9
+	VPAND        Y13, Y14, Y14
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y9, Y5, Y5
+	VPXOR        Y14, Y10, Y10
+	VPBROADCASTD (SI), Y15
+	VPXOR        Y15, Y2, Y2
+	VPXOR        Y15, Y7, Y7
+	VPXOR        Y15, Y12, Y12
+	VPBROADCASTD 4(SI), Y15
+	VPXOR        Y15, Y0, Y0
+	VPXOR        Y15, Y5, Y5
+	VPXOR        Y15, Y10, Y10
+	VPBROADCASTD 8(SI), Y15
+	VPXOR        Y15, Y1, Y1
+	VPXOR        Y15, Y6, Y6
+	VPXOR        Y15, Y11, Y11
+	VPBROADCASTD 12(SI), Y15
+	VPXOR        Y15, Y3, Y3
+	VPXOR        Y15, Y8, Y8
+	VPXOR        Y15, Y13, Y13
+	CMPQ         SI, AX
+	JE           decryptBlocksAVX2_three_last
+	SUBQ         $0x00000080, SI
+	VPSLLD       $0x0a, Y1, Y4
+	VPSRLD       $0x16, Y1, Y1
+	VPOR         Y4, Y1, Y1
+	VPSLLD       $0x0a, Y6, Y9
+	VPSRLD       $0x16, Y6, Y6
+	VPOR         Y9, Y6, Y6
+	VPSLLD       $0x0a, Y11, Y14
+	VPSRLD       $0x16, Y11, Y11
+	VPOR         Y14, Y11, Y11
+	VPSLLD       $0x1b, Y2, Y4
+	VPSRLD       $0x05, Y2, Y2
+	VPOR         Y4, Y2, Y2
+	VPSLLD       $0x1b, Y7, Y9
+	VPSRLD       $0x05, Y7, Y7
+	VPOR         Y9, Y7, Y7
+	VPSLLD       $0x1b, Y12, Y14
+	VPSRLD       $0x05, Y12, Y12
+	VPOR         Y14, Y12, Y12
+	VPSLLD       $0x07, Y0, Y4
+	VPSLLD       $0x07, Y5, Y9
+	VPSLLD       $0x07, Y10, Y14
+	VPXOR        Y3, Y1, Y1
+	VPXOR        Y8, Y6, Y6
+	VPXOR        Y13, Y11, Y11
+	VPXOR        Y0, Y2, Y2
+	VPXOR        Y5, Y7, Y7
+	VPXOR        Y10, Y12, Y12
+	VPXOR        Y4, Y1, Y1
+	VPXOR        Y9, Y6, Y6
+	VPXOR        Y14, Y11, Y11
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y8, Y7, Y7
+	VPXOR        Y13, Y12, Y12
+	VPSLLD       $0x19, Y3, Y4
+	VPSRLD       $0x07, Y3, Y3
+	VPOR         Y4, Y3, Y3
+	VPSLLD       $0x19, Y8, Y9
+	VPSRLD       $0x07, Y8, Y8
+	VPOR         Y9, Y8, Y8
+	VPSLLD       $0x19, Y13, Y14
+	VPSRLD       $0x07, Y13, Y13
+	VPOR         Y14, Y13, Y13
+	VPSLLD       $0x1f, Y0, Y4
+	VPSRLD       $0x01, Y0, Y0
+	VPOR         Y4, Y0, Y0
+	VPSLLD       $0x1f, Y5, Y9
+	VPSRLD       $0x01, Y5, Y5
+	VPOR         Y9, Y5, Y5
+	VPSLLD       $0x1f, Y10, Y14
+	VPSRLD       $0x01, Y10, Y10
+	VPOR         Y14, Y10, Y10
+	VPSLLD       $0x03, Y2, Y4
+	VPSLLD       $0x03, Y7, Y9
+	VPSLLD       $0x03, Y12, Y14
+	VPXOR        Y1, Y3, Y3
+	VPXOR        Y6, Y8, Y8
+	VPXOR        Y11, Y13, Y13
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y7, Y5, Y5
+	VPXOR        Y12, Y10, Y10
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y9, Y8, Y8
+	VPXOR        Y14, Y13, Y13
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y11, Y10, Y10
+	VPSLLD       $0x1d, Y1, Y4
+	VPSRLD       $0x03, Y1, Y1
+	VPOR         Y4, Y1, Y1
+	VPSLLD       $0x1d, Y6, Y9
+	VPSRLD       $0x03, Y6, Y6
+	VPOR         Y9, Y6, Y6
+	VPSLLD       $0x1d, Y11, Y14
+	VPSRLD       $0x03, Y11, Y11
+	VPOR         Y14, Y11, Y11
+	VPSLLD       $0x13, Y2, Y4
+	VPSRLD       $0x0d, Y2, Y2
+	VPOR         Y4, Y2, Y2
+	VPSLLD       $0x13, Y7, Y9
+	VPSRLD       $0x0d, Y7, Y7
+	VPOR         Y9, Y7, Y7
+	VPSLLD       $0x13, Y12, Y14
+	VPSRLD       $0x0d, Y12, Y12
+	VPOR         Y14, Y12, Y12
+	VMOVDQA      Y0, Y4
+	VMOVDQA      Y3, Y0
+	VMOVDQA      Y2, Y3
+	VMOVDQA      Y5, Y9
+	VMOVDQA      Y8, Y5
+	VMOVDQA      Y7, Y8
+	VMOVDQA      Y10, Y14
+	VMOVDQA      Y13, Y10
+	VMOVDQA      Y12, Y13
+	JMP          decryptBlocksAVX2_three_rounds
+
+decryptBlocksAVX2_three_last:
+	VPUNPCKLDQ  Y0, Y2, Y4
+	VPUNPCKHDQ  Y0, Y2, Y2
+	VPUNPCKLDQ  Y3, Y1, Y0
+	VPUNPCKHDQ  Y3, Y1, Y1
+	VPUNPCKLQDQ Y0, Y4, Y3
+	VPUNPCKHQDQ Y0, Y4, Y4
+	VPUNPCKLQDQ Y1, Y2, Y0
+	VPUNPCKHQDQ Y1, Y2, Y2
+	VPUNPCKLDQ  Y5, Y7, Y9
+	VPUNPCKHDQ  Y5, Y7, Y7
+	VPUNPCKLDQ  Y8, Y6, Y5
+	VPUNPCKHDQ  Y8, Y6, Y6
+	VPUNPCKLQDQ Y5, Y9, Y8
+	VPUNPCKHQDQ Y5, Y9, Y9
+	VPUNPCKLQDQ Y6, Y7, Y5
+	VPUNPCKHQDQ Y6, Y7, Y7
+	VPUNPCKLDQ  Y10, Y12, Y14
+	VPUNPCKHDQ  Y10, Y12, Y12
+	VPUNPCKLDQ  Y13, Y11, Y10
+	VPUNPCKHDQ  Y13, Y11, Y11
+	VPUNPCKLQDQ Y10, Y14, Y13
+	VPUNPCKHQDQ Y10, Y14, Y14
+	VPUNPCKLQDQ Y11, Y12, Y10
+	VPUNPCKHQDQ Y11, Y12, Y12
+	VMOVDQU     Y3, (CX)
+	VMOVDQU     Y4, 32(CX)
+	VMOVDQU     Y0, 64(CX)
+	VMOVDQU     Y2, 96(CX)
+	VMOVDQU     Y8, 128(CX)
+	VMOVDQU     Y9, 160(CX)
+	VMOVDQU     Y5, 192(CX)
+	VMOVDQU     Y7, 224(CX)
+	VMOVDQU     Y13, 256(CX)
+	VMOVDQU     Y14, 288(CX)
+	VMOVDQU     Y10, 320(CX)
+	VMOVDQU     Y12, 352(CX)
+	ADDQ        $0x00000180, DX
+	ADDQ        $0x00000180, CX
+	SUBQ        $0x00000180, BX
+	JMP         decryptBlocksAVX2_three
 
 decryptBlocksAVX2_two:
-	CMPQ BX, $0x00000100
-	JB   decryptBlocksAVX2_one
+	VPCMPEQD Y15, Y15, Y15
+	CMPQ     BX, $0x00000100
+	JB       decryptBlocksAVX2_one
 
 	// Two register sets, 16 blocks.
 	VMOVDQU      (DX), Y0

@@ -5,9 +5,9 @@ import "encoding/binary"
 // The multi-block generic path runs two blocks through the rounds side by
 // side. A single block is one long dependency chain (each S-box and linear
 // transformation waits for the previous one); interleaving two independent
-// chains lets a superscalar core fill its idle execution units, while eight
-// live state words still fit in the general-purpose registers of common
-// 64-bit targets.
+// chains lets a superscalar core fill its idle execution units. Two is the
+// most that stays (nearly) in the general-purpose registers of common 64-bit
+// targets: eight state words plus temporaries and the key pointer.
 
 // encryptBlocksGeneric encrypts len(src)/16 independent blocks; len(src) is
 // a multiple of 16 and len(dst) >= len(src).

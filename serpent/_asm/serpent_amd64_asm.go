@@ -5,10 +5,13 @@
 // ../sbox.go, the portable implementation, and translates each of its
 // statements into one vector instruction (two for SSE2 when the destination
 // is not the first source). The vectors hold word j of 4 (XMM) or 8 (YMM)
-// blocks, so the bitsliced code runs unchanged on every lane. Two register
-// sets are interleaved while enough blocks remain, which gives the core
-// two independent dependency chains, as in Kivilinna's 16-way AVX2 code in
-// the Linux kernel (arch/x86/crypto/serpent-avx2-asm_64.S).
+// blocks, so the bitsliced code runs unchanged on every lane. Several
+// register sets are interleaved while enough blocks remain (two for SSE2,
+// three for AVX2), which gives the core independent dependency chains, as
+// in Kivilinna's 16-way AVX2 code in the Linux kernel
+// (arch/x86/crypto/serpent-avx2-asm_64.S). Three YMM sets use 15 registers;
+// the last one takes the round-key words in turn, and NOT reads its
+// all-ones operand from memory.
 package main
 
 // The purego tag lets the generator build (it imports the package so that
@@ -34,8 +37,13 @@ func main() {
 	ConstraintExpr("gc,!purego")
 	sboxes := parseSBoxes("../sbox.go")
 
+	// All ones, for NOT when no register is left to hold it.
+	ones := GLOBL("ones", RODATA|NOPTR)
+	for i := range 4 {
+		DATA(8*i, U64(^uint64(0)))
+	}
 	sse2 := &sseISA{}
-	avx2 := &avxISA{}
+	avx2 := &avxISA{ones: ones}
 	kernelFunc("encryptBlocksSSE2", sse2, sboxes, true)
 	kernelFunc("decryptBlocksSSE2", sse2, sboxes, false)
 	kernelFunc("encryptBlocksAVX2", avx2, sboxes, true)
@@ -172,8 +180,9 @@ type isa interface {
 	end()
 }
 
-// Register use: 0-4 and 5-9 hold the two sets (four words and one
-// temporary each), 10-13 the broadcast round key, 14 scratch, 15 all ones.
+// Register use with one or two sets: 0-4 and 5-9 hold the sets (four words
+// and one temporary each), 10-13 the broadcast round key, 14 scratch, 15 all
+// ones. With three AVX2 sets, 0-14 hold the sets and 15 one key word.
 const (
 	regKey     = 10
 	regScratch = 14
@@ -262,7 +271,10 @@ func (s sseISA) loadKey(k [4]VecPhysical, m Mem) {
 func (s sseISA) begin() { PCMPEQL(s.reg(regOnes), s.reg(regOnes)) }
 func (sseISA) end()     {}
 
-type avxISA struct{}
+type avxISA struct {
+	ones      Mem  // all-ones constant in memory
+	onesInMem bool // NOT reads ones from memory: register 15 is in use
+}
 
 func (avxISA) name() string { return "AVX2" }
 func (avxISA) bytes() int   { return 32 }
@@ -270,12 +282,16 @@ func (avxISA) reg(i int) VecPhysical {
 	return []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}[i]
 }
 
-func (a avxISA) op3(k opKind, dst, s1, s2 VecPhysical) {
+func (a *avxISA) op3(k opKind, dst, s1, s2 VecPhysical) {
 	switch k {
 	case opCopy:
 		VMOVDQA(s1, dst)
 	case opNot:
-		VPXOR(a.reg(regOnes), s1, dst)
+		if a.onesInMem {
+			VPXOR(a.ones, s1, dst)
+		} else {
+			VPXOR(a.reg(regOnes), s1, dst)
+		}
 	case opXor:
 		VPXOR(s2, s1, dst)
 	case opAnd:
@@ -333,11 +349,12 @@ type set struct {
 }
 
 type gen struct {
-	v      isa
-	sboxes map[string]sbox
-	sets   []*set
-	ks     Register
-	key    [4]VecPhysical
+	oneKeyReg bool // three sets: registers 0-14 hold the sets
+	v         isa
+	sboxes    map[string]sbox
+	sets      []*set
+	ks        Register
+	key       [4]VecPhysical
 }
 
 func (g *gen) op(k opKind, dst, s1, s2 VecPhysical) { g.v.op3(k, dst, s1, s2) }
@@ -386,6 +403,17 @@ func (g *gen) store(dst Register) {
 
 // addKey XORs round key i, counted from the key pointer kp, into every set.
 func (g *gen) addKey(kp Register, i int) {
+	if g.oneKeyReg {
+		// Three sets leave one register: broadcast one word at a time.
+		k := g.v.reg(15)
+		for j := range 4 {
+			VPBROADCASTD(Mem{Base: kp, Disp: 16*i + 4*j}, k)
+			for _, s := range g.sets {
+				g.op(opXor, s.x[j], s.x[j], k)
+			}
+		}
+		return
+	}
 	g.v.loadKey(g.key, Mem{Base: kp, Disp: 16 * i})
 	for j := range 4 {
 		for _, s := range g.sets {
@@ -597,7 +625,6 @@ func kernelFunc(name string, v isa, sboxes map[string]sbox, enc bool) {
 	dst := Load(Param("dst").Base(), GP64())
 	src := Load(Param("src").Base(), GP64())
 	n := Load(Param("src").Len(), GP64())
-	v.begin()
 
 	newSet := func(i int) *set {
 		return &set{x: [4]VecPhysical{v.reg(5 * i), v.reg(5*i + 1), v.reg(5*i + 2), v.reg(5*i + 3)}, t: v.reg(5*i + 4)}
@@ -607,7 +634,23 @@ func kernelFunc(name string, v isa, sboxes map[string]sbox, enc bool) {
 		g.key[j] = v.reg(regKey + j)
 	}
 
+	if a, ok := v.(*avxISA); ok {
+		Label(name + "_three")
+		CMPQ(n, U32(3*group))
+		JB(LabelRef(name + "_two"))
+		Comment(fmt.Sprintf("Three register sets, %d blocks.", 3*group/16))
+		g.sets = []*set{newSet(0), newSet(1), newSet(2)}
+		a.onesInMem, g.oneKeyReg = true, true
+		g.kernel(enc, dst, src, name+"_three")
+		a.onesInMem, g.oneKeyReg = false, false
+		ADDQ(U32(3*group), src)
+		ADDQ(U32(3*group), dst)
+		SUBQ(U32(3*group), n)
+		JMP(LabelRef(name + "_three"))
+	}
+
 	Label(name + "_two")
+	v.begin()
 	CMPQ(n, U32(2*group))
 	JB(LabelRef(name + "_one"))
 	Comment(fmt.Sprintf("Two register sets, %d blocks.", 2*group/16))
