@@ -18,9 +18,9 @@ var crcTable = func() (t [256]uint32) {
 	return t
 }()
 
-// crc32MPEG returns the CRC-32/MPEG-2 of b. Over a whole section, CRC_32 field included, it
+// CRC32 returns the CRC-32/MPEG-2 of b, the checksum of PSI sections. Over a whole section, CRC_32 field included, it
 // is zero when the section is intact (the decoder check of Annex A).
-func crc32MPEG(b []byte) uint32 {
+func CRC32(b []byte) uint32 {
 	c := uint32(0xFFFFFFFF)
 	for _, x := range b {
 		c = c<<8 ^ crcTable[byte(c>>24)^x]

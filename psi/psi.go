@@ -288,7 +288,7 @@ func (t *Tracker) section(pid uint16, s []byte) {
 		t.stats.Malformed++
 		return
 	}
-	if crc32MPEG(s) != 0 {
+	if CRC32(s) != 0 {
 		t.stats.CRCErrors++
 		return
 	}

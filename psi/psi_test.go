@@ -17,7 +17,7 @@ func section(tid byte, ext uint16, version, sn, last byte, body []byte) []byte {
 
 // withCRC appends the CRC_32 of s.
 func withCRC(s []byte) []byte {
-	c := crc32MPEG(s)
+	c := CRC32(s)
 	return append(s, byte(c>>24), byte(c>>16), byte(c>>8), byte(c))
 }
 
@@ -504,10 +504,10 @@ func TestFeedDoesNotAllocate(t *testing.T) {
 
 func TestCRC(t *testing.T) {
 	// The check value of CRC-32/MPEG-2 (the CRC of the ASCII digits 1 to 9).
-	if c := crc32MPEG([]byte("123456789")); c != 0x0376E6E7 {
+	if c := CRC32([]byte("123456789")); c != 0x0376E6E7 {
 		t.Fatalf("CRC %#08x", c)
 	}
-	if crc32MPEG(demoPAT) != 0 {
+	if CRC32(demoPAT) != 0 {
 		t.Fatal("a section with its CRC does not check to 0")
 	}
 }

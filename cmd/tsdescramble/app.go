@@ -97,7 +97,7 @@ the first crypto period, and each change of scrambling parity moves to the next,
 		},
 		Flags:    descrambleFlags(),
 		Action:   func(c *cli.Context) error { return process(c, env, pipeline.Descramble) },
-		Commands: []*cli.Command{scrambleCommand(env), benchCommand(env)},
+		Commands: []*cli.Command{scrambleCommand(env), probeCommand(env), benchCommand(env)},
 	}
 }
 

@@ -309,4 +309,3 @@ func TestSample(t *testing.T) {
 		t.Fatal("the sample does not descramble to demo-clear.ts")
 	}
 }
-

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/probe"
+)
+
+// probeCommand is `tsdescramble probe`: a report on a stream, on stdout, as text or JSON.
+func probeCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "probe",
+		Usage:     "show what is in a transport stream: services, PIDs, CA systems, scrambling",
+		ArgsUsage: "[PATH|-]",
+		Description: `Reads a whole transport stream (188, 192 or 204-byte packets) from PATH, or from stdin when
+PATH is - or absent, and prints on stdout:
+  - the framing, size, duration and bitrate (from the PCRs),
+  - the services of the PAT with their PMT, names from the SDT, their streams with their
+    types, and their CA descriptors (CA system and ECM PID),
+  - the EMM PIDs of the CAT,
+  - every PID with its packets that are clear, even (TSC 10), odd (TSC 11) and reserved
+    (TSC 01), and its crypto periods (runs of one parity).
+Flags go before the path. Examples:
+   tsdescramble probe recording.ts
+   tsdescramble probe -json recording.ts | jq '.pids[] | select(.even + .odd > 0)'
+   tsdescramble probe - < recording.m2ts`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON, for scripts"},
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageErr("%v (see tsdescramble probe -h)", err)
+		},
+		Action: func(c *cli.Context) error { return runProbe(c, env) },
+	}
+}
+
+// runProbe reads the input named by the argument to its end and prints the report.
+func runProbe(c *cli.Context, env Env) error {
+	args := c.Args().Slice()
+	if len(args) > 1 {
+		for _, a := range args[1:] {
+			if a == "-json" || a == "--json" {
+				return usageErr("probe: flags go before the path: tsdescramble probe -json %s", args[0])
+			}
+		}
+		return usageErr("probe: one input at a time, got %d: tsdescramble probe [-json] PATH|-", len(args))
+	}
+	path := "-"
+	if len(args) == 1 {
+		path = args[0]
+	}
+	if path == "-" && len(args) == 0 && env.IsTerminal != nil {
+		// Reading a terminal would wait for a stream that is not coming.
+		if f, ok := env.Stdin.(*os.File); ok && env.IsTerminal(f) {
+			return usageErr("probe: give a PATH, or pipe a stream in: tsdescramble probe [-json] PATH|-")
+		}
+	}
+	in, _, err := openInput(path, env)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+
+	name := path
+	if name == "-" {
+		name = "stdin"
+	}
+	rep, err := probe.Probe(in)
+	switch {
+	case errors.Is(err, pipeline.ErrNoSync), errors.Is(err, probe.ErrEmpty):
+		return failErr("%s: %v", name, err)
+	case err != nil:
+		return failErr("cannot read %s: %v", name, unwrapPath(err))
+	}
+
+	if c.Bool("json") {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = rep.WriteText(env.Stdout)
+	}
+	if err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe) {
+			return quietExit // the reader of stdout has gone (probe | head)
+		}
+		return failErr("cannot write the report: %v", err)
+	}
+	return nil
+}

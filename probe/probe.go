@@ -1,0 +1,392 @@
+// Package probe tells what is in an MPEG transport stream: its framing, size, duration and
+// bitrate, its services with their streams and conditional-access systems, and for every PID
+// how many packets are clear and how many are scrambled with the even or the odd key.
+//
+// The packets are cut and counted by the project's own framer (pipeline.Framer), so 188, 192
+// and 204-byte packets all work and garbage between packets is skipped. The program-specific
+// information (PAT, PMT, SDT) is read by github.com/asticode/go-astits, on the side: the reading
+// loop copies the 188-byte packets of the PSI PIDs into a pipe, and a goroutine runs astits's
+// demuxer over the other end. astits is kept away from the framing because it mishandles
+// 192 and 204-byte packets, and away from the bulk of the packets because it allocates for
+// each one. The CAT, which astits leaves to its caller, is read by this package.
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/psi"
+)
+
+// ErrEmpty is returned by Probe for an input without a single byte.
+var ErrEmpty = errors.New("the input is empty")
+
+// Report is what Probe found in a stream. Its JSON form is the output of `tsdescramble probe -json`.
+type Report struct {
+	Framing        int   `json:"framing"`         // bytes per packet: 188, 192 (4-byte prefix) or 204 (16-byte trailer)
+	Bytes          int64 `json:"bytes"`           // bytes read
+	Packets        int64 `json:"packets"`         // packets found
+	SkippedBytes   int64 `json:"skipped_bytes"`   // bytes dropped to regain sync (garbage, cut packets)
+	TruncatedBytes int64 `json:"truncated_bytes"` // bytes of a truncated last packet
+	// TransportErrors counts packets with the transport_error_indicator set.
+	TransportErrors int64 `json:"transport_errors"`
+
+	// Timing is measured on the PCRs of the PCR PID with the most PCRs; nil when there is no PCR.
+	Timing *Timing `json:"timing,omitempty"`
+
+	// TransportStreamID is the transport_stream_id of the PAT; nil without a PAT.
+	TransportStreamID *uint16 `json:"transport_stream_id,omitempty"`
+	// NITPID is the network PID the PAT gives as program 0; nil when it gives none.
+	NITPID *uint16 `json:"nit_pid,omitempty"`
+	// Services are the programs of the PAT (program 0, the NIT, left out), in PAT order.
+	Services []Service `json:"services"`
+	// EMM lists the CA descriptors of the CAT: the CA systems and the PIDs of their EMMs.
+	EMM []EMM `json:"emm"`
+	// PIDs lists every PID seen in the stream, in ascending order.
+	PIDs []PID `json:"pids"`
+
+	// PSIErrors counts PSI sections that could not be read (bad CRC, bad lengths).
+	PSIErrors int `json:"psi_errors"`
+	// PSIFailure says why PSI reading stopped early, if it did; the counts are still whole.
+	PSIFailure string `json:"psi_failure,omitempty"`
+}
+
+// Timing is the duration and bitrate of a stream, measured on its program clock references.
+type Timing struct {
+	PCRPID uint16 `json:"pcr_pid"` // the PID whose PCRs were used
+	PCRs   int64  `json:"pcrs"`    // PCRs seen on it
+	// DurationSeconds is the time from its first to its last PCR. Wrap-arounds of the 33-bit
+	// PCR base are followed; jumps (a discontinuity_indicator, a step back, or more than
+	// 10 seconds forward) are left out of the sum, and counted in Discontinuities.
+	DurationSeconds float64 `json:"duration_seconds"`
+	// Bitrate is the transport stream rate in bits per second: 188-byte packets between
+	// PCRs, over the time between them. Zero with fewer than two PCRs.
+	Bitrate         int64 `json:"bitrate"`
+	Discontinuities int   `json:"discontinuities"`
+}
+
+// Service is a program of the PAT, with its PMT and its SDT entry when they were seen.
+type Service struct {
+	Number   uint16   `json:"number"`             // program_number (the DVB service_id)
+	Name     string   `json:"name,omitempty"`     // service_name from the SDT
+	Provider string   `json:"provider,omitempty"` // service_provider_name from the SDT
+	PMTPID   uint16   `json:"pmt_pid"`
+	PMTSeen  bool     `json:"pmt_seen"`          // false: the PAT names it, but no PMT was read
+	PCRPID   *uint16  `json:"pcr_pid,omitempty"` // nil without PMT; 0x1FFF for a service without PCR
+	CA       []CA     `json:"ca"`                // program-level CA descriptors (they cover every stream)
+	Streams  []Stream `json:"streams"`
+}
+
+// Stream is an elementary stream of a service.
+type Stream struct {
+	PID        uint16 `json:"pid"`
+	StreamType uint8  `json:"stream_type"`
+	TypeName   string `json:"type_name"` // the stream type in words, refined by the descriptors
+	CA         []CA   `json:"ca"`        // CA descriptors of this stream alone
+}
+
+// CA is a CA_descriptor of a PMT: a CA system and the PID of its ECMs.
+type CA struct {
+	SystemID   uint16 `json:"system_id"`
+	SystemName string `json:"system_name"`
+	ECMPID     uint16 `json:"ecm_pid"`
+}
+
+// EMM is a CA_descriptor of the CAT: a CA system and the PID of its EMMs.
+type EMM struct {
+	SystemID   uint16 `json:"system_id"`
+	SystemName string `json:"system_name"`
+	EMMPID     uint16 `json:"emm_pid"`
+}
+
+// PID counts the packets of one PID by scrambling state.
+type PID struct {
+	PID         uint16   `json:"pid"`
+	Description string   `json:"description"` // PAT, PMT of service 1, H.264 video, ECM (Conax), ...
+	Services    []uint16 `json:"services,omitempty"`
+	Packets     int64    `json:"packets"`
+	Clear       int64    `json:"clear"`    // TSC 00
+	Even        int64    `json:"even"`     // TSC 10
+	Odd         int64    `json:"odd"`      // TSC 11
+	Reserved    int64    `json:"reserved"` // TSC 01
+	// CryptoPeriods is the number of runs of one parity among the even and odd packets of
+	// the PID: the parity changes plus one, 0 when none is scrambled. Clear and reserved
+	// packets between two packets of the same parity do not end a run.
+	CryptoPeriods int64 `json:"crypto_periods"`
+	PCRs          int64 `json:"pcrs,omitempty"` // PCRs carried in its adaptation fields
+}
+
+// pidCount is the running count of one PID.
+type pidCount struct {
+	packets int64
+	byTSC   [4]int64 // by transport_scrambling_control value
+	periods int64
+	last    pipeline.Scrambling // parity of the last scrambled packet; Clear before the first
+	pcr     pcrClock
+}
+
+// pcrMod is the period of the PCR: a 33-bit base at 90 kHz times 300, plus a 9-bit extension.
+const pcrMod = (1 << 33) * 300
+
+// maxPCRGap is the longest step between two PCRs of a PID taken as continuous time. PCRs
+// should come every 100 ms at most (ISO/IEC 13818-1, 2.7.2); steps far longer than that are
+// jumps of the clock (spliced or damaged streams), not time that passed.
+const maxPCRGap = 10 * 27_000_000
+
+// pcrClock follows the PCRs of one PID.
+type pcrClock struct {
+	count           int64
+	last            int64 // last PCR, in 27 MHz ticks
+	lastPacket      int64 // index of the packet that carried it
+	elapsed         int64 // ticks summed over continuous steps
+	elapsedPackets  int64 // packets over those same steps
+	discontinuities int
+}
+
+func (c *pcrClock) add(pcr, packet int64, discontinuity bool) {
+	if c.count > 0 {
+		step := ((pcr-c.last)%pcrMod + pcrMod) % pcrMod
+		if discontinuity || step > maxPCRGap {
+			c.discontinuities++
+		} else {
+			c.elapsed += step
+			c.elapsedPackets += packet - c.lastPacket
+		}
+	}
+	c.count++
+	c.last, c.lastPacket = pcr, packet
+}
+
+// readPCR returns the PCR of the 188-byte packet p and its discontinuity_indicator, if the
+// adaptation field carries one (ISO/IEC 13818-1, 2.4.3.4).
+func readPCR(p []byte) (pcr int64, discontinuity, ok bool) {
+	if !pipeline.HasAdaptationField(p) || p[4] < 7 || 5+int(p[4]) > pipeline.PacketSize || p[5]&0x10 == 0 {
+		return 0, false, false
+	}
+	base := int64(p[6])<<25 | int64(p[7])<<17 | int64(p[8])<<9 | int64(p[9])<<1 | int64(p[10])>>7
+	ext := int64(p[10]&1)<<8 | int64(p[11])
+	return base*300 + ext, p[5]&0x80 != 0, true
+}
+
+// Probe reads the transport stream r to its end and reports what it holds. It returns
+// pipeline.ErrNoSync when r holds bytes but no transport stream packet, ErrEmpty when it holds
+// none, and the read error that stopped it otherwise. It starts one goroutine, which has ended
+// by the time it returns.
+func Probe(r io.Reader) (*Report, error) {
+	fr := pipeline.NewFramer(r)
+	counts := make([]pidCount, pipeline.NullPID+1)
+	tracker := psi.NewTracker() // knows the PMT PIDs, so only PSI packets go to astits
+	side := startPSIReader()
+	defer side.stop() // also on a panic below: no goroutine outlives Probe
+	rep := &Report{}
+
+	var n, size int64
+	for {
+		unit, err := fr.Next()
+		if err != nil {
+			if err != io.EOF {
+				return nil, err
+			}
+			break
+		}
+		framing := fr.Framing()
+		p := unit[framing.Prefix : framing.Prefix+pipeline.PacketSize]
+		rep.Framing = framing.Size
+		size += int64(len(unit))
+		pid := pipeline.PID(p)
+		c := &counts[pid]
+		c.packets++
+		tsc := pipeline.TSC(p)
+		c.byTSC[tsc]++
+		if tsc == pipeline.Even || tsc == pipeline.Odd {
+			if tsc != c.last {
+				c.periods++
+				c.last = tsc
+			}
+		}
+		if pipeline.TEI(p) {
+			rep.TransportErrors++
+		} else {
+			if pcr, disc, ok := readPCR(p); ok {
+				c.pcr.add(pcr, n, disc)
+			}
+			if tracker.Wants(pid) {
+				tracker.Feed(p)
+			}
+			if pid == pidCAT || pid == pidSDT || tracker.Wants(pid) {
+				side.feed(p)
+			}
+		}
+		n++
+	}
+	rep.Bytes = fr.Skipped() + fr.Truncated() + size
+	if n == 0 && rep.Bytes == 0 {
+		return nil, ErrEmpty
+	}
+	rep.Packets = n
+	rep.SkippedBytes = fr.Skipped()
+	rep.TruncatedBytes = fr.Truncated()
+	if rep.Framing == 0 {
+		rep.Framing = pipeline.PacketSize
+	}
+
+	tables := side.finish()
+	rep.PSIErrors = tables.errors
+	rep.PSIFailure = tables.failure
+	rep.timing(counts)
+	tables.fill(rep)
+	rep.pids(counts)
+	return rep, nil
+}
+
+// timing fills Timing from the PCR PID with the most PCRs (the lowest PID on a tie).
+func (rep *Report) timing(counts []pidCount) {
+	best := -1
+	for pid := range counts {
+		if counts[pid].pcr.count > 0 && (best < 0 || counts[pid].pcr.count > counts[best].pcr.count) {
+			best = pid
+		}
+	}
+	if best < 0 {
+		return
+	}
+	c := &counts[best].pcr
+	t := &Timing{
+		PCRPID:          uint16(best),
+		PCRs:            c.count,
+		DurationSeconds: float64(c.elapsed) / 27e6,
+		Discontinuities: c.discontinuities,
+	}
+	if c.elapsed > 0 {
+		t.Bitrate = int64(float64(c.elapsedPackets*pipeline.PacketSize*8) * 27e6 / float64(c.elapsed))
+	}
+	rep.Timing = t
+}
+
+// Well-known PIDs (ISO/IEC 13818-1 Table 2-3, ETSI EN 300 468 Table 1).
+const (
+	pidPAT  = 0x0000
+	pidCAT  = 0x0001
+	pidTSDT = 0x0002
+	pidNIT  = 0x0010
+	pidSDT  = 0x0011
+	pidEIT  = 0x0012
+	pidRST  = 0x0013
+	pidTDT  = 0x0014
+)
+
+var wellKnown = map[uint16]string{
+	pidPAT:           "PAT",
+	pidCAT:           "CAT",
+	pidTSDT:          "TSDT",
+	pidNIT:           "NIT",
+	pidSDT:           "SDT/BAT",
+	pidEIT:           "EIT",
+	pidRST:           "RST",
+	pidTDT:           "TDT/TOT",
+	pipeline.NullPID: "null packets",
+}
+
+// pids fills PIDs from the counts and describes each PID from the tables.
+func (rep *Report) pids(counts []pidCount) {
+	type role struct {
+		what     string
+		services []uint16
+	}
+	roles := map[uint16]*role{}
+	// The first role found for a PID names it (PMT before stream before ECM before PCR);
+	// every service that refers to the PID is listed.
+	addRole := func(pid uint16, what string, svc uint16, hasSvc bool) {
+		r := roles[pid]
+		if r == nil {
+			r = &role{what: what}
+			roles[pid] = r
+		}
+		if hasSvc && !slices.Contains(r.services, svc) {
+			r.services = append(r.services, svc)
+		}
+	}
+	for _, s := range rep.Services {
+		addRole(s.PMTPID, "PMT", s.Number, true)
+	}
+	for _, s := range rep.Services {
+		for _, st := range s.Streams {
+			addRole(st.PID, st.TypeName, s.Number, true)
+		}
+	}
+	for _, s := range rep.Services {
+		for _, ca := range s.CA {
+			addRole(ca.ECMPID, fmt.Sprintf("ECM (%s 0x%04X)", ca.SystemName, ca.SystemID), s.Number, true)
+		}
+		for _, st := range s.Streams {
+			for _, ca := range st.CA {
+				addRole(ca.ECMPID, fmt.Sprintf("ECM (%s 0x%04X)", ca.SystemName, ca.SystemID), s.Number, true)
+			}
+		}
+	}
+	for _, s := range rep.Services {
+		if s.PCRPID != nil && *s.PCRPID != pipeline.NullPID {
+			addRole(*s.PCRPID, "PCR", s.Number, true)
+		}
+	}
+	if rep.NITPID != nil {
+		addRole(*rep.NITPID, "NIT", 0, false)
+	}
+	for _, e := range rep.EMM {
+		addRole(e.EMMPID, fmt.Sprintf("EMM (%s 0x%04X)", e.SystemName, e.SystemID), 0, false)
+	}
+
+	rep.PIDs = []PID{}
+	for pid := range counts {
+		c := &counts[pid]
+		if c.packets == 0 {
+			continue
+		}
+		p := PID{
+			PID:           uint16(pid),
+			Packets:       c.packets,
+			Clear:         c.byTSC[pipeline.Clear],
+			Even:          c.byTSC[pipeline.Even],
+			Odd:           c.byTSC[pipeline.Odd],
+			Reserved:      c.byTSC[pipeline.Reserved],
+			CryptoPeriods: c.periods,
+			PCRs:          c.pcr.count,
+		}
+		r, name := roles[uint16(pid)], wellKnown[uint16(pid)]
+		switch {
+		case name != "" && (r == nil || pid < 0x20 || pid == pipeline.NullPID):
+			// The reserved PIDs keep their own name even if a table points at them.
+			p.Description = name
+		case r != nil:
+			p.Description = r.what
+			p.Services = r.services
+			if len(r.services) > 0 {
+				p.Description += " of service" + plural(len(r.services)) + " " + joinNumbers(r.services)
+			}
+		default:
+			p.Description = "not in the PSI"
+		}
+		rep.PIDs = append(rep.PIDs, p)
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func joinNumbers(ns []uint16) string {
+	s := ""
+	for i, n := range ns {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprint(n)
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package probe
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+)
+
+// WriteText writes the report as text for people: a summary, the services with their streams
+// and CA systems, the EMM PIDs of the CAT, and a table of the PIDs with their packet counts.
+func (rep *Report) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	pf := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
+
+	pf("framing:   %d-byte packets\n", rep.Framing)
+	pf("size:      %s, %d packets", byteSize(rep.Bytes), rep.Packets)
+	if rep.SkippedBytes > 0 {
+		pf(", %d bytes skipped to regain sync", rep.SkippedBytes)
+	}
+	if rep.TruncatedBytes > 0 {
+		pf(", truncated last packet of %d bytes", rep.TruncatedBytes)
+	}
+	if rep.TransportErrors > 0 {
+		pf(", %d packets with transport errors", rep.TransportErrors)
+	}
+	pf("\n")
+	if t := rep.Timing; t != nil {
+		pf("duration:  %.3f s (%d PCRs on PID 0x%04X", t.DurationSeconds, t.PCRs, t.PCRPID)
+		if t.Discontinuities > 0 {
+			pf(", %d discontinuities left out", t.Discontinuities)
+		}
+		pf(")\n")
+		if t.Bitrate > 0 {
+			pf("bitrate:   %s\n", bitRate(t.Bitrate))
+		}
+	} else {
+		pf("duration:  unknown (no PCR)\n")
+	}
+	if rep.TransportStreamID != nil {
+		pf("TS id:     %d (0x%04X)\n", *rep.TransportStreamID, *rep.TransportStreamID)
+	}
+	if rep.PSIErrors > 0 {
+		pf("PSI:       %d damaged sections ignored\n", rep.PSIErrors)
+	}
+	if rep.PSIFailure != "" {
+		pf("PSI:       %s\n", rep.PSIFailure)
+	}
+
+	present := map[uint16]bool{}
+	for _, p := range rep.PIDs {
+		present[p.PID] = true
+	}
+	// absent marks the PIDs that a table names but the stream does not carry.
+	absent := func(pid uint16) string {
+		if present[pid] {
+			return ""
+		}
+		return "  (no packets)"
+	}
+
+	if len(rep.Services) == 0 {
+		pf("\nno PAT: no services found\n")
+	}
+	for _, s := range rep.Services {
+		pf("\nservice %d (0x%04X)", s.Number, s.Number)
+		if s.Name != "" {
+			pf(" %q", s.Name)
+		}
+		if s.Provider != "" {
+			pf(" from %q", s.Provider)
+		}
+		pf(", PMT PID 0x%04X", s.PMTPID)
+		if !s.PMTSeen {
+			pf(" (no PMT seen)\n")
+			continue
+		}
+		if s.PCRPID != nil {
+			pf(", PCR PID 0x%04X", *s.PCRPID)
+		}
+		pf("\n")
+		for _, ca := range s.CA {
+			pf("  CA %s (0x%04X), ECM PID 0x%04X%s\n", ca.SystemName, ca.SystemID, ca.ECMPID, absent(ca.ECMPID))
+		}
+		for _, st := range s.Streams {
+			pf("  PID 0x%04X  type 0x%02X  %s%s\n", st.PID, st.StreamType, st.TypeName, absent(st.PID))
+			for _, ca := range st.CA {
+				pf("      CA %s (0x%04X), ECM PID 0x%04X%s\n", ca.SystemName, ca.SystemID, ca.ECMPID, absent(ca.ECMPID))
+			}
+		}
+	}
+	if len(rep.EMM) > 0 {
+		pf("\nCAT:\n")
+		for _, e := range rep.EMM {
+			pf("  CA %s (0x%04X), EMM PID 0x%04X%s\n", e.SystemName, e.SystemID, e.EMMPID, absent(e.EMMPID))
+		}
+	}
+
+	pf("\n%-6s  %10s  %10s  %10s  %10s  %8s  %7s  %s\n",
+		"PID", "packets", "clear", "even", "odd", "reserved", "periods", "description")
+	for _, p := range rep.PIDs {
+		pf("0x%04X  %10d  %10d  %10d  %10d  %8d  %7d  %s\n",
+			p.PID, p.Packets, p.Clear, p.Even, p.Odd, p.Reserved, p.CryptoPeriods, p.Description)
+	}
+	return bw.Flush()
+}
+
+// byteSize writes n bytes in decimal units, with the exact count for small sizes.
+func byteSize(n int64) string {
+	units := []string{"kB", "MB", "GB", "TB"}
+	if n < 1000 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	f := float64(n)
+	i := -1
+	for f >= 1000 && i < len(units)-1 {
+		f /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.2f %s (%d bytes)", f, units[i], n)
+}
+
+// bitRate writes a rate in bits per second in decimal units.
+func bitRate(b int64) string {
+	switch {
+	case b >= 1e6:
+		return fmt.Sprintf("%.2f Mbit/s", float64(b)/1e6)
+	case b >= 1e3:
+		return fmt.Sprintf("%.1f kbit/s", float64(b)/1e3)
+	}
+	return fmt.Sprintf("%d bit/s", b)
+}
