@@ -82,9 +82,13 @@ func newApp(env Env) *cli.App {
    tsdescramble -in scrambled.ts -out clear.ts -cw 11223366445566ff
    cat scrambled.ts | tsdescramble -cw-file keys.txt > clear.ts
    tsdescramble -i rec.ts -o out.ts -cw-even 0102030608090a1b -cw-odd 1112133624252661
+   tsdescramble -i feed.ts -o clear.ts -biss 112233445566 -service 2
+   tsdescramble -i rec.ts -o out.ts -cw-file oscam.cwl -stats run.json
+   tsdescramble -i csa.ts -o s.ts -cw-file keys.txt -rescramble serpent -rescramble-cw 000102030405060708090a0b0c0d0e0f
 
-A CW file holds one control word per line ('#' starts a comment): the first one applies to
-the first crypto period, and each change of scrambling parity moves to the next, cyclically.`,
+A CW file holds one control word per line, EVEN ODD pairs, or an OSCam .cwl log ('#' starts a
+comment): the first key applies to the first crypto period, and each change of scrambling parity
+moves to the next, cyclically; the list is aligned to the stream on its first PES start.`,
 		HideHelpCommand:      true,
 		EnableBashCompletion: true,
 		Version:              version(),
