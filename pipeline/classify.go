@@ -36,6 +36,9 @@ type classifier struct {
 
 	// Output crypto periods: packets scrambled so far.
 	scrambled int64
+	// packet counts the packets classified, for the key-change log.
+	packet int64
+	keyLog func(string)
 
 	// Selection: when selected is set, only its PIDs are processed. For a service, or for
 	// every service when scrambling, the PAT and PMTs are followed on the side and the set is
@@ -48,7 +51,7 @@ type classifier struct {
 }
 
 func newClassifier(o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
-	cl := &classifier{mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids, log: o.Log, periods: -1}
+	cl := &classifier{mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids, log: o.Log, keyLog: o.KeyLog, periods: -1}
 	if cs.in != nil {
 		cl.trialProc = cs.in.NewProcessor()
 	}
@@ -118,6 +121,7 @@ func (cl *classifier) track(p []byte, pid uint16) {
 // classify handles the packet unit that starts at c.buf[at] in framing fr.
 func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 	p := c.buf[at+fr.Prefix : at+fr.Prefix+PacketSize]
+	cl.packet++
 	st := cl.st
 	pid := PID(p)
 	ps := cl.pid(pid)
@@ -165,6 +169,13 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 	k := cl.keys.KeyFor(tsc == Odd)
 	if ch := cl.keys.Changes(); ch != cl.periods {
 		cl.periods, cl.verified, cl.attempts, cl.periodStart = ch, false, 0, len(c.jobs)
+		if cl.keyLog != nil {
+			cw := "no key"
+			if k != keys.NoKey {
+				cw = fmt.Sprintf("CW %d of %d", k+1, len(cl.keys.CWs()))
+			}
+			cl.keyLog(fmt.Sprintf("crypto period %d: %v, %s, from packet %d (PID %#04x)", ch+1, tsc, cw, cl.packet, pid))
+		}
 	}
 	if !cl.verified && PUSI(p) && PacketSize-off >= minPESCheck {
 		k = cl.syncKey(c, k, p[off:])

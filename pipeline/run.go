@@ -47,6 +47,9 @@ type Options struct {
 	Progress func(bytesIn int64)
 	// Log, when set, receives one-line notes about the run (key synchronisation) as they happen.
 	Log func(msg string)
+	// KeyLog, when set, receives a line at each crypto period of the input: its number, its
+	// parity, the position of its control word in the schedule and its first packet.
+	KeyLog func(msg string)
 	// PIDs, when not empty, limits the run to these PIDs; packets of other PIDs pass
 	// through untouched.
 	PIDs []uint16

@@ -206,3 +206,27 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// The key-change log has a line per crypto period, with its parity, key and first packet.
+func TestKeyLog(t *testing.T) {
+	cw := []byte{1, 2, 3, 6, 4, 5, 6, 15}
+	key, _ := csa.NewKey(cw)
+	ts := SyntheticStream(1000, 300, key)
+	var lines []string
+	_, err := Run(context.Background(), bytes.NewReader(ts), io.Discard, Options{Keys: keys.NewList([][]byte{cw, cw}),
+		KeyLog: func(s string) { lines = append(lines, s) }})
+	want := []string{
+		"crypto period 1: even, CW 1 of 2, from packet 1 (PID 0x0100)",
+		"crypto period 2: odd, CW 2 of 2, from packet 301 (PID 0x0100)",
+		"crypto period 3: even, CW 1 of 2, from packet 601 (PID 0x0100)",
+		"crypto period 4: odd, CW 2 of 2, from packet 901 (PID 0x0100)",
+	}
+	if err != nil || len(lines) != len(want) {
+		t.Fatalf("%q, %v", lines, err)
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Fatalf("line %d: %q, want %q", i, lines[i], want[i])
+		}
+	}
+}

@@ -147,6 +147,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 	}
 	opts.Log = logf
+	if verbose {
+		opts.KeyLog = logf
+	}
 	for _, n := range notes {
 		logf(n)
 	}
