@@ -49,9 +49,18 @@ func TestStageCiphersRoundTrip(t *testing.T) {
 			if code != 0 || !bytes.Equal(back, clear) {
 				t.Fatalf("descramble: exit %d, identical: %v\n%s", code, bytes.Equal(back, clear), stderr)
 			}
+			if back := runFiles(t, s, "-cipher", name, "-cw", k); !bytes.Equal(back, clear) {
+				t.Fatal("descramble through files: output differs from the clear stream")
+			}
+			if s2 := runFiles(t, clear, "scramble", "-cipher", name, "-cw", k, "-cp-packets", "300"); !bytes.Equal(s2, s) {
+				t.Fatal("scramble through files differs from scrambling through pipes")
+			}
 			re, stderr, code := runStatus(t, scrambled, "-q", "-cw-file", cwFile, "-rescramble", name, "-rescramble-cw", k, "-rescramble-cp-packets", "300")
 			if code != 0 || !bytes.Equal(re, s) {
 				t.Fatalf("rescramble: exit %d, identical to scrambling the clear stream: %v\n%s", code, bytes.Equal(re, s), stderr)
+			}
+			if back, _, code := runStatus(t, re, "-q", "-cipher", name, "-cw", k); code != 0 || !bytes.Equal(back, clear) {
+				t.Fatalf("rescrambled stream descrambled: exit %d, identical to the clear stream: %v", code, bytes.Equal(back, clear))
 			}
 		})
 	}

@@ -175,7 +175,8 @@ func scramble(t *testing.T, clear188 []byte, fr pipeline.Framing, cws [][]byte, 
 	return clear, scrambled
 }
 
-// runFiles runs the command with -in/-out files and returns the output.
+// runFiles runs the command (or the subcommand given as the first argument) with -in/-out
+// files and returns the output.
 func runFiles(t *testing.T, in []byte, args ...string) []byte {
 	t.Helper()
 	d := t.TempDir()
@@ -183,7 +184,11 @@ func runFiles(t *testing.T, in []byte, args ...string) []byte {
 	if err := os.WriteFile(inPath, in, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary(t), append([]string{"-in", inPath, "-out", outPath, "-q"}, args...)...)
+	var sub []string // a subcommand goes before the flags
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[:1], args[1:]
+	}
+	cmd := exec.Command(binary(t), append(append(sub, "-in", inPath, "-out", outPath, "-q"), args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tsdescramble %v: %v\n%s", args, err, out)
 	}
