@@ -186,7 +186,7 @@ func runFiles(t *testing.T, in []byte, args ...string) []byte {
 	}
 	var sub []string // a subcommand goes before the flags
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[:1], args[1:]
+		sub, args = []string{args[0]}, args[1:]
 	}
 	cmd := exec.Command(binary(t), append(append(sub, "-in", inPath, "-out", outPath, "-q"), args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
