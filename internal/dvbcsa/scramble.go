@@ -68,3 +68,41 @@ func ScrambleStream(ts []byte, fr pipeline.Framing, opt ScrambleOptions) (int, e
 	}
 	return period + 1, nil
 }
+
+// DescrambleStream descrambles, in place, a whole stream in the given framing with libdvbcsa:
+// the CWs are used in turn, the next at each change of parity of the scrambled packets (the
+// convention of a CW list), and every descrambled packet's TSC is cleared. It returns the
+// number of crypto periods seen.
+func DescrambleStream(ts []byte, fr pipeline.Framing, cws [][]byte) (int, error) {
+	if len(ts)%fr.Size != 0 {
+		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(ts), fr.Size)
+	}
+	ks := make([]*Key, len(cws))
+	for i, cw := range cws {
+		k, err := NewKey(cw)
+		if err != nil {
+			return 0, err
+		}
+		defer k.Free()
+		ks[i] = k
+	}
+	periods, last := 0, pipeline.Clear
+	for at := 0; at < len(ts); at += fr.Size {
+		p := ts[at+fr.Prefix : at+fr.Prefix+pipeline.PacketSize]
+		tsc := pipeline.TSC(p)
+		if tsc != pipeline.Even && tsc != pipeline.Odd {
+			continue
+		}
+		off, ok := pipeline.PayloadOffset(p)
+		if !ok {
+			continue
+		}
+		if tsc != last {
+			periods++
+			last = tsc
+		}
+		ks[(periods-1)%len(ks)].Decrypt(p[off:])
+		pipeline.SetTSC(p, pipeline.Clear)
+	}
+	return periods, nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -63,5 +64,22 @@ func TestStageCiphersRoundTrip(t *testing.T) {
 				t.Fatalf("rescrambled stream descrambled: exit %d, identical to the clear stream: %v", code, bytes.Equal(back, clear))
 			}
 		})
+	}
+}
+
+// A stream scrambled by tsdescramble with a CW list is descrambled byte-identically by libdvbcsa.
+func TestLibdvbcsaDescramblesOurs(t *testing.T) {
+	cwFile := writeCWFile(t, testCWs)
+	for i, fr := range []pipeline.Framing{pipeline.Framing188, pipeline.Framing192, pipeline.Framing204} {
+		clear, _ := scramble(t, clearStreams(t)["h264-aac"], fr, testCWs, 600, uint64(40+i))
+		ours := runFiles(t, clear, "scramble", "-cw-file", cwFile, "-cp-packets", "600")
+		back := append([]byte{}, ours...)
+		n, err := dvbcsa.DescrambleStream(back, fr, testCWs)
+		if err != nil || n < 3 {
+			t.Fatalf("%v: %d periods, %v", fr, n, err)
+		}
+		if !bytes.Equal(back, clear) {
+			t.Fatalf("%v: libdvbcsa's descrambling of our stream differs from the clear stream", fr)
+		}
 	}
 }
