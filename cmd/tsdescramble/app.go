@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -161,7 +162,8 @@ type signals struct {
 	got    os.Signal
 }
 
-func interruptible() (context.Context, *signals) {
+// interruptible returns a context cancelled by SIGINT or SIGTERM; onSignal runs then too.
+func interruptible(onSignal func()) (context.Context, *signals) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &signals{c: make(chan os.Signal, 1), cancel: cancel}
 	signal.Notify(s.c, os.Interrupt, syscall.SIGTERM)
@@ -172,6 +174,7 @@ func interruptible() (context.Context, *signals) {
 			s.got = sig
 			s.mu.Unlock()
 			cancel()
+			onSignal()
 		case <-ctx.Done():
 		}
 	}()
@@ -199,31 +202,58 @@ func sameFile(a, b string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
-func openInput(path string, env Env) (io.ReadCloser, int64, error) {
-	if path == "-" {
-		size := int64(-1)
-		if f, ok := env.Stdin.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-				size = fi.Size()
-			}
+// input is the stream a run reads, with a way to end a read that waits on an idle pipe.
+type input struct {
+	io.Reader
+	size   int64    // bytes, or -1 when not known (a pipe)
+	file   *os.File // the file to close, if this run opened one
+	poll   *os.File // a pollable descriptor of a pipe, if reads go through one
+	closed bool
+}
+
+// interrupt makes a read that waits for more input return at once, so that a run that must
+// stop does not hang on an idle pipe.
+func (in *input) interrupt() {
+	if in.poll != nil {
+		in.poll.SetReadDeadline(time.Now())
+	}
+}
+
+func (in *input) Close() {
+	if in.poll != nil {
+		in.poll.Close()
+	}
+	if in.file != nil {
+		in.file.Close()
+	}
+}
+
+func openInput(path string, env Env) (*input, error) {
+	in := &input{Reader: env.Stdin, size: -1}
+	f, ok := env.Stdin.(*os.File)
+	if path != "-" {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			return nil, failErr("cannot open the input: %v", unwrapPath(err))
 		}
-		return io.NopCloser(env.Stdin), size, nil
+		in.Reader, in.file, ok = f, f, true
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, failErr("cannot open the input: %v", unwrapPath(err))
+	if !ok {
+		return in, nil
 	}
-	size := int64(-1)
 	if fi, err := f.Stat(); err == nil {
 		if fi.IsDir() {
-			f.Close()
-			return nil, 0, failErr("cannot read the input: %s is a directory", path)
+			in.Close()
+			return nil, failErr("cannot read the input: %s is a directory", path)
 		}
 		if fi.Mode().IsRegular() {
-			size = fi.Size()
+			in.size = fi.Size()
 		}
 	}
-	return f, size, nil
+	if p := pollable(f); p != nil {
+		in.Reader, in.poll = p, p
+	}
+	return in, nil
 }
 
 func unwrapPath(err error) error {

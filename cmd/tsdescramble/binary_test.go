@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // TestBinary builds the command and runs it as a separate process, with its standard input
@@ -173,4 +176,17 @@ func buildBinary(t *testing.T, dir string) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// descrambled returns what the library makes of a stream, as the expected output.
+func descrambled(t *testing.T, ts, cw []byte) []byte {
+	t.Helper()
+	out := append([]byte{}, ts...)
+	k, _ := csa.NewKey(cw)
+	for i := 0; i < len(out); i += pipeline.PacketSize {
+		p := out[i : i+pipeline.PacketSize]
+		k.Decrypt(pipeline.Payload(p))
+		pipeline.SetTSC(p, pipeline.Clear)
+	}
+	return out
 }

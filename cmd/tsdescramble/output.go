@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,15 +17,26 @@ type writeError struct {
 func (e *writeError) Error() string { return fmt.Sprintf("cannot write %s: %v", e.name, e.err) }
 func (e *writeError) Unwrap() error { return e.err }
 
+// namedWriter names the output in its errors (not the temporary file behind it) and tells
+// onFail, once, that writing failed.
 type namedWriter struct {
-	name string
-	w    io.Writer
+	name   string
+	w      io.Writer
+	onFail *func()
 }
 
 func (n namedWriter) Write(p []byte) (int, error) {
 	m, err := n.w.Write(p)
 	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		err = &writeError{name: n.name, err: err}
+		if f := *n.onFail; f != nil {
+			*n.onFail = nil
+			f()
+		}
 	}
 	return m, err
 }
@@ -34,6 +46,7 @@ func (n namedWriter) Write(p []byte) (int, error) {
 // written is kept as NAME.partial instead.
 type output struct {
 	w       io.Writer
+	onFail  func() // called when a write fails
 	f       *os.File
 	tmp     string // temporary name, "" when writing in place
 	final   string
@@ -42,7 +55,9 @@ type output struct {
 
 func openOutput(path string, env Env) (*output, error) {
 	if path == "-" {
-		return &output{w: namedWriter{"stdout", env.Stdout}}, nil
+		o := &output{}
+		o.w = namedWriter{"stdout", env.Stdout, &o.onFail}
+		return o, nil
 	}
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		if fi.IsDir() {
@@ -53,7 +68,9 @@ func openOutput(path string, env Env) (*output, error) {
 		if err != nil {
 			return nil, failErr("cannot open the output: %v", unwrapPath(err))
 		}
-		return &output{w: namedWriter{path, f}, f: f}, nil
+		o := &output{f: f}
+		o.w = namedWriter{path, f, &o.onFail}
+		return o, nil
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -63,7 +80,9 @@ func openOutput(path string, env Env) (*output, error) {
 	if err != nil {
 		return nil, failErr("cannot create the output in %s: %v", dir, unwrapPath(err))
 	}
-	return &output{w: namedWriter{path, f}, f: f, tmp: f.Name(), final: path}, nil
+	o := &output{f: f, tmp: f.Name(), final: path}
+	o.w = namedWriter{path, f, &o.onFail}
+	return o, nil
 }
 
 // close finishes the output: on success it puts the file in place; after a failure it keeps

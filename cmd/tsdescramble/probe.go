@@ -62,7 +62,7 @@ func runProbe(c *cli.Context, env Env) error {
 			return usageErr("probe: give a PATH, or pipe a stream in: tsdescramble probe [-json] PATH|-")
 		}
 	}
-	in, _, err := openInput(path, env)
+	in, err := openInput(path, env)
 	if err != nil {
 		return err
 	}

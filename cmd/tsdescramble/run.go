@@ -161,7 +161,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if inPath != "-" && outPath != "-" && sameFile(inPath, outPath) {
 		return usageErr("-in and -out name the same file %s: write the output elsewhere", outPath)
 	}
-	in, inSize, err := openInput(inPath, env)
+	in, err := openInput(inPath, env)
 	if err != nil {
 		return err
 	}
@@ -170,10 +170,13 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if err != nil {
 		return err
 	}
+	// A run that must stop, by a signal or because the output failed, must not wait for an
+	// idle input pipe to send more.
+	out.onFail = in.interrupt
 
-	ctx, sig := interruptible()
+	ctx, sig := interruptible(in.interrupt)
 	defer sig.stop()
-	bar := newProgress(env, inSize, quiet, mode)
+	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
 	st, runErr := pipeline.Run(ctx, in, out.w, opts)
 	bar.finish()
@@ -195,7 +198,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		if s == syscall.SIGINT {
 			name = "SIGINT"
 		}
-		return &exitError{code: 128 + int(s), msg: fmt.Sprintf("stopped by %s after writing %d packets", name, st.BytesOut/int64(max(st.Framing.Size, 1)))}
+		saved := ""
+		if out.partial != "" {
+			saved = " to " + out.partial
+		}
+		return &exitError{code: 128 + int(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", name, st.BytesOut/int64(max(st.Framing.Size, 1)), saved)}
 	case runErr != nil:
 		return runError(runErr, inPath, outPath, out)
 	case closeErr != nil:
