@@ -48,12 +48,16 @@ func parseKey(s string, sys scrambling.System) ([]byte, error) {
 	return nil, err
 }
 
+// digitList says "32, 48 or 64" for key sizes of 16, 24 and 32 bytes.
 func digitList(sizes []int) string {
 	var d []string
 	for _, n := range sizes {
 		d = append(d, fmt.Sprint(2*n))
 	}
-	return strings.Join(d, ", ")
+	if len(d) < 2 {
+		return strings.Join(d, "")
+	}
+	return strings.Join(d[:len(d)-1], ", ") + " or " + d[len(d)-1]
 }
 
 // exampleKey is a control word of the system's first size for messages.
