@@ -1,10 +1,14 @@
 // Package keys reads control words the way people hold them and decides which control word
 // applies to each scrambled packet of a stream.
 //
-// A control word (CW) is given in hex; spaces, ':' and '-' may separate its digits. A CW list
-// holds one CW per line; the first CW applies to the stream's first crypto period and every
-// change of scrambling parity, tracked over the whole stream, moves to the next CW, cyclically
-// (the convention of TSDuck's descrambler with a CW file).
+// A control word (CW) is given in hex; spaces, ':' and '-' may separate its digits (ParseCW), as a
+// BISS-1 session word of 12 or 16 digits (ParseBISS), or in an environment variable (FromEnv).
+// Key files (ReadKeyFile) hold one CW per line (TSDuck's form), EVEN ODD pairs per line, or an
+// OSCam .cwl log; the format is told from the content. A Schedule turns them into a cycle of
+// crypto periods: the first CW applies to the stream's first crypto period and every change of
+// scrambling parity, tracked over the whole stream, moves to the next, cyclically. PESStartOK
+// tells a right key from a wrong one on a descrambled PES start, and Candidates/Align let the
+// caller realign a schedule to the CW that fits.
 package keys
 
 import (
