@@ -3,42 +3,17 @@ package probe
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/internal/testmedia"
 )
 
 // ffmpegTwoPrograms makes a 3-second stream with two programs of MPEG-2 video and MPEG-1
 // layer II audio, or skips the test when ffmpeg is not installed.
 func ffmpegTwoPrograms(t *testing.T) []byte {
 	t.Helper()
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg is not installed: skipping the test on an ffmpeg-made stream (apt-get install ffmpeg)")
-	}
-	if testing.Short() {
-		t.Skip("skipping ffmpeg in -short mode")
-	}
-	out := filepath.Join(t.TempDir(), "two-programs.ts")
-	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
-		"-f", "lavfi", "-i", "testsrc2=size=352x288:rate=25",
-		"-f", "lavfi", "-i", "smptebars=size=352x288:rate=25",
-		"-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
-		"-t", "3", "-map", "0:v", "-map", "2:a", "-map", "1:v", "-map", "2:a",
-		"-c:v", "mpeg2video", "-c:a", "mp2",
-		"-program", "program_num=1:title=one:st=0:st=1",
-		"-program", "program_num=2:title=Zwei Kanäle:st=2:st=3",
-		"-f", "mpegts", out)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, msg)
-	}
-	ts, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ts
+	return testmedia.TwoPrograms(t, 3, "352x288", "Zwei Kanäle")
 }
 
 // scrambleMarks sets the scrambling bits of the PES packets of ts in place, in a pattern per

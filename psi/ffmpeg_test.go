@@ -1,40 +1,16 @@
 package psi
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/internal/testmedia"
 )
 
 // TestFFmpegTwoPrograms reads the tables of a two-program stream made by ffmpeg, a muxer
 // written independently of this package.
 func TestFFmpegTwoPrograms(t *testing.T) {
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg is not installed: skipping the check against a stream it makes")
-	}
-	if testing.Short() {
-		t.Skip("skipping ffmpeg in -short mode")
-	}
-	out := filepath.Join(t.TempDir(), "two.ts")
-	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin",
-		"-f", "lavfi", "-i", "testsrc2=size=176x144:rate=25",
-		"-f", "lavfi", "-i", "smptebars=size=176x144:rate=25",
-		"-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
-		"-t", "1", "-map", "0:v", "-map", "2:a", "-map", "1:v", "-map", "2:a",
-		"-c:v", "mpeg2video", "-c:a", "mp2",
-		"-program", "program_num=1:title=one:st=0:st=1",
-		"-program", "program_num=2:title=two:st=2:st=3",
-		"-f", "mpegts", out)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, msg)
-	}
-	ts, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts := testmedia.TwoPrograms(t, 1, "176x144", "two")
 	if len(ts) == 0 || len(ts)%PacketSize != 0 {
 		t.Fatalf("ffmpeg wrote %d bytes", len(ts))
 	}

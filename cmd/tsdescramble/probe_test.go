@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/testmedia"
 	"github.com/tsdescramble/tsdescramble/probe"
 )
 
@@ -159,27 +159,8 @@ func TestProbeCommandFramings(t *testing.T) {
 // TestProbeCommandFFmpeg probes a two-program stream made by ffmpeg, with some packets of each
 // program marked scrambled.
 func TestProbeCommandFFmpeg(t *testing.T) {
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg is not installed: skipping the test on an ffmpeg-made stream")
-	}
-	if testing.Short() {
-		t.Skip("skipping ffmpeg in -short mode")
-	}
-	path := filepath.Join(t.TempDir(), "two.ts")
-	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin",
-		"-f", "lavfi", "-i", "testsrc2=size=176x144:rate=25",
-		"-f", "lavfi", "-i", "smptebars=size=176x144:rate=25",
-		"-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
-		"-t", "2", "-map", "0:v", "-map", "2:a", "-map", "1:v", "-map", "2:a",
-		"-c:v", "mpeg2video", "-c:a", "mp2",
-		"-program", "program_num=1:title=one:st=0:st=1",
-		"-program", "program_num=2:title=two:st=2:st=3",
-		"-f", "mpegts", path)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, out)
-	}
-	ts := readFile(t, path)
+	ts := testmedia.TwoPrograms(t, 2, "176x144", "two")
+
 	// Video of program 1 even, audio of program 2 odd; count them independently.
 	var even, odd int64
 	for i := 0; i+188 <= len(ts); i += 188 {
@@ -192,7 +173,7 @@ func TestProbeCommandFFmpeg(t *testing.T) {
 			odd++
 		}
 	}
-	writeFile(t, filepath.Dir(path), "two.ts", ts)
+	path := writeFile(t, t.TempDir(), "two.ts", ts)
 
 	r := probeRun(t, nil, "probe", path)
 	if r.code != exitOK || !strings.Contains(r.stdout, `service 1 (0x0001) "one"`) || !strings.Contains(r.stdout, `service 2 (0x0002) "two"`) {
