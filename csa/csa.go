@@ -158,39 +158,33 @@ func (e *Engine) String() string {
 // shorter than 8 bytes are left clear, as in [Key.Decrypt]. Payloads must
 // not overlap one another. A payload longer than 184 bytes is a caller
 // error and panics before any payload of its batch is changed.
-func (e *Engine) Decrypt(k *Key, payloads [][]byte) {
-	for len(payloads) > 0 {
-		payloads = e.b.fill(payloads, e.lanes)
-		if e.b.n == 0 {
-			continue
-		}
-		switch e.impl {
-		case implGeneric32:
-			e.g32.decrypt(k, &e.b)
-		case implGeneric64:
-			e.g64.decrypt(k, &e.b)
-		case implAVX2:
-			e.asm.decrypt(k, &e.b)
-		}
-		e.b.store()
-	}
-}
+func (e *Engine) Decrypt(k *Key, payloads [][]byte) { e.run(k, payloads, false) }
 
 // Encrypt scrambles payloads in place with key k; it is the inverse of
 // [Engine.Decrypt] and has the same rules.
-func (e *Engine) Encrypt(k *Key, payloads [][]byte) {
+func (e *Engine) Encrypt(k *Key, payloads [][]byte) { e.run(k, payloads, true) }
+
+// run fills the batch Lanes payloads at a time and runs the engine's kernel over it; the
+// direction is chosen once per batch.
+func (e *Engine) run(k *Key, payloads [][]byte, encrypt bool) {
 	for len(payloads) > 0 {
 		payloads = e.b.fill(payloads, e.lanes)
 		if e.b.n == 0 {
 			continue
 		}
-		switch e.impl {
-		case implGeneric32:
+		switch {
+		case e.impl == implGeneric32 && encrypt:
 			e.g32.encrypt(k, &e.b)
-		case implGeneric64:
+		case e.impl == implGeneric32:
+			e.g32.decrypt(k, &e.b)
+		case e.impl == implGeneric64 && encrypt:
 			e.g64.encrypt(k, &e.b)
-		case implAVX2:
+		case e.impl == implGeneric64:
+			e.g64.decrypt(k, &e.b)
+		case encrypt:
 			e.asm.encrypt(k, &e.b)
+		default:
+			e.asm.decrypt(k, &e.b)
 		}
 		e.b.store()
 	}

@@ -90,26 +90,35 @@ func (cs *ciphers) newWorker() *worker {
 // gets as many payloads as the chunk has for that key.
 func (w *worker) process(c *chunk) {
 	if w.in != nil {
-		w.run(c, func(j *job) int32 { return j.key }, func(g batcher.Group) { w.in.Decrypt(w.cs.inKeys[g.Key], g.Payloads) })
+		w.group(c, false)
+		for _, g := range w.b.Groups() {
+			w.in.Decrypt(w.cs.inKeys[g.Key], g.Payloads)
+		}
+		w.b.Reset()
 		checkPESStarts(c)
 	}
 	if w.out != nil {
-		w.run(c, func(j *job) int32 { return j.okey }, func(g batcher.Group) { w.out.Encrypt(w.cs.outKeys[g.Key], g.Payloads) })
+		w.group(c, true)
+		for _, g := range w.b.Groups() {
+			w.out.Encrypt(w.cs.outKeys[g.Key], g.Payloads)
+		}
+		w.b.Reset()
 	}
 }
 
-// run groups the jobs of a chunk by the key that key picks (jobs with none are skipped) and
-// calls cipher once per group.
-func (w *worker) run(c *chunk, key func(*job) int32, cipher func(batcher.Group)) {
+// group gathers the payloads of a chunk by input key, or by output key when out is set;
+// jobs without that key are left out.
+func (w *worker) group(c *chunk, out bool) {
 	for i := range c.jobs {
-		if k := key(&c.jobs[i]); k >= 0 {
-			w.b.Add(k, c.buf[c.jobs[i].off:c.jobs[i].end])
+		j := &c.jobs[i]
+		k := j.key
+		if out {
+			k = j.okey
+		}
+		if k >= 0 {
+			w.b.Add(k, c.buf[j.off:j.end])
 		}
 	}
-	for _, g := range w.b.Groups() {
-		cipher(g)
-	}
-	w.b.Reset()
 }
 
 // outputPeriod assigns the next scrambled packet of the output to its crypto period: it returns

@@ -33,19 +33,30 @@ type keySet struct {
 	notes []string
 }
 
-// parseKey reads hex digits as a control word of one of the system's sizes.
-func parseKey(s string, sys scrambling.System) ([]byte, error) {
-	var err error
+// anySize calls read with each key size of the system in turn and returns the first result
+// that is not an error, or the error of the first size tried.
+func anySize[T any](sys scrambling.System, read func(size int) (T, error)) (T, error) {
+	var first error
 	for _, size := range sys.KeySizes() {
-		var b []byte
-		if b, err = keys.ParseCW(s, size); err == nil {
-			return b, nil
+		v, err := read(size)
+		if err == nil {
+			return v, nil
+		}
+		if first == nil {
+			first = err
 		}
 	}
-	if sizes := sys.KeySizes(); len(sizes) > 1 {
+	var zero T
+	return zero, first
+}
+
+// parseKey reads hex digits as a control word of one of the system's sizes.
+func parseKey(s string, sys scrambling.System) ([]byte, error) {
+	b, err := anySize(sys, func(size int) ([]byte, error) { return keys.ParseCW(s, size) })
+	if sizes := sys.KeySizes(); err != nil && len(sizes) > 1 {
 		return nil, fmt.Errorf("want %s hex digits for %s", digitList(sizes), sys.Name())
 	}
-	return nil, err
+	return b, err
 }
 
 // digitList says "32, 48 or 64" for key sizes of 16, 24 and 32 bytes.
@@ -124,26 +135,14 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, er
 		b = finish(b)
 		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
 	case env != "":
-		var b []byte
-		var err error
-		for _, size := range sys.KeySizes() {
-			if b, err = keys.FromEnv(env, size); err == nil {
-				break
-			}
-		}
+		b, err := anySize(sys, func(size int) ([]byte, error) { return keys.FromEnv(env, size) })
 		if err != nil {
 			return nil, usageErr("-cw-env %s: %v", env, err)
 		}
 		b = finish(b)
 		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
 	case file != "":
-		var kf *keys.KeyFile
-		var err error
-		for _, size := range sys.KeySizes() {
-			if kf, err = keys.LoadKeyFile(file, size); err == nil {
-				break
-			}
-		}
+		kf, err := anySize(sys, func(size int) (*keys.KeyFile, error) { return keys.LoadKeyFile(file, size) })
 		if err != nil {
 			var le *keys.LineError
 			if errors.As(err, &le) {

@@ -28,15 +28,11 @@ func ScrambleStream(ts []byte, fr pipeline.Framing, opt ScrambleOptions) (int, e
 	if len(ts)%fr.Size != 0 {
 		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(ts), fr.Size)
 	}
-	ks := make([]*Key, len(opt.CWs))
-	for i, cw := range opt.CWs {
-		k, err := NewKey(cw)
-		if err != nil {
-			return 0, err
-		}
-		defer k.Free()
-		ks[i] = k
+	ks, free, err := newKeys(opt.CWs)
+	if err != nil {
+		return 0, err
 	}
+	defer free()
 	period, inPeriod := 0, 0
 	for at := 0; at < len(ts); at += fr.Size {
 		p := ts[at+fr.Prefix : at+fr.Prefix+pipeline.PacketSize]
@@ -77,15 +73,11 @@ func DescrambleStream(ts []byte, fr pipeline.Framing, cws [][]byte) (int, error)
 	if len(ts)%fr.Size != 0 {
 		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(ts), fr.Size)
 	}
-	ks := make([]*Key, len(cws))
-	for i, cw := range cws {
-		k, err := NewKey(cw)
-		if err != nil {
-			return 0, err
-		}
-		defer k.Free()
-		ks[i] = k
+	ks, free, err := newKeys(cws)
+	if err != nil {
+		return 0, err
 	}
+	defer free()
 	periods, last := 0, pipeline.Clear
 	for at := 0; at < len(ts); at += fr.Size {
 		p := ts[at+fr.Prefix : at+fr.Prefix+pipeline.PacketSize]
@@ -105,4 +97,23 @@ func DescrambleStream(ts []byte, fr pipeline.Framing, cws [][]byte) (int, error)
 		pipeline.SetTSC(p, pipeline.Clear)
 	}
 	return periods, nil
+}
+
+// newKeys returns a libdvbcsa key per control word and a function that frees them all.
+func newKeys(cws [][]byte) ([]*Key, func(), error) {
+	ks := make([]*Key, 0, len(cws))
+	free := func() {
+		for _, k := range ks {
+			k.Free()
+		}
+	}
+	for _, cw := range cws {
+		k, err := NewKey(cw)
+		if err != nil {
+			free()
+			return nil, nil, err
+		}
+		ks = append(ks, k)
+	}
+	return ks, free, nil
 }
