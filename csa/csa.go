@@ -113,6 +113,7 @@ const (
 	implGeneric32 engineImpl = iota
 	implGeneric64            // also runs the portable 128- and 256-lane engines, 64 lanes at a time
 	implAVX2                 // 128 or 256 lanes, amd64 with AVX2
+	implAVX512               // implAVX2 with the AVX-512 VBMI block cipher
 )
 
 // NewEngine returns an engine of the given lane count: 32, 64, 128 or 256,
@@ -147,8 +148,11 @@ func (e *Engine) Lanes() int { return e.lanes }
 // String describes the engine, for example "csa2: 256 lanes AVX2".
 func (e *Engine) String() string {
 	name := "generic"
-	if e.impl == implAVX2 {
+	switch e.impl {
+	case implAVX2:
 		name = "AVX2"
+	case implAVX512:
+		name = "AVX2+AVX-512 VBMI"
 	}
 	return "csa2: " + strconv.Itoa(e.lanes) + " lanes " + name
 }
@@ -182,9 +186,9 @@ func (e *Engine) run(k *Key, payloads [][]byte, encrypt bool) {
 		case e.impl == implGeneric64:
 			e.g64.decrypt(k, &e.b)
 		case encrypt:
-			e.asm.encrypt(k, &e.b)
+			e.asm.encrypt(k, &e.b, e.impl == implAVX512)
 		default:
-			e.asm.decrypt(k, &e.b)
+			e.asm.decrypt(k, &e.b, e.impl == implAVX512)
 		}
 		e.b.store()
 	}

@@ -8,12 +8,22 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// useAVX2 selects the AVX2 kernels for 128 and 256 lanes; tests clear it
-// to check the dispatch.
-var useAVX2 = cpuHasAVX2()
+// useAVX2 selects the AVX2 kernels for 128 and 256 lanes, and useVBMI
+// their AVX-512 VBMI block cipher; tests clear them to check the dispatch.
+var (
+	useAVX2 = cpuHasAVX2()
+	useVBMI = cpuHasVBMI()
+)
 
 // cpuHasAVX2 reports whether the CPU and the operating system support AVX2.
 func cpuHasAVX2() bool { return cpu.X86.HasAVX2 }
+
+// cpuHasVBMI reports whether the CPU and the operating system support the
+// AVX-512 subsets the VBMI block cipher uses (x/sys/cpu clears them when
+// the operating system does not save the ZMM state).
+func cpuHasVBMI() bool {
+	return cpu.X86.HasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI
+}
 
 // avx2Stream is the stream cipher state of 256 lanes for the AVX2 kernels,
 // one 32-byte bit-plane per element. Its layout is fixed by the generator
@@ -71,6 +81,45 @@ var avx2Tab = func() (t avx2Tables) {
 	return t
 }()
 
+// vbmiTables holds the constants of the AVX-512 VBMI block cipher (see
+// blockKernelVBMI in csa/_asm/asm.go), each row 64 bytes: the S-box, the
+// S-box followed by the bit permutation, the VPERMB index of an 8×8 byte
+// transpose, and the VPERMI2Q indexes of two steps of an 8×8 transpose of
+// 64-bit words.
+type vbmiTables [13][64]byte
+
+var vbmiTab = func() (t vbmiTables) {
+	for x := range 256 {
+		s := blockSbox[x]
+		t[x/64][x%64] = s
+		t[4+x/64][x%64] = blockPerm(s)
+	}
+	for j := range 8 {
+		for i := range 8 {
+			t[8][8*j+i] = byte(8*i + j)
+		}
+	}
+	// Step b swaps word p of register k+b (p with bit b clear) with word
+	// p+b of register k; VPERMI2Q indexes 8 and up name the second register.
+	for step, b := range []int{2, 4} {
+		for p := range 8 {
+			lo, hi := p, p^b
+			if p&b != 0 {
+				lo, hi = 8+(p^b), 8+p
+			}
+			t[9+2*step][8*p] = byte(lo)
+			t[10+2*step][8*p] = byte(hi)
+		}
+	}
+	return t
+}()
+
+//go:noescape
+func blockDecryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, groups int)
+
+//go:noescape
+func blockEncryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, groups int)
+
 //go:noescape
 func streamInitAVX2(s *avx2Stream, iv *[64][4]uint64)
 
@@ -120,23 +169,30 @@ func (e *asmEngine) streamXOR(k *Key, b *batch) {
 }
 
 // decrypt descrambles the lanes of b: stream cipher first, then the block
-// cipher column by column, 32 lanes per YMM register.
-func (e *asmEngine) decrypt(k *Key, b *batch) {
+// cipher column by column, 32 lanes per YMM register, or 64 per ZMM
+// register with vbmi.
+func (e *asmEngine) decrypt(k *Key, b *batch, vbmi bool) {
 	e.streamXOR(k, b)
-	groups := (b.n + 31) / 32
 	for c := range b.maxFull {
-		blockDecryptAVX2(&b.blocks[c], &e.out, &k.bsBlock, &avx2Tab, groups)
+		if vbmi {
+			blockDecryptVBMI(&b.blocks[c], &e.out, &k.bsBlock, &vbmiTab, (b.n+63)/64)
+		} else {
+			blockDecryptAVX2(&b.blocks[c], &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
+		}
 		b.chainDecrypted(c, &e.out)
 	}
 }
 
 // encrypt scrambles the lanes of b: the block cipher from the last column
 // to the first, then the stream cipher.
-func (e *asmEngine) encrypt(k *Key, b *batch) {
-	groups := (b.n + 31) / 32
+func (e *asmEngine) encrypt(k *Key, b *batch, vbmi bool) {
 	for c := b.maxFull - 1; c >= 0; c-- {
 		b.chainToEncrypt(c, &e.in)
-		blockEncryptAVX2(&e.in, &e.out, &k.bsBlock, &avx2Tab, groups)
+		if vbmi {
+			blockEncryptVBMI(&e.in, &e.out, &k.bsBlock, &vbmiTab, (b.n+63)/64)
+		} else {
+			blockEncryptAVX2(&e.in, &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
+		}
 		b.storeEncrypted(c, &e.out)
 	}
 	e.streamXOR(k, b)
@@ -160,6 +216,9 @@ func implFor(lanes int) (engineImpl, bool) {
 		// At 128 lanes the AVX2 kernels run half full: the stream cipher
 		// costs the same as at 256, the block cipher half. That is still
 		// far faster per payload than the portable kernel.
+		if useAVX2 && useVBMI {
+			return implAVX512, true
+		}
 		if useAVX2 {
 			return implAVX2, true
 		}

@@ -5,8 +5,8 @@ package csa
 // asmEngine has no kernel here: every width runs the portable code.
 type asmEngine struct{}
 
-func (*asmEngine) decrypt(*Key, *batch) { panic("csa: no assembly kernel") }
-func (*asmEngine) encrypt(*Key, *batch) { panic("csa: no assembly kernel") }
+func (*asmEngine) decrypt(*Key, *batch, bool) { panic("csa: no assembly kernel") }
+func (*asmEngine) encrypt(*Key, *batch, bool) { panic("csa: no assembly kernel") }
 
 // bestLanes is the default width: 64 lanes is the fastest portable kernel
 // per payload.

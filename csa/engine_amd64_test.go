@@ -9,37 +9,50 @@ import (
 
 func asmTestEngines() []testEngine {
 	return []testEngine{
-		{"avx2_128", 128, implAVX2, useAVX2},
-		{"avx2_256", 256, implAVX2, useAVX2},
+		{"avx2_128", 128, implAVX2, cpuHasAVX2()},
+		{"avx2_256", 256, implAVX2, cpuHasAVX2()},
+		{"avx512vbmi_128", 128, implAVX512, cpuHasVBMI()},
+		{"avx512vbmi_256", 256, implAVX512, cpuHasVBMI()},
 	}
 }
 
-// TestDispatchAVX2 checks that NewEngine picks the AVX2 kernel for 128 and
-// 256 lanes exactly when the CPU has AVX2, the portable one when it is
-// turned off, and the portable one for 32 and 64 lanes.
+// TestDispatchAVX2 checks that NewEngine picks, for 128 and 256 lanes, the
+// AVX2 kernel with the VBMI block cipher when the CPU has both, the AVX2
+// one when it has AVX2 alone, and the portable one otherwise; and the
+// portable one for 32 and 64 lanes.
 func TestDispatchAVX2(t *testing.T) {
-	defer func(v bool) { useAVX2 = v }(useAVX2)
-	for _, avx2 := range []bool{false, true} {
-		if avx2 && !cpuHasAVX2() {
+	defer func(a, v bool) { useAVX2, useVBMI = a, v }(useAVX2, useVBMI)
+	for _, c := range []struct{ avx2, vbmi bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		if c.avx2 && !cpuHasAVX2() || c.vbmi && !cpuHasVBMI() {
 			continue
 		}
-		useAVX2 = avx2
+		useAVX2, useVBMI = c.avx2, c.vbmi
+		wantImpl, wantName := implGeneric64, "generic"
+		switch {
+		case c.avx2 && c.vbmi:
+			wantImpl, wantName = implAVX512, "AVX2+AVX-512 VBMI"
+		case c.avx2:
+			wantImpl, wantName = implAVX2, "AVX2"
+		}
 		for _, lanes := range []int{32, 64, 128, 256} {
 			e, err := NewEngine(lanes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantAVX2 := avx2 && lanes >= 128
-			want := fmt.Sprintf("csa2: %d lanes generic", lanes)
-			if wantAVX2 {
-				want = fmt.Sprintf("csa2: %d lanes AVX2", lanes)
+			impl, name := wantImpl, wantName
+			if lanes < 128 {
+				impl, name = implGeneric64, "generic"
+				if lanes == 32 {
+					impl = implGeneric32
+				}
 			}
-			if (e.impl == implAVX2) != wantAVX2 || e.String() != want {
-				t.Errorf("useAVX2=%v: NewEngine(%d) = %v, want %s", avx2, lanes, e, want)
+			want := fmt.Sprintf("csa2: %d lanes %s", lanes, name)
+			if e.impl != impl || e.String() != want {
+				t.Errorf("useAVX2=%v useVBMI=%v: NewEngine(%d) = %v, want %s", c.avx2, c.vbmi, lanes, e, want)
 			}
 		}
-		if d, _ := NewEngine(0); avx2 && (d.impl != implAVX2 || d.Lanes() != 256) {
-			t.Errorf("NewEngine(0) = %v on an AVX2 CPU", d)
+		if d, _ := NewEngine(0); c.avx2 && (d.impl != wantImpl || d.Lanes() != 256) {
+			t.Errorf("NewEngine(0) = %v, want 256 lanes %s", d, wantName)
 		}
 	}
 }
