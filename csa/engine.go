@@ -35,11 +35,19 @@ func (b *batch) fill(payloads [][]byte, width int) [][]byte {
 		if len(p) < 8 {
 			continue
 		}
-		l := b.n
+		l := b.n & 255 // b.n < width <= 256: the mask only drops bounds checks
 		b.n++
 		full := len(p) / 8
-		for c := range full {
-			b.blocks[c][l] = binary.LittleEndian.Uint64(p[8*c:])
+		if full == maxBlocks {
+			// The common case, a whole payload, with constant bounds.
+			a := (*[maxPayload]byte)(p)
+			for off := 0; off+8 <= maxPayload; off += 8 {
+				b.blocks[off/8][l] = binary.LittleEndian.Uint64(a[off : off+8])
+			}
+		} else {
+			for c := range full {
+				b.blocks[c][l] = binary.LittleEndian.Uint64(p[8*c:])
+			}
 		}
 		cols := full
 		if len(p)%8 != 0 {
@@ -56,11 +64,19 @@ func (b *batch) fill(payloads [][]byte, width int) [][]byte {
 
 // store writes the lanes back to their payloads and drops the references.
 func (b *batch) store() {
-	for l := range b.n {
-		p := b.payload[l]
+	for l := range b.n & 511 {
+		p := b.payload[l&255]
 		full := len(p) / 8
+		if full == maxBlocks {
+			a := (*[maxPayload]byte)(p)
+			for off := 0; off+8 <= maxPayload; off += 8 {
+				binary.LittleEndian.PutUint64(a[off:off+8], b.blocks[off/8][l&255])
+			}
+			b.payload[l&255] = nil
+			continue
+		}
 		for c := range full {
-			binary.LittleEndian.PutUint64(p[8*c:], b.blocks[c][l])
+			binary.LittleEndian.PutUint64(p[8*c:], b.blocks[c][l&255])
 		}
 		if len(p)%8 != 0 {
 			var tmp [8]byte

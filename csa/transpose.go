@@ -105,13 +105,24 @@ func planesToLanes[W word](planes *[64]W, v []uint64) {
 // m[i] moves to byte i of m[j]. It turns the blocks of eight lanes into the
 // byte-sliced rows of the block cipher and back.
 func transposeBytes8(m *[8]uint64) {
-	for _, j := range [3]uint{4, 2, 1} {
-		mask := swapMasks[8*j]
-		for k := uint(0); k < 8; k = (k + j + 1) &^ j {
-			a, b := &m[k&7], &m[(k+j)&7]
-			t := ((*a >> (8 * j)) ^ *b) & mask
-			*b ^= t
-			*a ^= t << (8 * j)
-		}
+	// The three swap steps of transposeSquare, on bytes and unrolled: the
+	// loop form kept the masks and pair indexes out of registers.
+	swap := func(a, b *uint64, shift uint, mask uint64) {
+		t := (*a>>shift ^ *b) & mask
+		*b ^= t
+		*a ^= t << shift
 	}
+	const m32, m16, m8 = 0x00000000ffffffff, 0x0000ffff0000ffff, 0x00ff00ff00ff00ff
+	swap(&m[0], &m[4], 32, m32)
+	swap(&m[1], &m[5], 32, m32)
+	swap(&m[2], &m[6], 32, m32)
+	swap(&m[3], &m[7], 32, m32)
+	swap(&m[0], &m[2], 16, m16)
+	swap(&m[1], &m[3], 16, m16)
+	swap(&m[4], &m[6], 16, m16)
+	swap(&m[5], &m[7], 16, m16)
+	swap(&m[0], &m[1], 8, m8)
+	swap(&m[2], &m[3], 8, m8)
+	swap(&m[4], &m[5], 8, m8)
+	swap(&m[6], &m[7], 8, m8)
 }
