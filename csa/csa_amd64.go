@@ -115,10 +115,10 @@ var vbmiTab = func() (t vbmiTables) {
 }()
 
 //go:noescape
-func blockDecryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, groups int)
+func blockDecryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, pairs int)
 
 //go:noescape
-func blockEncryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, groups int)
+func blockEncryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, pairs int)
 
 //go:noescape
 func streamInitAVX2(s *avx2Stream, iv *[64][4]uint64)
@@ -175,7 +175,7 @@ func (e *asmEngine) decrypt(k *Key, b *batch, vbmi bool) {
 	e.streamXOR(k, b)
 	for c := range b.maxFull {
 		if vbmi {
-			blockDecryptVBMI(&b.blocks[c], &e.out, &k.bsBlock, &vbmiTab, (b.n+63)/64)
+			blockDecryptVBMI(&b.blocks[c], &e.out, &k.bsBlock, &vbmiTab, (b.n+127)/128)
 		} else {
 			blockDecryptAVX2(&b.blocks[c], &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
 		}
@@ -189,7 +189,7 @@ func (e *asmEngine) encrypt(k *Key, b *batch, vbmi bool) {
 	for c := b.maxFull - 1; c >= 0; c-- {
 		b.chainToEncrypt(c, &e.in)
 		if vbmi {
-			blockEncryptVBMI(&e.in, &e.out, &k.bsBlock, &vbmiTab, (b.n+63)/64)
+			blockEncryptVBMI(&e.in, &e.out, &k.bsBlock, &vbmiTab, (b.n+127)/128)
 		} else {
 			blockEncryptAVX2(&e.in, &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
 		}

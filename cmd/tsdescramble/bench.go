@@ -63,7 +63,7 @@ func bench(c *cli.Context, env Env) error {
 	}
 	fmt.Fprintf(w, "tsdescramble bench: %d packets (%s) in memory, best of %d runs, %d CPUs\n",
 		n, sizeString(int64(len(ts))), rounds, runtime.NumCPU())
-	fmt.Fprintf(w, "%-28s %8s %8s %12s\n", "engine", "workers", "batch", "MB/s")
+	fmt.Fprintf(w, "%-34s %8s %8s %12s\n", "engine", "workers", "batch", "MB/s")
 	var bestCfg benchConfig
 	bestSpeed := 0.0
 	try := func(cfg benchConfig) error {
@@ -72,7 +72,7 @@ func bench(c *cli.Context, env Env) error {
 			return failErr("bench: %v", err)
 		}
 		e, _ := csa.NewEngine(cfg.lanes)
-		fmt.Fprintf(w, "%-28s %8d %8d %12.1f\n", e, cfg.workers, cfg.batch, speed)
+		fmt.Fprintf(w, "%-34s %8d %8d %12.1f\n", e, cfg.workers, cfg.batch, speed)
 		if speed > bestSpeed {
 			bestSpeed, bestCfg = speed, cfg
 		}

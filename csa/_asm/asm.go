@@ -579,54 +579,61 @@ func transposeQwords8(a *[8]VecVirtual, tab Register) {
 // register with AVX-512 VBMI: the same rounds as blockKernel, but each
 // 256-entry lookup (the S-box, and the S-box followed by the bit
 // permutation) is two VPERMI2B lookups of 128 entries blended on bit 7 of
-// the index, instead of sixteen nibble lookups.
+// the index, instead of sixteen nibble lookups. Two groups of 64 lanes run
+// interleaved, as a round of one group is a chain of dependent
+// instructions too short to keep the processor busy.
 func blockKernelVBMI(decrypt bool) {
 	name := "blockEncryptVBMI"
 	if decrypt {
 		name = "blockDecryptVBMI"
 	}
-	TEXT(name, NOSPLIT, "func(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, groups int)")
+	TEXT(name, NOSPLIT, "func(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, pairs int)")
 	Pragma("noescape")
 	if decrypt {
-		Doc(name + " deciphers the blocks in[l] of groups×64 lanes into out[l].")
+		Doc(name + " deciphers the blocks in[l] of pairs×128 lanes into out[l].")
 	} else {
-		Doc(name + " enciphers the blocks in[l] of groups×64 lanes into out[l].")
+		Doc(name + " enciphers the blocks in[l] of pairs×128 lanes into out[l].")
 	}
 	src := Load(Param("in"), GP64())
 	dst := Load(Param("out"), GP64())
 	kbase := Load(Param("kb"), GP64())
 	tab := Load(Param("tab"), GP64())
-	groups := Load(Param("groups"), GP64())
-	var sbox, psbox [4]VecVirtual
-	for i := range 4 {
+	pairs := Load(Param("pairs"), GP64())
+	row := func(r int) Mem { return Mem{Base: tab, Disp: r * zmmBytes} }
+	// The first table of each VPERMI2B pair stays in a register, the
+	// second is read from memory: 32 registers do not hold all eight.
+	var sbox, psbox [2]VecVirtual
+	for i := range 2 {
 		sbox[i], psbox[i] = ZMM(), ZMM()
-		VMOVDQU64(Mem{Base: tab, Disp: (vtabSbox + i) * zmmBytes}, sbox[i])
-		VMOVDQU64(Mem{Base: tab, Disp: (vtabPermSbox + i) * zmmBytes}, psbox[i])
+		VMOVDQU64(row(vtabSbox+2*i), sbox[i])
+		VMOVDQU64(row(vtabPermSbox+2*i), psbox[i])
 	}
-	// lookup returns t[x] for a 256-entry table in four registers; hi has
-	// bit 7 of each byte of x.
-	lookup := func(t [4]VecVirtual, x VecVirtual, hi OpmaskVirtual) VecVirtual {
+	// lookup returns t[x] for a 256-entry table (rows first..first+3); hi
+	// has bit 7 of each byte of x.
+	lookup := func(t [2]VecVirtual, first int, x VecVirtual, hi OpmaskVirtual) VecVirtual {
 		a, b := ZMM(), ZMM()
 		VMOVDQU64(x, a)
-		VPERMI2B(t[1], t[0], a)
+		VPERMI2B(row(first+1), t[0], a)
 		VMOVDQU64(x, b)
-		VPERMI2B(t[3], t[2], b)
+		VPERMI2B(row(first+3), t[1], b)
 		VMOVDQU8(b, hi, a) // a = b where bit 7 of x is set
 		return a
 	}
 
-	Label(name + "_group")
-	Comment("Byte-slice 64 lanes: R[j+1] gets byte j of every lane.")
-	bt := ZMM()
-	VMOVDQU64(Mem{Base: tab, Disp: vtabByteT * zmmBytes}, bt)
-	var m [8]VecVirtual
-	for k := range m {
-		m[k] = ZMM()
-		VPERMB(Mem{Base: src, Disp: k * zmmBytes}, bt, m[k])
+	Label(name + "_pair")
+	Comment("Byte-slice 2×64 lanes: R[g][j+1] gets byte j of every lane of group g.")
+	var R [2][9]VecVirtual // R[g][1..8]
+	for g := range 2 {
+		bt := ZMM()
+		VMOVDQU64(row(vtabByteT), bt)
+		var m [8]VecVirtual
+		for k := range m {
+			m[k] = ZMM()
+			VPERMB(Mem{Base: src, Disp: (8*g + k) * zmmBytes}, bt, m[k])
+		}
+		transposeQwords8(&m, tab)
+		copy(R[g][1:], m[:])
 	}
-	transposeQwords8(&m, tab)
-	var R [9]VecVirtual // R[1..8]
-	copy(R[1:], m[:])
 	kp := GP64()
 	if decrypt {
 		LEAQ(Mem{Base: kbase, Disp: 55 * 8}, kp)
@@ -637,36 +644,39 @@ func blockKernelVBMI(decrypt bool) {
 	MOVQ(U32(7), cnt)
 	Label(name + "_rounds")
 	for u := 0; u < 8; u++ {
-		x := ZMM()
-		if decrypt {
-			VPBROADCASTQ(Mem{Base: kp, Disp: -8 * u}, x)
-			VPXORQ(R[7], x, x)
-		} else {
-			VPBROADCASTQ(Mem{Base: kp, Disp: 8 * u}, x)
-			VPXORQ(R[8], x, x)
-		}
-		hi := K()
-		VPMOVB2M(x, hi)
-		s := lookup(sbox, x, hi)
-		p := lookup(psbox, x, hi)
-		if decrypt {
-			// As blockKernel: t = R8^s; R1' = t, R3' = R2^t, R4' = R3^t,
-			// R5' = R4^t, R7' = R6^p, the others shift.
-			t := R[8]
-			VPXORQ(s, t, t)
-			VPXORQ(t, R[2], R[2])
-			VPXORQ(t, R[3], R[3])
-			VPXORQ(t, R[4], R[4])
-			VPXORQ(p, R[6], R[6])
-			R = [9]VecVirtual{nil, t, R[1], R[2], R[3], R[4], R[5], R[6], R[7]}
-		} else {
-			r1 := R[1]
-			VPXORQ(r1, R[3], R[3])
-			VPXORQ(r1, R[4], R[4])
-			VPXORQ(r1, R[5], R[5])
-			VPXORQ(p, R[7], R[7])
-			VPXORQ(s, r1, r1)
-			R = [9]VecVirtual{nil, R[2], R[3], R[4], R[5], R[6], R[7], R[8], r1}
+		for g := range 2 {
+			x := ZMM()
+			if decrypt {
+				VPBROADCASTQ(Mem{Base: kp, Disp: -8 * u}, x)
+				VPXORQ(R[g][7], x, x)
+			} else {
+				VPBROADCASTQ(Mem{Base: kp, Disp: 8 * u}, x)
+				VPXORQ(R[g][8], x, x)
+			}
+			hi := K()
+			VPMOVB2M(x, hi)
+			s := lookup(sbox, vtabSbox, x, hi)
+			p := lookup(psbox, vtabPermSbox, x, hi)
+			r := &R[g]
+			if decrypt {
+				// As blockKernel: t = R8^s; R1' = t, R3' = R2^t,
+				// R4' = R3^t, R5' = R4^t, R7' = R6^p, the others shift.
+				t := r[8]
+				VPXORQ(s, t, t)
+				VPXORQ(t, r[2], r[2])
+				VPXORQ(t, r[3], r[3])
+				VPXORQ(t, r[4], r[4])
+				VPXORQ(p, r[6], r[6])
+				*r = [9]VecVirtual{nil, t, r[1], r[2], r[3], r[4], r[5], r[6], r[7]}
+			} else {
+				r1 := r[1]
+				VPXORQ(r1, r[3], r[3])
+				VPXORQ(r1, r[4], r[4])
+				VPXORQ(r1, r[5], r[5])
+				VPXORQ(p, r[7], r[7])
+				VPXORQ(s, r1, r1)
+				*r = [9]VecVirtual{nil, r[2], r[3], r[4], r[5], r[6], r[7], r[8], r1}
+			}
 		}
 	}
 	if decrypt {
@@ -677,18 +687,21 @@ func blockKernelVBMI(decrypt bool) {
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_rounds"))
 	Comment("Back to one block per lane.")
-	copy(m[:], R[1:])
-	transposeQwords8(&m, tab)
-	bt2 := ZMM()
-	VMOVDQU64(Mem{Base: tab, Disp: vtabByteT * zmmBytes}, bt2)
-	for k, z := range m {
-		VPERMB(z, bt2, z)
-		VMOVDQU64(z, Mem{Base: dst, Disp: k * zmmBytes})
+	for g := range 2 {
+		var m [8]VecVirtual
+		copy(m[:], R[g][1:])
+		transposeQwords8(&m, tab)
+		bt := ZMM()
+		VMOVDQU64(row(vtabByteT), bt)
+		for k, z := range m {
+			VPERMB(z, bt, z)
+			VMOVDQU64(z, Mem{Base: dst, Disp: (8*g + k) * zmmBytes})
+		}
 	}
-	ADDQ(U32(8*zmmBytes), src)
-	ADDQ(U32(8*zmmBytes), dst)
-	DECQ(groups)
-	JNZ(LabelRef(name + "_group"))
+	ADDQ(U32(16*zmmBytes), src)
+	ADDQ(U32(16*zmmBytes), dst)
+	DECQ(pairs)
+	JNZ(LabelRef(name + "_pair"))
 	VZEROUPPER()
 	RET()
 }
