@@ -46,6 +46,9 @@ func (k KeySizeError) Error() string {
 // which no method writes, so a Cipher is safe for concurrent use.
 type Cipher struct {
 	ks [132]uint32 // 33 round keys of four words each
+	// The same round keys adjusted for the single-block path, which adds
+	// them inside the linear transformation (see foldKeys).
+	ek, dk [132]uint32
 }
 
 var _ cipher.Block = (*Cipher)(nil)
@@ -59,6 +62,7 @@ func NewCipher(key []byte) (cipher.Block, error) {
 	}
 	c := new(Cipher)
 	expandKey(&c.ks, key)
+	c.foldKeys()
 	return c, nil
 }
 
@@ -69,14 +73,14 @@ func (c *Cipher) BlockSize() int { return BlockSize }
 // overlap entirely or not at all.
 func (c *Cipher) Encrypt(dst, src []byte) {
 	checkBlock(dst, src)
-	encryptBlockGeneric(&c.ks, dst, src)
+	encryptFolded(&c.ek, dst, src)
 }
 
 // Decrypt decrypts the first block of src into dst. dst and src must
 // overlap entirely or not at all.
 func (c *Cipher) Decrypt(dst, src []byte) {
 	checkBlock(dst, src)
-	decryptBlockGeneric(&c.ks, dst, src)
+	decryptFolded(&c.dk, dst, src)
 }
 
 // EncryptBlocks encrypts each 16-byte block of src independently (as in ECB
