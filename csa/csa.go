@@ -11,7 +11,9 @@
 // A [Key] scrambles or descrambles one payload at a time with the scalar
 // reference cipher. An [Engine] processes many payloads at once with a
 // bitsliced kernel (32, 64, 128 or 256 lanes) and produces exactly the same
-// bytes; use it for throughput.
+// bytes; use it for throughput. On amd64 the 128- and 256-lane engines run
+// AVX2 assembly, with an AVX-512 VBMI block cipher where the CPU has it
+// (GODEBUG=cpu.avx512f=off turns it off, cpu.avx2=off both).
 //
 // The control word is used as given: all 64 bits take part, and the checksum
 // bytes 3 and 7 of "48-bit" control words are never recomputed here.
