@@ -190,7 +190,9 @@ func (e *Engine) run(k *Key, payloads [][]byte, encrypt bool) {
 		case encrypt:
 			e.asm.encrypt(k, &e.b, e.impl == implAVX512)
 		default:
+			// Writes the payloads itself.
 			e.asm.decrypt(k, &e.b, e.impl == implAVX512)
+			continue
 		}
 		e.b.store()
 	}

@@ -170,7 +170,8 @@ func (e *asmEngine) streamXOR(k *Key, b *batch) {
 
 // decrypt descrambles the lanes of b: stream cipher first, then the block
 // cipher column by column, 32 lanes per YMM register, or 64 per ZMM
-// register with vbmi.
+// register with vbmi. It writes the payloads itself: the full blocks
+// column by column, then the residues.
 func (e *asmEngine) decrypt(k *Key, b *batch, vbmi bool) {
 	e.streamXOR(k, b)
 	for c := range b.maxFull {
@@ -179,8 +180,9 @@ func (e *asmEngine) decrypt(k *Key, b *batch, vbmi bool) {
 		} else {
 			blockDecryptAVX2(&b.blocks[c], &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
 		}
-		b.chainDecrypted(c, &e.out)
+		b.storeDecrypted(c, &e.out)
 	}
+	b.storeResidues()
 }
 
 // encrypt scrambles the lanes of b: the block cipher from the last column

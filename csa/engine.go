@@ -78,7 +78,16 @@ func (b *batch) store() {
 		for c := range full {
 			binary.LittleEndian.PutUint64(p[8*c:], b.blocks[c][l&255])
 		}
-		if len(p)%8 != 0 {
+	}
+	b.storeResidues()
+}
+
+// storeResidues writes back the bytes after the last full block of each
+// lane, which only the stream cipher changes, and drops the references.
+func (b *batch) storeResidues() {
+	for l := range b.n {
+		p := b.payload[l]
+		if full := len(p) / 8; len(p)%8 != 0 {
 			var tmp [8]byte
 			binary.LittleEndian.PutUint64(tmp[:], b.blocks[full][l])
 			copy(p[8*full:], tmp[:])
@@ -133,18 +142,22 @@ func (b *batch) storeRows(r *blockRows, c, groups int, chain bool) {
 	}
 }
 
-// chainDecrypted stores the block cipher output out of column c for the
-// lanes that have a full block c, XORed with C'_{c+1} where that is the
-// lane's next full block.
-func (b *batch) chainDecrypted(c int, out *[256]uint64) {
-	col, next := &b.blocks[c], &b.blocks[(c+1)%maxBlocks]
+// storeDecrypted writes the plaintext of column c straight to the
+// payloads of the lanes that have a full block c: the block cipher output
+// out, XORed with C'_{c+1} where that is the lane's next full block. Column
+// c+1 is still ciphertext then, as columns are deciphered in ascending
+// order. Writing here saves copying the column back in store.
+func (b *batch) storeDecrypted(c int, out *[256]uint64) {
+	next := &b.blocks[(c+1)%maxBlocks]
 	for l, full := range b.full[:b.n] {
-		switch {
-		case c+1 < int(full):
-			col[l] = out[l] ^ next[l]
-		case c < int(full):
-			col[l] = out[l]
+		if c >= int(full) {
+			continue
 		}
+		v := out[l]
+		if c+1 < int(full) {
+			v ^= next[l]
+		}
+		binary.LittleEndian.PutUint64(b.payload[l][8*c:], v)
 	}
 }
 
