@@ -11,8 +11,15 @@ import (
 
 //go:generate go run . -go ../streamsbox.go
 //go:generate go run . -out ../csa_amd64.s -pkg csa
+//go:generate go run . -blockcircuit ../blocksbox_circuit_test.go
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "-blockcircuit" {
+		if err := writeBlockCircuit(os.Args[2]); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	circuits := synthesize()
 	if len(os.Args) == 3 && os.Args[1] == "-go" {
 		if err := writeGo(os.Args[2], circuits); err != nil {
