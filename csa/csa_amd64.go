@@ -121,6 +121,12 @@ func blockDecryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, pai
 func blockEncryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, pairs int)
 
 //go:noescape
+func streamInitAVX512(s *avx2Stream, iv *[64][4]uint64)
+
+//go:noescape
+func streamGenAVX512(s *avx2Stream, out *[64][4]uint64)
+
+//go:noescape
 func streamInitAVX2(s *avx2Stream, iv *[64][4]uint64)
 
 //go:noescape
@@ -148,7 +154,7 @@ type asmEngine struct {
 
 // streamXOR initialises the stream cipher of every lane with its column 0
 // and XORs the keystream into columns 1 and up.
-func (e *asmEngine) streamXOR(k *Key, b *batch) {
+func (e *asmEngine) streamXOR(k *Key, b *batch, avx512 bool) {
 	e.st = avx2Stream{}
 	for n := range 8 {
 		for bit := range 4 {
@@ -161,9 +167,17 @@ func (e *asmEngine) streamXOR(k *Key, b *batch) {
 		}
 	}
 	lanesToPlanesAVX2(&b.blocks[0], &e.planes, &avx2Tab)
-	streamInitAVX2(&e.st, &e.planes)
+	if avx512 {
+		streamInitAVX512(&e.st, &e.planes)
+	} else {
+		streamInitAVX2(&e.st, &e.planes)
+	}
 	for c := 1; c < b.cols; c++ {
-		streamGenAVX2(&e.st, &e.planes)
+		if avx512 {
+			streamGenAVX512(&e.st, &e.planes)
+		} else {
+			streamGenAVX2(&e.st, &e.planes)
+		}
 		planesToLanesXorAVX2(&e.planes, &b.blocks[c], &avx2Tab)
 	}
 }
@@ -173,7 +187,7 @@ func (e *asmEngine) streamXOR(k *Key, b *batch) {
 // register with vbmi. It writes the payloads itself: the full blocks
 // column by column, then the residues.
 func (e *asmEngine) decrypt(k *Key, b *batch, vbmi bool) {
-	e.streamXOR(k, b)
+	e.streamXOR(k, b, vbmi)
 	for c := range b.maxFull {
 		if vbmi {
 			blockDecryptVBMI(&b.blocks[c], &e.out, &k.bsBlock, &vbmiTab, (b.n+127)/128)
@@ -197,7 +211,7 @@ func (e *asmEngine) encrypt(k *Key, b *batch, vbmi bool) {
 		}
 		b.storeEncrypted(c, &e.out)
 	}
-	e.streamXOR(k, b)
+	e.streamXOR(k, b, vbmi)
 }
 
 // bestLanes is the default width: 256 lanes with AVX2, else the fastest

@@ -86,3 +86,33 @@ func BenchmarkBlockKernel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStreamKernel times 32 rounds of the stream cipher on 256 lanes
+// (8 keystream bytes) for each kernel this CPU runs.
+func BenchmarkStreamKernel(b *testing.B) {
+	var st avx2Stream
+	var planes [64][4]uint64
+	for i := range st {
+		st[i] = [4]uint64{uint64(i) * 0x9e3779b97f4a7c15, uint64(i), ^uint64(i), uint64(i) << 7}
+	}
+	kernels := []struct {
+		name string
+		ok   bool
+		run  func()
+	}{
+		{"avx2", cpuHasAVX2(), func() { streamGenAVX2(&st, &planes) }},
+		{"avx512", cpuHasVBMI(), func() { streamGenAVX512(&st, &planes) }},
+	}
+	for _, kn := range kernels {
+		b.Run("kernel="+kn.name, func(b *testing.B) {
+			if !kn.ok {
+				b.Skip("this CPU cannot run it")
+			}
+			b.SetBytes(256 * 8)
+			for b.Loop() {
+				kn.run()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*256), "ns/lane")
+		})
+	}
+}
