@@ -12,8 +12,8 @@
 // reference cipher. An [Engine] processes many payloads at once with a
 // bitsliced kernel (32, 64, 128 or 256 lanes) and produces exactly the same
 // bytes; use it for throughput. On amd64 the 128- and 256-lane engines run
-// AVX2 assembly, with an AVX-512 VBMI block cipher where the CPU has it
-// (GODEBUG=cpu.avx512f=off turns it off, cpu.avx2=off both).
+// AVX2 assembly, or AVX-512 assembly where the CPU has AVX-512 F, BW, VL
+// and VBMI (GODEBUG=cpu.avx512f=off turns that off, cpu.avx2=off both).
 //
 // The control word is used as given: all 64 bits take part, and the checksum
 // bytes 3 and 7 of "48-bit" control words are never recomputed here.
@@ -115,7 +115,7 @@ const (
 	implGeneric32 engineImpl = iota
 	implGeneric64            // also runs the portable 128- and 256-lane engines, 64 lanes at a time
 	implAVX2                 // 128 or 256 lanes, amd64 with AVX2
-	implAVX512               // implAVX2 with the AVX-512 VBMI block cipher
+	implAVX512               // 128 or 256 lanes, amd64 with AVX-512 F, BW, VL and VBMI
 )
 
 // NewEngine returns an engine of the given lane count: 32, 64, 128 or 256,
@@ -154,7 +154,7 @@ func (e *Engine) String() string {
 	case implAVX2:
 		name = "AVX2"
 	case implAVX512:
-		name = "AVX2+AVX-512 VBMI"
+		name = "AVX-512"
 	}
 	return "csa2: " + strconv.Itoa(e.lanes) + " lanes " + name
 }

@@ -8,21 +8,24 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// useAVX2 selects the AVX2 kernels for 128 and 256 lanes, and useVBMI
-// their AVX-512 VBMI block cipher; tests clear them to check the dispatch.
+// useAVX2 selects the AVX2 kernels for 128 and 256 lanes, and useAVX512 the
+// AVX-512 block and stream ciphers instead; tests clear them to check the
+// dispatch.
 var (
-	useAVX2 = cpuHasAVX2()
-	useVBMI = cpuHasVBMI()
+	useAVX2   = cpuHasAVX2()
+	useAVX512 = cpuHasAVX512()
 )
 
 // cpuHasAVX2 reports whether the CPU and the operating system support AVX2.
 func cpuHasAVX2() bool { return cpu.X86.HasAVX2 }
 
-// cpuHasVBMI reports whether the CPU and the operating system support the
-// AVX-512 subsets the VBMI block cipher uses (x/sys/cpu clears them when
-// the operating system does not save the ZMM state).
-func cpuHasVBMI() bool {
-	return cpu.X86.HasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI
+// cpuHasAVX512 reports whether the CPU and the operating system support the
+// AVX-512 subsets of the AVX-512 kernels: F, BW and VBMI for the block
+// cipher, VL for the stream cipher on YMM registers (x/sys/cpu clears them
+// when the operating system does not save the ZMM state).
+func cpuHasAVX512() bool {
+	x := &cpu.X86
+	return x.HasAVX2 && x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VBMI
 }
 
 // avx2Stream is the stream cipher state of 256 lanes for the AVX2 kernels,
@@ -184,12 +187,12 @@ func (e *asmEngine) streamXOR(k *Key, b *batch, avx512 bool) {
 
 // decrypt descrambles the lanes of b: stream cipher first, then the block
 // cipher column by column, 32 lanes per YMM register, or 64 per ZMM
-// register with vbmi. It writes the payloads itself: the full blocks
+// register with avx512. It writes the payloads itself: the full blocks
 // column by column, then the residues.
-func (e *asmEngine) decrypt(k *Key, b *batch, vbmi bool) {
-	e.streamXOR(k, b, vbmi)
+func (e *asmEngine) decrypt(k *Key, b *batch, avx512 bool) {
+	e.streamXOR(k, b, avx512)
 	for c := range b.maxFull {
-		if vbmi {
+		if avx512 {
 			blockDecryptVBMI(&b.blocks[c], &e.out, &k.bsBlock, &vbmiTab, (b.n+127)/128)
 		} else {
 			blockDecryptAVX2(&b.blocks[c], &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
@@ -201,17 +204,17 @@ func (e *asmEngine) decrypt(k *Key, b *batch, vbmi bool) {
 
 // encrypt scrambles the lanes of b: the block cipher from the last column
 // to the first, then the stream cipher.
-func (e *asmEngine) encrypt(k *Key, b *batch, vbmi bool) {
+func (e *asmEngine) encrypt(k *Key, b *batch, avx512 bool) {
 	for c := b.maxFull - 1; c >= 0; c-- {
 		b.chainToEncrypt(c, &e.in)
-		if vbmi {
+		if avx512 {
 			blockEncryptVBMI(&e.in, &e.out, &k.bsBlock, &vbmiTab, (b.n+127)/128)
 		} else {
 			blockEncryptAVX2(&e.in, &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
 		}
 		b.storeEncrypted(c, &e.out)
 	}
-	e.streamXOR(k, b, vbmi)
+	e.streamXOR(k, b, avx512)
 }
 
 // bestLanes is the default width: 256 lanes with AVX2, else the fastest
@@ -232,7 +235,7 @@ func implFor(lanes int) (engineImpl, bool) {
 		// At 128 lanes the AVX2 kernels run half full: the stream cipher
 		// costs the same as at 256, the block cipher half. That is still
 		// far faster per payload than the portable kernel.
-		if useAVX2 && useVBMI {
+		if useAVX2 && useAVX512 {
 			return implAVX512, true
 		}
 		if useAVX2 {

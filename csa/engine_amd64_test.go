@@ -11,8 +11,8 @@ func asmTestEngines() []testEngine {
 	return []testEngine{
 		{"avx2_128", 128, implAVX2, cpuHasAVX2()},
 		{"avx2_256", 256, implAVX2, cpuHasAVX2()},
-		{"avx512vbmi_128", 128, implAVX512, cpuHasVBMI()},
-		{"avx512vbmi_256", 256, implAVX512, cpuHasVBMI()},
+		{"avx512vbmi_128", 128, implAVX512, cpuHasAVX512()},
+		{"avx512vbmi_256", 256, implAVX512, cpuHasAVX512()},
 	}
 }
 
@@ -21,16 +21,16 @@ func asmTestEngines() []testEngine {
 // one when it has AVX2 alone, and the portable one otherwise; and the
 // portable one for 32 and 64 lanes.
 func TestDispatchAVX2(t *testing.T) {
-	defer func(a, v bool) { useAVX2, useVBMI = a, v }(useAVX2, useVBMI)
+	defer func(a, v bool) { useAVX2, useAVX512 = a, v }(useAVX2, useAVX512)
 	for _, c := range []struct{ avx2, vbmi bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
-		if c.avx2 && !cpuHasAVX2() || c.vbmi && !cpuHasVBMI() {
+		if c.avx2 && !cpuHasAVX2() || c.vbmi && !cpuHasAVX512() {
 			continue
 		}
-		useAVX2, useVBMI = c.avx2, c.vbmi
+		useAVX2, useAVX512 = c.avx2, c.vbmi
 		wantImpl, wantName := implGeneric64, "generic"
 		switch {
 		case c.avx2 && c.vbmi:
-			wantImpl, wantName = implAVX512, "AVX2+AVX-512 VBMI"
+			wantImpl, wantName = implAVX512, "AVX-512"
 		case c.avx2:
 			wantImpl, wantName = implAVX2, "AVX2"
 		}
@@ -48,7 +48,7 @@ func TestDispatchAVX2(t *testing.T) {
 			}
 			want := fmt.Sprintf("csa2: %d lanes %s", lanes, name)
 			if e.impl != impl || e.String() != want {
-				t.Errorf("useAVX2=%v useVBMI=%v: NewEngine(%d) = %v, want %s", c.avx2, c.vbmi, lanes, e, want)
+				t.Errorf("useAVX2=%v useAVX512=%v: NewEngine(%d) = %v, want %s", c.avx2, c.vbmi, lanes, e, want)
 			}
 		}
 		if d, _ := NewEngine(0); c.avx2 && (d.impl != wantImpl || d.Lanes() != 256) {
@@ -71,7 +71,7 @@ func BenchmarkBlockKernel(b *testing.B) {
 		run  func()
 	}{
 		{"avx2-vpshufb", cpuHasAVX2(), func() { blockDecryptAVX2(&in, &out, &k.bsBlock, &avx2Tab, 8) }},
-		{"avx512-vpermi2b", cpuHasVBMI(), func() { blockDecryptVBMI(&in, &out, &k.bsBlock, &vbmiTab, 2) }},
+		{"avx512-vpermi2b", cpuHasAVX512(), func() { blockDecryptVBMI(&in, &out, &k.bsBlock, &vbmiTab, 2) }},
 	}
 	for _, kn := range kernels {
 		b.Run("sbox="+kn.name, func(b *testing.B) {
@@ -101,7 +101,7 @@ func BenchmarkStreamKernel(b *testing.B) {
 		run  func()
 	}{
 		{"avx2", cpuHasAVX2(), func() { streamGenAVX2(&st, &planes) }},
-		{"avx512", cpuHasVBMI(), func() { streamGenAVX512(&st, &planes) }},
+		{"avx512", cpuHasAVX512(), func() { streamGenAVX512(&st, &planes) }},
 	}
 	for _, kn := range kernels {
 		b.Run("kernel="+kn.name, func(b *testing.B) {
