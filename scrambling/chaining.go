@@ -135,7 +135,7 @@ func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 				xor16(buf[m*blockSize:], b[lo:hi], prev)
 				m++
 			case sys.dvs042 && i == nb && i > 0 && len(b) > lo:
-				copy(buf[m*blockSize:(m+1)*blockSize], b[lo-blockSize:lo])
+				*(*[blockSize]byte)(buf[m*blockSize:]) = [blockSize]byte(b[lo-blockSize:])
 				m++
 			}
 		}
@@ -147,7 +147,8 @@ func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 		for _, b := range payloads {
 			switch nb := len(b) / blockSize; {
 			case i < nb:
-				copy(b[lo:hi], buf[m*blockSize:(m+1)*blockSize])
+				// Array assignments compile to two 8-byte moves; copy calls memmove.
+				*(*[blockSize]byte)(b[lo:hi]) = [blockSize]byte(buf[m*blockSize:])
 				m++
 			case sys.dvs042 && i == nb && i > 0 && len(b) > lo:
 				xorInto(b[lo:], buf[m*blockSize:(m+1)*blockSize])
@@ -216,7 +217,7 @@ func (p *chainProcessor) residues(key *chainKey, payloads [][]byte) {
 	m := 0
 	for _, b := range payloads {
 		if n := len(b) / blockSize * blockSize; n > 0 && len(b) > n {
-			copy(buf[m*blockSize:(m+1)*blockSize], b[n-blockSize:n])
+			*(*[blockSize]byte)(buf[m*blockSize:]) = [blockSize]byte(b[n-blockSize:])
 			m++
 		}
 	}
