@@ -35,7 +35,7 @@ func (b *batch) fill(payloads [][]byte, width int) [][]byte {
 		if len(p) < 8 {
 			continue
 		}
-		l := b.n & 255 // b.n < width <= 256: the mask only drops bounds checks
+		l := b.n & 255 // no change (b.n < 256 here), but it drops the bounds check on [l]
 		b.n++
 		full := len(p) / 8
 		if full == maxBlocks {
@@ -64,19 +64,18 @@ func (b *batch) fill(payloads [][]byte, width int) [][]byte {
 
 // store writes the lanes back to their payloads and drops the references.
 func (b *batch) store() {
-	for l := range b.n & 511 {
-		p := b.payload[l&255]
+	for l, p := range b.payload[:b.n] {
+		l &= 255 // no change (l < 256), but it drops the bounds check on [l]
 		full := len(p) / 8
 		if full == maxBlocks {
 			a := (*[maxPayload]byte)(p)
 			for off := 0; off+8 <= maxPayload; off += 8 {
-				binary.LittleEndian.PutUint64(a[off:off+8], b.blocks[off/8][l&255])
+				binary.LittleEndian.PutUint64(a[off:off+8], b.blocks[off/8][l])
 			}
-			b.payload[l&255] = nil
 			continue
 		}
 		for c := range full {
-			binary.LittleEndian.PutUint64(p[8*c:], b.blocks[c][l&255])
+			binary.LittleEndian.PutUint64(p[8*c:], b.blocks[c][l])
 		}
 	}
 	b.storeResidues()
