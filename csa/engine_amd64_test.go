@@ -57,24 +57,17 @@ func TestDispatchAVX2(t *testing.T) {
 	}
 }
 
-// BenchmarkBlockKernel times the block cipher alone over one column of 256
-// lanes (56 rounds each), for each S-box method this CPU runs.
-func BenchmarkBlockKernel(b *testing.B) {
-	k := mustKey(b, lengthTableCW)
-	var in, out [256]uint64
-	for l := range in {
-		in[l] = uint64(l) * 0x9e3779b97f4a7c15
-	}
-	kernels := []struct {
-		name string
-		ok   bool
-		run  func()
-	}{
-		{"avx2-vpshufb", cpuHasAVX2(), func() { blockDecryptAVX2(&in, &out, &k.bsBlock, &avx2Tab, 8) }},
-		{"avx512-vpermi2b", cpuHasAVX512(), func() { blockDecryptVBMI(&in, &out, &k.bsBlock, &vbmiTab, 2) }},
-	}
+// kernelBench is one assembly kernel for benchKernels.
+type kernelBench struct {
+	name string
+	ok   bool // this CPU runs it
+	run  func()
+}
+
+// benchKernels times each kernel on 256 lanes of 8 bytes per call.
+func benchKernels(b *testing.B, label string, kernels []kernelBench) {
 	for _, kn := range kernels {
-		b.Run("sbox="+kn.name, func(b *testing.B) {
+		b.Run(label+"="+kn.name, func(b *testing.B) {
 			if !kn.ok {
 				b.Skip("this CPU cannot run it")
 			}
@@ -87,6 +80,20 @@ func BenchmarkBlockKernel(b *testing.B) {
 	}
 }
 
+// BenchmarkBlockKernel times the block cipher alone over one column of 256
+// lanes (56 rounds each), for each S-box method this CPU runs.
+func BenchmarkBlockKernel(b *testing.B) {
+	k := mustKey(b, lengthTableCW)
+	var in, out [256]uint64
+	for l := range in {
+		in[l] = uint64(l) * 0x9e3779b97f4a7c15
+	}
+	benchKernels(b, "sbox", []kernelBench{
+		{"avx2-vpshufb", cpuHasAVX2(), func() { blockDecryptAVX2(&in, &out, &k.bsBlock, &avx2Tab, 8) }},
+		{"avx512-vpermi2b", cpuHasAVX512(), func() { blockDecryptVBMI(&in, &out, &k.bsBlock, &vbmiTab, 2) }},
+	})
+}
+
 // BenchmarkStreamKernel times 32 rounds of the stream cipher on 256 lanes
 // (8 keystream bytes) for each kernel this CPU runs.
 func BenchmarkStreamKernel(b *testing.B) {
@@ -95,24 +102,8 @@ func BenchmarkStreamKernel(b *testing.B) {
 	for i := range st {
 		st[i] = [4]uint64{uint64(i) * 0x9e3779b97f4a7c15, uint64(i), ^uint64(i), uint64(i) << 7}
 	}
-	kernels := []struct {
-		name string
-		ok   bool
-		run  func()
-	}{
+	benchKernels(b, "kernel", []kernelBench{
 		{"avx2", cpuHasAVX2(), func() { streamGenAVX2(&st, &planes) }},
 		{"avx512", cpuHasAVX512(), func() { streamGenAVX512(&st, &planes) }},
-	}
-	for _, kn := range kernels {
-		b.Run("kernel="+kn.name, func(b *testing.B) {
-			if !kn.ok {
-				b.Skip("this CPU cannot run it")
-			}
-			b.SetBytes(256 * 8)
-			for b.Loop() {
-				kn.run()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*256), "ns/lane")
-		})
-	}
+	})
 }

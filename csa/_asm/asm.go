@@ -30,6 +30,23 @@ const (
 	planeSize = ymmBytes
 )
 
+// extraTaps are the bits of register B XORed into D: extraTaps[b] for bit
+// b of D, {n, bit} being bit bit of nibble B[n] (ETR 289).
+var extraTaps = [4][4][2]int{
+	0: {{9, 2}, {6, 3}, {3, 1}, {8, 0}},
+	1: {{5, 3}, {8, 2}, {4, 0}, {5, 1}},
+	2: {{6, 0}, {8, 1}, {3, 3}, {4, 2}},
+	3: {{3, 0}, {6, 1}, {7, 2}, {9, 3}},
+}
+
+// sboxState maps the S-box destinations of sboxDest to state planes.
+var sboxState = map[string]int{
+	"x[0]": stateX, "x[1]": stateX + 1, "x[2]": stateX + 2, "x[3]": stateX + 3,
+	"y[0]": stateY, "y[1]": stateY + 1, "y[2]": stateY + 2, "y[3]": stateY + 3,
+	"z[0]": stateZ, "z[1]": stateZ + 1, "z[2]": stateZ + 2, "z[3]": stateZ + 3,
+	"p": stateP, "q": stateQ,
+}
+
 // streamKernel emits the 32 rounds of the stream cipher for 256 lanes:
 // initialisation with IV bit-planes when init is set, keystream generation
 // otherwise. It mirrors streamRegs.round in kernel.go step by step; see
@@ -102,17 +119,11 @@ func streamKernel(circuits [7]circuit, init bool) {
 			VMOVDQU(t, bN(0, b))
 		}
 		// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over B.
-		extra := [4][4][2]int{
-			0: {{9, 2}, {6, 3}, {3, 1}, {8, 0}},
-			1: {{5, 3}, {8, 2}, {4, 0}, {5, 1}},
-			2: {{6, 0}, {8, 1}, {3, 3}, {4, 2}},
-			3: {{3, 0}, {6, 1}, {7, 2}, {9, 3}},
-		}
 		var d [4]VecVirtual
 		for b := 0; b < 4; b++ {
 			d[b] = load(abs(stateE + b))
 			VPXOR(abs(stateZ+b), d[b], d[b])
-			for _, tap := range extra[b] {
+			for _, tap := range extraTaps[b] {
 				VPXOR(bN(tap[0], tap[1]), d[b], d[b])
 			}
 			VMOVDQU(d[b], abs(stateD+b))
@@ -153,12 +164,6 @@ func streamKernel(circuits [7]circuit, init bool) {
 		VMOVDQU(c, abs(stateR))
 
 		// The seven S-boxes: the next X, Y, Z, p and q.
-		dest := map[string]int{
-			"x[0]": stateX, "x[1]": stateX + 1, "x[2]": stateX + 2, "x[3]": stateX + 3,
-			"y[0]": stateY, "y[1]": stateY + 1, "y[2]": stateY + 2, "y[3]": stateY + 3,
-			"z[0]": stateZ, "z[1]": stateZ + 1, "z[2]": stateZ + 2, "z[3]": stateZ + 3,
-			"p": stateP, "q": stateQ,
-		}
 		for s, circ := range circuits {
 			vals := map[int]Op{}
 			for i := 0; i < numInputs; i++ {
@@ -195,8 +200,8 @@ func streamKernel(circuits [7]circuit, init bool) {
 				}
 				vals[firstGate+gi] = out
 			}
-			VMOVDQU(vals[circ.hi], abs(dest[sboxDest[s][0]]))
-			VMOVDQU(vals[circ.lo], abs(dest[sboxDest[s][1]]))
+			VMOVDQU(vals[circ.hi], abs(sboxState[sboxDest[s][0]]))
+			VMOVDQU(vals[circ.lo], abs(sboxState[sboxDest[s][1]]))
 		}
 	}
 	SUBQ(U32(4*nibble), win)
@@ -252,6 +257,33 @@ func transposeWords8(a [8]VecVirtual) [8]VecVirtual {
 		VPUNPCKHQDQ(c[i+4], c[i], d[2*i+1])
 	}
 	return d
+}
+
+// blockRoundXors emits the XORs of one block cipher round after the S-box
+// output s and its bit permutation p are known, and renames R[1..8] for the
+// next round; xor is VPXOR or its EVEX form.
+func blockRoundXors(R *[9]VecVirtual, s, p VecVirtual, decrypt bool, xor func(a, b, dst Op)) {
+	if decrypt {
+		// R1' = R8^s, R2' = R1, R3' = R2^t, R4' = R3^t, R5' = R4^t,
+		// R6' = R5, R7' = R6^p, R8' = R7, with t = R8^s.
+		t := R[8]
+		xor(s, t, t)
+		xor(t, R[2], R[2])
+		xor(t, R[3], R[3])
+		xor(t, R[4], R[4])
+		xor(p, R[6], R[6])
+		*R = [9]VecVirtual{nil, t, R[1], R[2], R[3], R[4], R[5], R[6], R[7]}
+		return
+	}
+	// R1' = R2, R2' = R3^R1, R3' = R4^R1, R4' = R5^R1, R5' = R6,
+	// R6' = R7^p, R7' = R8, R8' = R1^s.
+	r1 := R[1]
+	xor(r1, R[3], R[3])
+	xor(r1, R[4], R[4])
+	xor(r1, R[5], R[5])
+	xor(p, R[7], R[7])
+	xor(s, r1, r1)
+	*R = [9]VecVirtual{nil, R[2], R[3], R[4], R[5], R[6], R[7], R[8], r1}
 }
 
 // blockKernel emits the byte-sliced block cipher for 32 lanes per YMM
@@ -348,27 +380,7 @@ func blockKernel(decrypt bool) {
 		VMOVDQU(tb(tabPermHi), ph)
 		VPSHUFB(hi, ph, ph)
 		VPOR(pl, ph, pl) // pl = perm(s)
-		if decrypt {
-			// R1' = R8^s, R2' = R1, R3' = R2^t, R4' = R3^t, R5' = R4^t,
-			// R6' = R5, R7' = R6^p, R8' = R7, with t = R8^s.
-			t := R[8]
-			VPXOR(s, t, t)
-			VPXOR(t, R[2], R[2])
-			VPXOR(t, R[3], R[3])
-			VPXOR(t, R[4], R[4])
-			VPXOR(pl, R[6], R[6])
-			R = [9]VecVirtual{nil, t, R[1], R[2], R[3], R[4], R[5], R[6], R[7]}
-		} else {
-			// R1' = R2, R2' = R3^R1, R3' = R4^R1, R4' = R5^R1, R5' = R6,
-			// R6' = R7^p, R7' = R8, R8' = R1^s.
-			r1 := R[1]
-			VPXOR(r1, R[3], R[3])
-			VPXOR(r1, R[4], R[4])
-			VPXOR(r1, R[5], R[5])
-			VPXOR(pl, R[7], R[7])
-			VPXOR(s, r1, r1)
-			R = [9]VecVirtual{nil, R[2], R[3], R[4], R[5], R[6], R[7], R[8], r1}
-		}
+		blockRoundXors(&R, s, pl, decrypt, VPXOR)
 	}
 	if decrypt {
 		SUBQ(U8(64), kp)
@@ -660,26 +672,7 @@ func blockKernelVBMI(decrypt bool) {
 			VPMOVB2M(x, hi)
 			s := lookup(sbox, vtabSbox, x, hi)
 			p := lookup(psbox, vtabPermSbox, x, hi)
-			r := &R[g]
-			if decrypt {
-				// As blockKernel: t = R8^s; R1' = t, R3' = R2^t,
-				// R4' = R3^t, R5' = R4^t, R7' = R6^p, the others shift.
-				t := r[8]
-				VPXORQ(s, t, t)
-				VPXORQ(t, r[2], r[2])
-				VPXORQ(t, r[3], r[3])
-				VPXORQ(t, r[4], r[4])
-				VPXORQ(p, r[6], r[6])
-				*r = [9]VecVirtual{nil, t, r[1], r[2], r[3], r[4], r[5], r[6], r[7]}
-			} else {
-				r1 := r[1]
-				VPXORQ(r1, r[3], r[3])
-				VPXORQ(r1, r[4], r[4])
-				VPXORQ(r1, r[5], r[5])
-				VPXORQ(p, r[7], r[7])
-				VPXORQ(s, r1, r1)
-				*r = [9]VecVirtual{nil, r[2], r[3], r[4], r[5], r[6], r[7], r[8], r1}
-			}
+			blockRoundXors(&R[g], s, p, decrypt, func(a, b, d Op) { VPXORQ(a, b, d) })
 		}
 	}
 	if decrypt {

@@ -25,21 +25,9 @@ func (t tt8) bit(i int) uint64 { return t[i/64] >> (i % 64) & 1 }
 
 func op8(op int, a, b tt8) (r tt8) {
 	for i := range r {
-		r[i] = uint64(apply64(op, a[i], b[i]))
+		r[i] = apply(op, a[i], b[i])
 	}
 	return r
-}
-
-func apply64(op int, a, b uint64) uint64 {
-	switch op {
-	case opAnd:
-		return a & b
-	case opOr:
-		return a | b
-	case opXor:
-		return a ^ b
-	}
-	return a &^ b
 }
 
 // builder8 emits gates over the values 0..7 (input bits x0..x7) and the

@@ -140,15 +140,9 @@ func streamKernelAVX512(circuits [7]ternCircuit, init bool) {
 			VMOVDQU64(ternlog(immMux, p, nb[(b+3)%4], nb[b]), bN(0, b))
 		}
 		// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over B.
-		extra := [4][4][2]int{
-			0: {{9, 2}, {6, 3}, {3, 1}, {8, 0}},
-			1: {{5, 3}, {8, 2}, {4, 0}, {5, 1}},
-			2: {{6, 0}, {8, 1}, {3, 3}, {4, 2}},
-			3: {{3, 0}, {6, 1}, {7, 2}, {9, 3}},
-		}
 		var d [4]VecVirtual
 		for b := 0; b < 4; b++ {
-			t := extra[b]
+			t := extraTaps[b]
 			d[b] = load(abs(stateE + b))
 			ternInto(d[b], xor3, load(abs(stateZ+b)), bN(t[0][0], t[0][1]))
 			ternInto(d[b], xor3, load(bN(t[1][0], t[1][1])), bN(t[2][0], t[2][1]))
@@ -183,12 +177,6 @@ func streamKernelAVX512(circuits [7]ternCircuit, init bool) {
 		VMOVDQU64(c, abs(stateR))
 
 		// The seven S-boxes: the next X, Y, Z, p and q.
-		dest := map[string]int{
-			"x[0]": stateX, "x[1]": stateX + 1, "x[2]": stateX + 2, "x[3]": stateX + 3,
-			"y[0]": stateY, "y[1]": stateY + 1, "y[2]": stateY + 2, "y[3]": stateY + 3,
-			"z[0]": stateZ, "z[1]": stateZ + 1, "z[2]": stateZ + 2, "z[3]": stateZ + 3,
-			"p": stateP, "q": stateQ,
-		}
 		for s, circ := range circuits {
 			vals := map[int]VecVirtual{}
 			for i := 0; i < numInputs; i++ {
@@ -225,8 +213,8 @@ func streamKernelAVX512(circuits [7]ternCircuit, init bool) {
 					vals[numInputs+i] = ternlog(U8(op.imm), vals[op.a], vals[op.b], vals[op.c])
 				}
 			}
-			VMOVDQU64(vals[circ.hi], abs(dest[sboxDest[s][0]]))
-			VMOVDQU64(vals[circ.lo], abs(dest[sboxDest[s][1]]))
+			VMOVDQU64(vals[circ.hi], abs(sboxState[sboxDest[s][0]]))
+			VMOVDQU64(vals[circ.lo], abs(sboxState[sboxDest[s][1]]))
 		}
 	}
 	SUBQ(U32(4*nibble), win)

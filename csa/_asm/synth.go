@@ -53,7 +53,7 @@ const (
 	firstGate = 6
 )
 
-func apply(op int, a, b uint32) uint32 {
+func apply[T uint32 | uint64](op int, a, b T) T {
 	switch op {
 	case opAnd:
 		return a & b
@@ -219,16 +219,22 @@ func (b *builder) build5(f *formula4, t uint32, v int) int {
 	}
 }
 
+// truthTables returns the truth tables of the high and low output bits of
+// a stream S-box over its five inputs.
+func truthTables(table [32]byte) (hi, lo uint32) {
+	for i, v := range table {
+		hi |= uint32(v>>1&1) << i
+		lo |= uint32(v&1) << i
+	}
+	return hi, lo
+}
+
 // synthesize returns a checked circuit for every stream S-box.
 func synthesize() [7]circuit {
 	f := newFormula4(12)
 	var out [7]circuit
 	for s, table := range streamSbox {
-		var hiTT, loTT uint32
-		for i, v := range table {
-			hiTT |= uint32(v>>1&1) << i
-			loTT |= uint32(v&1) << i
-		}
+		hiTT, loTT := truthTables(table)
 		best := -1
 		for vh := 0; vh < 5; vh++ {
 			for vl := 0; vl < 5; vl++ {

@@ -168,11 +168,7 @@ func (b *ternBuilder) output(t uint32) int {
 func synthesizeTern() [7]ternCircuit {
 	var out [7]ternCircuit
 	for s, table := range streamSbox {
-		var hiTT, loTT uint32
-		for i, v := range table {
-			hiTT |= uint32(v>>1&1) << i
-			loTT |= uint32(v&1) << i
-		}
+		hiTT, loTT := truthTables(table)
 		b := newTernBuilder()
 		hi := b.output(hiTT)
 		lo := b.output(loTT)
