@@ -202,9 +202,9 @@ func forEachImplementation(t *testing.T, f func(t *testing.T)) {
 			defer restore()
 			if !ok {
 				if os.Getenv("TSDESCRAMBLE_REQUIRE_ALL_ENGINES") != "" {
-					t.Fatalf("the CPU cannot run %s", name)
+					t.Fatalf("the CPU cannot run %s: no %s", name, missingFeatures(name))
 				}
-				t.Skipf("the CPU cannot run %s", name)
+				t.Skipf("the CPU cannot run %s: no %s", name, missingFeatures(name))
 			}
 			f(t)
 		})

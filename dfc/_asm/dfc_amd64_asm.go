@@ -1,5 +1,6 @@
-// This program generates ../dfc_amd64.s, the AVX2 and BMI2 multi-block path
-// of package dfc. Run it with go generate in this directory.
+// This program generates ../dfc_amd64.s, the multi-block paths of package
+// dfc: AVX2 with BMI2 (this file) and AVX-512 (avx512.go). Run it with go
+// generate in this directory.
 package main
 
 // The purego tag builds package dfc without the assembly this program writes,
@@ -44,6 +45,11 @@ func main() {
 
 	kernel(1, kcv, kdv)
 	kernel(2, kcv, kdv)
+
+	bswap := bswapMask()
+	for _, groups := range []int{1, 2, 4} {
+		kernelAVX512(groups, bswap, kcv, kdv)
+	}
 	Generate()
 }
 
