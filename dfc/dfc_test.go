@@ -258,6 +258,46 @@ func TestBlocksAgainstSingle(t *testing.T) {
 	forEachImplementation(t, checkBlocksAgainstSingle)
 }
 
+// TestBlocksAgainstGeneric compares every multi-block path with the portable
+// multi-block loop, for random keys of every size from 0 to 32 bytes and
+// every number of blocks from 1 to 40 (all chunk sizes and tails of the
+// kernels), then for a few longer inputs, both ways, out of place and in
+// place.
+func TestBlocksAgainstGeneric(t *testing.T) {
+	counts := make([]int, 0, 45)
+	for n := 1; n <= 40; n++ {
+		counts = append(counts, n)
+	}
+	counts = append(counts, 63, 64, 65, 255, 256+57)
+	forEachImplementation(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(17, 18))
+		for keySize := 0; keySize <= maxKeySize; keySize++ {
+			for _, n := range counts {
+				c := newTestCipher(t, randomBlocks(rng, 2)[:keySize])
+				src := randomBlocks(rng, n)
+				for _, dir := range []struct {
+					name string
+					rk   *schedule
+					f    func(dst, src []byte)
+				}{{"EncryptBlocks", &c.enc, c.EncryptBlocks}, {"DecryptBlocks", &c.dec, c.DecryptBlocks}} {
+					want := make([]byte, len(src))
+					cryptBlocksGeneric(dir.rk, want, src)
+					got := make([]byte, len(src))
+					dir.f(got, src)
+					if i := firstBlockDiff(got, want); i >= 0 {
+						t.Fatalf("%d-byte key, %d blocks: %s differs from the generic path at block %d", keySize, n, dir.name, i)
+					}
+					got = append(got[:0], src...)
+					dir.f(got, got)
+					if i := firstBlockDiff(got, want); i >= 0 {
+						t.Fatalf("%d-byte key, %d blocks: in-place %s differs from the generic path at block %d", keySize, n, dir.name, i)
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestGenericBlocks checks the portable multi-block loop directly against the
 // portable single-block code, whatever the dispatch picks on this machine.
 func TestGenericBlocks(t *testing.T) {

@@ -101,13 +101,13 @@ func TestReductionTargets(t *testing.T) {
 
 // TestReductionInBlocks makes round 1 or round 2 of a cipher with a chosen
 // schedule meet every target, with the block in every position of inputs of
-// 16 blocks (the 16-lane kernel), 8 blocks (the 8-lane kernel) and 3 blocks
-// (a padded group), and checks each multi-block path against the
-// single-block code.
+// 32 blocks (the 32-lane AVX-512 kernel), 16 blocks (the 16-lane kernels),
+// 8 blocks (the 8-lane kernels) and 3 blocks (a padded group), and checks
+// each multi-block path against the single-block code.
 func TestReductionInBlocks(t *testing.T) {
 	type layout struct{ blocks, pos int }
 	var layouts []layout
-	for _, n := range []int{16, 8, 3} {
+	for _, n := range []int{32, 16, 8, 3} {
 		for pos := range n {
 			layouts = append(layouts, layout{n, pos})
 		}

@@ -78,7 +78,8 @@ func readKAT(t *testing.T, name string) []katVector {
 }
 
 // checkKAT runs every vector of a file through Encrypt, Decrypt and the
-// multi-block methods, and checks that the file holds the expected number of
+// multi-block methods (one block, then batches through every multi-block
+// path), and checks that the file holds the expected number of
 // vectors and key sizes.
 func checkKAT(t *testing.T, name string, wantCount int, wantSizes []int) {
 	vs := readKAT(t, name)
@@ -111,6 +112,7 @@ func checkKAT(t *testing.T, name string, wantCount int, wantSizes []int) {
 			t.Errorf("%s:%d: KEYSIZE=%d I=%d: DecryptBlocks = %x, want %x", name, v.line, v.keySize, v.index, got, v.plain)
 		}
 	}
+	checkKATBatches(t, name, vs)
 	for _, s := range wantSizes {
 		if sizes[s] == 0 {
 			t.Errorf("%s: no vector with KEYSIZE=%d", name, s)
@@ -119,6 +121,51 @@ func checkKAT(t *testing.T, name string, wantCount int, wantSizes []int) {
 	if len(sizes) != len(wantSizes) {
 		t.Errorf("%s: key sizes %v, want %v", name, sizes, wantSizes)
 	}
+}
+
+// katBatchBlocks is the size of the batches of checkKATBatches: one chunk of
+// each AVX-512 kernel (32 + 16 + 8 blocks) and a padded group of three, or
+// three chunks of the 16-block AVX2 kernel and a padded group of eleven.
+const katBatchBlocks = 59
+
+// checkKATBatches runs every vector through each multi-block path that the
+// CPU can run: a batch of katBatchBlocks copies of the plaintext must
+// encrypt to as many copies of the ciphertext, in every lane of every
+// kernel, and decrypt back.
+func checkKATBatches(t *testing.T, name string, vs []katVector) {
+	forEachImplementation(t, func(t *testing.T) {
+		pt, ct := make([]byte, katBatchBlocks*BlockSize), make([]byte, katBatchBlocks*BlockSize)
+		got := make([]byte, katBatchBlocks*BlockSize)
+		for _, v := range vs {
+			for i := 0; i < len(pt); i += BlockSize {
+				copy(pt[i:], v.plain)
+				copy(ct[i:], v.enc)
+			}
+			c := newTestCipher(t, v.key)
+			c.EncryptBlocks(got, pt)
+			if i := firstBlockDiff(got, ct); i >= 0 {
+				t.Fatalf("%s:%d: KEYSIZE=%d I=%d: EncryptBlocks of %d blocks: block %d is %x, want %x",
+					name, v.line, v.keySize, v.index, katBatchBlocks, i, got[i*BlockSize:(i+1)*BlockSize], v.enc)
+			}
+			c.DecryptBlocks(got, got)
+			if i := firstBlockDiff(got, pt); i >= 0 {
+				t.Fatalf("%s:%d: KEYSIZE=%d I=%d: DecryptBlocks of %d blocks in place: block %d is %x, want %x",
+					name, v.line, v.keySize, v.index, katBatchBlocks, i, got[i*BlockSize:(i+1)*BlockSize], v.plain)
+			}
+		}
+		t.Logf("%s: %d vectors in batches of %d blocks", name, len(vs), katBatchBlocks)
+	})
+}
+
+// firstBlockDiff returns the index of the first block where a and b differ,
+// or -1.
+func firstBlockDiff(a, b []byte) int {
+	for i := 0; i < len(a); i += BlockSize {
+		if !bytes.Equal(a[i:i+BlockSize], b[i:i+BlockSize]) {
+			return i / BlockSize
+		}
+	}
+	return -1
 }
 
 // TestVariableKeyKAT checks ecb_vk: PT = 0 under every key with a single bit
