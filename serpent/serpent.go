@@ -73,14 +73,14 @@ func (c *Cipher) BlockSize() int { return BlockSize }
 // overlap entirely or not at all.
 func (c *Cipher) Encrypt(dst, src []byte) {
 	checkBlock(dst, src)
-	encryptFolded(&c.ek, dst, src)
+	encryptBlock(&c.ek, dst, src)
 }
 
 // Decrypt decrypts the first block of src into dst. dst and src must
 // overlap entirely or not at all.
 func (c *Cipher) Decrypt(dst, src []byte) {
 	checkBlock(dst, src)
-	decryptFolded(&c.dk, dst, src)
+	decryptBlock(&c.dk, dst, src)
 }
 
 // EncryptBlocks encrypts each 16-byte block of src independently (as in ECB

@@ -9,3 +9,11 @@ func encryptBlocks(ks *[132]uint32, dst, src []byte) {
 func decryptBlocks(ks *[132]uint32, dst, src []byte) {
 	decryptBlocksGeneric(ks, dst, src)
 }
+
+func encryptBlock(ek *[132]uint32, dst, src []byte) {
+	encryptFolded(ek, dst, src)
+}
+
+func decryptBlock(dk *[132]uint32, dst, src []byte) {
+	decryptFolded(dk, dst, src)
+}

@@ -1,5 +1,6 @@
-// Command _asm generates serpent_amd64.s, the SSE2 and AVX2 multi-block
-// kernels of package serpent.
+// Command _asm generates serpent_amd64.s, the SSE2, AVX2 and AVX-512
+// multi-block kernels of package serpent and its AVX-512 single-block
+// kernel (the AVX-512 code is in avx512.go, its S-boxes in ternary.go).
 //
 // The S-box sequences are not repeated here: the generator parses
 // ../sbox.go, the portable implementation, and translates each of its
@@ -48,6 +49,14 @@ func main() {
 	kernelFunc("decryptBlocksSSE2", sse2, sboxes, false)
 	kernelFunc("encryptBlocksAVX2", avx2, sboxes, true)
 	kernelFunc("decryptBlocksAVX2", avx2, sboxes, false)
+	// One block is a dependency chain: S-boxes of depth 2. Many blocks are
+	// bound by instruction count: S-boxes of the fewest operations.
+	shallow := ternarySBoxes(sboxes, 2)
+	small := ternarySBoxes(sboxes, 99)
+	singleFunc("encryptBlockAVX512", shallow, true)
+	singleFunc("decryptBlockAVX512", shallow, false)
+	blocksFunc("encryptBlocksAVX512", small, true)
+	blocksFunc("decryptBlocksAVX512", small, false)
 	Generate()
 }
 
