@@ -64,6 +64,9 @@ type schedule [8][2]uint64
 // schedule; use [NewCipher].
 type Cipher struct {
 	enc, dec schedule
+	// encIFMA and decIFMA are enc and dec split for the AVX-512 IFMA
+	// kernels; the other paths do not read them.
+	encIFMA, decIFMA ifmaSchedule
 }
 
 var _ cipher.Block = (*Cipher)(nil)
@@ -80,6 +83,8 @@ func NewCipher(key []byte) (cipher.Block, error) {
 	}
 	c := new(Cipher)
 	expandKey(key, &c.enc, &c.dec)
+	splitIFMA(&c.enc, &c.encIFMA)
+	splitIFMA(&c.dec, &c.decIFMA)
 	return c, nil
 }
 
@@ -107,14 +112,14 @@ func (c *Cipher) Decrypt(dst, src []byte) {
 // long as src, and dst and src must overlap entirely or not at all.
 func (c *Cipher) EncryptBlocks(dst, src []byte) {
 	checkBlocks(dst, src)
-	cryptBlocks(&c.enc, dst, src)
+	cryptBlocks(&c.enc, &c.encIFMA, dst, src)
 }
 
 // DecryptBlocks decrypts each 16-byte block of src into the same place in
 // dst, under the same rules as [Cipher.EncryptBlocks].
 func (c *Cipher) DecryptBlocks(dst, src []byte) {
 	checkBlocks(dst, src)
-	cryptBlocks(&c.dec, dst, src)
+	cryptBlocks(&c.dec, &c.decIFMA, dst, src)
 }
 
 // checkBlock panics on buffers that Encrypt and Decrypt cannot use: a

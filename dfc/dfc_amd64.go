@@ -28,6 +28,14 @@ var supportsAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX
 // run the AVX2 or the generic path on the same machine.
 var useAVX512 = supportsAVX512
 
+// supportsAVX512IFMA reports whether the CPU can run the AVX-512 kernels
+// that multiply with IFMA (VPMADD52LUQ, VPMADD52HUQ), which need fewer
+// instructions for the product and its reduction.
+var supportsAVX512IFMA = supportsAVX512 && cpu.X86.HasAVX512IFMA
+
+// useAVX512IFMA selects the IFMA kernels, ahead of the other AVX-512 ones.
+var useAVX512IFMA = supportsAVX512IFMA
+
 // minBlocksAVX512 is the smallest call the AVX-512 kernels take. Below it the
 // AVX2 kernels are as fast: a call that fills fewer than eight lanes pays for
 // eight in either kernel.
@@ -55,13 +63,31 @@ func cryptBlocks16AVX512(rk *schedule, dst, src []byte)
 //go:noescape
 func cryptBlocks32AVX512(rk *schedule, dst, src []byte)
 
+// cryptBlocks8AVX512IFMA, cryptBlocks16AVX512IFMA and cryptBlocks32AVX512IFMA
+// are their counterparts that multiply with IFMA, keyed by the split rounds.
+//
+//go:noescape
+func cryptBlocks8AVX512IFMA(rk *ifmaSchedule, dst, src []byte)
+
+//go:noescape
+func cryptBlocks16AVX512IFMA(rk *ifmaSchedule, dst, src []byte)
+
+//go:noescape
+func cryptBlocks32AVX512IFMA(rk *ifmaSchedule, dst, src []byte)
+
 // cryptBlock stays generic: one block cannot use the lanes of the kernel.
 func cryptBlock(rk *schedule, dst, src []byte) { cryptBlockGeneric(rk, dst, src) }
 
-func cryptBlocks(rk *schedule, dst, src []byte) {
-	if useAVX512 && len(src) >= minBlocksAVX512*BlockSize {
-		cryptBlocksAVX512(rk, dst, src)
-		return
+func cryptBlocks(rk *schedule, rx *ifmaSchedule, dst, src []byte) {
+	if len(src) >= minBlocksAVX512*BlockSize {
+		switch {
+		case useAVX512IFMA:
+			cryptBlocksAVX512(rk, rx, dst, src)
+			return
+		case useAVX512:
+			cryptBlocksAVX512(rk, nil, dst, src)
+			return
+		}
 	}
 	if useAVX2 {
 		cryptBlocksAVX2(rk, dst, src)
@@ -103,28 +129,38 @@ func cryptBlocksAVX2(rk *schedule, dst, src []byte) {
 // cryptBlocksAVX512 runs the 32-block kernel over as much of src as it can
 // take, then one call of the 16-block and one of the 8-block kernel, and
 // pads a last group of two to seven blocks with zero blocks as
-// cryptBlocksAVX2 does; a single last block goes to the generic code.
-func cryptBlocksAVX512(rk *schedule, dst, src []byte) {
+// cryptBlocksAVX2 does; a single last block goes to the generic code. The
+// IFMA kernels run when rx is not nil.
+func cryptBlocksAVX512(rk *schedule, rx *ifmaSchedule, dst, src []byte) {
+	kernel := func(size int, dst, src []byte) {
+		switch {
+		case rx != nil && size == 32:
+			cryptBlocks32AVX512IFMA(rx, dst, src)
+		case rx != nil && size == 16:
+			cryptBlocks16AVX512IFMA(rx, dst, src)
+		case rx != nil:
+			cryptBlocks8AVX512IFMA(rx, dst, src)
+		case size == 32:
+			cryptBlocks32AVX512(rk, dst, src)
+		case size == 16:
+			cryptBlocks16AVX512(rk, dst, src)
+		default:
+			cryptBlocks8AVX512(rk, dst, src)
+		}
+	}
 	for _, size := range [...]int{32, 16, 8} {
 		n := len(src) / (size * BlockSize) * (size * BlockSize)
 		if n == 0 {
 			continue
 		}
-		switch size {
-		case 32:
-			cryptBlocks32AVX512(rk, dst[:n], src[:n])
-		case 16:
-			cryptBlocks16AVX512(rk, dst[:n], src[:n])
-		default:
-			cryptBlocks8AVX512(rk, dst[:n], src[:n])
-		}
+		kernel(size, dst[:n], src[:n])
 		src, dst = src[n:], dst[n:]
 	}
 	switch {
 	case len(src) > BlockSize:
 		var buf [8 * BlockSize]byte
 		n := copy(buf[:], src)
-		cryptBlocks8AVX512(rk, buf[:], buf[:])
+		kernel(8, buf[:], buf[:])
 		copy(dst, buf[:n])
 	case len(src) == BlockSize:
 		cryptBlockGeneric(rk, dst, src)

@@ -2330,3 +2330,774 @@ cryptBlocks32AVX512Loop:
 
 cryptBlocks32AVX512Done:
 	RET
+
+// func cryptBlocks8AVX512IFMA(rk *ifmaSchedule, dst []byte, src []byte)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512IFMA
+TEXT ·cryptBlocks8AVX512IFMA(SB), NOSPLIT, $0-56
+	MOVQ            rk+0(FP), AX
+	MOVQ            dst_base+8(FP), CX
+	MOVQ            src_base+32(FP), DX
+	MOVQ            src_len+40(FP), BX
+	SHRQ            $0x07, BX
+	JZ              cryptBlocks8AVX512IFMADone
+	VMOVDQU32       ·rt+0(SB), Z0
+	VMOVDQU32       ·rt+64(SB), Z1
+	VMOVDQU32       ·rt+128(SB), Z2
+	VMOVDQU32       ·rt+192(SB), Z3
+	VPBROADCASTQ    kcLanes<>+0(SB), Z4
+	VPBROADCASTQ    kdLanes<>+0(SB), Z5
+	MOVQ            $0x000000000000000d, SI
+	VPBROADCASTQ    SI, Z6
+	MOVL            $0xffffffff, SI
+	VPBROADCASTQ    SI, Z7
+	MOVL            $0x0000aaaa, SI
+	KMOVW           SI, K1
+	VBROADCASTI32X4 bswapQwords<>+0(SB), Z8
+	MOVQ            $0x000fffffffffffff, SI
+	VPBROADCASTQ    SI, Z9
+
+cryptBlocks8AVX512IFMAChunk:
+	// Load the chunk: the left halves of a group in one register, the right halves in another.
+	VMOVDQU64   (DX), Z10
+	VMOVDQU64   64(DX), Z11
+	VPSHUFB     Z8, Z10, Z10
+	VPSHUFB     Z8, Z11, Z11
+	VPUNPCKLQDQ Z11, Z10, Z12
+	VPUNPCKHQDQ Z11, Z10, Z10
+	MOVQ        AX, SI
+	MOVQ        $0x0000000000000004, DI
+
+cryptBlocks8AVX512IFMALoop:
+	// Two rounds per pass: the halves swap roles without moves.
+	// Round with the key at 0(rk).
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z10, Z11
+	VPSRLQ           $0x20, Z10, Z15
+	VPBROADCASTQ     32(SI), Z16
+	VPBROADCASTQ     40(SI), Z17
+	VPMADD52LUQ.BCST (SI), Z11, Z16
+	VPMADD52LUQ.BCST 16(SI), Z15, Z16
+	VPMADD52HUQ.BCST (SI), Z11, Z17
+	VPMADD52LUQ.BCST 8(SI), Z11, Z17
+	VPMADD52HUQ.BCST 16(SI), Z15, Z17
+	VPMADD52LUQ.BCST 24(SI), Z15, Z17
+	VPSRLQ           $0x34, Z16, Z11
+	VPADDQ           Z11, Z17, Z17
+	VPSLLQ           $0x34, Z17, Z11
+	VPTERNLOGQ       $0xf8, Z9, Z16, Z11
+	VPSRLQ           $0x0c, Z17, Z15
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z13, Z13, Z13
+	VPMADD52LUQ Z6, Z15, Z13
+	VPCMPUQ     $0x01, Z13, Z11, K2
+	VPSUBQ      Z13, Z11, Z11
+	VPADDQ      Z6, Z11, K2, Z11
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z11, Z15
+	VMOVDQA64 Z15, Z16
+	VPERMI2D  Z1, Z0, Z15
+	VPERMI2D  Z3, Z2, Z16
+	VPMOVQ2M  Z11, K2
+	VPBLENDMQ Z16, Z15, K2, Z15
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z11, Z11
+	VPXORD Z15, Z11, K1, Z11
+	VPXORQ Z4, Z11, Z11
+	VPADDQ Z5, Z11, Z11
+	VPXORQ Z11, Z12, Z12
+
+	// Round with the key at 48(rk).
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z12, Z11
+	VPSRLQ           $0x20, Z12, Z15
+	VPBROADCASTQ     80(SI), Z16
+	VPBROADCASTQ     88(SI), Z17
+	VPMADD52LUQ.BCST 48(SI), Z11, Z16
+	VPMADD52LUQ.BCST 64(SI), Z15, Z16
+	VPMADD52HUQ.BCST 48(SI), Z11, Z17
+	VPMADD52LUQ.BCST 56(SI), Z11, Z17
+	VPMADD52HUQ.BCST 64(SI), Z15, Z17
+	VPMADD52LUQ.BCST 72(SI), Z15, Z17
+	VPSRLQ           $0x34, Z16, Z11
+	VPADDQ           Z11, Z17, Z17
+	VPSLLQ           $0x34, Z17, Z11
+	VPTERNLOGQ       $0xf8, Z9, Z16, Z11
+	VPSRLQ           $0x0c, Z17, Z15
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z14, Z14, Z14
+	VPMADD52LUQ Z6, Z15, Z14
+	VPCMPUQ     $0x01, Z14, Z11, K2
+	VPSUBQ      Z14, Z11, Z11
+	VPADDQ      Z6, Z11, K2, Z11
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z11, Z15
+	VMOVDQA64 Z15, Z16
+	VPERMI2D  Z1, Z0, Z15
+	VPERMI2D  Z3, Z2, Z16
+	VPMOVQ2M  Z11, K2
+	VPBLENDMQ Z16, Z15, K2, Z15
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z11, Z11
+	VPXORD Z15, Z11, K1, Z11
+	VPXORQ Z4, Z11, Z11
+	VPADDQ Z5, Z11, Z11
+	VPXORQ Z11, Z10, Z10
+	ADDQ   $0x60, SI
+	DECQ   DI
+	JNZ    cryptBlocks8AVX512IFMALoop
+
+	// Store R9|R8 of each block.
+	VPUNPCKLQDQ Z12, Z10, Z11
+	VPUNPCKHQDQ Z12, Z10, Z10
+	VPSHUFB     Z8, Z11, Z11
+	VPSHUFB     Z8, Z10, Z10
+	VMOVDQU64   Z11, (CX)
+	VMOVDQU64   Z10, 64(CX)
+	ADDQ        $0x00000080, DX
+	ADDQ        $0x00000080, CX
+	DECQ        BX
+	JNZ         cryptBlocks8AVX512IFMAChunk
+	VZEROUPPER
+
+cryptBlocks8AVX512IFMADone:
+	RET
+
+// func cryptBlocks16AVX512IFMA(rk *ifmaSchedule, dst []byte, src []byte)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512IFMA
+TEXT ·cryptBlocks16AVX512IFMA(SB), NOSPLIT, $0-56
+	MOVQ            rk+0(FP), AX
+	MOVQ            dst_base+8(FP), CX
+	MOVQ            src_base+32(FP), DX
+	MOVQ            src_len+40(FP), BX
+	SHRQ            $0x08, BX
+	JZ              cryptBlocks16AVX512IFMADone
+	VMOVDQU32       ·rt+0(SB), Z0
+	VMOVDQU32       ·rt+64(SB), Z1
+	VMOVDQU32       ·rt+128(SB), Z2
+	VMOVDQU32       ·rt+192(SB), Z3
+	VPBROADCASTQ    kcLanes<>+0(SB), Z4
+	VPBROADCASTQ    kdLanes<>+0(SB), Z5
+	MOVQ            $0x000000000000000d, SI
+	VPBROADCASTQ    SI, Z6
+	MOVL            $0xffffffff, SI
+	VPBROADCASTQ    SI, Z7
+	MOVL            $0x0000aaaa, SI
+	KMOVW           SI, K1
+	VBROADCASTI32X4 bswapQwords<>+0(SB), Z8
+	MOVQ            $0x000fffffffffffff, SI
+	VPBROADCASTQ    SI, Z9
+
+cryptBlocks16AVX512IFMAChunk:
+	// Load the chunk: the left halves of a group in one register, the right halves in another.
+	VMOVDQU64   (DX), Z10
+	VMOVDQU64   64(DX), Z11
+	VPSHUFB     Z8, Z10, Z10
+	VPSHUFB     Z8, Z11, Z11
+	VPUNPCKLQDQ Z11, Z10, Z12
+	VPUNPCKHQDQ Z11, Z10, Z10
+	VMOVDQU64   128(DX), Z11
+	VMOVDQU64   192(DX), Z17
+	VPSHUFB     Z8, Z11, Z11
+	VPSHUFB     Z8, Z17, Z17
+	VPUNPCKLQDQ Z17, Z11, Z18
+	VPUNPCKHQDQ Z17, Z11, Z11
+	MOVQ        AX, SI
+	MOVQ        $0x0000000000000004, DI
+
+cryptBlocks16AVX512IFMALoop:
+	// Two rounds per pass: the halves swap roles without moves.
+	// Round with the key at 0(rk).
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z10, Z17
+	VPSRLQ           $0x20, Z10, Z19
+	VPBROADCASTQ     32(SI), Z20
+	VPBROADCASTQ     40(SI), Z21
+	VPMADD52LUQ.BCST (SI), Z17, Z20
+	VPMADD52LUQ.BCST 16(SI), Z19, Z20
+	VPMADD52HUQ.BCST (SI), Z17, Z21
+	VPMADD52LUQ.BCST 8(SI), Z17, Z21
+	VPMADD52HUQ.BCST 16(SI), Z19, Z21
+	VPMADD52LUQ.BCST 24(SI), Z19, Z21
+	VPSRLQ           $0x34, Z20, Z17
+	VPADDQ           Z17, Z21, Z21
+	VPSLLQ           $0x34, Z21, Z17
+	VPTERNLOGQ       $0xf8, Z9, Z20, Z17
+	VPSRLQ           $0x0c, Z21, Z19
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z13, Z13, Z13
+	VPMADD52LUQ Z6, Z19, Z13
+	VPCMPUQ     $0x01, Z13, Z17, K2
+	VPSUBQ      Z13, Z17, Z17
+	VPADDQ      Z6, Z17, K2, Z17
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z17, Z19
+	VMOVDQA64 Z19, Z20
+	VPERMI2D  Z1, Z0, Z19
+	VPERMI2D  Z3, Z2, Z20
+	VPMOVQ2M  Z17, K2
+	VPBLENDMQ Z20, Z19, K2, Z19
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z17, Z17
+	VPXORD Z19, Z17, K1, Z17
+	VPXORQ Z4, Z17, Z17
+	VPADDQ Z5, Z17, Z17
+	VPXORQ Z17, Z12, Z12
+
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z11, Z17
+	VPSRLQ           $0x20, Z11, Z19
+	VPBROADCASTQ     32(SI), Z20
+	VPBROADCASTQ     40(SI), Z21
+	VPMADD52LUQ.BCST (SI), Z17, Z20
+	VPMADD52LUQ.BCST 16(SI), Z19, Z20
+	VPMADD52HUQ.BCST (SI), Z17, Z21
+	VPMADD52LUQ.BCST 8(SI), Z17, Z21
+	VPMADD52HUQ.BCST 16(SI), Z19, Z21
+	VPMADD52LUQ.BCST 24(SI), Z19, Z21
+	VPSRLQ           $0x34, Z20, Z17
+	VPADDQ           Z17, Z21, Z21
+	VPSLLQ           $0x34, Z21, Z17
+	VPTERNLOGQ       $0xf8, Z9, Z20, Z17
+	VPSRLQ           $0x0c, Z21, Z19
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z14, Z14, Z14
+	VPMADD52LUQ Z6, Z19, Z14
+	VPCMPUQ     $0x01, Z14, Z17, K2
+	VPSUBQ      Z14, Z17, Z17
+	VPADDQ      Z6, Z17, K2, Z17
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z17, Z19
+	VMOVDQA64 Z19, Z20
+	VPERMI2D  Z1, Z0, Z19
+	VPERMI2D  Z3, Z2, Z20
+	VPMOVQ2M  Z17, K2
+	VPBLENDMQ Z20, Z19, K2, Z19
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z17, Z17
+	VPXORD Z19, Z17, K1, Z17
+	VPXORQ Z4, Z17, Z17
+	VPADDQ Z5, Z17, Z17
+	VPXORQ Z17, Z18, Z18
+
+	// Round with the key at 48(rk).
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z12, Z17
+	VPSRLQ           $0x20, Z12, Z19
+	VPBROADCASTQ     80(SI), Z20
+	VPBROADCASTQ     88(SI), Z21
+	VPMADD52LUQ.BCST 48(SI), Z17, Z20
+	VPMADD52LUQ.BCST 64(SI), Z19, Z20
+	VPMADD52HUQ.BCST 48(SI), Z17, Z21
+	VPMADD52LUQ.BCST 56(SI), Z17, Z21
+	VPMADD52HUQ.BCST 64(SI), Z19, Z21
+	VPMADD52LUQ.BCST 72(SI), Z19, Z21
+	VPSRLQ           $0x34, Z20, Z17
+	VPADDQ           Z17, Z21, Z21
+	VPSLLQ           $0x34, Z21, Z17
+	VPTERNLOGQ       $0xf8, Z9, Z20, Z17
+	VPSRLQ           $0x0c, Z21, Z19
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z15, Z15, Z15
+	VPMADD52LUQ Z6, Z19, Z15
+	VPCMPUQ     $0x01, Z15, Z17, K2
+	VPSUBQ      Z15, Z17, Z17
+	VPADDQ      Z6, Z17, K2, Z17
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z17, Z19
+	VMOVDQA64 Z19, Z20
+	VPERMI2D  Z1, Z0, Z19
+	VPERMI2D  Z3, Z2, Z20
+	VPMOVQ2M  Z17, K2
+	VPBLENDMQ Z20, Z19, K2, Z19
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z17, Z17
+	VPXORD Z19, Z17, K1, Z17
+	VPXORQ Z4, Z17, Z17
+	VPADDQ Z5, Z17, Z17
+	VPXORQ Z17, Z10, Z10
+
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z18, Z17
+	VPSRLQ           $0x20, Z18, Z19
+	VPBROADCASTQ     80(SI), Z20
+	VPBROADCASTQ     88(SI), Z21
+	VPMADD52LUQ.BCST 48(SI), Z17, Z20
+	VPMADD52LUQ.BCST 64(SI), Z19, Z20
+	VPMADD52HUQ.BCST 48(SI), Z17, Z21
+	VPMADD52LUQ.BCST 56(SI), Z17, Z21
+	VPMADD52HUQ.BCST 64(SI), Z19, Z21
+	VPMADD52LUQ.BCST 72(SI), Z19, Z21
+	VPSRLQ           $0x34, Z20, Z17
+	VPADDQ           Z17, Z21, Z21
+	VPSLLQ           $0x34, Z21, Z17
+	VPTERNLOGQ       $0xf8, Z9, Z20, Z17
+	VPSRLQ           $0x0c, Z21, Z19
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z16, Z16, Z16
+	VPMADD52LUQ Z6, Z19, Z16
+	VPCMPUQ     $0x01, Z16, Z17, K2
+	VPSUBQ      Z16, Z17, Z17
+	VPADDQ      Z6, Z17, K2, Z17
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z17, Z19
+	VMOVDQA64 Z19, Z20
+	VPERMI2D  Z1, Z0, Z19
+	VPERMI2D  Z3, Z2, Z20
+	VPMOVQ2M  Z17, K2
+	VPBLENDMQ Z20, Z19, K2, Z19
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z17, Z17
+	VPXORD Z19, Z17, K1, Z17
+	VPXORQ Z4, Z17, Z17
+	VPADDQ Z5, Z17, Z17
+	VPXORQ Z17, Z11, Z11
+	ADDQ   $0x60, SI
+	DECQ   DI
+	JNZ    cryptBlocks16AVX512IFMALoop
+
+	// Store R9|R8 of each block.
+	VPUNPCKLQDQ Z12, Z10, Z17
+	VPUNPCKHQDQ Z12, Z10, Z10
+	VPSHUFB     Z8, Z17, Z17
+	VPSHUFB     Z8, Z10, Z10
+	VMOVDQU64   Z17, (CX)
+	VMOVDQU64   Z10, 64(CX)
+	VPUNPCKLQDQ Z18, Z11, Z10
+	VPUNPCKHQDQ Z18, Z11, Z11
+	VPSHUFB     Z8, Z10, Z10
+	VPSHUFB     Z8, Z11, Z11
+	VMOVDQU64   Z10, 128(CX)
+	VMOVDQU64   Z11, 192(CX)
+	ADDQ        $0x00000100, DX
+	ADDQ        $0x00000100, CX
+	DECQ        BX
+	JNZ         cryptBlocks16AVX512IFMAChunk
+	VZEROUPPER
+
+cryptBlocks16AVX512IFMADone:
+	RET
+
+// func cryptBlocks32AVX512IFMA(rk *ifmaSchedule, dst []byte, src []byte)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512IFMA
+TEXT ·cryptBlocks32AVX512IFMA(SB), NOSPLIT, $0-56
+	MOVQ            rk+0(FP), AX
+	MOVQ            dst_base+8(FP), CX
+	MOVQ            src_base+32(FP), DX
+	MOVQ            src_len+40(FP), BX
+	SHRQ            $0x09, BX
+	JZ              cryptBlocks32AVX512IFMADone
+	VMOVDQU32       ·rt+0(SB), Z0
+	VMOVDQU32       ·rt+64(SB), Z1
+	VMOVDQU32       ·rt+128(SB), Z2
+	VMOVDQU32       ·rt+192(SB), Z3
+	VPBROADCASTQ    kcLanes<>+0(SB), Z4
+	VPBROADCASTQ    kdLanes<>+0(SB), Z5
+	MOVQ            $0x000000000000000d, SI
+	VPBROADCASTQ    SI, Z6
+	MOVL            $0xffffffff, SI
+	VPBROADCASTQ    SI, Z7
+	MOVL            $0x0000aaaa, SI
+	KMOVW           SI, K1
+	VBROADCASTI32X4 bswapQwords<>+0(SB), Z8
+	MOVQ            $0x000fffffffffffff, SI
+	VPBROADCASTQ    SI, Z9
+
+cryptBlocks32AVX512IFMAChunk:
+	// Load the chunk: the left halves of a group in one register, the right halves in another.
+	VMOVDQU64   (DX), Z10
+	VMOVDQU64   64(DX), Z11
+	VPSHUFB     Z8, Z10, Z10
+	VPSHUFB     Z8, Z11, Z11
+	VPUNPCKLQDQ Z11, Z10, Z12
+	VPUNPCKHQDQ Z11, Z10, Z10
+	VMOVDQU64   128(DX), Z11
+	VMOVDQU64   192(DX), Z21
+	VPSHUFB     Z8, Z11, Z11
+	VPSHUFB     Z8, Z21, Z21
+	VPUNPCKLQDQ Z21, Z11, Z22
+	VPUNPCKHQDQ Z21, Z11, Z11
+	VMOVDQU64   256(DX), Z21
+	VMOVDQU64   320(DX), Z23
+	VPSHUFB     Z8, Z21, Z21
+	VPSHUFB     Z8, Z23, Z23
+	VPUNPCKLQDQ Z23, Z21, Z24
+	VPUNPCKHQDQ Z23, Z21, Z21
+	VMOVDQU64   384(DX), Z23
+	VMOVDQU64   448(DX), Z25
+	VPSHUFB     Z8, Z23, Z23
+	VPSHUFB     Z8, Z25, Z25
+	VPUNPCKLQDQ Z25, Z23, Z26
+	VPUNPCKHQDQ Z25, Z23, Z23
+	MOVQ        AX, SI
+	MOVQ        $0x0000000000000004, DI
+
+cryptBlocks32AVX512IFMALoop:
+	// Two rounds per pass: the halves swap roles without moves.
+	// Round with the key at 0(rk).
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z10, Z25
+	VPSRLQ           $0x20, Z10, Z27
+	VPBROADCASTQ     32(SI), Z28
+	VPBROADCASTQ     40(SI), Z29
+	VPMADD52LUQ.BCST (SI), Z25, Z28
+	VPMADD52LUQ.BCST 16(SI), Z27, Z28
+	VPMADD52HUQ.BCST (SI), Z25, Z29
+	VPMADD52LUQ.BCST 8(SI), Z25, Z29
+	VPMADD52HUQ.BCST 16(SI), Z27, Z29
+	VPMADD52LUQ.BCST 24(SI), Z27, Z29
+	VPSRLQ           $0x34, Z28, Z25
+	VPADDQ           Z25, Z29, Z29
+	VPSLLQ           $0x34, Z29, Z25
+	VPTERNLOGQ       $0xf8, Z9, Z28, Z25
+	VPSRLQ           $0x0c, Z29, Z27
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z13, Z13, Z13
+	VPMADD52LUQ Z6, Z27, Z13
+	VPCMPUQ     $0x01, Z13, Z25, K2
+	VPSUBQ      Z13, Z25, Z25
+	VPADDQ      Z6, Z25, K2, Z25
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z25, Z27
+	VMOVDQA64 Z27, Z28
+	VPERMI2D  Z1, Z0, Z27
+	VPERMI2D  Z3, Z2, Z28
+	VPMOVQ2M  Z25, K2
+	VPBLENDMQ Z28, Z27, K2, Z27
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z25, Z25
+	VPXORD Z27, Z25, K1, Z25
+	VPXORQ Z4, Z25, Z25
+	VPADDQ Z5, Z25, Z25
+	VPXORQ Z25, Z12, Z12
+
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z11, Z25
+	VPSRLQ           $0x20, Z11, Z27
+	VPBROADCASTQ     32(SI), Z28
+	VPBROADCASTQ     40(SI), Z29
+	VPMADD52LUQ.BCST (SI), Z25, Z28
+	VPMADD52LUQ.BCST 16(SI), Z27, Z28
+	VPMADD52HUQ.BCST (SI), Z25, Z29
+	VPMADD52LUQ.BCST 8(SI), Z25, Z29
+	VPMADD52HUQ.BCST 16(SI), Z27, Z29
+	VPMADD52LUQ.BCST 24(SI), Z27, Z29
+	VPSRLQ           $0x34, Z28, Z25
+	VPADDQ           Z25, Z29, Z29
+	VPSLLQ           $0x34, Z29, Z25
+	VPTERNLOGQ       $0xf8, Z9, Z28, Z25
+	VPSRLQ           $0x0c, Z29, Z27
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z14, Z14, Z14
+	VPMADD52LUQ Z6, Z27, Z14
+	VPCMPUQ     $0x01, Z14, Z25, K2
+	VPSUBQ      Z14, Z25, Z25
+	VPADDQ      Z6, Z25, K2, Z25
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z25, Z27
+	VMOVDQA64 Z27, Z28
+	VPERMI2D  Z1, Z0, Z27
+	VPERMI2D  Z3, Z2, Z28
+	VPMOVQ2M  Z25, K2
+	VPBLENDMQ Z28, Z27, K2, Z27
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z25, Z25
+	VPXORD Z27, Z25, K1, Z25
+	VPXORQ Z4, Z25, Z25
+	VPADDQ Z5, Z25, Z25
+	VPXORQ Z25, Z22, Z22
+
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z21, Z25
+	VPSRLQ           $0x20, Z21, Z27
+	VPBROADCASTQ     32(SI), Z28
+	VPBROADCASTQ     40(SI), Z29
+	VPMADD52LUQ.BCST (SI), Z25, Z28
+	VPMADD52LUQ.BCST 16(SI), Z27, Z28
+	VPMADD52HUQ.BCST (SI), Z25, Z29
+	VPMADD52LUQ.BCST 8(SI), Z25, Z29
+	VPMADD52HUQ.BCST 16(SI), Z27, Z29
+	VPMADD52LUQ.BCST 24(SI), Z27, Z29
+	VPSRLQ           $0x34, Z28, Z25
+	VPADDQ           Z25, Z29, Z29
+	VPSLLQ           $0x34, Z29, Z25
+	VPTERNLOGQ       $0xf8, Z9, Z28, Z25
+	VPSRLQ           $0x0c, Z29, Z27
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z15, Z15, Z15
+	VPMADD52LUQ Z6, Z27, Z15
+	VPCMPUQ     $0x01, Z15, Z25, K2
+	VPSUBQ      Z15, Z25, Z25
+	VPADDQ      Z6, Z25, K2, Z25
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z25, Z27
+	VMOVDQA64 Z27, Z28
+	VPERMI2D  Z1, Z0, Z27
+	VPERMI2D  Z3, Z2, Z28
+	VPMOVQ2M  Z25, K2
+	VPBLENDMQ Z28, Z27, K2, Z27
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z25, Z25
+	VPXORD Z27, Z25, K1, Z25
+	VPXORQ Z4, Z25, Z25
+	VPADDQ Z5, Z25, Z25
+	VPXORQ Z25, Z24, Z24
+
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z23, Z25
+	VPSRLQ           $0x20, Z23, Z27
+	VPBROADCASTQ     32(SI), Z28
+	VPBROADCASTQ     40(SI), Z29
+	VPMADD52LUQ.BCST (SI), Z25, Z28
+	VPMADD52LUQ.BCST 16(SI), Z27, Z28
+	VPMADD52HUQ.BCST (SI), Z25, Z29
+	VPMADD52LUQ.BCST 8(SI), Z25, Z29
+	VPMADD52HUQ.BCST 16(SI), Z27, Z29
+	VPMADD52LUQ.BCST 24(SI), Z27, Z29
+	VPSRLQ           $0x34, Z28, Z25
+	VPADDQ           Z25, Z29, Z29
+	VPSLLQ           $0x34, Z29, Z25
+	VPTERNLOGQ       $0xf8, Z9, Z28, Z25
+	VPSRLQ           $0x0c, Z29, Z27
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z16, Z16, Z16
+	VPMADD52LUQ Z6, Z27, Z16
+	VPCMPUQ     $0x01, Z16, Z25, K2
+	VPSUBQ      Z16, Z25, Z25
+	VPADDQ      Z6, Z25, K2, Z25
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z25, Z27
+	VMOVDQA64 Z27, Z28
+	VPERMI2D  Z1, Z0, Z27
+	VPERMI2D  Z3, Z2, Z28
+	VPMOVQ2M  Z25, K2
+	VPBLENDMQ Z28, Z27, K2, Z27
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z25, Z25
+	VPXORD Z27, Z25, K1, Z25
+	VPXORQ Z4, Z25, Z25
+	VPADDQ Z5, Z25, Z25
+	VPXORQ Z25, Z26, Z26
+
+	// Round with the key at 48(rk).
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z12, Z25
+	VPSRLQ           $0x20, Z12, Z27
+	VPBROADCASTQ     80(SI), Z28
+	VPBROADCASTQ     88(SI), Z29
+	VPMADD52LUQ.BCST 48(SI), Z25, Z28
+	VPMADD52LUQ.BCST 64(SI), Z27, Z28
+	VPMADD52HUQ.BCST 48(SI), Z25, Z29
+	VPMADD52LUQ.BCST 56(SI), Z25, Z29
+	VPMADD52HUQ.BCST 64(SI), Z27, Z29
+	VPMADD52LUQ.BCST 72(SI), Z27, Z29
+	VPSRLQ           $0x34, Z28, Z25
+	VPADDQ           Z25, Z29, Z29
+	VPSLLQ           $0x34, Z29, Z25
+	VPTERNLOGQ       $0xf8, Z9, Z28, Z25
+	VPSRLQ           $0x0c, Z29, Z27
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z17, Z17, Z17
+	VPMADD52LUQ Z6, Z27, Z17
+	VPCMPUQ     $0x01, Z17, Z25, K2
+	VPSUBQ      Z17, Z25, Z25
+	VPADDQ      Z6, Z25, K2, Z25
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z25, Z27
+	VMOVDQA64 Z27, Z28
+	VPERMI2D  Z1, Z0, Z27
+	VPERMI2D  Z3, Z2, Z28
+	VPMOVQ2M  Z25, K2
+	VPBLENDMQ Z28, Z27, K2, Z27
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z25, Z25
+	VPXORD Z27, Z25, K1, Z25
+	VPXORQ Z4, Z25, Z25
+	VPADDQ Z5, Z25, Z25
+	VPXORQ Z25, Z10, Z10
+
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z22, Z25
+	VPSRLQ           $0x20, Z22, Z27
+	VPBROADCASTQ     80(SI), Z28
+	VPBROADCASTQ     88(SI), Z29
+	VPMADD52LUQ.BCST 48(SI), Z25, Z28
+	VPMADD52LUQ.BCST 64(SI), Z27, Z28
+	VPMADD52HUQ.BCST 48(SI), Z25, Z29
+	VPMADD52LUQ.BCST 56(SI), Z25, Z29
+	VPMADD52HUQ.BCST 64(SI), Z27, Z29
+	VPMADD52LUQ.BCST 72(SI), Z27, Z29
+	VPSRLQ           $0x34, Z28, Z25
+	VPADDQ           Z25, Z29, Z29
+	VPSLLQ           $0x34, Z29, Z25
+	VPTERNLOGQ       $0xf8, Z9, Z28, Z25
+	VPSRLQ           $0x0c, Z29, Z27
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z18, Z18, Z18
+	VPMADD52LUQ Z6, Z27, Z18
+	VPCMPUQ     $0x01, Z18, Z25, K2
+	VPSUBQ      Z18, Z25, Z25
+	VPADDQ      Z6, Z25, K2, Z25
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z25, Z27
+	VMOVDQA64 Z27, Z28
+	VPERMI2D  Z1, Z0, Z27
+	VPERMI2D  Z3, Z2, Z28
+	VPMOVQ2M  Z25, K2
+	VPBLENDMQ Z28, Z27, K2, Z27
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z25, Z25
+	VPXORD Z27, Z25, K1, Z25
+	VPXORQ Z4, Z25, Z25
+	VPADDQ Z5, Z25, Z25
+	VPXORQ Z25, Z11, Z11
+
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z24, Z25
+	VPSRLQ           $0x20, Z24, Z27
+	VPBROADCASTQ     80(SI), Z28
+	VPBROADCASTQ     88(SI), Z29
+	VPMADD52LUQ.BCST 48(SI), Z25, Z28
+	VPMADD52LUQ.BCST 64(SI), Z27, Z28
+	VPMADD52HUQ.BCST 48(SI), Z25, Z29
+	VPMADD52LUQ.BCST 56(SI), Z25, Z29
+	VPMADD52HUQ.BCST 64(SI), Z27, Z29
+	VPMADD52LUQ.BCST 72(SI), Z27, Z29
+	VPSRLQ           $0x34, Z28, Z25
+	VPADDQ           Z25, Z29, Z29
+	VPSLLQ           $0x34, Z29, Z25
+	VPTERNLOGQ       $0xf8, Z9, Z28, Z25
+	VPSRLQ           $0x0c, Z29, Z27
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z19, Z19, Z19
+	VPMADD52LUQ Z6, Z27, Z19
+	VPCMPUQ     $0x01, Z19, Z25, K2
+	VPSUBQ      Z19, Z25, Z25
+	VPADDQ      Z6, Z25, K2, Z25
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z25, Z27
+	VMOVDQA64 Z27, Z28
+	VPERMI2D  Z1, Z0, Z27
+	VPERMI2D  Z3, Z2, Z28
+	VPMOVQ2M  Z25, K2
+	VPBLENDMQ Z28, Z27, K2, Z27
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z25, Z25
+	VPXORD Z27, Z25, K1, Z25
+	VPXORQ Z4, Z25, Z25
+	VPADDQ Z5, Z25, Z25
+	VPXORQ Z25, Z21, Z21
+
+	// a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.
+	VPANDQ           Z7, Z26, Z25
+	VPSRLQ           $0x20, Z26, Z27
+	VPBROADCASTQ     80(SI), Z28
+	VPBROADCASTQ     88(SI), Z29
+	VPMADD52LUQ.BCST 48(SI), Z25, Z28
+	VPMADD52LUQ.BCST 64(SI), Z27, Z28
+	VPMADD52HUQ.BCST 48(SI), Z25, Z29
+	VPMADD52LUQ.BCST 56(SI), Z25, Z29
+	VPMADD52HUQ.BCST 64(SI), Z27, Z29
+	VPMADD52LUQ.BCST 72(SI), Z27, Z29
+	VPSRLQ           $0x34, Z28, Z25
+	VPADDQ           Z25, Z29, Z29
+	VPSLLQ           $0x34, Z29, Z25
+	VPTERNLOGQ       $0xf8, Z9, Z28, Z25
+	VPSRLQ           $0x0c, Z29, Z27
+
+	// Reduce: lo - 13*hi, plus p if negative.
+	VPXORQ      Z20, Z20, Z20
+	VPMADD52LUQ Z6, Z27, Z20
+	VPCMPUQ     $0x01, Z20, Z25, K2
+	VPSUBQ      Z20, Z25, Z25
+	VPADDQ      Z6, Z25, K2, Z25
+
+	// CP: RT[yl >> 26], two two-table permutes and a blend on bit 5.
+	VPSRLQ    $0x1a, Z25, Z27
+	VMOVDQA64 Z27, Z28
+	VPERMI2D  Z1, Z0, Z27
+	VPERMI2D  Z3, Z2, Z28
+	VPMOVQ2M  Z25, K2
+	VPBLENDMQ Z28, Z27, K2, Z27
+
+	// CP: ((yr ^ RT) << 32 | (yl ^ KC)) + KD.
+	VPROLQ $0x20, Z25, Z25
+	VPXORD Z27, Z25, K1, Z25
+	VPXORQ Z4, Z25, Z25
+	VPADDQ Z5, Z25, Z25
+	VPXORQ Z25, Z23, Z23
+	ADDQ   $0x60, SI
+	DECQ   DI
+	JNZ    cryptBlocks32AVX512IFMALoop
+
+	// Store R9|R8 of each block.
+	VPUNPCKLQDQ Z12, Z10, Z25
+	VPUNPCKHQDQ Z12, Z10, Z10
+	VPSHUFB     Z8, Z25, Z25
+	VPSHUFB     Z8, Z10, Z10
+	VMOVDQU64   Z25, (CX)
+	VMOVDQU64   Z10, 64(CX)
+	VPUNPCKLQDQ Z22, Z11, Z10
+	VPUNPCKHQDQ Z22, Z11, Z11
+	VPSHUFB     Z8, Z10, Z10
+	VPSHUFB     Z8, Z11, Z11
+	VMOVDQU64   Z10, 128(CX)
+	VMOVDQU64   Z11, 192(CX)
+	VPUNPCKLQDQ Z24, Z21, Z10
+	VPUNPCKHQDQ Z24, Z21, Z11
+	VPSHUFB     Z8, Z10, Z10
+	VPSHUFB     Z8, Z11, Z11
+	VMOVDQU64   Z10, 256(CX)
+	VMOVDQU64   Z11, 320(CX)
+	VPUNPCKLQDQ Z26, Z23, Z10
+	VPUNPCKHQDQ Z26, Z23, Z11
+	VPSHUFB     Z8, Z10, Z10
+	VPSHUFB     Z8, Z11, Z11
+	VMOVDQU64   Z10, 384(CX)
+	VMOVDQU64   Z11, 448(CX)
+	ADDQ        $0x00000200, DX
+	ADDQ        $0x00000200, CX
+	DECQ        BX
+	JNZ         cryptBlocks32AVX512IFMAChunk
+	VZEROUPPER
+
+cryptBlocks32AVX512IFMADone:
+	RET

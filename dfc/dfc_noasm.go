@@ -2,5 +2,7 @@
 
 package dfc
 
-func cryptBlock(rk *schedule, dst, src []byte)  { cryptBlockGeneric(rk, dst, src) }
-func cryptBlocks(rk *schedule, dst, src []byte) { cryptBlocksGeneric(rk, dst, src) }
+func cryptBlock(rk *schedule, dst, src []byte) { cryptBlockGeneric(rk, dst, src) }
+
+// cryptBlocks has no use for the IFMA schedule here.
+func cryptBlocks(rk *schedule, _ *ifmaSchedule, dst, src []byte) { cryptBlocksGeneric(rk, dst, src) }

@@ -125,6 +125,7 @@ func TestReductionInBlocks(t *testing.T) {
 			}
 			a, x, b := aimAt(rng, v)
 			c.enc[round] = [2]uint64{a, b}
+			splitIFMA(&c.enc, &c.encIFMA)
 			src := randomBlocks(rng, lay.blocks)
 			blk := src[lay.pos*BlockSize : (lay.pos+1)*BlockSize]
 			if round == 0 {

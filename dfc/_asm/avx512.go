@@ -16,8 +16,10 @@ import (
 // one ZMM register of left halves and one of right halves.
 
 // avx512Consts are the values every round of an AVX-512 kernel reads,
-// loaded into registers once per call.
+// loaded into registers once per call, and the round key registers.
 type avx512Consts struct {
+	ifma    bool          // the kernel multiplies with IFMA (see mulAddModIFMA)
+	m52     VecVirtual    // 2^52-1 in each lane, for the IFMA kernels
 	rt      [4]VecVirtual // RT, sixteen entries per register
 	m32     VecVirtual    // 0x00000000ffffffff in each lane
 	c13     VecVirtual    // 13 in each lane
@@ -49,14 +51,20 @@ func ternImm(f func(a, b, c bool) bool) U8 {
 	return imm
 }
 
-// kernelAVX512 emits cryptBlocks<8*groups>AVX512, which runs the eight
-// rounds keyed by rk on each chunk of 8*groups blocks of src into dst. The
-// groups of a chunk do not depend on one another, so the out-of-order core
-// overlaps their long chains of multiplications and table selections.
-func kernelAVX512(groups int, bswap, kcv, kdv Mem) {
+// kernelAVX512 emits cryptBlocks<8*groups>AVX512 (or, with ifma,
+// cryptBlocks<8*groups>AVX512IFMA), which runs the eight rounds keyed by rk
+// on each chunk of 8*groups blocks of src into dst. The groups of a chunk do
+// not depend on one another, so the out-of-order core overlaps their long
+// chains of multiplications and table selections.
+func kernelAVX512(groups int, ifma bool, bswap, kcv, kdv Mem) {
 	n := 8 * groups
 	name := fmt.Sprintf("cryptBlocks%dAVX512", n)
-	TEXT(name, NOSPLIT, "func(rk *schedule, dst, src []byte)")
+	sig := "func(rk *schedule, dst, src []byte)"
+	if ifma {
+		name += "IFMA"
+		sig = "func(rk *ifmaSchedule, dst, src []byte)"
+	}
+	TEXT(name, NOSPLIT, sig)
 	Doc(
 		fmt.Sprintf("%s runs the eight rounds keyed by rk on each chunk of %d blocks", name, n),
 		fmt.Sprintf("of src and writes them to the same place in dst: len(src)/%d chunks;", 16*n),
@@ -88,7 +96,14 @@ func kernelAVX512(groups int, bswap, kcv, kdv Mem) {
 	KMOVW(tmp.As32(), c.oddDW)
 	c.bswap = ZMM()
 	VBROADCASTI32X4(bswap, c.bswap)
-	c.a, c.aHi, c.bLo, c.bH = ZMM(), ZMM(), ZMM(), ZMM()
+	c.ifma = ifma
+	if ifma {
+		c.m52 = ZMM()
+		MOVQ(U64(1<<52-1), tmp)
+		VPBROADCASTQ(tmp, c.m52)
+	} else {
+		c.a, c.aHi, c.bLo, c.bH = ZMM(), ZMM(), ZMM(), ZMM()
+	}
 
 	Label(name + "Chunk")
 	Comment("Load the chunk: the left halves of a group in one register, the right halves in another.")
@@ -113,9 +128,13 @@ func kernelAVX512(groups int, bswap, kcv, kdv Mem) {
 	MOVQ(U64(4), count)
 	Label(name + "Loop")
 	Comment("Two rounds per pass: the halves swap roles without moves.")
+	step := 16 // bytes of round key per round
+	if ifma {
+		step = 48
+	}
 	roundAVX512(rk, 0, l, r, &c)
-	roundAVX512(rk, 16, r, l, &c)
-	ADDQ(U8(32), rk)
+	roundAVX512(rk, step, r, l, &c)
+	ADDQ(U8(2*step), rk)
 	DECQ(count)
 	JNZ(LabelRef(name + "Loop"))
 
@@ -151,9 +170,18 @@ func bitsOf(n int) int {
 }
 
 // roundAVX512 emits one Feistel round, l ^= RF(a,b)(r), for every group,
-// with the round key (a, b) at off(rk).
+// with the round key at off(rk): (a, b), or the six words of an ifmaRound.
 func roundAVX512(rk Register, off int, l, r []VecVirtual, c *avx512Consts) {
 	Comment(fmt.Sprintf("Round with the key at %d(rk).", off))
+	if c.ifma {
+		key := Mem{Base: rk, Disp: off}
+		for g := range l {
+			v := mulAddModIFMA(r[g], key, c)
+			cpAVX512(v, c)
+			VPXORQ(v, l[g], l[g])
+		}
+		return
+	}
 	VPBROADCASTQ(Mem{Base: rk, Disp: off}, c.a)
 	// VPMULUDQ reads the low dword of each lane only: the high dword of a
 	// broadcast from the middle of a is never used.
@@ -226,6 +254,55 @@ func mulAddModAVX512(x VecVirtual, c *avx512Consts) VecVirtual {
 	VPADDQ(c.c13, u, neg, u)
 	VPSUBQ(c.c13, u, over, u)
 	return u
+}
+
+// mulAddModIFMA returns a vector of ((a*x + b) mod (2^64+13)) mod 2^64 for
+// the eight lanes of x with 52-bit multiply-adds, from the words of an
+// ifmaRound at key (../ifma.go describes them). With x = xh*2^32 + xl,
+//
+//	a*x + b = a*xl + (a*2^32)*xh + b = a*xl + a'*xh + b (mod p)
+//
+// and the right side is below 2^98, so its high word h (above 2^64) is
+// below 2^34: 13*h fits in a word, and the reduction needs one subtraction
+// and one correction instead of the two of mulAddMod.
+func mulAddModIFMA(x VecVirtual, key Mem, c *avx512Consts) VecVirtual {
+	Comment("a*xl + a'*xh + b in 52-bit limbs: s0 + s1*2^52.")
+	word := func(i int) Mem { return key.Offset(8 * i) }
+	xl, xh := ZMM(), ZMM()
+	VPANDQ(c.m32, x, xl)
+	VPSRLQ(U8(32), x, xh)
+	s0, s1 := ZMM(), ZMM()
+	VPBROADCASTQ(word(ifmaB0), s0)
+	VPBROADCASTQ(word(ifmaB1), s1)
+	// The multiply-adds read bits 0..51 of each operand: xl and xh are
+	// below 2^32, a0 and a'0 below 2^52, a1 and a'1 below 2^13.
+	VPMADD52LUQ_BCST(word(ifmaA0), xl, s0)
+	VPMADD52LUQ_BCST(word(ifmaP0), xh, s0)
+	VPMADD52HUQ_BCST(word(ifmaA0), xl, s1)
+	VPMADD52LUQ_BCST(word(ifmaA1), xl, s1)
+	VPMADD52HUQ_BCST(word(ifmaP0), xh, s1)
+	VPMADD52LUQ_BCST(word(ifmaP1), xh, s1)
+	// s0 < 3*2^52 and s1 < 2^46: carry s0 into s1, then split at 2^64.
+	t := ZMM()
+	VPSRLQ(U8(52), s0, t)
+	VPADDQ(t, s1, s1)
+	lo, hi := ZMM(), ZMM()
+	VPSLLQ(U8(52), s1, lo)
+	VPTERNLOGQ(ternImm(func(a, b, c bool) bool { return a || b && c }), c.m52, s0, lo)
+	VPSRLQ(U8(12), s1, hi)
+
+	Comment("Reduce: lo - 13*hi, plus p if negative.")
+	// 13*hi < 2^38: the low half of a 52-bit product is all of it.
+	m := ZMM()
+	VPXORQ(m, m, m)
+	VPMADD52LUQ(c.c13, hi, m)
+	// lo - 13*hi lies in (-2^38, 2^64). Adding p to a negative value leaves
+	// a residue in (2^64-2^38, p): modulo 2^64, the difference plus 13.
+	borrow := K()
+	VPCMPUQ(U8(1), m, lo, borrow) // lo < 13*hi
+	VPSUBQ(m, lo, lo)
+	VPADDQ(c.c13, lo, borrow, lo)
+	return lo
 }
 
 // cpAVX512 replaces the eight values in v by their images under CP.

@@ -29,6 +29,16 @@ const (
 	kd = 0x86d1bf275b9b241d
 )
 
+// The words of an ifmaRound in ../ifma.go, by index.
+const (
+	ifmaA0 = iota
+	ifmaA1
+	ifmaP0
+	ifmaP1
+	ifmaB0
+	ifmaB1
+)
+
 func main() {
 	Package("github.com/tsdescramble/tsdescramble/dfc")
 	ConstraintExpr("amd64,gc,!purego")
@@ -47,8 +57,10 @@ func main() {
 	kernel(2, kcv, kdv)
 
 	bswap := bswapMask()
-	for _, groups := range []int{1, 2, 4} {
-		kernelAVX512(groups, bswap, kcv, kdv)
+	for _, ifma := range []bool{false, true} {
+		for _, groups := range []int{1, 2, 4} {
+			kernelAVX512(groups, ifma, bswap, kcv, kdv)
+		}
 	}
 	Generate()
 }
