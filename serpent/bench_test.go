@@ -33,13 +33,38 @@ func BenchmarkDecrypt(b *testing.B) {
 	}
 }
 
+// BenchmarkSingle measures every single-block implementation, one block
+// at a time in place, so that each call waits for the previous one.
+func BenchmarkSingle(b *testing.B) {
+	c := benchCipher(b)
+	for _, s := range singleImplementations() {
+		for _, enc := range []bool{true, false} {
+			dir, f, k := "dec", s.decrypt, &c.dk
+			if enc {
+				dir, f, k = "enc", s.encrypt, &c.ek
+			}
+			b.Run("dir="+dir+"/single="+s.name, func(b *testing.B) {
+				if !s.available {
+					b.Skip("needs " + s.requires)
+				}
+				buf := make([]byte, BlockSize)
+				b.SetBytes(BlockSize)
+				for b.Loop() {
+					f(k, buf, buf)
+				}
+			})
+		}
+	}
+}
+
 // benchWidths gives, per implementation, the block counts to measure: one
 // group of each kernel width, then 64 blocks (1 KiB, the buffer size of
 // "botan speed").
 var benchWidths = map[string][]int{
 	"generic":  {2, 64},
 	"sse2":     {4, 8, 64},
-	"avx2":     {8, 16, 24, 48, 64},
+	"avx2":     {8, 16, 24, 48, 64, 256},
+	"avx512":   {16, 32, 64, 256},
 	"dispatch": {64, 256},
 }
 

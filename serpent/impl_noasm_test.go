@@ -3,3 +3,5 @@
 package serpent
 
 func archImplementations() []implAvail { return nil }
+
+func archSingleImplementations() []singleImpl { return nil }

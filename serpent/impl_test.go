@@ -22,21 +22,57 @@ type impl struct {
 func allImplementations() []implAvail {
 	return append([]implAvail{
 		// 3 blocks: one two-block pass plus the single-block tail.
-		{impl{"generic", []int{3}, 1, encryptBlocksGeneric, decryptBlocksGeneric}, true},
+		{impl{"generic", []int{3}, 1, encryptBlocksGeneric, decryptBlocksGeneric}, true, ""},
 		// The dispatched path, with lengths that need every kernel.
-		{impl{"dispatch", []int{31, 23}, 1, encryptBlocks, decryptBlocks}, true},
+		{impl{"dispatch", []int{31, 23, 47}, 1, encryptBlocks, decryptBlocks}, true, ""},
 	}, archImplementations()...)
 }
 
 type implAvail struct {
 	impl
 	available bool
+	requires  string // the CPU features it needs, for the skip message
+}
+
+// singleImpl is one single-block implementation, called directly with the
+// folded round keys so that every path is tested whichever Encrypt picks.
+type singleImpl struct {
+	name      string
+	encrypt   func(ek *[132]uint32, dst, src []byte)
+	decrypt   func(dk *[132]uint32, dst, src []byte)
+	available bool
+	requires  string
+}
+
+// singleImplementations lists the single-block implementations compiled
+// into this build; archSingleImplementations comes from the
+// architecture's test file.
+func singleImplementations() []singleImpl {
+	return append([]singleImpl{
+		{"go", encryptFolded, decryptFolded, true, ""},
+		{"dispatch", encryptBlock, decryptBlock, true, ""},
+	}, archSingleImplementations()...)
+}
+
+// availableSingles returns the single-block implementations this CPU can
+// run, logging the others.
+func availableSingles(t testing.TB) []singleImpl {
+	t.Helper()
+	var out []singleImpl
+	for _, s := range singleImplementations() {
+		if s.available {
+			out = append(out, s)
+		} else {
+			t.Logf("single=%s needs %s, which this CPU lacks: not tested", s.name, s.requires)
+		}
+	}
+	return out
 }
 
 var (
 	implsOnce sync.Once
 	impls     []impl
-	missing   []string
+	missing   []implAvail
 )
 
 // implementations returns the implementations this CPU can run.
@@ -47,7 +83,7 @@ func implementations() []impl {
 			if ia.available {
 				impls = append(impls, ia.impl)
 			} else {
-				missing = append(missing, ia.name)
+				missing = append(missing, ia)
 			}
 		}
 	})
@@ -62,9 +98,9 @@ func reportMissing(t *testing.T) {
 	implementations()
 	for _, m := range missing {
 		if os.Getenv("TSDESCRAMBLE_REQUIRE_ALL_ENGINES") != "" {
-			t.Errorf("impl=%s cannot run on this CPU", m)
+			t.Errorf("impl=%s cannot run on this CPU: it needs %s", m.name, m.requires)
 		} else {
-			t.Logf("impl=%s cannot run on this CPU: not tested", m)
+			t.Logf("impl=%s cannot run on this CPU: it needs %s; not tested", m.name, m.requires)
 		}
 	}
 }

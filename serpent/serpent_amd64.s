@@ -9871,6 +9871,7 @@ TEXT ·encryptBlockAVX512(SB), NOSPLIT, $0-24
 	VMOVD       X3, 8(CX)
 	VMOVD       X2, 12(CX)
 
+	// Longest dependency chain: 253 instructions.
 	// 9 vector registers, 148 copies.
 	RET
 
@@ -10842,6 +10843,7 @@ TEXT ·decryptBlockAVX512(SB), NOSPLIT, $0-24
 	VMOVD       X2, 8(CX)
 	VMOVD       X3, 12(CX)
 
+	// Longest dependency chain: 191 instructions.
 	// 9 vector registers, 152 copies.
 	RET
 
@@ -12693,6 +12695,7 @@ encryptBlocksAVX512_two:
 	VMOVDQU32   Z4, 384(CX)
 	VMOVDQU32   Z1, 448(CX)
 
+	// Longest dependency chain: 332 instructions.
 	// 13 vector registers, 248 copies.
 	ADDQ $0x00000200, DX
 	ADDQ $0x00000200, CX
@@ -13621,6 +13624,7 @@ encryptBlocksAVX512_one:
 	VMOVDQU32   Z4, 128(CX)
 	VMOVDQU32   Z0, 192(CX)
 
+	// Longest dependency chain: 332 instructions.
 	// 9 vector registers, 124 copies.
 encryptBlocksAVX512_done:
 	VZEROUPPER
@@ -15514,6 +15518,7 @@ decryptBlocksAVX512_two:
 	VMOVDQU32   Z3, 384(CX)
 	VMOVDQU32   Z1, 448(CX)
 
+	// Longest dependency chain: 242 instructions.
 	// 13 vector registers, 280 copies.
 	ADDQ $0x00000200, DX
 	ADDQ $0x00000200, CX
@@ -16462,6 +16467,7 @@ decryptBlocksAVX512_one:
 	VMOVDQU32   Z4, 128(CX)
 	VMOVDQU32   Z0, 192(CX)
 
+	// Longest dependency chain: 242 instructions.
 	// 9 vector registers, 140 copies.
 decryptBlocksAVX512_done:
 	VZEROUPPER

@@ -323,3 +323,41 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSingleImplementations compares every single-block implementation
+// with the multi-block generic code, which uses the unfolded round keys, on
+// many random keys of every length and random blocks, and checks that
+// decryption undoes encryption.
+func TestSingleImplementations(t *testing.T) {
+	singles := availableSingles(t)
+	for klen := 0; klen <= MaxKeySize; klen++ {
+		for range 16 {
+			key := make([]byte, klen)
+			rand.Read(key)
+			c := newTestCipher(t, key)
+			src := make([]byte, 4*BlockSize)
+			rand.Read(src)
+			wantEnc := make([]byte, len(src))
+			wantDec := make([]byte, len(src))
+			encryptBlocksGeneric(&c.ks, wantEnc, src)
+			decryptBlocksGeneric(&c.ks, wantDec, src)
+			for _, s := range singles {
+				got := make([]byte, BlockSize)
+				for i := 0; i < len(src); i += BlockSize {
+					s.encrypt(&c.ek, got, src[i:])
+					if !bytes.Equal(got, wantEnc[i:i+BlockSize]) {
+						t.Fatalf("single=%s key %x: encrypt %x = %x, want %x", s.name, key, src[i:i+BlockSize], got, wantEnc[i:i+BlockSize])
+					}
+					s.decrypt(&c.dk, got, got)
+					if !bytes.Equal(got, src[i:i+BlockSize]) {
+						t.Fatalf("single=%s key %x: no round trip", s.name, key)
+					}
+					s.decrypt(&c.dk, got, src[i:])
+					if !bytes.Equal(got, wantDec[i:i+BlockSize]) {
+						t.Fatalf("single=%s key %x: decrypt %x = %x, want %x", s.name, key, src[i:i+BlockSize], got, wantDec[i:i+BlockSize])
+					}
+				}
+			}
+		}
+	}
+}

@@ -237,6 +237,16 @@ func checkPaths(t *testing.T, name string, c *Cipher, in, want []byte, enc bool)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s: single block (encrypt=%v) = %x, want %x", name, enc, got, want)
 	}
+	for _, s := range availableSingles(t) {
+		if enc {
+			s.encrypt(&c.ek, got, in)
+		} else {
+			s.decrypt(&c.dk, got, in)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: single=%s (encrypt=%v) = %x, want %x", name, s.name, enc, got, want)
+		}
+	}
 	for _, im := range implementations() {
 		for _, n := range im.widths {
 			lane := int(in[0]) % n // vary the lane that holds the vector
@@ -283,8 +293,17 @@ func checkIterated(t *testing.T, name string, c *Cipher, plain, want100, want100
 	if !bytes.Equal(x, want1000) {
 		t.Fatalf("%s: iterated 1000 times = %x, want %x", name, x, want1000)
 	}
+	for _, s := range availableSingles(t) {
+		x := bytes.Clone(plain)
+		for range 1000 {
+			s.encrypt(&c.ek, x, x)
+		}
+		if !bytes.Equal(x, want1000) {
+			t.Fatalf("%s: single=%s iterated 1000 times = %x, want %x", name, s.name, x, want1000)
+		}
+	}
 	for _, im := range implementations() {
-		if im.name == "dispatch" || im.name == "dispatch-noavx2" {
+		if strings.HasPrefix(im.name, "dispatch") {
 			// Made of the others, each checked here on its own;
 			// checkPaths covers the dispatcher.
 			continue

@@ -320,6 +320,11 @@ func (p *prog) emit() (peak, copies int) {
 			release(reg[i])
 		}
 	}
+	depth := 0
+	for _, r := range ready {
+		depth = max(depth, r)
+	}
+	Comment(fmt.Sprintf("Longest dependency chain: %d instructions.", depth))
 	return peak, copies
 }
 
