@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 )
@@ -99,19 +100,57 @@ func TestReductionTargets(t *testing.T) {
 	t.Logf("targets per case: %v", seen)
 }
 
-// TestReductionInBlocks makes round 1 or round 2 of a cipher with a chosen
-// schedule meet every target, with the block in every position of inputs of
-// 32 blocks (the 32-lane AVX-512 kernel), 16 blocks (the 16-lane kernels),
-// 8 blocks (the 8-lane kernels) and 3 blocks (a padded group), and checks
-// each multi-block path against the single-block code.
-func TestReductionInBlocks(t *testing.T) {
-	type layout struct{ blocks, pos int }
-	var layouts []layout
+// aimLayout places the aimed block: position pos of an input of blocks
+// blocks.
+type aimLayout struct{ blocks, pos int }
+
+// aimLayouts returns every position in inputs of 32 blocks (the 32-lane
+// AVX-512 kernels), 16 blocks (the 16-lane kernels), 8 blocks (the 8-lane
+// kernels) and 3 blocks (a padded group).
+func aimLayouts() []aimLayout {
+	var layouts []aimLayout
 	for _, n := range []int{32, 16, 8, 3} {
 		for pos := range n {
-			layouts = append(layouts, layout{n, pos})
+			layouts = append(layouts, aimLayout{n, pos})
 		}
 	}
+	return layouts
+}
+
+// aimedBlocksAgree builds a cipher with random round keys but (a, b) in the
+// given round (0 or 1) and random blocks but one, which meets RF_(a,b) with
+// input x in that round, and reports whether EncryptBlocks agrees with the
+// single-block code on all of them.
+func aimedBlocksAgree(rng *rand.Rand, a, x, b uint64, round int, lay aimLayout) bool {
+	var c Cipher
+	for r := range c.enc {
+		c.enc[r] = [2]uint64{rng.Uint64(), rng.Uint64()}
+	}
+	c.enc[round] = [2]uint64{a, b}
+	splitIFMA(&c.enc, &c.encIFMA)
+	src := randomBlocks(rng, lay.blocks)
+	blk := src[lay.pos*BlockSize : (lay.pos+1)*BlockSize]
+	if round == 0 {
+		binary.BigEndian.PutUint64(blk[8:], x) // R1
+	} else {
+		// R2 = R0 ^ RF1(R1): choose R0 so that R2 = x.
+		r1 := binary.BigEndian.Uint64(blk[8:])
+		binary.BigEndian.PutUint64(blk[:8], x^rf(c.enc[0][0], c.enc[0][1], r1))
+	}
+	want, got := make([]byte, len(src)), make([]byte, len(src))
+	for j := 0; j < len(src); j += BlockSize {
+		cryptBlockGeneric(&c.enc, want[j:], src[j:])
+	}
+	c.EncryptBlocks(got, src)
+	return bytes.Equal(got, want)
+}
+
+// TestReductionInBlocks makes round 1 or round 2 of a cipher with a chosen
+// schedule meet every target, with the block in every position of
+// aimLayouts, and checks each multi-block path against the single-block
+// code.
+func TestReductionInBlocks(t *testing.T) {
+	layouts := aimLayouts()
 	forEachImplementation(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(15, 16))
 		targets := reductionTargets()
@@ -119,31 +158,121 @@ func TestReductionInBlocks(t *testing.T) {
 			// Each target meets round 1 and round 2 (the two copies of the
 			// round in the assembly loop) in every layout.
 			v, round, lay := targets[i/(2*len(layouts))], i%2, layouts[(i/2)%len(layouts)]
-			var c Cipher
-			for r := range c.enc {
-				c.enc[r] = [2]uint64{rng.Uint64(), rng.Uint64()}
-			}
 			a, x, b := aimAt(rng, v)
-			c.enc[round] = [2]uint64{a, b}
-			splitIFMA(&c.enc, &c.encIFMA)
-			src := randomBlocks(rng, lay.blocks)
-			blk := src[lay.pos*BlockSize : (lay.pos+1)*BlockSize]
-			if round == 0 {
-				binary.BigEndian.PutUint64(blk[8:], x) // R1
-			} else {
-				// R2 = R0 ^ RF1(R1): choose R0 so that R2 = x.
-				r1 := binary.BigEndian.Uint64(blk[8:])
-				binary.BigEndian.PutUint64(blk[:8], x^rf(c.enc[0][0], c.enc[0][1], r1))
-			}
-			want, got := make([]byte, len(src)), make([]byte, len(src))
-			for j := 0; j < len(src); j += BlockSize {
-				cryptBlockGeneric(&c.enc, want[j:], src[j:])
-			}
-			c.EncryptBlocks(got, src)
-			if !bytes.Equal(got, want) {
+			if !aimedBlocksAgree(rng, a, x, b, round, lay) {
 				t.Fatalf("target %#x (%s) in round %d, block %d of %d: multi-block differs from single-block",
 					v, reductionCase(v), round+1, lay.pos, lay.blocks)
 			}
 		}
 	})
+}
+
+// ifmaSum returns the sum a*xl + a'*xh + b that the IFMA kernels reduce, as
+// hi*2^64 + lo, from the round split by splitIFMA.
+func ifmaSum(a, b, x uint64) (hi, lo uint64) {
+	var s schedule
+	var sp ifmaSchedule
+	s[0] = [2]uint64{a, b}
+	splitIFMA(&s, &sp)
+	r := sp[0]
+	ap, apTop := r[2]|r[3]<<52, r[3]>>12 // a' = apTop*2^64 + ap
+	h1, l1 := bits.Mul64(a, x&0xffffffff)
+	h2, l2 := bits.Mul64(ap, x>>32)
+	h2 += apTop * (x >> 32)
+	lo, c := bits.Add64(l1, l2, 0)
+	hi = h1 + h2 + c
+	lo, c = bits.Add64(lo, b, 0)
+	return hi + c, lo
+}
+
+// ifmaTargets returns inputs (a, x, b) around the one correction of the IFMA
+// kernels: with hi*2^64 + lo = a*xl + a'*xh + b, lo just below, at and just
+// above 13*hi (below, p is added), and lo in 0..13. It reports how many
+// fall below.
+func ifmaTargets(rng *rand.Rand) (triples [][3]uint64, below int) {
+	for range 24 {
+		a, x := rng.Uint64(), rng.Uint64()
+		hi0, lo0 := ifmaSum(a, 0, x)
+		// b = d - lo0 makes lo = d, and carries into hi exactly when
+		// lo0 + b wraps, that is when d < lo0.
+		for _, d := range []uint64{0, 1, 12, 13, 14, 13*hi0 - 1, 13 * hi0, 13*hi0 + 1, 13*hi0 + 12, 13*hi0 + 13, 13*hi0 + 14, 13*hi0 + 26} {
+			b := d - lo0
+			hi, lo := ifmaSum(a, b, x)
+			if lo < 13*hi {
+				below++
+			}
+			triples = append(triples, [3]uint64{a, x, b})
+		}
+	}
+	return triples, below
+}
+
+// TestIFMAReductionInBlocks aims at the correction of the IFMA kernels as
+// TestReductionInBlocks aims at the cases of mulAddMod: random inputs need
+// it about once in 2^26 multiplications.
+func TestIFMAReductionInBlocks(t *testing.T) {
+	layouts := aimLayouts()
+	forEachImplementation(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(19, 20))
+		targets, below := ifmaTargets(rng)
+		if below < len(targets)/4 || below > len(targets)*3/4 {
+			t.Fatalf("%d of %d targets need the correction", below, len(targets))
+		}
+		for i := range 2 * len(layouts) * len(targets) {
+			v, round, lay := targets[i/(2*len(layouts))], i%2, layouts[(i/2)%len(layouts)]
+			if !aimedBlocksAgree(rng, v[0], v[1], v[2], round, lay) {
+				t.Fatalf("a=%#x x=%#x b=%#x in round %d, block %d of %d: multi-block differs from single-block",
+					v[0], v[1], v[2], round+1, lay.pos, lay.blocks)
+			}
+		}
+	})
+}
+
+// TestSplitIFMA checks the split round keys against their definition with
+// math/big, for keys where a*2^32 - 13*(a>>32) is negative (p added) and
+// where adding p carries into bit 64, then at random.
+func TestSplitIFMA(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	var as []uint64
+	// a = ah*2^32 + al with al*2^32 - 13*ah in -13..-1: the carry case.
+	for al := uint64(0); al < 13; al++ {
+		for j := uint64(1); j <= 13; j++ {
+			if (al<<32+j)%13 == 0 {
+				as = append(as, (al<<32+j)/13<<32|al)
+			}
+		}
+	}
+	carries := len(as)
+	as = append(as, 0, 1, 1<<32-1, 1<<32, 1<<63, 1<<64-1, 0xffffffff00000000)
+	for range 1000 {
+		as = append(as, rng.Uint64(), rng.Uint64()&0xffffffff00000003)
+	}
+	if carries == 0 {
+		t.Fatal("no key for the carry case")
+	}
+	mask := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 52), big.NewInt(1))
+	for _, a := range as {
+		b := rng.Uint64()
+		var s schedule
+		var sp ifmaSchedule
+		for i := range s {
+			s[i] = [2]uint64{a, b}
+		}
+		splitIFMA(&s, &sp)
+		r := sp[7]
+		join := func(lo, hi uint64) *big.Int {
+			return new(big.Int).Add(new(big.Int).SetUint64(lo), new(big.Int).Lsh(new(big.Int).SetUint64(hi), 52))
+		}
+		wantP := new(big.Int).Lsh(new(big.Int).SetUint64(a), 32)
+		wantP.Mod(wantP, bigP)
+		switch {
+		case join(r[0], r[1]).Cmp(new(big.Int).SetUint64(a)) != 0 || r[0] > mask.Uint64() || r[1] >= 1<<12:
+			t.Fatalf("a=%#x: a0, a1 = %#x, %#x", a, r[0], r[1])
+		case join(r[2], r[3]).Cmp(wantP) != 0 || r[2] > mask.Uint64() || r[3] >= 1<<13:
+			t.Fatalf("a=%#x: p0, p1 = %#x, %#x, want a*2^32 mod p = %#x", a, r[2], r[3], wantP)
+		case join(r[4], r[5]).Cmp(new(big.Int).SetUint64(b)) != 0 || r[4] > mask.Uint64() || r[5] >= 1<<12:
+			t.Fatalf("b=%#x: b0, b1 = %#x, %#x", b, r[4], r[5])
+		}
+	}
+	t.Logf("%d keys, %d with a carry into bit 64", len(as), carries)
 }
