@@ -10,11 +10,14 @@
 // Every path is bitsliced: the S-boxes are boolean instruction sequences,
 // with no table lookups and no data-dependent branches, so the running time
 // does not depend on the key or the data. [Cipher.Encrypt] and
-// [Cipher.Decrypt] run one block in portable Go. [Cipher.EncryptBlocks] and
-// [Cipher.DecryptBlocks] process many independent blocks at once: with SSE2
-// and AVX2 assembly on amd64 (4 and 8 blocks per register set), chosen at
-// run time, and in portable Go, two blocks side by side, elsewhere or when
-// built with the purego tag. All paths give identical results.
+// [Cipher.Decrypt] run one block in portable Go, or on amd64 CPUs with
+// AVX-512 (F and VL) in assembly whose S-boxes are VPTERNLOGD operations.
+// [Cipher.EncryptBlocks] and [Cipher.DecryptBlocks] process many
+// independent blocks at once: with SSE2, AVX2 and AVX-512 assembly on amd64
+// (4, 8 and 16 blocks per register set; AVX-512 for calls of 16 blocks or
+// more), chosen at run time, and in portable Go, two blocks side by side,
+// elsewhere or when built with the purego tag. All paths give identical
+// results.
 //
 // Serpent in ECB form provides no authentication and hides no patterns;
 // callers build a mode (CBC, CTR) on top.
