@@ -3,6 +3,7 @@ package scrambling
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // blockSize is the block size of every block cipher here: AES, DFC and Serpent.
@@ -83,8 +84,9 @@ func (k *chainKey) System() System { return k.sys }
 // memory, but the multi-block paths want contiguous blocks: each step copies the blocks that
 // can be ciphered together into buf, ciphers them in one call, and copies them back.
 type chainProcessor struct {
-	sys *chainSystem
-	buf []byte
+	sys   *chainSystem
+	buf   []byte
+	order [][]byte // the payloads of an encryption pass in the order of their lanes
 }
 
 func (p *chainProcessor) key(k Key) *chainKey {
@@ -105,10 +107,9 @@ func (p *chainProcessor) scratch(n int) []byte {
 }
 
 // Encrypt scrambles in CBC. The blocks of one payload depend on each other, but block i of
-// different payloads do not: step i gathers block i (XORed with block i-1) of every payload
-// long enough, encrypts them in one multi-block call, and scatters them back. With DVS-042,
-// the residue of a payload of i full blocks joins step i: its key stream is the encryption of
-// block i-1, which step i-1 has just produced.
+// different payloads do not: step i enciphers block i of every payload long enough in one
+// multi-block call. With DVS-042, the residue of a payload of i full blocks joins step i: its
+// key stream is the encryption of block i-1, the ciphertext step i-1 has just produced.
 func (p *chainProcessor) Encrypt(k Key, payloads [][]byte) {
 	key := p.key(k)
 	for len(payloads) > 0 {
@@ -118,44 +119,58 @@ func (p *chainProcessor) Encrypt(k Key, payloads [][]byte) {
 	}
 }
 
+// steps is the number of CBC steps payload b takes part in when scrambling: one per full
+// block, and with DVS-042 one more for a residue after at least one full block.
+func (s *chainSystem) steps(b []byte) int {
+	nb := len(b) / blockSize
+	if s.dvs042 && nb > 0 && len(b)%blockSize != 0 {
+		return nb + 1
+	}
+	return nb
+}
+
 func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 	sys := key.sys
-	iv := sys.iv[:]
-	buf := p.scratch(len(payloads) * blockSize)
+	// Lane j of the gather buffer belongs to payload order[j] at every step. Ordered by
+	// descending step count, the payloads of each step are a prefix of those of the step
+	// before, so lane j keeps the ciphertext block its payload chains into next: a step XORs
+	// in the next plaintext block and writes the ciphertext out, with no gathering of the
+	// previous block.
+	order := append(p.order[:0], payloads...)
+	p.order = order
+	slices.SortFunc(order, func(a, b []byte) int { return sys.steps(b) - sys.steps(a) })
+	buf := p.scratch(len(order) * blockSize)
+	m := len(order)
 	for i := 0; ; i++ {
-		m := 0
-		lo, hi := i*blockSize, (i+1)*blockSize
-		for _, b := range payloads {
-			switch nb := len(b) / blockSize; {
-			case i < nb:
-				prev := iv
-				if i > 0 {
-					prev = b[lo-blockSize : lo]
-				}
-				xor16(buf[m*blockSize:], b[lo:hi], prev)
-				m++
-			case sys.dvs042 && i == nb && i > 0 && len(b) > lo:
-				*(*[blockSize]byte)(buf[m*blockSize:]) = [blockSize]byte(b[lo-blockSize:])
-				m++
-			}
+		for m > 0 && sys.steps(order[m-1]) <= i {
+			m--
 		}
 		if m == 0 {
 			break
 		}
+		lo := i * blockSize
+		for j, b := range order[:m] {
+			d := (*[blockSize]byte)(buf[j*blockSize:])
+			switch {
+			case i == 0:
+				xor16(d[:], b[:blockSize], sys.iv[:])
+			case lo+blockSize <= len(b):
+				xor16(d[:], d[:], b[lo:lo+blockSize])
+			}
+			// Otherwise d is the residue's key stream input, C_{i-1}, already in place.
+		}
 		key.c.EncryptBlocks(buf[:m*blockSize], buf[:m*blockSize])
-		m = 0
-		for _, b := range payloads {
-			switch nb := len(b) / blockSize; {
-			case i < nb:
+		for j, b := range order[:m] {
+			d := (*[blockSize]byte)(buf[j*blockSize:])
+			if lo+blockSize <= len(b) {
 				// Array assignments compile to two 8-byte moves; copy calls memmove.
-				*(*[blockSize]byte)(b[lo:hi]) = [blockSize]byte(buf[m*blockSize:])
-				m++
-			case sys.dvs042 && i == nb && i > 0 && len(b) > lo:
-				xorInto(b[lo:], buf[m*blockSize:(m+1)*blockSize])
-				m++
+				*(*[blockSize]byte)(b[lo : lo+blockSize]) = *d
+			} else {
+				xorInto(b[lo:], d[:len(b)-lo])
 			}
 		}
 	}
+	clear(order) // drop the references to the caller's payloads
 	if sys.dvs042 {
 		p.short(key, payloads)
 	}
