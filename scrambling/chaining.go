@@ -133,41 +133,42 @@ func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 	sys := key.sys
 	// Lane j of the gather buffer belongs to payload order[j] at every step. Ordered by
 	// descending step count, the payloads of each step are a prefix of those of the step
-	// before, so lane j keeps the ciphertext block its payload chains into next: a step XORs
-	// in the next plaintext block and writes the ciphertext out, with no gathering of the
-	// previous block.
+	// before, so lane j keeps the ciphertext block its payload chains into next: after each
+	// step one pass over the lanes writes the ciphertext out and XORs in the next plaintext
+	// block, with no gathering of the previous block.
 	order := append(p.order[:0], payloads...)
 	p.order = order
 	slices.SortFunc(order, func(a, b []byte) int { return sys.steps(b) - sys.steps(a) })
-	buf := p.scratch(len(order) * blockSize)
 	m := len(order)
-	for i := 0; ; i++ {
-		for m > 0 && sys.steps(order[m-1]) <= i {
-			m--
-		}
-		if m == 0 {
-			break
-		}
-		lo := i * blockSize
-		for j, b := range order[:m] {
-			d := (*[blockSize]byte)(buf[j*blockSize:])
-			switch {
-			case i == 0:
-				xor16(d[:], b[:blockSize], sys.iv[:])
-			case lo+blockSize <= len(b):
-				xor16(d[:], d[:], b[lo:lo+blockSize])
-			}
-			// Otherwise d is the residue's key stream input, C_{i-1}, already in place.
-		}
+	for m > 0 && sys.steps(order[m-1]) == 0 {
+		m--
+	}
+	buf := p.scratch(m * blockSize)
+	for j, b := range order[:m] {
+		xor16(buf[j*blockSize:], b[:blockSize], sys.iv[:])
+	}
+	le := binary.LittleEndian
+	for i := 0; m > 0; i++ {
 		key.c.EncryptBlocks(buf[:m*blockSize], buf[:m*blockSize])
+		lo, next := i*blockSize, (i+1)*blockSize
 		for j, b := range order[:m] {
-			d := (*[blockSize]byte)(buf[j*blockSize:])
-			if lo+blockSize <= len(b) {
-				// Array assignments compile to two 8-byte moves; copy calls memmove.
-				*(*[blockSize]byte)(b[lo : lo+blockSize]) = *d
-			} else {
+			d := buf[j*blockSize : (j+1)*blockSize]
+			if len(b) < next {
+				// The DVS-042 residue step: d is the key stream.
 				xorInto(b[lo:], d[:len(b)-lo])
+				continue
 			}
+			c0, c1 := le.Uint64(d), le.Uint64(d[8:])
+			le.PutUint64(b[lo:], c0)
+			le.PutUint64(b[lo+8:], c1)
+			if next+blockSize <= len(b) {
+				le.PutUint64(d, c0^le.Uint64(b[next:]))
+				le.PutUint64(d[8:], c1^le.Uint64(b[next+8:]))
+			}
+			// Otherwise d stays C_i: the input of the residue step, if the payload has one.
+		}
+		for m > 0 && sys.steps(order[m-1]) <= i+1 {
+			m--
 		}
 	}
 	clear(order) // drop the references to the caller's payloads
