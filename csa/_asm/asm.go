@@ -47,6 +47,70 @@ var sboxState = map[string]int{
 	"p": stateP, "q": stateQ,
 }
 
+// streamRound addresses the state of round u (0..3) of the keystream byte a
+// stream kernel's loop is on.
+type streamRound struct {
+	u        int
+	aN, bN   func(n, b int) Mem // bit b of nibble A[n], B[n] in this round's window
+	inA, inB func(b int) Mem    // the IV nibbles this round feeds into A and B
+	io       func(plane int) Mem
+}
+
+// streamKernelFrame emits what the AVX2 and AVX-512 stream kernels share:
+// the declaration, the loop over 8 bytes of 4 rounds each (round emits one
+// round), and the move of the register windows back to the top of the
+// rings; mov is the kernel's vector move.
+func streamKernelFrame(name, arg, isa string, init bool, mov func(src, dst Op), round func(r streamRound, abs func(int) Mem)) {
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(s *avx2Stream, %s *[64][4]uint64)", arg))
+	Pragma("noescape")
+	if init {
+		Doc(name + " runs the 32 initialisation rounds of the stream cipher on 256 lanes" + isa + ".")
+	} else {
+		Doc(name + " runs 32 rounds of the stream cipher on 256 lanes" + isa + " and writes 8 keystream bytes as bit-planes.")
+	}
+	st := Load(Param("s"), GP64())
+	io := Load(Param(arg), GP64())
+	win := GP64() // &A[window] for the first round of the current byte
+	LEAQ(Mem{Base: st, Disp: (stateA + (ringTop-1)*4) * ymmBytes}, win)
+	cnt := GP64()
+	MOVQ(U32(8), cnt)
+	abs := func(idx int) Mem { return Mem{Base: st, Disp: idx * ymmBytes} }
+
+	Label(name + "_byte")
+	for u := 0; u < 4; u++ {
+		Comment(fmt.Sprintf("Round %d of this byte.", u))
+		r := streamRound{
+			u:  u,
+			aN: func(n, b int) Mem { return Mem{Base: win, Disp: (n-u)*nibble + b*ymmBytes} },
+			bN: func(n, b int) Mem { return Mem{Base: win, Disp: bRelToA + (n-u)*nibble + b*ymmBytes} },
+			io: func(plane int) Mem { return Mem{Base: io, Disp: plane * planeSize} },
+		}
+		// IV nibbles: planes 8k..8k+3 are the low nibble of byte k, 8k+4.. the high.
+		hiIn := func(b int) Mem { return r.io(4 + b) }
+		loIn := func(b int) Mem { return r.io(b) }
+		r.inA, r.inB = hiIn, loIn
+		if u%2 == 1 {
+			r.inA, r.inB = loIn, hiIn
+		}
+		round(r, abs)
+	}
+	SUBQ(U32(4*nibble), win)
+	ADDQ(U32(8*planeSize), io)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_byte"))
+
+	Comment("Move the register windows back to the top of the rings.")
+	for _, base := range []int{stateA, stateB} {
+		for i := 0; i < 40; i++ {
+			y := YMM()
+			mov(abs(base+i), y)
+			mov(y, abs(base+ringTop*4+i))
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
 // streamKernel emits the 32 rounds of the stream cipher for 256 lanes:
 // initialisation with IV bit-planes when init is set, keystream generation
 // otherwise. It mirrors streamRegs.round in kernel.go step by step; see
@@ -56,58 +120,30 @@ func streamKernel(circuits [7]circuit, init bool) {
 	if init {
 		name, arg = "streamInitAVX2", "iv"
 	}
-	TEXT(name, NOSPLIT, fmt.Sprintf("func(s *avx2Stream, %s *[64][4]uint64)", arg))
-	Pragma("noescape")
-	if init {
-		Doc(name + " runs the 32 initialisation rounds of the stream cipher on 256 lanes.")
-	} else {
-		Doc(name + " runs 32 rounds of the stream cipher on 256 lanes and writes 8 keystream bytes as bit-planes.")
-	}
-	st := Load(Param("s"), GP64())
-	io := Load(Param(arg), GP64())
-	win := GP64() // &A[window] for the first round of the current byte
-	LEAQ(Mem{Base: st, Disp: (stateA + (ringTop-1)*4) * ymmBytes}, win)
-	cnt := GP64()
-	MOVQ(U32(8), cnt)
-
-	abs := func(idx int) Mem { return Mem{Base: st, Disp: idx * ymmBytes} }
 	load := func(m Mem) VecVirtual {
 		y := YMM()
 		VMOVDQU(m, y)
 		return y
 	}
-
-	Label(name + "_byte")
-	for u := 0; u < 4; u++ {
-		Comment(fmt.Sprintf("Round %d of this byte.", u))
-		aN := func(n, b int) Mem { return Mem{Base: win, Disp: (n-u)*nibble + b*ymmBytes} }
-		bN := func(n, b int) Mem { return Mem{Base: win, Disp: bRelToA + (n-u)*nibble + b*ymmBytes} }
-		// IV nibbles: planes 8k..8k+3 are the low nibble of byte k, 8k+4.. the high.
-		hiIn := func(b int) Mem { return Mem{Base: io, Disp: (4 + b) * planeSize} }
-		loIn := func(b int) Mem { return Mem{Base: io, Disp: b * planeSize} }
-		inA, inB := hiIn, loIn
-		if u%2 == 1 {
-			inA, inB = loIn, hiIn
-		}
-
+	streamKernelFrame(name, arg, "", init, func(src, dst Op) { VMOVDQU(src, dst) }, func(rd streamRound, abs func(int) Mem) {
 		// T1: the new A1.
 		for b := 0; b < 4; b++ {
-			v := load(aN(10, b))
+			v := load(rd.aN(10, b))
 			VPXOR(abs(stateX+b), v, v)
 			if init {
 				VPXOR(abs(stateD+b), v, v)
-				VPXOR(inA(b), v, v)
+				VPXOR(rd.inA(b), v, v)
 			}
-			VMOVDQU(v, aN(0, b))
+			VMOVDQU(v, rd.aN(0, b))
 		}
 		// T2: the new B1, rotated left by one bit where p is set.
 		var nb [4]VecVirtual
 		for b := 0; b < 4; b++ {
-			nb[b] = load(bN(7, b))
-			VPXOR(bN(10, b), nb[b], nb[b])
+			nb[b] = load(rd.bN(7, b))
+			VPXOR(rd.bN(10, b), nb[b], nb[b])
 			VPXOR(abs(stateY+b), nb[b], nb[b])
 			if init {
-				VPXOR(inB(b), nb[b], nb[b])
+				VPXOR(rd.inB(b), nb[b], nb[b])
 			}
 		}
 		p := load(abs(stateP))
@@ -116,7 +152,7 @@ func streamKernel(circuits [7]circuit, init bool) {
 			VPXOR(nb[(b+3)%4], nb[b], t)
 			VPAND(p, t, t)
 			VPXOR(nb[b], t, t)
-			VMOVDQU(t, bN(0, b))
+			VMOVDQU(t, rd.bN(0, b))
 		}
 		// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over B.
 		var d [4]VecVirtual
@@ -124,7 +160,7 @@ func streamKernel(circuits [7]circuit, init bool) {
 			d[b] = load(abs(stateE + b))
 			VPXOR(abs(stateZ+b), d[b], d[b])
 			for _, tap := range extraTaps[b] {
-				VPXOR(bN(tap[0], tap[1]), d[b], d[b])
+				VPXOR(rd.bN(tap[0], tap[1]), d[b], d[b])
 			}
 			VMOVDQU(d[b], abs(stateD+b))
 		}
@@ -133,8 +169,8 @@ func streamKernel(circuits [7]circuit, init bool) {
 			hi, lo := YMM(), YMM()
 			VPXOR(d[3], d[2], hi)
 			VPXOR(d[1], d[0], lo)
-			VMOVDQU(hi, Mem{Base: io, Disp: (7 - 2*u) * planeSize})
-			VMOVDQU(lo, Mem{Base: io, Disp: (6 - 2*u) * planeSize})
+			VMOVDQU(hi, rd.io(7-2*rd.u))
+			VMOVDQU(lo, rd.io(6-2*rd.u))
 		}
 		// T4: F = q ? Z+E+r : E, with the carry out in r; E takes the old F.
 		q := load(abs(stateQ))
@@ -168,7 +204,7 @@ func streamKernel(circuits [7]circuit, init bool) {
 			vals := map[int]Op{}
 			for i := 0; i < numInputs; i++ {
 				tap := streamSboxTaps[s][4-i]
-				vals[i] = load(aN(tap[0], tap[1]))
+				vals[i] = load(rd.aN(tap[0], tap[1]))
 			}
 			var ones VecVirtual
 			for gi, g := range circ.gates {
@@ -203,21 +239,7 @@ func streamKernel(circuits [7]circuit, init bool) {
 			VMOVDQU(vals[circ.hi], abs(sboxState[sboxDest[s][0]]))
 			VMOVDQU(vals[circ.lo], abs(sboxState[sboxDest[s][1]]))
 		}
-	}
-	SUBQ(U32(4*nibble), win)
-	ADDQ(U32(8*planeSize), io)
-	DECQ(cnt)
-	JNZ(LabelRef(name + "_byte"))
-
-	Comment("Move the register windows back to the top of the rings.")
-	for _, base := range []int{stateA, stateB} {
-		for i := 0; i < 40; i++ {
-			y := load(abs(base + i))
-			VMOVDQU(y, abs(base+ringTop*4+i))
-		}
-	}
-	VZEROUPPER()
-	RET()
+	})
 }
 
 // Offsets in avx2Tables (csa_amd64.go), in 32-byte rows.
@@ -259,6 +281,54 @@ func transposeWords8(a [8]VecVirtual) [8]VecVirtual {
 	return d
 }
 
+// blockKernelHeader declares a block kernel, named for its direction and
+// isa, and loads its arguments; count names the last one, the number of
+// lane groups of the given width.
+func blockKernelHeader(isa, tabType, count string, width int, decrypt bool) (name string, src, dst, kbase, tab, n Register) {
+	name, verb := "blockEncrypt"+isa, " enciphers"
+	if decrypt {
+		name, verb = "blockDecrypt"+isa, " deciphers"
+	}
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(in, out *[256]uint64, kb *[56]uint64, tab *%s, %s int)", tabType, count))
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s%s the blocks in[l] of %s×%d lanes into out[l].", name, verb, count, width))
+	src = Load(Param("in"), GP64())
+	dst = Load(Param("out"), GP64())
+	kbase = Load(Param("kb"), GP64())
+	tab = Load(Param("tab"), GP64())
+	n = Load(Param(count), GP64())
+	return name, src, dst, kbase, tab, n
+}
+
+// blockRounds emits the 56 rounds as 7 passes of 8 unrolled ones; round
+// gets the round's number in the pass and the address of its key byte (kb
+// holds each one broadcast over 8 bytes), walked backwards to decrypt.
+func blockRounds(name string, kbase Register, decrypt bool, round func(u int, key Mem)) {
+	kp := GP64()
+	if decrypt {
+		LEAQ(Mem{Base: kbase, Disp: 55 * 8}, kp)
+	} else {
+		MOVQ(kbase, kp)
+	}
+	cnt := GP64()
+	MOVQ(U32(7), cnt)
+	Label(name + "_rounds")
+	for u := 0; u < 8; u++ {
+		if decrypt {
+			round(u, Mem{Base: kp, Disp: -8 * u})
+		} else {
+			round(u, Mem{Base: kp, Disp: 8 * u})
+		}
+	}
+	if decrypt {
+		SUBQ(U8(64), kp)
+	} else {
+		ADDQ(U8(64), kp)
+	}
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_rounds"))
+}
+
 // blockRoundXors emits the XORs of one block cipher round after the S-box
 // output s and its bit permutation p are known, and renames R[1..8] for the
 // next round; xor is VPXOR or its EVEX form.
@@ -294,22 +364,7 @@ func blockRoundXors(R *[9]VecVirtual, s, p VecVirtual, decrypt bool, xor func(a,
 // every table up to the lane's own accumulates to the right entry, and the
 // two halves (high nibble below or above 8) are blended on bit 7 of x.
 func blockKernel(decrypt bool) {
-	name := "blockEncryptAVX2"
-	if decrypt {
-		name = "blockDecryptAVX2"
-	}
-	TEXT(name, NOSPLIT, "func(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)")
-	Pragma("noescape")
-	if decrypt {
-		Doc(name + " deciphers the blocks in[l] of groups×32 lanes into out[l].")
-	} else {
-		Doc(name + " enciphers the blocks in[l] of groups×32 lanes into out[l].")
-	}
-	src := Load(Param("in"), GP64())
-	dst := Load(Param("out"), GP64())
-	kbase := Load(Param("kb"), GP64())
-	tab := Load(Param("tab"), GP64())
-	groups := Load(Param("groups"), GP64())
+	name, src, dst, kbase, tab, groups := blockKernelHeader("AVX2", "avx2Tables", "groups", 32, decrypt)
 	tb := func(row int) Mem { return Mem{Base: tab, Disp: row * ymmBytes} }
 
 	Label(name + "_group")
@@ -323,22 +378,12 @@ func blockKernel(decrypt bool) {
 	rowsOut := transposeWords8(in)
 	var R [9]VecVirtual // R[1..8]
 	copy(R[1:], rowsOut[:])
-	kp := GP64()
-	if decrypt {
-		LEAQ(Mem{Base: kbase, Disp: 55 * 8}, kp)
-	} else {
-		MOVQ(kbase, kp)
-	}
-	cnt := GP64()
-	MOVQ(U32(7), cnt)
-	Label(name + "_rounds")
-	for u := 0; u < 8; u++ {
+	blockRounds(name, kbase, decrypt, func(u int, key Mem) {
 		x := YMM()
+		VPBROADCASTQ(key, x)
 		if decrypt {
-			VPBROADCASTQ(Mem{Base: kp, Disp: -8 * u}, x)
 			VPXOR(R[7], x, x)
 		} else {
-			VPBROADCASTQ(Mem{Base: kp, Disp: 8 * u}, x)
 			VPXOR(R[8], x, x)
 		}
 		// S-box: 16 lookups, XORed in a tree per half to keep the
@@ -381,14 +426,7 @@ func blockKernel(decrypt bool) {
 		VPSHUFB(hi, ph, ph)
 		VPOR(pl, ph, pl) // pl = perm(s)
 		blockRoundXors(&R, s, pl, decrypt, VPXOR)
-	}
-	if decrypt {
-		SUBQ(U8(64), kp)
-	} else {
-		ADDQ(U8(64), kp)
-	}
-	DECQ(cnt)
-	JNZ(LabelRef(name + "_rounds"))
+	})
 	Comment("Back to one block per lane.")
 	var rs [8]VecVirtual
 	copy(rs[:], R[1:])
@@ -598,22 +636,7 @@ func transposeQwords8(a *[8]VecVirtual, tab Register) {
 // interleaved, as a round of one group is a chain of dependent
 // instructions too short to keep the processor busy.
 func blockKernelVBMI(decrypt bool) {
-	name := "blockEncryptVBMI"
-	if decrypt {
-		name = "blockDecryptVBMI"
-	}
-	TEXT(name, NOSPLIT, "func(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, pairs int)")
-	Pragma("noescape")
-	if decrypt {
-		Doc(name + " deciphers the blocks in[l] of pairs×128 lanes into out[l].")
-	} else {
-		Doc(name + " enciphers the blocks in[l] of pairs×128 lanes into out[l].")
-	}
-	src := Load(Param("in"), GP64())
-	dst := Load(Param("out"), GP64())
-	kbase := Load(Param("kb"), GP64())
-	tab := Load(Param("tab"), GP64())
-	pairs := Load(Param("pairs"), GP64())
+	name, src, dst, kbase, tab, pairs := blockKernelHeader("VBMI", "vbmiTables", "pairs", 128, decrypt)
 	row := func(r int) Mem { return Mem{Base: tab, Disp: r * zmmBytes} }
 	// The first table of each VPERMI2B pair stays in a register, the
 	// second is read from memory: 32 registers do not hold all eight.
@@ -649,23 +672,13 @@ func blockKernelVBMI(decrypt bool) {
 		transposeQwords8(&m, tab)
 		copy(R[g][1:], m[:])
 	}
-	kp := GP64()
-	if decrypt {
-		LEAQ(Mem{Base: kbase, Disp: 55 * 8}, kp)
-	} else {
-		MOVQ(kbase, kp)
-	}
-	cnt := GP64()
-	MOVQ(U32(7), cnt)
-	Label(name + "_rounds")
-	for u := 0; u < 8; u++ {
+	blockRounds(name, kbase, decrypt, func(u int, key Mem) {
 		for g := range 2 {
 			x := ZMM()
+			VPBROADCASTQ(key, x)
 			if decrypt {
-				VPBROADCASTQ(Mem{Base: kp, Disp: -8 * u}, x)
 				VPXORQ(R[g][7], x, x)
 			} else {
-				VPBROADCASTQ(Mem{Base: kp, Disp: 8 * u}, x)
 				VPXORQ(R[g][8], x, x)
 			}
 			hi := K()
@@ -674,14 +687,7 @@ func blockKernelVBMI(decrypt bool) {
 			p := lookup(psbox, vtabPermSbox, x, hi)
 			blockRoundXors(&R[g], s, p, decrypt, func(a, b, d Op) { VPXORQ(a, b, d) })
 		}
-	}
-	if decrypt {
-		SUBQ(U8(64), kp)
-	} else {
-		ADDQ(U8(64), kp)
-	}
-	DECQ(cnt)
-	JNZ(LabelRef(name + "_rounds"))
+	})
 	Comment("Back to one block per lane.")
 	for g := range 2 {
 		var m [8]VecVirtual

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -82,79 +80,52 @@ func streamKernelAVX512(circuits [7]ternCircuit, init bool) {
 	if init {
 		name, arg = "streamInitAVX512", "iv"
 	}
-	TEXT(name, NOSPLIT, fmt.Sprintf("func(s *avx2Stream, %s *[64][4]uint64)", arg))
-	Pragma("noescape")
-	if init {
-		Doc(name + " runs the 32 initialisation rounds of the stream cipher on 256 lanes with AVX-512VL.")
-	} else {
-		Doc(name + " runs 32 rounds of the stream cipher on 256 lanes with AVX-512VL and writes 8 keystream bytes as bit-planes.")
-	}
-	st := Load(Param("s"), GP64())
-	io := Load(Param(arg), GP64())
-	win := GP64()
-	LEAQ(Mem{Base: st, Disp: (stateA + (ringTop-1)*4) * ymmBytes}, win)
-	cnt := GP64()
-	MOVQ(U32(8), cnt)
-
-	abs := func(idx int) Mem { return Mem{Base: st, Disp: idx * ymmBytes} }
 	load := func(m Mem) VecVirtual {
 		y := YMM()
 		VMOVDQU64(m, y)
 		return y
 	}
-
-	Label(name + "_byte")
-	for u := 0; u < 4; u++ {
-		Comment(fmt.Sprintf("Round %d of this byte.", u))
-		aN := func(n, b int) Mem { return Mem{Base: win, Disp: (n-u)*nibble + b*ymmBytes} }
-		bN := func(n, b int) Mem { return Mem{Base: win, Disp: bRelToA + (n-u)*nibble + b*ymmBytes} }
-		hiIn := func(b int) Mem { return Mem{Base: io, Disp: (4 + b) * planeSize} }
-		loIn := func(b int) Mem { return Mem{Base: io, Disp: b * planeSize} }
-		inA, inB := hiIn, loIn
-		if u%2 == 1 {
-			inA, inB = loIn, hiIn
-		}
-
+	streamKernelFrame(name, arg, " with AVX-512VL", init, func(src, dst Op) { VMOVDQU64(src, dst) }, func(rd streamRound, abs func(int) Mem) {
 		// T1: the new A1.
 		for b := 0; b < 4; b++ {
-			v := load(aN(10, b))
+			v := load(rd.aN(10, b))
 			if init {
 				ternInto(v, xor3, load(abs(stateX+b)), abs(stateD+b))
-				VPXORQ(inA(b), v, v)
+				VPXORQ(rd.inA(b), v, v)
 			} else {
 				VPXORQ(abs(stateX+b), v, v)
 			}
-			VMOVDQU64(v, aN(0, b))
+			VMOVDQU64(v, rd.aN(0, b))
 		}
 		// T2: the new B1, rotated left by one bit where p is set.
 		var nb [4]VecVirtual
 		for b := 0; b < 4; b++ {
-			nb[b] = load(bN(7, b))
-			ternInto(nb[b], xor3, load(bN(10, b)), abs(stateY+b))
+			nb[b] = load(rd.bN(7, b))
+			ternInto(nb[b], xor3, load(rd.bN(10, b)), abs(stateY+b))
 			if init {
-				VPXORQ(inB(b), nb[b], nb[b])
+				VPXORQ(rd.inB(b), nb[b], nb[b])
 			}
 		}
 		p := load(abs(stateP))
 		for b := 0; b < 4; b++ {
-			VMOVDQU64(ternlog(immMux, p, nb[(b+3)%4], nb[b]), bN(0, b))
+			VMOVDQU64(ternlog(immMux, p, nb[(b+3)%4], nb[b]), rd.bN(0, b))
 		}
 		// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over B.
 		var d [4]VecVirtual
 		for b := 0; b < 4; b++ {
 			t := extraTaps[b]
 			d[b] = load(abs(stateE + b))
-			ternInto(d[b], xor3, load(abs(stateZ+b)), bN(t[0][0], t[0][1]))
-			ternInto(d[b], xor3, load(bN(t[1][0], t[1][1])), bN(t[2][0], t[2][1]))
-			VPXORQ(bN(t[3][0], t[3][1]), d[b], d[b])
+			ternInto(d[b], xor3, load(abs(stateZ+b)), rd.bN(t[0][0], t[0][1]))
+			ternInto(d[b], xor3, load(rd.bN(t[1][0], t[1][1])), rd.bN(t[2][0], t[2][1]))
+			VPXORQ(rd.bN(t[3][0], t[3][1]), d[b], d[b])
 			VMOVDQU64(d[b], abs(stateD+b))
 		}
 		if !init {
 			hi, lo := YMM(), YMM()
 			VPXORQ(d[3], d[2], hi)
 			VPXORQ(d[1], d[0], lo)
-			VMOVDQU64(hi, Mem{Base: io, Disp: (7 - 2*u) * planeSize})
-			VMOVDQU64(lo, Mem{Base: io, Disp: (6 - 2*u) * planeSize})
+			VMOVDQU64(hi, rd.io(7-2*rd.u))
+			VMOVDQU64(lo, rd.io(6-2*rd.u))
 		}
 		// T4: F = q ? Z+E+r : E, with the carry out in r; E takes the old F.
 		q := load(abs(stateQ))
@@ -181,7 +152,7 @@ func streamKernelAVX512(circuits [7]ternCircuit, init bool) {
 			vals := map[int]VecVirtual{}
 			for i := 0; i < numInputs; i++ {
 				tap := streamSboxTaps[s][4-i]
-				vals[i] = load(aN(tap[0], tap[1]))
+				vals[i] = load(rd.aN(tap[0], tap[1]))
 			}
 			// The last op using each value, so that an op can overwrite
 			// an operand nothing reads afterwards.
@@ -216,18 +187,5 @@ func streamKernelAVX512(circuits [7]ternCircuit, init bool) {
 			VMOVDQU64(vals[circ.hi], abs(sboxState[sboxDest[s][0]]))
 			VMOVDQU64(vals[circ.lo], abs(sboxState[sboxDest[s][1]]))
 		}
-	}
-	SUBQ(U32(4*nibble), win)
-	ADDQ(U32(8*planeSize), io)
-	DECQ(cnt)
-	JNZ(LabelRef(name + "_byte"))
-
-	Comment("Move the register windows back to the top of the rings.")
-	for _, base := range []int{stateA, stateB} {
-		for i := 0; i < 40; i++ {
-			VMOVDQU64(load(abs(base+i)), abs(base+ringTop*4+i))
-		}
-	}
-	VZEROUPPER()
-	RET()
+	})
 }
