@@ -10,12 +10,8 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"go/ast"
 	"go/format"
-	"go/parser"
-	"go/token"
 	"os"
-	"strconv"
 )
 
 // tt8 is the truth table of a function of the eight S-box input bits.
@@ -107,28 +103,9 @@ func (b *builder8) build(f *formula4, t []byte, v int) int {
 	return b.emit(opOr, b.emit(opAndNot, g0, v), b.emit(opAnd, g1, v))
 }
 
-// readBlockSbox takes the S-box table from ../scalar.go, so that it is
-// written down once in the project.
-func readBlockSbox() (s [256]byte) {
-	file, err := parser.ParseFile(token.NewFileSet(), "../scalar.go", nil, 0)
-	if err != nil {
-		panic(err)
-	}
-	obj := file.Scope.Lookup("blockSbox")
-	lit := obj.Decl.(*ast.ValueSpec).Values[0].(*ast.CompositeLit)
-	for i, e := range lit.Elts {
-		v, err := strconv.ParseUint(e.(*ast.BasicLit).Value, 0, 8)
-		if err != nil {
-			panic(err)
-		}
-		s[i] = byte(v)
-	}
-	return s
-}
-
 // writeBlockCircuit writes the S-box circuit as a Go test helper.
 func writeBlockCircuit(path string) error {
-	sbox := readBlockSbox()
+	sbox := blockSboxTable
 	f := newFormula4(12)
 	b := newBuilder8()
 	var outs [8]int

@@ -7,19 +7,6 @@ import (
 	"os"
 )
 
-// streamSboxTaps lists the five inputs of each S-box from register A, first
-// tap (input bit 4) first: {n, b} is bit b of nibble A[n] (ETR 289; the same
-// taps as TSDuck's StreamCipher::cipher).
-var streamSboxTaps = [7][5][2]int{
-	{{4, 0}, {1, 2}, {6, 1}, {7, 3}, {9, 0}},
-	{{2, 1}, {3, 2}, {6, 3}, {7, 0}, {9, 1}},
-	{{1, 3}, {2, 0}, {5, 1}, {5, 3}, {6, 2}},
-	{{3, 3}, {1, 1}, {2, 3}, {4, 2}, {8, 0}},
-	{{5, 2}, {4, 3}, {6, 0}, {8, 1}, {9, 2}},
-	{{3, 1}, {4, 1}, {5, 0}, {7, 2}, {9, 3}},
-	{{2, 2}, {3, 0}, {7, 1}, {8, 2}, {8, 3}},
-}
-
 // sboxDest says where each S-box output goes: X, Y and Z nibbles and the
 // bits p and q (ETR 289):
 // X = s4.lo s3.lo s2.hi s1.hi, Y = s6.lo s5.lo s4.hi s3.hi,
