@@ -44,14 +44,3 @@ func (b *Batcher) Reset() {
 	}
 	b.n = 0
 }
-
-// Split says how many of n payloads of one key go to an engine of the given width: every full
-// batch, and the last partial batch too when it holds at least breakEven payloads; the rest
-// are cheaper one at a time on the scalar cipher.
-func Split(n, width, breakEven int) (engine int) {
-	full := n - n%width
-	if n-full >= breakEven {
-		return n
-	}
-	return full
-}

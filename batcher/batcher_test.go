@@ -1,9 +1,6 @@
 package batcher
 
-import (
-	"fmt"
-	"testing"
-)
+import "testing"
 
 func TestBatcherGroupsByKey(t *testing.T) {
 	var b Batcher
@@ -34,26 +31,4 @@ func TestBatcherGroupsByKey(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("%v allocations per unit once warm", allocs)
 	}
-}
-
-func TestSplit(t *testing.T) {
-	for _, c := range []struct{ n, width, be, want int }{
-		{0, 64, 8, 0}, {7, 64, 8, 0}, {8, 64, 8, 8}, {64, 64, 8, 64}, {70, 64, 8, 64}, {72, 64, 8, 72},
-		{300, 256, 45, 256}, {300, 256, 44, 300}, {5, 32, 1, 5},
-	} {
-		if got := Split(c.n, c.width, c.be); got != c.want {
-			t.Errorf("Split(%d, %d, %d) = %d, want %d", c.n, c.width, c.be, got, c.want)
-		}
-	}
-}
-
-func ExampleSplit() {
-	// 300 payloads of one key, a 128-lane engine, and a break-even of 16 payloads: two full
-	// batches go to the engine, and the 44 left over fill enough of a third to be worth it.
-	fmt.Println(Split(300, 128, 16))
-	// With 130 payloads, the 2 left over are cheaper on the scalar cipher.
-	fmt.Println(Split(130, 128, 16))
-	// Output:
-	// 300
-	// 128
 }
