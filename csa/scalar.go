@@ -194,14 +194,7 @@ func decryptScalar(k *Key, p []byte) {
 	if n == 0 {
 		return // shorter than one block: clear by definition
 	}
-	s := newStreamState(&k.cw)
-	s.init(p)
-	for i := 8; i < len(p); i += 8 {
-		ks := s.keystream()
-		for j := 0; j < 8 && i+j < len(p); j++ {
-			p[i+j] ^= ks[j]
-		}
-	}
+	streamXOR(&k.cw, p)
 	// p now holds the block cipher's output chain: C'_0..C'_{n-1}.
 	// P_i = D(C'_i) ^ C'_{i+1}, with C'_n = 0.
 	for i := 0; i < n; i++ {
@@ -213,6 +206,19 @@ func decryptScalar(k *Key, p []byte) {
 			}
 		}
 		copy(p[8*i:], blk[:])
+	}
+}
+
+// streamXOR initialises the stream cipher with the first block of p and
+// XORs its keystream into the bytes after it.
+func streamXOR(cw *[CWSize]byte, p []byte) {
+	s := newStreamState(cw)
+	s.init(p)
+	for i := 8; i < len(p); i += 8 {
+		ks := s.keystream()
+		for j := 0; j < 8 && i+j < len(p); j++ {
+			p[i+j] ^= ks[j]
+		}
 	}
 }
 
@@ -233,12 +239,5 @@ func encryptScalar(k *Key, p []byte) {
 		copy(p[8*i:], blk[:])
 		next = blk
 	}
-	s := newStreamState(&k.cw)
-	s.init(p)
-	for i := 8; i < len(p); i += 8 {
-		ks := s.keystream()
-		for j := 0; j < 8 && i+j < len(p); j++ {
-			p[i+j] ^= ks[j]
-		}
-	}
+	streamXOR(&k.cw, p)
 }
