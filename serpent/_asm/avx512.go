@@ -12,6 +12,7 @@ package main
 import (
 	"fmt"
 	"log"
+	"slices"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -373,6 +374,8 @@ func singleFunc(name string, sb map[string]ternCircuit, enc bool) {
 	for j := range x {
 		p.store(Mem{Base: dst, Disp: 4 * j}, x[j])
 	}
+	cycles := p.schedule()
+	Comment(fmt.Sprintf("Scheduled for %d cycles on three vector ports.", cycles))
 	peak, copies := p.emit()
 	Comment(fmt.Sprintf("%d vector registers, %d copies.", peak, copies))
 	RET()
@@ -459,4 +462,86 @@ func blocksFunc(name string, sb map[string]ternCircuit, enc bool) {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// schedule reorders the program as a list schedule on a model of the
+// vector units (three ports, rotations and shifts on two of them, one
+// cycle a value), taking first the operations with the longest chains
+// behind them. Out-of-order cores issue the oldest ready operation first,
+// so with the critical path early in program order it is not held up by
+// operations that have time to spare. It returns the cycles the model
+// takes.
+func (p *prog) schedule() int {
+	n := len(p.nodes)
+	height := make([]int, n)
+	for i := n - 1; i >= 0; i-- {
+		for _, a := range p.nodes[i].args {
+			height[a] = max(height[a], height[i]+1)
+		}
+	}
+	pending := make([]int, n)
+	users := make([][]int, n)
+	for i, nd := range p.nodes {
+		for _, a := range nd.args {
+			users[a] = append(users[a], i)
+			pending[i]++
+		}
+	}
+	readyAt := make([]int, n)
+	done := make([]bool, n)
+	order := make([]int, 0, n)
+	cycle := 0
+	for len(order) < n {
+		alu, shifts := 0, 0
+		for {
+			// The ready operation with the longest chain behind it.
+			pick := -1
+			for i := range n {
+				if done[i] || pending[i] > 0 || readyAt[i] > cycle {
+					continue
+				}
+				k := p.nodes[i].kind
+				free := k == nLoad || k == nStore
+				if !free && (alu == 3 || (k == nRol || k == nShl) && shifts == 2) {
+					continue
+				}
+				if pick < 0 || height[i] > height[pick] {
+					pick = i
+				}
+			}
+			if pick < 0 {
+				break
+			}
+			switch p.nodes[pick].kind {
+			case nLoad, nStore:
+			case nRol, nShl:
+				alu++
+				shifts++
+			default:
+				alu++
+			}
+			done[pick] = true
+			order = append(order, pick)
+			for _, u := range users[pick] {
+				pending[u]--
+				readyAt[u] = max(readyAt[u], cycle+1)
+			}
+		}
+		cycle++
+	}
+	pos := make([]int, n)
+	for newIdx, old := range order {
+		pos[old] = newIdx
+	}
+	nodes := make([]node, n)
+	for newIdx, old := range order {
+		nd := p.nodes[old]
+		nd.args = slices.Clone(nd.args)
+		for k, a := range nd.args {
+			nd.args[k] = pos[a]
+		}
+		nodes[newIdx] = nd
+	}
+	p.nodes = nodes
+	return cycle
 }
