@@ -151,19 +151,23 @@ func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 	for i := 0; m > 0; i++ {
 		key.c.EncryptBlocks(buf[:m*blockSize], buf[:m*blockSize])
 		lo, next := i*blockSize, (i+1)*blockSize
+		lanes := buf[:m*blockSize]
 		for j, b := range order[:m] {
-			d := buf[j*blockSize : (j+1)*blockSize]
+			// Array pointers: one bounds check each, not one per word.
+			d := (*[blockSize]byte)(lanes[j*blockSize:])
 			if len(b) < next {
 				// The DVS-042 residue step: d is the key stream.
 				xorInto(b[lo:], d[:len(b)-lo])
 				continue
 			}
-			c0, c1 := le.Uint64(d), le.Uint64(d[8:])
-			le.PutUint64(b[lo:], c0)
-			le.PutUint64(b[lo+8:], c1)
+			c0, c1 := le.Uint64(d[:8]), le.Uint64(d[8:])
+			out := (*[blockSize]byte)(b[lo:])
+			le.PutUint64(out[:8], c0)
+			le.PutUint64(out[8:], c1)
 			if next+blockSize <= len(b) {
-				le.PutUint64(d, c0^le.Uint64(b[next:]))
-				le.PutUint64(d[8:], c1^le.Uint64(b[next+8:]))
+				in := (*[blockSize]byte)(b[next:])
+				le.PutUint64(d[:8], c0^le.Uint64(in[:8]))
+				le.PutUint64(d[8:], c1^le.Uint64(in[8:]))
 			}
 			// Otherwise d stays C_i: the input of the residue step, if the payload has one.
 		}
