@@ -14,6 +14,18 @@ const blockSize = 16
 // and L2 caches and does not grow with the caller's batch size.
 const maxPass = 256
 
+// blockGroup is the number of blocks the widest multi-block kernels take at once (16 for the
+// AVX-512 Serpent and DFC kernels, two groups of 8 for AES-NI). Every multi-block call is
+// rounded up to a multiple of it with spare blocks at the end of the gather buffer, whose
+// output is ignored: a 16-block kernel pass costs less than the narrower and scalar paths that
+// would otherwise take the last few blocks one by one.
+const blockGroup = 16
+
+// padded rounds a number of blocks up to a multiple of blockGroup.
+func padded(blocks int) int {
+	return (blocks + blockGroup - 1) / blockGroup * blockGroup
+}
+
 // multiBlock is a 128-bit block cipher that encrypts and decrypts many independent blocks per
 // call, as ECB would: the shape of the fast paths of the dfc and serpent packages. dst and src
 // have the same length, a multiple of blockSize, and are the same slice or do not overlap.
@@ -138,38 +150,47 @@ func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 	// block, with no gathering of the previous block.
 	order := append(p.order[:0], payloads...)
 	p.order = order
-	slices.SortFunc(order, func(a, b []byte) int { return sys.steps(b) - sys.steps(a) })
+	byStepsDown := func(a, b []byte) int { return sys.steps(b) - sys.steps(a) }
+	if !slices.IsSortedFunc(order, byStepsDown) { // most batches are all full payloads
+		slices.SortFunc(order, byStepsDown)
+	}
 	m := len(order)
 	for m > 0 && sys.steps(order[m-1]) == 0 {
 		m--
 	}
-	buf := p.scratch(m * blockSize)
+	buf := p.scratch(padded(m) * blockSize)
 	for j, b := range order[:m] {
 		xor16(buf[j*blockSize:], b[:blockSize], sys.iv[:])
 	}
 	le := binary.LittleEndian
 	for i := 0; m > 0; i++ {
-		key.c.EncryptBlocks(buf[:m*blockSize], buf[:m*blockSize])
+		// Lanes m and beyond hold earlier steps' blocks or zeros; they only pad the call.
+		key.c.EncryptBlocks(buf[:padded(m)*blockSize], buf[:padded(m)*blockSize])
 		lo, next := i*blockSize, (i+1)*blockSize
 		lanes := buf[:m*blockSize]
 		for j, b := range order[:m] {
-			// Array pointers: one bounds check each, not one per word.
 			d := (*[blockSize]byte)(lanes[j*blockSize:])
+			c0, c1 := le.Uint64(d[:8]), le.Uint64(d[8:])
+			if len(b) >= next+blockSize {
+				// The common case: write C_i out and start the next block. One array
+				// pointer covers both blocks, so one bounds check, not one per word.
+				two := (*[2 * blockSize]byte)(b[lo:])
+				le.PutUint64(two[:8], c0)
+				le.PutUint64(two[8:16], c1)
+				le.PutUint64(d[:8], c0^le.Uint64(two[16:24]))
+				le.PutUint64(d[8:], c1^le.Uint64(two[24:]))
+				continue
+			}
 			if len(b) < next {
 				// The DVS-042 residue step: d is the key stream.
 				xorInto(b[lo:], d[:len(b)-lo])
 				continue
 			}
-			c0, c1 := le.Uint64(d[:8]), le.Uint64(d[8:])
+			// The last full block: d stays C_i, the input of the residue step if the
+			// payload has one.
 			out := (*[blockSize]byte)(b[lo:])
 			le.PutUint64(out[:8], c0)
 			le.PutUint64(out[8:], c1)
-			if next+blockSize <= len(b) {
-				in := (*[blockSize]byte)(b[next:])
-				le.PutUint64(d[:8], c0^le.Uint64(in[:8]))
-				le.PutUint64(d[8:], c1^le.Uint64(in[8:]))
-			}
-			// Otherwise d stays C_i: the input of the residue step, if the payload has one.
 		}
 		for m > 0 && sys.steps(order[m-1]) <= i+1 {
 			m--
@@ -204,16 +225,17 @@ func (p *chainProcessor) decrypt(key *chainKey, payloads [][]byte) {
 	for _, b := range payloads {
 		total += len(b) / blockSize * blockSize
 	}
-	buf := p.scratch(total)
+	if total == 0 {
+		return
+	}
+	all := p.scratch(padded(total/blockSize) * blockSize)
+	buf := all[:total]
 	off := 0
 	for _, b := range payloads {
 		n := len(b) / blockSize * blockSize
 		off += copy(buf[off:], b[:n])
 	}
-	if total == 0 {
-		return
-	}
-	key.c.DecryptBlocks(buf, buf)
+	key.c.DecryptBlocks(all, all)
 	off = 0
 	iv := sys.iv[:]
 	for _, b := range payloads {
@@ -233,7 +255,7 @@ func (p *chainProcessor) decrypt(key *chainKey, payloads [][]byte) {
 // residues XORs the residue of every payload that has one and at least one full block with
 // E_K(last full ciphertext block), the DVS-042 rule, in one multi-block call.
 func (p *chainProcessor) residues(key *chainKey, payloads [][]byte) {
-	buf := p.scratch(len(payloads) * blockSize)
+	buf := p.scratch(padded(len(payloads)) * blockSize)
 	m := 0
 	for _, b := range payloads {
 		if n := len(b) / blockSize * blockSize; n > 0 && len(b) > n {
@@ -244,7 +266,7 @@ func (p *chainProcessor) residues(key *chainKey, payloads [][]byte) {
 	if m == 0 {
 		return
 	}
-	key.c.EncryptBlocks(buf[:m*blockSize], buf[:m*blockSize])
+	key.c.EncryptBlocks(buf[:padded(m)*blockSize], buf[:padded(m)*blockSize])
 	m = 0
 	for _, b := range payloads {
 		if n := len(b) / blockSize * blockSize; n > 0 && len(b) > n {
