@@ -12,16 +12,16 @@ const blockSize = 16
 // maxPass is the most payloads ciphered in one pass over a batch. Longer calls are cut into
 // passes so that the payloads a CBC encryption pass walks at every step (about 6 KB of TS
 // packets) and its gather buffer stay in the L1 cache, and the buffer does not grow with the
-// caller's batch size. 32 is also the widest multi-block kernel call (two groups of 16). On a
+// caller's batch size. 32 blocks is also the widest kernel call (the DFC AVX-512 kernel). On a
 // CSA2 re-encryption of a 63 MB stream, passes of 32 took 6% less CPU time than passes of 256
 // (8 interleaved runs each, into DVB-CISSA and into Serpent).
 const maxPass = 32
 
-// blockGroup is the number of blocks the widest multi-block kernels take at once (16 for the
-// AVX-512 Serpent and DFC kernels, two groups of 8 for AES-NI). Every multi-block call is
-// rounded up to a multiple of it with spare blocks at the end of the gather buffer, whose
-// output is ignored: a 16-block kernel pass costs less than the narrower and scalar paths that
-// would otherwise take the last few blocks one by one.
+// blockGroup is a block count every multi-block kernel takes whole: the AVX-512 Serpent
+// kernel's group of 16, two of AES-NI's groups of 8, one of DFC's 8, 16 or 32-block calls.
+// Every multi-block call is rounded up to a multiple of it with spare blocks at the end of the
+// gather buffer, whose output is ignored: a 16-block kernel pass costs less than the narrower
+// and scalar paths that would otherwise take the last few blocks one by one.
 const blockGroup = 16
 
 // padded rounds a number of blocks up to a multiple of blockGroup.
@@ -168,7 +168,8 @@ func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 	le := binary.LittleEndian
 	for i := 0; m > 0; i++ {
 		// Lanes m and beyond hold earlier steps' blocks or zeros; they only pad the call.
-		key.c.EncryptBlocks(buf[:padded(m)*blockSize], buf[:padded(m)*blockSize])
+		call := buf[:padded(m)*blockSize]
+		key.c.EncryptBlocks(call, call)
 		lo, next := i*blockSize, (i+1)*blockSize
 		lanes := buf[:m*blockSize]
 		for j, b := range order[:m] {
@@ -269,7 +270,8 @@ func (p *chainProcessor) residues(key *chainKey, payloads [][]byte) {
 	if m == 0 {
 		return
 	}
-	key.c.EncryptBlocks(buf[:padded(m)*blockSize], buf[:padded(m)*blockSize])
+	call := buf[:padded(m)*blockSize]
+	key.c.EncryptBlocks(call, call)
 	m = 0
 	for _, b := range payloads {
 		if n := len(b) / blockSize * blockSize; n > 0 && len(b) > n {

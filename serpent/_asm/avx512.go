@@ -470,7 +470,9 @@ func blocksFunc(name string, sb map[string]ternCircuit, enc bool) {
 // behind them. Out-of-order cores issue the oldest ready operation first,
 // so with the critical path early in program order it is not held up by
 // operations that have time to spare. It returns the cycles the model
-// takes.
+// takes. Measured against program order (5 interleaved runs): decryption
+// about 5% faster, encryption unchanged; the kernels still take about 1.6
+// times the model's cycles.
 func (p *prog) schedule() int {
 	n := len(p.nodes)
 	height := make([]int, n)
@@ -513,11 +515,10 @@ func (p *prog) schedule() int {
 				break
 			}
 			switch p.nodes[pick].kind {
-			case nLoad, nStore:
 			case nRol, nShl:
 				alu++
 				shifts++
-			default:
+			case nTern, nXorKey, nUnpack:
 				alu++
 			}
 			done[pick] = true
