@@ -10,6 +10,21 @@ import (
 	"testing"
 )
 
+// withReference returns a Cipher for key and crypto/aes's cipher for the same key, the
+// reference every comparison in these tests uses.
+func withReference(tb testing.TB, key []byte) (*Cipher, cipher.Block) {
+	tb.Helper()
+	c, err := NewCipher(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ref, err := aes.NewCipher(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, ref
+}
+
 // fips197 are the example vectors of FIPS-197 Appendix C.1, C.2 and C.3.
 var fips197 = []struct {
 	name, key, plain, cipher string
@@ -105,14 +120,7 @@ func TestDifferential(t *testing.T) {
 			for trial := range 3 {
 				key := make([]byte, keyLen)
 				fill(rng, key)
-				c, err := NewCipher(key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ref, err := aes.NewCipher(key)
-				if err != nil {
-					t.Fatal(err)
-				}
+				c, ref := withReference(t, key)
 				for n := 0; n <= 40; n++ {
 					src := make([]byte, 16*n)
 					fill(rng, src)
@@ -176,8 +184,7 @@ func TestSingleBlock(t *testing.T) {
 		for _, keyLen := range []int{16, 24, 32} {
 			key := make([]byte, keyLen)
 			fill(rng, key)
-			c, _ := NewCipher(key)
-			ref, _ := aes.NewCipher(key)
+			c, ref := withReference(t, key)
 			src := make([]byte, 20)
 			fill(rng, src)
 			for _, dir := range []struct {
@@ -272,8 +279,7 @@ func TestAllocs(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	paths(t, func(t *testing.T) {
 		key := make([]byte, 32)
-		c, _ := NewCipher(key)
-		ref, _ := aes.NewCipher(key)
+		c, ref := withReference(t, key)
 		const goroutines = 4
 		var srcs, wants, gots [goroutines][]byte
 		for g := range goroutines {

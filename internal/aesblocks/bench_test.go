@@ -1,7 +1,6 @@
 package aesblocks
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"testing"
 )
@@ -44,14 +43,7 @@ func BenchmarkDecryptBlocks(b *testing.B) {
 
 func benchImpls(b *testing.B, method func(multiBlock) func(dst, src []byte)) {
 	key := make([]byte, 16)
-	ours, err := NewCipher(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	std, err := aes.NewCipher(key)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ours, std := withReference(b, key)
 	for _, impl := range []struct {
 		name string
 		m    multiBlock

@@ -2,7 +2,6 @@ package aesblocks
 
 import (
 	"bytes"
-	"crypto/aes"
 	"testing"
 )
 
@@ -24,14 +23,7 @@ func FuzzCompare(f *testing.F) {
 			key = append(key[:len(key):len(key)], make([]byte, 16)...)[:16]
 		}
 		data = data[:len(data)&^15]
-		c, err := NewCipher(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, err := aes.NewCipher(key)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, ref := withReference(t, key)
 		enc, dec := make([]byte, len(data)), make([]byte, len(data))
 		c.EncryptBlocks(enc, data)
 		c.DecryptBlocks(dec, data)
