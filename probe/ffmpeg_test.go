@@ -3,6 +3,11 @@ package probe
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,5 +156,87 @@ func TestProbeFFmpegTwoPrograms(t *testing.T) {
 			t.Errorf("framing %d, want %d", r2.Framing, size)
 		}
 		sameButFraming(t, rep, r2)
+	}
+}
+
+// ffmpegRun runs ffmpeg with args, writing to a file it returns the content of, or skips the
+// test when ffmpeg is not installed or under -short.
+func ffmpegRun(t *testing.T, name string, args ...string) []byte {
+	t.Helper()
+	ffmpeg, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Skip("ffmpeg is not installed: skipping the test on an ffmpeg-made stream (apt-get install ffmpeg)")
+	}
+	if testing.Short() {
+		t.Skip("skipping ffmpeg in -short mode")
+	}
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command(ffmpeg, append(append([]string{"-hide_banner", "-loglevel", "error", "-nostdin", "-y"}, args...), out)...)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestProbeFFmpegM2TS reads a Blu-ray transport stream made by ffmpeg's m2ts mode: 192-byte
+// packets, an "HDMV" registration in the program loop, and the Blu-ray stream types for
+// AC-3, E-AC-3, DTS and LPCM.
+func TestProbeFFmpegM2TS(t *testing.T) {
+	ts := ffmpegRun(t, "bd.m2ts",
+		"-f", "lavfi", "-i", "testsrc=size=160x120:rate=25",
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+		"-t", "1", "-map", "0:v", "-map", "1:a", "-map", "1:a", "-map", "1:a", "-map", "1:a",
+		"-c:v", "mpeg2video", "-c:a:0", "ac3", "-c:a:1", "eac3", "-c:a:2", "dca", "-c:a:3", "pcm_bluray",
+		"-strict", "-2", "-f", "mpegts", "-mpegts_m2ts_mode", "1")
+	rep, err := Probe(bytes.NewReader(ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Framing != 192 || len(rep.Services) != 1 {
+		t.Fatalf("framing %d, services %+v", rep.Framing, rep.Services)
+	}
+	var got []string
+	for _, st := range rep.Services[0].Streams {
+		got = append(got, fmt.Sprintf("0x%02X %s", st.StreamType, st.TypeName))
+	}
+	want := []string{"0x02 MPEG-2 video", "0x81 AC-3 audio", "0x84 E-AC-3 audio", "0x82 DTS audio", "0x80 LPCM audio"}
+	if !slices.Equal(got, want) {
+		t.Errorf("streams\n got %q\nwant %q", got, want)
+	}
+	if rep.PSIErrors != 0 {
+		t.Errorf("%d PSI errors", rep.PSIErrors)
+	}
+}
+
+// TestProbeFFmpegPMTFirst cuts an ffmpeg stream so that its PMTs come only before its first
+// PAT, as in a recording that starts between a PAT and the PMTs and stops before they repeat.
+func TestProbeFFmpegPMTFirst(t *testing.T) {
+	ts := ffmpegTwoPrograms(t)
+	var cut []byte
+	pats := 0
+	for i := 0; i+188 <= len(ts); i += 188 {
+		p := ts[i : i+188]
+		switch pid := uint16(p[1]&0x1F)<<8 | uint16(p[2]); {
+		case pid == 0:
+			pats++
+			if pats == 1 {
+				continue // the first PAT is lost
+			}
+		case (pid == 0x1000 || pid == 0x1001) && pats > 1:
+			continue // and the PMTs after the second
+		}
+		cut = append(cut, p...)
+	}
+	rep, err := Probe(bytes.NewReader(cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Services) != 2 || !rep.Services[0].PMTSeen || !rep.Services[1].PMTSeen ||
+		len(rep.Services[1].Streams) != 2 || rep.Services[1].Streams[0].TypeName != "MPEG-2 video" {
+		t.Errorf("services %+v", rep.Services)
 	}
 }

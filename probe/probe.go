@@ -1,14 +1,16 @@
 // Package probe tells what is in an MPEG transport stream: its framing, size, duration and
-// bitrate, its services with their streams and conditional-access systems, and for every PID
-// how many packets are clear and how many are scrambled with the even or the odd key.
+// bitrate, its services with their streams and conditional-access systems, the tables each PID
+// carries, and for every PID how many packets are clear and how many are scrambled with the
+// even or the odd key.
 //
 // The packets are cut and counted by the project's own framer (pipeline.Framer), so 188, 192
-// and 204-byte packets all work and garbage between packets is skipped. The program-specific
-// information (PAT, PMT, SDT) is read by github.com/asticode/go-astits, on the side: the reading
-// loop copies the 188-byte packets of the PSI PIDs into a pipe, and a goroutine runs astits's
-// demuxer over the other end. astits is kept away from the framing because it mishandles
-// 192 and 204-byte packets, and away from the bulk of the packets because it allocates for
-// each one. The CAT, which astits leaves to its caller, is read by this package.
+// and 204-byte packets all work and garbage between packets is skipped. The tables are read in
+// the same single pass by the psi package: a psi.SectionReader gathers the sections of every
+// PID that carries them, and the PAT, PMTs, CAT and SDT are kept whatever order they come in,
+// so that a PMT sent before the first PAT is bound to its service all the same. Probe works on
+// a pipe as on a file: it reads its input once, and what it keeps is bounded whatever the
+// input's length. (It does not use github.com/asticode/go-astits, which takes a PID for a
+// PMT PID only once it has read a PAT naming it, and allocates for every packet.)
 package probe
 
 import (
@@ -16,9 +18,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/tsdescramble/tsdescramble/pipeline"
-	"github.com/tsdescramble/tsdescramble/psi"
 )
 
 // ErrEmpty is returned by Probe for an input without a single byte.
@@ -51,6 +53,8 @@ type Report struct {
 	// PSIErrors counts PSI sections that could not be read (bad CRC, bad lengths).
 	PSIErrors int `json:"psi_errors"`
 	// PSIFailure says why PSI reading stopped early, if it did; the counts are still whole.
+	// The section reader has no way to stop early, so it is empty; it stays for the scripts
+	// that test it.
 	PSIFailure string `json:"psi_failure,omitempty"`
 }
 
@@ -105,13 +109,16 @@ type EMM struct {
 // PID counts the packets of one PID by scrambling state.
 type PID struct {
 	PID         uint16   `json:"pid"`
-	Description string   `json:"description"` // PAT, PMT of service 1, H.264 video, ECM (Conax), ...
+	Description string   `json:"description"` // PAT, PMT of service 1, H.264 video, ECM (Conax), SIT, ...
 	Services    []uint16 `json:"services,omitempty"`
-	Packets     int64    `json:"packets"`
-	Clear       int64    `json:"clear"`    // TSC 00
-	Even        int64    `json:"even"`     // TSC 10
-	Odd         int64    `json:"odd"`      // TSC 11
-	Reserved    int64    `json:"reserved"` // TSC 01
+	// Tables names the tables whose sections were read on the PID, by table_id, in order of
+	// table_id: "SDT", "BAT"; "NIT", "SIT"; "ECM"; "SCTE 35" ...
+	Tables   []string `json:"tables,omitempty"`
+	Packets  int64    `json:"packets"`
+	Clear    int64    `json:"clear"`    // TSC 00
+	Even     int64    `json:"even"`     // TSC 10
+	Odd      int64    `json:"odd"`      // TSC 11
+	Reserved int64    `json:"reserved"` // TSC 01
 	// CryptoPeriods is the number of runs of one parity among the even and odd packets of
 	// the PID: the parity changes plus one, 0 when none is scrambled. Clear and reserved
 	// packets between two packets of the same parity do not end a run.
@@ -171,16 +178,14 @@ func readPCR(p []byte) (pcr int64, discontinuity, ok bool) {
 	return base*300 + ext, p[5]&0x80 != 0, true
 }
 
-// Probe reads the transport stream r to its end and reports what it holds. It returns
+// Probe reads the transport stream r to its end, once, and reports what it holds. It returns
 // pipeline.ErrNoSync when r holds bytes but no transport stream packet, ErrEmpty when it holds
-// none, and the read error that stopped it otherwise. It starts one goroutine, which has ended
-// by the time it returns.
+// none, and the read error that stopped it otherwise.
 func Probe(r io.Reader) (*Report, error) {
 	fr := pipeline.NewFramer(r)
 	counts := make([]pidCount, pipeline.NullPID+1)
-	tracker := psi.NewTracker() // knows the PMT PIDs, so only PSI packets go to astits
-	side := startPSIReader()
-	defer side.stop() // also on a panic below: no goroutine outlives Probe
+	tabs := newTables()
+	onSection := tabs.section // one func value for the whole run, not one per packet
 	rep := &Report{}
 
 	var n, size int64
@@ -213,12 +218,7 @@ func Probe(r io.Reader) (*Report, error) {
 			if pcr, disc, ok := readPCR(p); ok {
 				c.pcr.add(pcr, n, disc)
 			}
-			if tracker.Wants(pid) {
-				tracker.Feed(p)
-			}
-			if pid == pidCAT || pid == pidSDT || tracker.Wants(pid) {
-				side.feed(p)
-			}
+			tabs.reader.Feed(p, onSection)
 		}
 		n++
 	}
@@ -233,12 +233,9 @@ func Probe(r io.Reader) (*Report, error) {
 		rep.Framing = pipeline.PacketSize
 	}
 
-	tables := side.finish()
-	rep.PSIErrors = tables.errors
-	rep.PSIFailure = tables.failure
 	rep.timing(counts)
-	tables.fill(rep)
-	rep.pids(counts)
+	tabs.fill(rep)
+	rep.pids(counts, tabs)
 	return rep, nil
 }
 
@@ -266,7 +263,7 @@ func (rep *Report) timing(counts []pidCount) {
 	rep.Timing = t
 }
 
-// Well-known PIDs (ISO/IEC 13818-1 Table 2-3, ETSI EN 300 468 Table 1).
+// Well-known PIDs (ISO/IEC 13818-1 Table 2-3, ETSI EN 300 468 Table 1, ATSC A/65).
 const (
 	pidPAT  = 0x0000
 	pidCAT  = 0x0001
@@ -276,8 +273,10 @@ const (
 	pidEIT  = 0x0012
 	pidRST  = 0x0013
 	pidTDT  = 0x0014
+	pidPSIP = 0x1FFB
 )
 
+// wellKnown names the PIDs that the standards reserve, for when no table was read on them.
 var wellKnown = map[uint16]string{
 	pidPAT:           "PAT",
 	pidCAT:           "CAT",
@@ -287,11 +286,23 @@ var wellKnown = map[uint16]string{
 	pidEIT:           "EIT",
 	pidRST:           "RST",
 	pidTDT:           "TDT/TOT",
+	0x0015:           "network synchronisation",
+	0x0016:           "RNT",
+	0x001C:           "inband signalling",
+	0x001D:           "measurement",
+	0x001E:           "DIT",
+	0x001F:           "SIT",
+	pidPSIP:          "ATSC PSIP",
 	pipeline.NullPID: "null packets",
 }
 
-// pids fills PIDs from the counts and describes each PID from the tables.
-func (rep *Report) pids(counts []pidCount) {
+// pids fills PIDs from the counts and describes each PID from the tables: a PID that a PMT,
+// the CAT or the PAT gives a role is named by it ("H.264 video of service 1", "ECM (Conax
+// 0x0B00) of service 1", "PMT of service 2"), with the tables read on it that the role does not
+// name ("private sections (AIT) of service 1"); a reserved PID (below 0x20), the network PID and
+// a PID that nothing names go by the tables read on it ("SDT/BAT", "SIT", "PMT of program 7 (not
+// in the PAT)"), then by the name the standards reserve for them.
+func (rep *Report) pids(counts []pidCount, tabs *tables) {
 	type role struct {
 		what     string
 		services []uint16
@@ -332,12 +343,10 @@ func (rep *Report) pids(counts []pidCount) {
 			addRole(*s.PCRPID, "PCR", s.Number, true)
 		}
 	}
-	if rep.NITPID != nil {
-		addRole(*rep.NITPID, "NIT", 0, false)
-	}
 	for _, e := range rep.EMM {
 		addRole(e.EMMPID, fmt.Sprintf("EMM (%s 0x%04X)", e.SystemName, e.SystemID), 0, false)
 	}
+	unbound := tabs.unboundPMTs()
 
 	rep.PIDs = []PID{}
 	for pid := range counts {
@@ -354,18 +363,43 @@ func (rep *Report) pids(counts []pidCount) {
 			Reserved:      c.byTSC[pipeline.Reserved],
 			CryptoPeriods: c.periods,
 			PCRs:          c.pcr.count,
+			Tables:        tabs.tableNames(uint16(pid)),
 		}
 		r, name := roles[uint16(pid)], wellKnown[uint16(pid)]
+		network := rep.NITPID != nil && *rep.NITPID == uint16(pid)
 		switch {
-		case name != "" && (r == nil || pid < 0x20 || pid == pipeline.NullPID):
-			// The reserved PIDs keep their own name even if a table points at them.
+		case pid == pipeline.NullPID:
 			p.Description = name
-		case r != nil:
+		case r != nil && pid >= 0x20:
 			p.Description = r.what
+			// The tables read on a stream of sections, when its type does not name them
+			// already: "private sections (AIT) of service 1".
+			var more []string
+			for _, tn := range p.Tables {
+				if !strings.Contains(r.what, tn) {
+					more = append(more, tn)
+				}
+			}
+			if len(more) > 0 {
+				p.Description += " (" + joinTables(more) + ")"
+			}
 			p.Services = r.services
 			if len(r.services) > 0 {
 				p.Description += " of service" + plural(len(r.services)) + " " + joinNumbers(r.services)
 			}
+		case len(unbound[uint16(pid)]) > 0 && (pid >= 0x20 || len(p.Tables) == 1):
+			ns := unbound[uint16(pid)]
+			p.Description = "PMT of program" + plural(len(ns)) + " " + joinNumbers(ns) + " (not in the PAT)"
+		case len(p.Tables) > 0:
+			// The tables read on the PID, whatever the PAT or the PID's reservation say: the
+			// network PID may carry a SIT rather than a NIT.
+			p.Description = joinTables(p.Tables)
+		case network:
+			p.Description = "NIT"
+		case name != "":
+			p.Description = name
+		case r != nil:
+			p.Description = r.what
 		default:
 			p.Description = "not in the PSI"
 		}

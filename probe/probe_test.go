@@ -128,7 +128,7 @@ func TestProbeSynthetic(t *testing.T) {
 	for pid, want := range map[uint16]string{
 		0x0000:    "PAT",
 		0x0001:    "CAT",
-		0x0011:    "SDT/BAT",
+		0x0011:    "SDT", // by the table read there, not by the PID's reservation (SDT/BAT)
 		0x1FFF:    "null packets",
 		synPMT1:   "PMT of service 1",
 		synPMT2:   "PMT of service 2",
@@ -334,7 +334,7 @@ func TestNames(t *testing.T) {
 		}
 	}
 	for typ, want := range map[uint8]string{0x02: "MPEG-2 video", 0x1B: "H.264 video", 0x24: "HEVC video", 0x0F: "AAC audio",
-		0x03: "MPEG-1 audio", 0x06: "private data", 0x81: "AC-3 audio", 0x99: "user private (0x99)", 0x30: "stream type 0x30"} {
+		0x03: "MPEG-1 audio", 0x06: "private data", 0x81: "AC-3 audio", 0x99: "user private (0x99)", 0x3A: "stream type 0x3A"} {
 		if got := StreamTypeName(typ); got != want {
 			t.Errorf("StreamTypeName(0x%02X) = %q, want %q", typ, got, want)
 		}

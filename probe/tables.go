@@ -1,283 +1,285 @@
 package probe
 
 import (
-	"bufio"
-	"context"
-	"errors"
-	"fmt"
-	"io"
+	"encoding/binary"
 	"slices"
+	"strings"
 
-	"github.com/asticode/go-astits"
-
-	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
 
-// errAborted closes the pipe to the demuxer when Probe returns before the end of the input.
-var errAborted = errors.New("probe: reading stopped")
+// Bounds on what tables keeps, so that a probe's memory does not grow with the input.
+const (
+	maxPMTs     = 4096 // (PID, program_number) pairs whose PMT is kept
+	maxSeenCRCs = 8192 // sections remembered so that their repetitions are not parsed again
+)
 
-// errReaderGone closes the pipe from the demuxer's side when its goroutine ends, so that a
-// write from the reading loop fails at once instead of blocking on a reader that is gone.
-var errReaderGone = errors.New("probe: PSI reader ended")
+// tables gathers the tables of a stream from its sections, as a psi.SectionReader hands them
+// over, in whatever order they come. The PMTs are kept by the PID they came on and their
+// program_number, PAT or no PAT: a recording that starts between a PMT and the next PAT, or a
+// multiplexer that sends the PMTs first, still has its services bound to their PMTs once a PAT
+// names the PIDs. Nothing here depends on having seen a table before another.
+type tables struct {
+	reader *psi.SectionReader
 
-// psiReader runs astits's demuxer in a goroutine over a pipe that the reading loop fills with
-// the 188-byte packets of the PSI PIDs. The pipe blocks, so the demuxer never sees a false end
-// of input: astits flushes the sections it is still gathering when its reader reports EOF,
-// which a drained buffer polled between packets would do in the middle of a table.
-type psiReader struct {
-	pw      *io.PipeWriter
-	bw      *bufio.Writer // batches packets, so the two goroutines meet once per batch
-	dead    bool          // a write failed: the demuxer has stopped, feed no more
-	done    chan struct{} // closed when the goroutine has ended
-	stopped bool
-	t       tables // written by the goroutine only, read once done is closed
+	// The programs of every PAT section seen, in order of first appearance: a PAT may span
+	// several sections, and a recording may hold several versions; a probe reports all the
+	// programs it met, each with its latest PID.
+	havePAT  bool
+	tsid     uint16
+	programs []psi.Program
+	pmts     map[pmtKey]psi.Service
+	sdt      map[uint16]map[uint16]sdtService // SDT actual, by transport_stream_id, then service_id
+	cat      []EMM                            // CA descriptors of the CAT, without repeats
+	tids     map[uint16]*[4]uint64            // the table_ids seen on each PID, a bit each
+	seen     map[sectionKey]uint32            // CRC_32 of the last section parsed, by section
+	invalid  int                              // sections whole and CRC-checked, but malformed inside
 }
 
-func startPSIReader() *psiReader {
-	pr, pw := io.Pipe()
-	s := &psiReader{
-		pw:   pw,
-		bw:   bufio.NewWriterSize(pw, 64*pipeline.PacketSize),
-		done: make(chan struct{}),
-		t: tables{
-			pmts: map[uint16]*astits.PMTData{},
-			sdts: map[uint16]map[uint16]sdtService{},
-		},
-	}
-	go s.run(pr)
-	return s
-}
+type pmtKey struct{ pid, program uint16 }
 
-// feed passes one 188-byte packet to the demuxer.
-func (s *psiReader) feed(p []byte) {
-	if s.dead {
-		return
-	}
-	if _, err := s.bw.Write(p); err != nil {
-		s.dead = true
-	}
-}
-
-// finish ends the demuxer's input, waits until it has read everything, and returns the tables.
-func (s *psiReader) finish() *tables {
-	if !s.dead {
-		s.bw.Flush()
-	}
-	s.pw.Close()
-	<-s.done
-	s.stopped = true
-	return &s.t
-}
-
-// stop ends the goroutine if finish has not: the demuxer's next read fails and it returns.
-func (s *psiReader) stop() {
-	if s.stopped {
-		return
-	}
-	s.pw.CloseWithError(errAborted)
-	<-s.done
-	s.stopped = true
-}
-
-func (s *psiReader) run(pr *io.PipeReader) {
-	defer close(s.done)
-	defer func() {
-		// astits is third-party code fed with whatever the input holds: a panic in it must
-		// not take the process down, and it only costs the tables, not the packet counts.
-		if v := recover(); v != nil {
-			s.t.failure = fmt.Sprintf("the PSI reader stopped on damaged tables: %v", v)
-		}
-		pr.CloseWithError(errReaderGone)
-	}()
-	dmx := astits.NewDemuxer(context.Background(), pr,
-		astits.DemuxerOptPacketSize(pipeline.PacketSize),
-		astits.DemuxerOptPacketsParser(s.t.parseCAT))
-	for {
-		d, err := dmx.NextData()
-		if err != nil {
-			if errors.Is(err, astits.ErrNoMorePackets) || errors.Is(err, errAborted) || errors.Is(err, io.ErrClosedPipe) {
-				return
-			}
-			// A section with a bad CRC or bad lengths: astits has consumed its packets, so
-			// the next call goes on with the rest of the stream.
-			s.t.errors++
-			continue
-		}
-		s.t.add(d)
-	}
+// sectionKey identifies a section of a table among its repetitions.
+type sectionKey struct {
+	pid    uint16
+	tid    uint8
+	ext    uint16 // table_id_extension
+	number uint8  // section_number
 }
 
 // sdtService is a service's entry in an SDT.
 type sdtService struct{ name, provider string }
 
-// tables gathers what the demuxer delivered: the PAT programs, the latest PMT of each program,
-// the SDT entries, the CAT descriptors, and the count of sections it could not read.
-type tables struct {
-	// The programs of every PAT section seen, in order of first appearance: a PAT may span
-	// several sections, which astits delivers one by one, and a recording may hold several
-	// versions; a probe reports all the programs it met, each with its latest PMT PID.
-	havePAT  bool
-	tsid     uint16
-	programs []astits.PATProgram
-	pmts     map[uint16]*astits.PMTData       // by program_number
-	sdts     map[uint16]map[uint16]sdtService // by transport_stream_id, then service_id
-	cat      []EMM                            // CA descriptors of the CAT, without repeats
-	seen     map[[2]uint16]bool               // (CA_system_ID, CA_PID) pairs already in cat
-	errors   int
-	failure  string
-}
-
-func (t *tables) add(d *astits.DemuxerData) {
-	switch {
-	case d.PAT != nil:
-		t.havePAT, t.tsid = true, d.PAT.TransportStreamID
-	next:
-		for _, prog := range d.PAT.Programs {
-			if prog == nil {
-				continue
-			}
-			for i := range t.programs {
-				if t.programs[i].ProgramNumber == prog.ProgramNumber {
-					t.programs[i].ProgramMapID = prog.ProgramMapID
-					continue next
-				}
-			}
-			t.programs = append(t.programs, *prog)
-		}
-	case d.PMT != nil:
-		t.pmts[d.PMT.ProgramNumber] = d.PMT
-	case d.SDT != nil:
-		m := t.sdts[d.SDT.TransportStreamID]
-		if m == nil {
-			m = map[uint16]sdtService{}
-			t.sdts[d.SDT.TransportStreamID] = m
-		}
-		for _, s := range d.SDT.Services {
-			if s == nil {
-				continue
-			}
-			for _, desc := range s.Descriptors {
-				if desc != nil && desc.Service != nil {
-					m[s.ServiceID] = sdtService{dvbString(desc.Service.Name), dvbString(desc.Service.Provider)}
-				}
-			}
-		}
+func newTables() *tables {
+	return &tables{
+		reader: psi.NewSectionReader(),
+		pmts:   map[pmtKey]psi.Service{},
+		sdt:    map[uint16]map[uint16]sdtService{},
+		tids:   map[uint16]*[4]uint64{},
+		seen:   map[sectionKey]uint32{},
 	}
 }
 
-// parseCAT reads the conditional access sections (ISO/IEC 13818-1, 2.4.4.6) of the payload
-// units of PID 1, which astits leaves to its caller, and lets astits go on with the other PIDs.
-func (t *tables) parseCAT(ps []*astits.Packet) ([]*astits.DemuxerData, bool, error) {
-	if len(ps) == 0 || ps[0].Header.PID != pidCAT {
-		return nil, false, nil
+// section reads one whole section of pid; long-syntax sections come with a good CRC_32.
+func (t *tables) section(pid uint16, s []byte) {
+	tid := s[0]
+	set := t.tids[pid]
+	if set == nil {
+		set = new([4]uint64)
+		t.tids[pid] = set
 	}
-	if !ps[0].Header.PayloadUnitStartIndicator {
-		return nil, true, nil // the tail of a section whose start was lost
+	set[tid>>6] |= 1 << (tid & 63)
+
+	parsed := tid == 0x00 && pid == pidPAT || tid == 0x01 && pid == pidCAT || tid == 0x02 || tid == 0x42
+	if !parsed || s[1]&0x80 == 0 {
+		return // a table probe names but does not read, or one without the long syntax
 	}
-	var b []byte
-	for _, p := range ps {
-		b = append(b, p.Payload...)
+	// Tables repeat several times a second: a section seen before, unchanged, is skipped.
+	key := sectionKey{pid, tid, uint16(s[3])<<8 | uint16(s[4]), s[6]}
+	crc := binary.BigEndian.Uint32(s[len(s)-4:]) // the section's own CRC_32, checked already
+	if last, ok := t.seen[key]; ok && last == crc {
+		return
 	}
-	if len(b) == 0 || int(b[0])+1 > len(b) {
-		t.errors++
-		return nil, true, nil
+	if len(t.seen) < maxSeenCRCs {
+		t.seen[key] = crc
 	}
-	b = b[1+int(b[0]):] // pointer_field
-	for len(b) >= 3 && b[0] != 0xFF {
-		n := 3 + (int(b[1]&0x0F)<<8 | int(b[2]))
-		if b[0] != 0x01 || n < 12 || n > len(b) || psi.CRC32(b[:n]) != 0 {
-			t.errors++
-			return nil, true, nil
-		}
-		for d := b[8 : n-4]; len(d) >= 2; {
-			tag, l := d[0], int(d[1])
-			if 2+l > len(d) {
-				t.errors++
-				break
-			}
-			if tag == tagCA && l >= 4 {
-				id, pid := uint16(d[2])<<8|uint16(d[3]), uint16(d[4]&0x1F)<<8|uint16(d[5])
-				if t.seen == nil {
-					t.seen = map[[2]uint16]bool{}
-				}
-				if !t.seen[[2]uint16{id, pid}] {
-					t.seen[[2]uint16{id, pid}] = true
-					t.cat = append(t.cat, EMM{SystemID: id, SystemName: CASystemName(id), EMMPID: pid})
-				}
-			}
-			d = d[2+l:]
-		}
-		b = b[n:]
+	var ok bool
+	switch tid {
+	case 0x00:
+		ok = t.pat(s)
+	case 0x01:
+		ok = t.catSection(s)
+	case 0x02:
+		ok = t.pmt(pid, s)
+	case 0x42:
+		ok = t.sdtSection(s)
 	}
-	return nil, true, nil
+	if !ok {
+		t.invalid++
+	}
 }
 
-// caDescriptors returns the CA descriptors among ds; astits hands them over undecoded.
-func caDescriptors(ds []*astits.Descriptor) []CA {
-	cas := []CA{}
-	for _, d := range ds {
-		if d == nil || d.Tag != tagCA || d.Unknown == nil || len(d.Unknown.Content) < 4 {
-			continue
-		}
-		c := d.Unknown.Content
-		id := uint16(c[0])<<8 | uint16(c[1])
-		ca := CA{SystemID: id, SystemName: CASystemName(id), ECMPID: uint16(c[2]&0x1F)<<8 | uint16(c[3])}
-		if !slices.Contains(cas, ca) {
-			cas = append(cas, ca)
-		}
+func (t *tables) pat(s []byte) bool {
+	tsid, progs, ok := psi.ParsePAT(s)
+	if !ok {
+		return false
 	}
-	return cas
+	t.havePAT, t.tsid = true, tsid
+next:
+	for _, p := range progs {
+		for i := range t.programs {
+			if t.programs[i].Number == p.Number {
+				t.programs[i].PID = p.PID
+				continue next
+			}
+		}
+		t.programs = append(t.programs, p)
+	}
+	return true
 }
 
-// fill sets the services and EMMs of rep from the tables.
+func (t *tables) pmt(pid uint16, s []byte) bool {
+	svc, ok := psi.ParsePMT(pid, s)
+	if !ok {
+		return false
+	}
+	key := pmtKey{pid, svc.Number}
+	if _, known := t.pmts[key]; known || len(t.pmts) < maxPMTs {
+		t.pmts[key] = svc
+	}
+	return true
+}
+
+func (t *tables) catSection(s []byte) bool {
+	cas, ok := psi.ParseCAT(s)
+	if !ok {
+		return false
+	}
+	for _, ca := range cas {
+		e := EMM{SystemID: ca.SystemID, SystemName: CASystemName(ca.SystemID), EMMPID: ca.PID}
+		if !slices.Contains(t.cat, e) {
+			t.cat = append(t.cat, e)
+		}
+	}
+	return true
+}
+
+func (t *tables) sdtSection(s []byte) bool {
+	sdt, ok := psi.ParseSDT(s)
+	if !ok {
+		return false
+	}
+	m := t.sdt[sdt.TransportStreamID]
+	if m == nil {
+		m = map[uint16]sdtService{}
+		t.sdt[sdt.TransportStreamID] = m
+	}
+	for _, svc := range sdt.Services {
+		if svc.Name != nil || svc.Provider != nil {
+			m[svc.ID] = sdtService{dvbString(svc.Name), dvbString(svc.Provider)}
+		}
+	}
+	return true
+}
+
+// tableNames returns the names of the tables seen on pid, in order of table_id, each once
+// ("SDT", "BAT"), or nil when it carried none.
+func (t *tables) tableNames(pid uint16) []string {
+	set := t.tids[pid]
+	if set == nil {
+		return nil
+	}
+	var names []string
+	for tid := range 256 {
+		if set[tid>>6]&(1<<(tid&63)) != 0 {
+			if n := tableName(uint8(tid), pid); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// errors counts the damaged sections: those the section reader dropped (bad CRC_32, lengths
+// that do not add up) on a PID that carries PSI, and those whole but malformed inside. A PID
+// that never yielded a good section, and that no table names as PSI, is left out: its payloads
+// only looked like sections now and then.
+func (t *tables) errors(psiPIDs map[uint16]bool) int {
+	n := t.invalid
+	for pid := range psi.MaxPID + 1 {
+		st := t.reader.PIDStats(uint16(pid))
+		if st.CRCErrors+st.Malformed > 0 && (st.Sections > 0 || psiPIDs[uint16(pid)]) {
+			n += st.CRCErrors + st.Malformed
+		}
+	}
+	return n
+}
+
+// caList converts CA descriptors for the report, without repeats.
+func caList(cas []psi.CA) []CA {
+	out := []CA{}
+	for _, c := range cas {
+		ca := CA{SystemID: c.SystemID, SystemName: CASystemName(c.SystemID), ECMPID: c.PID}
+		if !slices.Contains(out, ca) {
+			out = append(out, ca)
+		}
+	}
+	return out
+}
+
+// fill sets the services, EMMs and PSI error count of rep from the tables.
 func (t *tables) fill(rep *Report) {
 	rep.Services = []Service{}
 	rep.EMM = []EMM{}
 	if t.cat != nil {
 		rep.EMM = t.cat
 	}
+	psiPIDs := map[uint16]bool{pidPAT: true, pidCAT: true}
+	for pid := uint16(0x10); pid < 0x20; pid++ {
+		psiPIDs[pid] = true
+	}
+	defer func() { rep.PSIErrors = t.errors(psiPIDs) }()
 	if !t.havePAT {
 		return
 	}
 	tsid := t.tsid
 	rep.TransportStreamID = &tsid
-	// The SDT of this transport stream (SDT actual) has its transport_stream_id; the others
-	// describe other multiplexes. Muxers that leave the two ids unequal are common enough to
-	// fall back on the only SDT there is.
-	sdt := t.sdts[tsid]
-	if sdt == nil && len(t.sdts) == 1 {
-		for _, m := range t.sdts {
+	// The SDT of this transport stream (SDT actual) has its transport_stream_id. Muxers that
+	// leave the PAT's and the SDT's ids unequal are common enough to fall back on the only
+	// SDT actual there is.
+	sdt := t.sdt[tsid]
+	if sdt == nil && len(t.sdt) == 1 {
+		for _, m := range t.sdt {
 			sdt = m
 		}
 	}
 	for _, prog := range t.programs {
-		if prog.ProgramNumber == 0 { // program 0 points at the NIT
-			nit := prog.ProgramMapID
+		if prog.Number == 0 { // program 0 gives the network PID
+			nit := prog.PID
 			rep.NITPID = &nit
+			psiPIDs[nit] = true
 			continue
 		}
-		s := Service{Number: prog.ProgramNumber, PMTPID: prog.ProgramMapID, CA: []CA{}, Streams: []Stream{}}
+		psiPIDs[prog.PID] = true
+		s := Service{Number: prog.Number, PMTPID: prog.PID, CA: []CA{}, Streams: []Stream{}}
 		if e, ok := sdt[s.Number]; ok {
 			s.Name, s.Provider = e.name, e.provider
 		}
-		if pmt := t.pmts[s.Number]; pmt != nil {
+		if pmt, ok := t.pmts[pmtKey{prog.PID, prog.Number}]; ok {
 			s.PMTSeen = true
 			pcr := pmt.PCRPID
 			s.PCRPID = &pcr
-			s.CA = caDescriptors(pmt.ProgramDescriptors)
-			for _, es := range pmt.ElementaryStreams {
-				if es == nil {
-					continue
-				}
+			s.CA = caList(pmt.CA)
+			for _, es := range pmt.Streams {
 				s.Streams = append(s.Streams, Stream{
-					PID:        es.ElementaryPID,
-					StreamType: uint8(es.StreamType),
-					TypeName:   typeName(es.StreamType, es.ElementaryStreamDescriptors),
-					CA:         caDescriptors(es.ElementaryStreamDescriptors),
+					PID:        es.PID,
+					StreamType: es.Type,
+					TypeName:   typeName(es.Type, es.Descriptors, pmt.Descriptors),
+					CA:         caList(es.CA),
 				})
 			}
 		}
 		rep.Services = append(rep.Services, s)
 	}
 }
+
+// unboundPMTs returns, by PID, the program numbers of the PMTs read on PIDs that no PAT entry
+// gives for that program: PMTs of a stream without a PAT, or of programs it left.
+func (t *tables) unboundPMTs() map[uint16][]uint16 {
+	bound := map[pmtKey]bool{}
+	for _, p := range t.programs {
+		bound[pmtKey{p.PID, p.Number}] = true
+	}
+	out := map[uint16][]uint16{}
+	for k := range t.pmts {
+		if !bound[k] {
+			out[k.pid] = append(out[k.pid], k.program)
+		}
+	}
+	for _, ns := range out {
+		slices.Sort(ns)
+	}
+	return out
+}
+
+// joinTables joins table names for a description: "SDT/BAT".
+func joinTables(names []string) string { return strings.Join(names, "/") }

@@ -17,12 +17,16 @@
 // (section_length at most 1021 for PAT and PMT, every loop inside the section), and the
 // continuity of the packets it spans. A damaged section is counted in Stats and ignored, leaving
 // the tables read before it in force; damaged input never makes the Tracker panic.
+//
+// Beside the Tracker: a SectionReader gathers the sections of every PID that carries them,
+// whatever the PAT says and whatever order the tables come in, for readers of whole streams
+// (probe); ParsePAT, ParsePMT, ParseCAT and ParseSDT read single sections; Carriage tells from
+// a stream_type and its descriptors whether a PID carries PES packets or sections; and
+// SectionStartOK checks the section that starts in a packet, to tell a descrambled PSI payload
+// from a wrongly descrambled one.
 package psi
 
-import (
-	"bytes"
-	"slices"
-)
+import "slices"
 
 // PacketSize is the size of the TS packets a Tracker is fed.
 const PacketSize = 188
@@ -55,6 +59,11 @@ type Stream struct {
 	PID  uint16 // elementary_PID
 	Type uint8  // stream_type (Table 2-34): 0x02 MPEG-2 video, 0x1B AVC, 0x03/0x04 MPEG audio, 0x06 PES private data, ...
 	CA   []CA   // CA descriptors of this stream alone
+
+	// Descriptors is the stream's ES_info descriptor loop as the PMT carries it (tag, length,
+	// body, ...), nil when empty: the registration, language and DVB descriptors that say
+	// what a stream_type leaves open. It is a copy, valid after the Tracker moves on.
+	Descriptors []byte
 }
 
 // Service is a program of the PAT with, once its PMT has been read, its streams.
@@ -66,11 +75,15 @@ type Service struct {
 	PCRPID  uint16   // PCR_PID; NullPID for a service without PCR
 	CA      []CA     // CA descriptors of the program (they apply to all its streams)
 	Streams []Stream // in PMT order
+
+	// Descriptors is the PMT's program_info descriptor loop (CA descriptors included), nil when
+	// empty; a copy, like Stream.Descriptors.
+	Descriptors []byte
 }
 
-// Stats counts what the Tracker has read.
+// Stats counts what a Tracker (PAT and PMT sections only) or a SectionReader has read.
 type Stats struct {
-	Sections        int // PAT and PMT sections read whole, with a good CRC
+	Sections        int // sections read whole, with a good CRC_32 where they carry one
 	CRCErrors       int // sections dropped for a bad CRC_32
 	Malformed       int // sections or packets dropped because their lengths do not add up
 	Discontinuities int // sections lost to a gap in the continuity counter or a transport error
@@ -88,10 +101,14 @@ type Tracker struct {
 
 	tsid     uint16
 	havePAT  bool
+	netPID   uint16 // the network PID of the PAT's program 0; valid when hasNet
+	hasNet   bool
 	services map[uint16]*service // by program_number, from the PAT in force
 
 	generation uint64
 	stats      Stats
+
+	carriage [MaxPID + 1]Carriage // by PID, from the tables in force; see indexCarriage
 }
 
 type patSection struct {
@@ -132,6 +149,10 @@ func (t *Tracker) Stats() Stats { return t.stats }
 // been read.
 func (t *Tracker) TransportStreamID() (uint16, bool) { return t.tsid, t.havePAT }
 
+// NetworkPID returns the network PID that the PAT in force gives as program 0, the PID of the
+// NIT (0x0010 in DVB), and whether it gives one.
+func (t *Tracker) NetworkPID() (uint16, bool) { return t.netPID, t.hasNet }
+
 // Feed reads one TS packet from the first PacketSize bytes of pkt, which it does not retain.
 // Packets of PIDs other than the PAT's and the PMTs' are ignored, as are packets that are too
 // short, out of sync, flagged with a transport error or scrambled. Feed allocates only when a
@@ -147,130 +168,10 @@ func (t *Tracker) Feed(pkt []byte) {
 	}
 	a := t.asm[pid]
 	if a == nil {
-		a = &assembler{}
+		a = newAssembler(maxSection)
 		t.asm[pid] = a
 	}
-	if pkt[1]&0x80 != 0 { // transport_error_indicator: the packet cannot be trusted
-		if a.active {
-			t.stats.Discontinuities++
-		}
-		a.active = false
-		return
-	}
-	// A scrambled payload cannot be read as sections, and the reserved adaptation_field_control
-	// 00 or an adaptation field alone carry none (nor advance the continuity counter).
-	afc := pkt[3] >> 4 & 3
-	if pkt[3]&0xC0 != 0 || afc&1 == 0 {
-		return
-	}
-	off := 4
-	if afc == 3 {
-		off += 1 + int(pkt[4])
-		if off >= PacketSize { // adaptation_field_length leaves no payload: a damaged header
-			t.stats.Malformed++
-			return
-		}
-	}
-	cc := pkt[3] & 0x0F
-	if a.ccKnown {
-		// 2.4.3.3: a packet may be sent twice, identical; the copy is ignored. The same counter
-		// on a different packet is taken to follow on: some muxers never advance it on PSI.
-		if cc == a.cc && bytes.Equal(pkt[4:], a.last[4:]) {
-			return
-		}
-		if cc != a.cc && cc != (a.cc+1)&0x0F && a.active {
-			t.stats.Discontinuities++
-			a.active = false
-		}
-	}
-	a.cc, a.ccKnown = cc, true
-	copy(a.last[:], pkt)
-
-	t.payload(pid, a, pkt[1]&0x40 != 0, pkt[off:])
-}
-
-// payload gathers sections from the payload of one packet (2.4.4.1-2: with
-// payload_unit_start_indicator set, the first byte is the pointer_field, the number of bytes
-// that still belong to the section under way before the next one starts).
-func (t *Tracker) payload(pid uint16, a *assembler, start bool, p []byte) {
-	if !start {
-		// After a section's end, the rest of a packet that starts no section is stuffing.
-		if a.active {
-			_, done := a.add(p)
-			t.finish(pid, a, done)
-		}
-		return
-	}
-	ptr := int(p[0])
-	p = p[1:]
-	if ptr > len(p) {
-		t.stats.Malformed++
-		a.active = false
-		return
-	}
-	if a.active {
-		_, done := a.add(p[:ptr])
-		if !done && a.active {
-			t.stats.Malformed++ // a new section starts before this one is complete
-			a.active = false
-		}
-		t.finish(pid, a, done)
-	}
-	p = p[ptr:]
-	for len(p) > 0 && p[0] != tableIDEnd {
-		a.n, a.active = 0, true
-		used, done := a.add(p)
-		t.finish(pid, a, done)
-		if !done {
-			return
-		}
-		p = p[used:]
-	}
-}
-
-// finish handles the outcome of an assembler's add: a complete section is read, and one whose
-// length is impossible is counted.
-func (t *Tracker) finish(pid uint16, a *assembler, done bool) {
-	if a.tooLong {
-		t.stats.Malformed++
-		a.tooLong = false
-	}
-	if done {
-		a.active = false
-		t.section(pid, a.buf[:a.n])
-	}
-}
-
-// assembler gathers the bytes of one section at a time on one PID.
-type assembler struct {
-	buf     [maxSection]byte
-	n       int  // bytes of buf in use
-	active  bool // a section is under way
-	tooLong bool // the last add met a section_length over maxSection
-	cc      uint8
-	ccKnown bool
-	last    [PacketSize]byte // the last packet read, to recognise a duplicate
-}
-
-// add appends the bytes of p that belong to the section under way. It returns how many it took
-// and whether the section is now complete.
-func (a *assembler) add(p []byte) (used int, done bool) {
-	for a.n < 3 && used < len(p) {
-		a.buf[a.n] = p[used]
-		a.n++
-		used++
-	}
-	if a.n < 3 {
-		return used, false
-	}
-	total := 3 + (int(a.buf[1]&0x0F)<<8 | int(a.buf[2]))
-	if total > maxSection {
-		a.active, a.tooLong = false, true
-		return len(p), false
-	}
-	k := copy(a.buf[a.n:total], p[used:])
-	a.n += k
-	return used + k, a.n == total
+	a.packet(pkt, &t.stats, func(s []byte) { t.section(pid, s) })
 }
 
 // section reads a complete section of pid.
@@ -343,8 +244,12 @@ func (t *Tracker) pat(s []byte) {
 // forgotten, new ones await their PMT.
 func (t *Tracker) applyPAT(tsid uint16) {
 	progs := make(map[uint16]uint16)
+	t.hasNet = false
 	for _, ps := range t.patSecs {
 		for _, p := range ps.progs {
+			if p.number == 0 && !t.hasNet {
+				t.netPID, t.hasNet = p.pmtPID, true
+			}
 			// program_number 0 gives the network PID (NIT), not a PMT; PMT PIDs 0 and 0x1FFF
 			// would clash with the PAT and null packets.
 			if p.number != 0 && p.pmtPID != PATPID && p.pmtPID != NullPID {
@@ -371,6 +276,7 @@ func (t *Tracker) applyPAT(tsid uint16) {
 	}
 	t.tsid, t.havePAT = tsid, true
 	t.generation++
+	t.indexCarriage()
 }
 
 // pmt reads a TS_program_map_section (2.4.4.8) that arrived on pid.
@@ -395,6 +301,7 @@ func (t *Tracker) pmt(pid uint16, s []byte) {
 	}
 	svc.crc, svc.bad = crc, false
 	t.generation++
+	t.indexCarriage()
 }
 
 // readPMT parses the PMT section s into svc.Service, which is left alone if the
@@ -407,6 +314,16 @@ func (svc *service) readPMT(pid uint16, s []byte) bool {
 	}
 	end := len(s) - 4
 	next := Service{Number: number, PMTPID: pid, PMTSeen: true, Version: s[5] >> 1 & 0x1F, PCRPID: be16(s[8:]) & 0x1FFF}
+	// One copy of the section serves every descriptor loop: a single allocation per PMT
+	// change, and the loops stay valid after the assembler's buffer is reused. Each loop is
+	// cut with its capacity so that appending to one cannot overwrite the next.
+	raw := slices.Clone(s)
+	loop := func(from, to int) []byte {
+		if from == to {
+			return nil
+		}
+		return raw[from:to:to]
+	}
 	p := 12
 	info := int(be16(s[10:]) & 0x0FFF)
 	var ok bool
@@ -416,6 +333,7 @@ func (svc *service) readPMT(pid uint16, s []byte) bool {
 	if next.CA, ok = caDescriptors(s[p : p+info]); !ok {
 		return false
 	}
+	next.Descriptors = loop(p, p+info)
 	p += info
 	for p < end {
 		if p+5 > end {
@@ -430,6 +348,7 @@ func (svc *service) readPMT(pid uint16, s []byte) bool {
 		if st.CA, ok = caDescriptors(s[p : p+info]); !ok {
 			return false
 		}
+		st.Descriptors = loop(p, p+info)
 		p += info
 		next.Streams = append(next.Streams, st)
 	}
@@ -474,10 +393,12 @@ func (t *Tracker) Services() []Service {
 func (s *service) clone() Service {
 	c := s.Service
 	c.CA = cloneCA(s.CA)
+	c.Descriptors = slices.Clone(s.Descriptors)
 	if s.Streams != nil {
 		c.Streams = make([]Stream, len(s.Streams))
 		for i, st := range s.Streams {
 			st.CA = cloneCA(st.CA)
+			st.Descriptors = slices.Clone(st.Descriptors)
 			c.Streams[i] = st
 		}
 	}

@@ -103,10 +103,12 @@ var (
 
 var demoServices = []Service{
 	{Number: 1, PMTPID: 0x100, PMTSeen: true, PCRPID: 0x101,
-		CA: []CA{{SystemID: 0x0B00, PID: 0x300, Private: []byte{0xAA}}},
+		CA:          []CA{{SystemID: 0x0B00, PID: 0x300, Private: []byte{0xAA}}},
+		Descriptors: caDesc(0x0B00, 0x0300, 0xAA),
 		Streams: []Stream{
 			{PID: 0x101, Type: 0x02},
-			{PID: 0x102, Type: 0x04, CA: []CA{{SystemID: 0x0100, PID: 0x301}}},
+			{PID: 0x102, Type: 0x04, CA: []CA{{SystemID: 0x0100, PID: 0x301}},
+				Descriptors: append([]byte{0x0A, 4, 'e', 'n', 'g', 0}, caDesc(0x0100, 0x0301)...)},
 		}},
 	{Number: 2, PMTPID: 0x200, PMTSeen: true, PCRPID: NullPID,
 		Streams: []Stream{{PID: 0x201, Type: 0x1B}, {PID: 0x202, Type: 0x0F}}},

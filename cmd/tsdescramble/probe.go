@@ -20,13 +20,17 @@ func probeCommand(env Env) *cli.Command {
 		Usage:     "show what is in a transport stream: services, PIDs, CA systems, scrambling",
 		ArgsUsage: "[PATH|-]",
 		Description: `Reads a whole transport stream (188, 192 or 204-byte packets) from PATH, or from stdin when
-PATH is - or absent, and prints on stdout:
+PATH is - or absent, once, and prints on stdout:
   - the framing, size, duration and bitrate (from the PCRs),
   - the services of the PAT with their PMT, names from the SDT, their streams with their
-    types, and their CA descriptors (CA system and ECM PID),
+    types (read with the registration and DVB descriptors: Blu-ray "HDMV" streams, SCTE 35,
+    T2-MI, KLV ...), and their CA descriptors (CA system and ECM PID),
   - the EMM PIDs of the CAT,
-  - every PID with its packets that are clear, even (TSC 10), odd (TSC 11) and reserved
-    (TSC 01), and its crypto periods (runs of one parity).
+  - every PID with what it carries (the tables read on it are named by their table_id: a SIT
+    on the network PID shows as SIT), its packets that are clear, even (TSC 10), odd (TSC 11)
+    and reserved (TSC 01), and its crypto periods (runs of one parity).
+The tables count whatever order they come in: PMTs sent before the first PAT are bound to
+their services.
 Flags go before the path. Examples:
    tsdescramble probe recording.ts
    tsdescramble probe -json recording.ts | jq '.pids[] | select(.even + .odd > 0)'

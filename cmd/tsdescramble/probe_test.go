@@ -14,6 +14,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/testmedia"
 	"github.com/tsdescramble/tsdescramble/probe"
+	"github.com/tsdescramble/tsdescramble/psi"
 )
 
 // probeStream is the library's two-service test stream: service 1 with a Conax CA descriptor
@@ -273,5 +274,83 @@ func TestProbeCommandNoLeak(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines before, %d after", before, n)
+	}
+}
+
+// probeSection builds a long-syntax section (version 0, current, section 0 of 0) with its
+// CRC_32.
+func probeSection(tid byte, ext uint16, body []byte) []byte {
+	n := 5 + len(body) + 4
+	s := append([]byte{tid, 0xB0 | byte(n>>8), byte(n), byte(ext >> 8), byte(ext), 0xC1, 0, 0}, body...)
+	c := psi.CRC32(s)
+	return append(s, byte(c>>24), byte(c>>16), byte(c>>8), byte(c))
+}
+
+// probePackets cuts a section into 188-byte packets of pid, continuity counters from 0.
+func probePackets(pid uint16, sec []byte) []byte {
+	var out []byte
+	data := append([]byte{0}, sec...)
+	for cc := byte(0); len(data) > 0; cc++ {
+		p := bytes.Repeat([]byte{0xFF}, 188)
+		p[0], p[1], p[2], p[3] = 0x47, byte(pid>>8)&0x1F, byte(pid), 0x10|cc&0x0F
+		if cc == 0 {
+			p[1] |= 0x40
+		}
+		data = data[copy(p[4:], data):]
+		out = append(out, p...)
+	}
+	return out
+}
+
+// TestProbeCommandRealPSI probes, through stdin, a stream shaped like a broadcast or Blu-ray
+// capture: its PMT comes before its PAT, the PMT carries an "HDMV" registration, a CA
+// descriptor of a BISS system and an ECM PID of Irdeto, and the network PID carries a SIT.
+// The text and the JSON say the same.
+func TestProbeCommandRealPSI(t *testing.T) {
+	es := func(typ byte, pid uint16, desc ...byte) []byte {
+		return append([]byte{typ, 0xE0 | byte(pid>>8), byte(pid), 0xF0, byte(len(desc))}, desc...)
+	}
+	prog := []byte{0x05, 4, 'H', 'D', 'M', 'V', 0x09, 4, 0x26, 0x00, 0xFF, 0xFF, 0x09, 4, 0x06, 0x04, 0xE5, 0x00}
+	pmt := append([]byte{0xF0, 0x11, 0xF0, byte(len(prog))}, prog...)
+	pmt = append(pmt, es(0x1B, 0x1011)...)
+	pmt = append(pmt, es(0x86, 0x1100)...)
+	pmt = append(pmt, es(0x90, 0x1200)...)
+	var ts []byte
+	ts = append(ts, probePackets(0x0100, probeSection(0x02, 1, pmt))...)
+	ts = append(ts, probePackets(0x0010, probeSection(0x7F, 0xFFFF, []byte{0xF0, 0x00, 0x00, 0x01, 0x80, 0x00}))...)
+	ts = append(ts, probePackets(0x0000, probeSection(0x00, 5, []byte{0, 0, 0xE0, 0x10, 0, 1, 0xE1, 0x00}))...)
+
+	r := probeRun(t, ts, "probe", "-")
+	if r.code != exitOK || r.stderr != "" {
+		t.Fatalf("%s", describe(r))
+	}
+	for _, want := range []string{
+		"service 1 (0x0001), PMT PID 0x0100, PCR PID 0x1011",
+		"  CA BISS-1 (EBU) (0x2600), ECM PID 0x1FFF",
+		"  CA Irdeto (0x0604), ECM PID 0x0500",
+		"  PID 0x1100  type 0x86  DTS-HD Master Audio",
+		"  PID 0x1200  type 0x90  PGS subtitles",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^0x0010 .* SIT$`).MatchString(r.stdout) {
+		t.Errorf("the network PID is not shown as a SIT:\n%s", r.stdout)
+	}
+
+	r = probeRun(t, ts, "probe", "-json", "-")
+	var rep probe.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != exitOK {
+		t.Fatalf("%v %s", err, describe(r))
+	}
+	if len(rep.Services) != 1 || !rep.Services[0].PMTSeen || len(rep.Services[0].Streams) != 3 ||
+		rep.Services[0].Streams[1].TypeName != "DTS-HD Master Audio" || len(rep.Services[0].CA) != 2 ||
+		rep.Services[0].CA[1].SystemName != "Irdeto" {
+		t.Errorf("services %+v", rep.Services)
+	}
+	if rep.NITPID == nil || *rep.NITPID != 0x10 || len(rep.PIDs) < 2 || rep.PIDs[1].PID != 0x10 ||
+		rep.PIDs[1].Description != "SIT" || len(rep.PIDs[1].Tables) != 1 || rep.PIDs[1].Tables[0] != "SIT" {
+		t.Errorf("network PID %v, PIDs %+v", rep.NITPID, rep.PIDs)
 	}
 }
