@@ -67,7 +67,8 @@ type KeyFile struct {
 }
 
 // Keys returns every control word of the file, sharing their storage: modifying them (with
-// ReduceEntropy, say) changes the keys of schedules built from the file.
+// ReduceEntropy, say) changes the file's keys and those of schedules built from it afterwards
+// (a Schedule copies the keys when it is made).
 func (k *KeyFile) Keys() [][]byte {
 	if k.Format == FormatList {
 		return k.CWs
@@ -123,6 +124,7 @@ func ReadKeyFile(r io.Reader, name string, size int) (*KeyFile, error) {
 		kf.Format = FormatCWL
 	}
 	var periods []Period
+	var arena []byte // storage for the control words of a list
 	sc := bufio.NewScanner(r)
 	line := 0
 	for sc.Scan() {
@@ -159,7 +161,13 @@ func ReadKeyFile(r io.Reader, name string, size int) (*KeyFile, error) {
 				return nil, &LineError{File: name, Line: line, Err: fmt.Errorf(
 					"want one control word of %d hex digits, as on the lines before; %s", 2*size, describeHex(t))}
 			}
-			kf.CWs = append(kf.CWs, cw)
+			// Control words share arena blocks rather than taking an allocation each: a
+			// list may hold millions of them.
+			if len(arena)+size > cap(arena) {
+				arena = make([]byte, 0, 4096*size)
+			}
+			arena = append(arena, cw...)
+			kf.CWs = append(kf.CWs, arena[len(arena)-size:len(arena):len(arena)])
 		case FormatPairs:
 			b, err := ParseCW(t, 2*size)
 			if err != nil {

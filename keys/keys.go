@@ -5,10 +5,11 @@
 // BISS-1 session word of 12 or 16 digits (ParseBISS), or in an environment variable (FromEnv).
 // Key files (ReadKeyFile) hold one CW per line (TSDuck's form), EVEN ODD pairs per line, or an
 // OSCam .cwl log; the format is told from the content. A Schedule turns them into a cycle of
-// crypto periods: the first CW applies to the stream's first crypto period and every change of
-// scrambling parity, tracked over the whole stream, moves to the next, cyclically. PESStartOK
-// tells a right key from a wrong one on a descrambled PES start, and Candidates/Align let the
-// caller realign a schedule to the CW that fits.
+// crypto periods: the first CW applies to the first crypto period and every change of
+// scrambling parity moves to the next, cyclically; the cycle is immutable, so each PID of a
+// stream can follow it on its own (Start, Next, KeyAt). PESStartOK and PESHeaderOK tell a right
+// key from a wrong one on a descrambled PES start, and Candidate offers the other periods'
+// keys, nearest first, when the expected one does not fit.
 package keys
 
 import (

@@ -9,7 +9,16 @@ package keys
 //
 // Payloads too short to hold the checked fields fail: CSA2 leaves payloads under 8 bytes clear,
 // so they say nothing about the key.
-func PESStartOK(payload []byte) bool {
+func PESStartOK(payload []byte) bool { return PESHeaderOK(payload, len(payload)) }
+
+// PESHeaderBytes is the most PESHeaderOK reads of a payload: the fixed header, a PTS and a DTS.
+const PESHeaderBytes = 19
+
+// PESHeaderOK is PESStartOK for a payload of payloadLen bytes of which head holds the first
+// ones (at least min(payloadLen, PESHeaderBytes) of them to check all it can): a key check can
+// then descramble only the start of a payload.
+func PESHeaderOK(head []byte, payloadLen int) bool {
+	payload := head
 	if len(payload) < 9 || payload[0] != 0 || payload[1] != 0 || payload[2] != 1 {
 		return false
 	}
@@ -27,7 +36,7 @@ func PESStartOK(payload []byte) bool {
 		return false
 	}
 	hdrLen := int(payload[8])
-	if 9+hdrLen > len(payload) && len(payload) == 184 {
+	if 9+hdrLen > payloadLen && payloadLen == 184 {
 		return false // the header claims more than a whole packet's payload
 	}
 	switch payload[7] >> 6 {

@@ -107,7 +107,8 @@ func BenchmarkKeyFor(b *testing.B) {
 func TestScheduleAlign(t *testing.T) {
 	s := NewList([][]byte{{0}, {1}, {2}, {3}})
 	s.KeyFor(false)
-	if got := s.Candidates(nil); len(got) != 3 || got[0] != 1 || got[2] != 3 {
+	// Nearest first, forwards then backwards.
+	if got := s.Candidates(nil); len(got) != 3 || got[0] != 1 || got[1] != 3 || got[2] != 2 {
 		t.Fatalf("list candidates %v", got)
 	}
 	s.Align(2)
@@ -121,5 +122,43 @@ func TestScheduleAlign(t *testing.T) {
 	}
 	if len(NewFixed([]byte{1}, []byte{2}).Candidates(nil)) != 0 {
 		t.Fatal("fixed keys offered candidates")
+	}
+}
+
+// Every candidate position is offered exactly once, nearest first, for every ring size and
+// position, in lists and in period cycles.
+func TestCandidatesCoverTheRing(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		cws := make([][]byte, n)
+		var periods []Period
+		for i := range cws {
+			cws[i] = []byte{byte(i)}
+			periods = append(periods, Period{Odd: i%2 == 1, CW: cws[i]})
+		}
+		for _, s := range []*Schedule{NewList(cws), NewPeriods(periods)} {
+			for pos := range s.Periods() {
+				seen := map[int]bool{pos: true}
+				lastDist := 0
+				for i := range s.NumCandidates() {
+					c := s.Candidate(pos, i)
+					if seen[c] {
+						t.Fatalf("ring %d step %d pos %d: candidate %d offered twice", s.Periods(), s.step, pos, c)
+					}
+					seen[c] = true
+					d := (c - pos + s.Periods()) % s.Periods()
+					if s.step == 2 && d%2 != 0 {
+						t.Fatalf("ring %d pos %d: candidate %d of the other parity", s.Periods(), pos, c)
+					}
+					d = min(d, s.Periods()-d)
+					if d < lastDist {
+						t.Fatalf("ring %d step %d pos %d: candidate %d nearer than the one before", s.Periods(), s.step, pos, c)
+					}
+					lastDist = d
+				}
+				if want := (s.Periods()-1)/max(s.step, 1) + 1; s.step != 0 && len(seen) != want {
+					t.Fatalf("ring %d step %d pos %d: %d positions covered, want %d", s.Periods(), s.step, pos, len(seen), want)
+				}
+			}
+		}
 	}
 }
