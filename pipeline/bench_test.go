@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
@@ -105,5 +106,37 @@ func BenchmarkModes(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkKeySearch measures finding a stream's control words behind many wrong ones in a CW
+// list: the first PID's first crypto period searches the list from its start, nearest first,
+// and the list is cyclic, so the right CWs sit in the middle of the wrong ones, wrong/2 of them
+// on either side: about wrong trials. The other PID starts where the first was aligned.
+func BenchmarkKeySearch(b *testing.B) {
+	for _, wrong := range []int{1000, 100_000} {
+		b.Run(fmt.Sprintf("wrong=%d", wrong), func(b *testing.B) {
+			clear, scrambled := muxStream(b, 4000, []muxPID{
+				{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 500},
+				{pid: 0x101, streamType: 0x0F, cws: muxCWs, period: 500},
+			})
+			var list [][]byte
+			for i := range wrong {
+				if i == wrong/2 {
+					list = append(list, muxCWs...)
+				}
+				list = append(list, binary.BigEndian.AppendUint64(nil, uint64(i+1)*0x9E3779B97F4A7C15))
+			}
+			var out bytes.Buffer
+			for b.Loop() {
+				out.Reset()
+				if _, err := Run(context.Background(), bytes.NewReader(scrambled), &out, Options{Keys: keys.NewList(list)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if !bytes.Equal(out.Bytes(), clear) {
+				b.Fatal("not descrambled")
+			}
+		})
 	}
 }

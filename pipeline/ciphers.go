@@ -3,17 +3,21 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/tsdescramble/tsdescramble/batcher"
+	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
-// ciphers holds a run's expanded keys: the input system's, one per control word of the
-// schedule, and the output system's, one per control word of the output list.
+// ciphers holds a run's systems and expanded keys: the input system's, expanded when a crypto
+// period first uses them (a key list may hold millions of control words, and an expanded CSA2
+// key takes about 1 kB), and the output system's, one per control word of the output list.
 type ciphers struct {
 	mode       Mode
 	in, out    scrambling.System
-	inKeys     []scrambling.Key
+	sched      *keys.Schedule
+	inKeys     map[int]scrambling.Key // expanded input keys by CW index; the reader's alone
 	outKeys    []scrambling.Key
 	outPeriod  int
 	minIn      int // shortest payload the input system changes
@@ -38,12 +42,13 @@ func newCiphers(o *Options) (*ciphers, error) {
 		if cs.in, err = system(o.System); err != nil {
 			return nil, err
 		}
-		for i, cw := range o.Keys.CWs() {
-			k, err := cs.in.NewKey(cw)
-			if err != nil {
+		cs.sched, cs.inKeys = o.Keys, make(map[int]scrambling.Key)
+		sizes := cs.in.KeySizes()
+		for i := range o.Keys.NumCWs() {
+			if n := len(o.Keys.CW(i)); !slices.Contains(sizes, n) {
+				_, err := cs.in.NewKey(o.Keys.CW(i))
 				return nil, fmt.Errorf("control word %d: %w", i+1, err)
 			}
-			cs.inKeys = append(cs.inKeys, k)
 		}
 		cs.minIn = cs.in.MinPayload()
 		cs.checkStart = true
@@ -66,6 +71,20 @@ func newCiphers(o *Options) (*ciphers, error) {
 		cs.minOut = cs.out.MinPayload()
 	}
 	return cs, nil
+}
+
+// inKey returns the expanded input key of CW k, expanding it on first use. Only the reading
+// goroutine calls it; workers get the keys through their chunk.
+func (cs *ciphers) inKey(k int) scrambling.Key {
+	key, ok := cs.inKeys[k]
+	if !ok {
+		var err error
+		if key, err = cs.in.NewKey(cs.sched.CW(k)); err != nil {
+			panic("pipeline: " + err.Error()) // newCiphers checked every control word's size
+		}
+		cs.inKeys[k] = key
+	}
+	return key
 }
 
 // worker is one cipher goroutine's state: a processor per system and a batcher.
@@ -92,10 +111,10 @@ func (w *worker) process(c *chunk) {
 	if w.in != nil {
 		w.group(c, false)
 		for _, g := range w.b.Groups() {
-			w.in.Decrypt(w.cs.inKeys[g.Key], g.Payloads)
+			w.in.Decrypt(c.keys[g.Key], g.Payloads)
 		}
 		w.b.Reset()
-		checkPESStarts(c)
+		checkUnitStarts(c)
 	}
 	if w.out != nil {
 		w.group(c, true)

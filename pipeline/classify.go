@@ -1,60 +1,61 @@
 package pipeline
 
 import (
-	"fmt"
+	"context"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
-// minPESCheck is the shortest payload whose PES header is checked: the fixed part of the header.
+// minPESCheck is the shortest payload whose unit start is checked: the fixed part of a PES header.
 const minPESCheck = 9
 
-// classifier looks at each packet once, in stream order: it counts it, decides whether its
-// payload goes through the ciphers and with which keys, and sets or clears the TSC bits of the
-// packets it hands to them.
+// classifier looks at each packet once, in stream order: it counts it, assigns it to its PID's
+// crypto period (see periods.go) and notes the payloads that go through the ciphers. Once the
+// periods of a unit of work are decided, resolve sets each job's keys and the packets' TSC bits.
 type classifier struct {
+	ctx  context.Context
 	mode Mode
 	cs   *ciphers
 	keys *keys.Schedule
 	st   *Stats
 	pids *[8192]*PIDStats
 
-	// Key synchronisation (see syncKey).
-	trialProc   scrambling.Processor
-	log         func(string)
-	periods     int  // schedule's parity changes when the current period was entered
-	verified    bool // the current period's key fitted a PES start, or there is nothing to try
-	attempts    int  // PES starts of the current period that no key fitted
-	synced      bool // a PES start has been checked at all
-	chunk       *chunk
-	periodStart int // index in chunk.jobs of the current period's first job
-	trial       [PacketSize]byte
-	trialBatch  [1][]byte
-	candidates  []int
+	// Crypto periods per PID (periods.go).
+	pk       [8192]*pidKeys
+	periods  []period
+	open     []int32 // periods not yet decided, in order of their first packet
+	haveHint bool    // a period has fitted: hintPos and hintOdd are its ring position and parity
+	hintPos  int
+	hintOdd  bool
+	log      func(string)
+	keyLog   func(string)
+
+	// Key trials.
+	trialBuf [PacketSize]byte
 
 	// Output crypto periods: packets scrambled so far.
 	scrambled int64
-	// packet counts the packets classified, for the key-change log.
+	// packet counts the packets classified, from 1 for the first.
 	packet int64
-	keyLog func(string)
+	// lastOdd is the parity of the last scrambled packet processed, for Stats.KeyChanges.
+	lastOdd int8
 
-	// Selection: when selected is set, only its PIDs are processed. For a service, or for
-	// every service when scrambling, the PAT and PMTs are followed on the side and the set is
-	// recomputed when they change.
+	// The PAT and PMTs, followed on the side: they say what each PID carries and, when
+	// selected is set, which PIDs are processed (for a service, or for every service when
+	// scrambling); the set is recomputed when they change.
+	tracker    *psi.Tracker
 	selected   *[8192]bool
 	service    int
 	allES      bool
-	tracker    *psi.Tracker
 	generation uint64
+	signal     *signaller // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
 }
 
-func newClassifier(o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
-	cl := &classifier{mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids, log: o.Log, keyLog: o.KeyLog, periods: -1}
-	if cs.in != nil {
-		cl.trialProc = cs.in.NewProcessor()
-	}
+func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
+	cl := &classifier{ctx: ctx, mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids, log: o.Log, keyLog: o.KeyLog,
+		tracker: psi.NewTracker(), lastOdd: -1}
 	if len(o.PIDs) > 0 || o.Service > 0 || o.Mode == Scramble {
 		cl.selected = new([8192]bool)
 		for _, pid := range o.PIDs {
@@ -62,10 +63,8 @@ func newClassifier(o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *c
 		}
 		cl.service = o.Service
 		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
-		if cl.service > 0 || cl.allES {
-			cl.tracker = psi.NewTracker()
-		}
 	}
+	cl.signal = newSignaller(o)
 	return cl
 }
 
@@ -86,7 +85,7 @@ func (cl *classifier) track(p []byte, pid uint16) {
 	}
 	cl.tracker.Feed(p)
 	g := cl.tracker.Generation()
-	if g == cl.generation {
+	if g == cl.generation || cl.selected == nil || cl.service <= 0 && !cl.allES {
 		return
 	}
 	cl.generation = g
@@ -120,24 +119,21 @@ func (cl *classifier) track(p []byte, pid uint16) {
 
 // classify handles the packet unit that starts at c.buf[at] in framing fr.
 func (cl *classifier) classify(c *chunk, at int, fr Framing) {
-	p := c.buf[at+fr.Prefix : at+fr.Prefix+PacketSize]
+	pkt := at + fr.Prefix
+	p := c.buf[pkt : pkt+PacketSize]
 	cl.packet++
 	st := cl.st
 	pid := PID(p)
 	ps := cl.pid(pid)
 	ps.Packets++
-	if cl.tracker != nil {
-		cl.track(p, pid)
-	}
-	if c != cl.chunk {
-		cl.chunk, cl.periodStart = c, 0
-	}
+	cl.track(p, pid)
 	tsc := TSC(p)
 	switch tsc {
 	case Clear:
 		st.Clear++
 		ps.Clear++
 		if cl.mode == Scramble {
+			cl.signal.packet(p, pid)
 			cl.scramble(c, at, fr, p, pid, ps)
 		}
 		return
@@ -166,56 +162,131 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 		ps.NoPayload++
 		return
 	}
-	k := cl.keys.KeyFor(tsc == Odd)
-	if ch := cl.keys.Changes(); ch != cl.periods {
-		cl.periods, cl.verified, cl.attempts, cl.periodStart = ch, false, 0, len(c.jobs)
-		if cl.keyLog != nil {
-			cw := "no key"
-			if k != keys.NoKey {
-				cw = fmt.Sprintf("CW %d of %d", k+1, len(cl.keys.CWs()))
-			}
-			cl.keyLog(fmt.Sprintf("crypto period %d: %v, %s, from packet %d (PID %#04x)", ch+1, tsc, cw, cl.packet, pid))
+	idx := cl.periodOf(pid, tsc == Odd)
+	if odd := int8(tsc & 1); odd != cl.lastOdd {
+		if cl.lastOdd >= 0 {
+			st.KeyChanges++
 		}
+		cl.lastOdd = odd
 	}
-	if !cl.verified && PUSI(p) && PacketSize-off >= minPESCheck {
-		k = cl.syncKey(c, k, p[off:])
-	}
-	if k == keys.NoKey {
-		st.NoKey++
-		ps.NoKey++
-		return
-	}
-	j := job{off: int32(at + fr.Prefix + off), end: int32(at + fr.Prefix + PacketSize), key: int32(k), okey: -1, pid: pid}
+	j := job{pkt: int32(pkt), off: int32(pkt + off), end: int32(pkt + PacketSize), key: -1, okey: -1, period: idx, pid: pid}
 	if tsc == Odd {
 		j.flags |= jobOdd
 	}
-	SetTSC(p, Clear)
-	if cl.mode == Rescramble {
-		var odd bool
-		j.okey, odd = cl.cs.outputPeriod(cl.scrambled)
-		cl.scrambled++
-		st.Scrambled++
-		ps.Scrambled++
-		SetTSC(p, parity(odd))
-	}
-	if PacketSize-off < cl.cs.minIn {
+	switch n := PacketSize - off; {
+	case n < cl.cs.minIn:
 		// Clear by definition: the input system leaves such payloads as they are.
-		st.Short++
-		ps.Short++
-		j.key = -1
-		if j.okey < 0 {
-			return
-		}
-	} else {
-		st.Descrambled++
-		ps.Descrambled++
-		// A PES start long enough to show its header is checked after descrambling: it
-		// tells a right key from a wrong one.
-		if PUSI(p) && PacketSize-off >= minPESCheck {
+		j.flags |= jobShort
+	case PUSI(p) && n >= minPESCheck:
+		// A unit start long enough to show its header tells a right key from a wrong one.
+		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
 			j.flags |= jobCheck
+			j.carriage = carriage
+			cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
 		}
 	}
 	c.jobs = append(c.jobs, j)
+	cl.expire()
+}
+
+// decided reports whether every period the jobs of c belong to is decided; c.ready remembers
+// how far that is known, so a held chunk is scanned once in all.
+func (cl *classifier) decided(c *chunk) bool {
+	for ; c.ready < len(c.jobs); c.ready++ {
+		if p := c.jobs[c.ready].period; p >= 0 && cl.periods[p].state == periodOpen {
+			return false
+		}
+	}
+	return true
+}
+
+// resolve applies the decisions of their crypto periods to the jobs of a chunk whose periods
+// are all decided, in stream order: the input key (or none, for a period left as it came), the
+// output key and parity when rescrambling, and the TSC bits.
+func (cl *classifier) resolve(c *chunk) {
+	st := cl.st
+	for i := range c.jobs {
+		j := &c.jobs[i]
+		if j.period < 0 {
+			continue // scrambling a clear packet: nothing to decide
+		}
+		p := &cl.periods[j.period]
+		ps := cl.pids[j.pid]
+		if p.state != periodFit && p.state != periodUnchecked {
+			st.LeftScrambled++
+			ps.LeftScrambled++
+			j.flags &^= jobCheck
+			continue
+		}
+		if p.key == keys.NoKey {
+			st.NoKey++
+			ps.NoKey++
+			j.flags &^= jobCheck
+			continue
+		}
+		pkt := c.buf[j.pkt : j.pkt+PacketSize]
+		SetTSC(pkt, Clear)
+		if cl.mode == Rescramble {
+			var odd bool
+			j.okey, odd = cl.cs.outputPeriod(cl.scrambled)
+			cl.scrambled++
+			st.Scrambled++
+			ps.Scrambled++
+			SetTSC(pkt, parity(odd))
+		}
+		if j.flags&jobShort != 0 {
+			st.Short++
+			ps.Short++
+			continue
+		}
+		j.key = c.slot(cl.cs, p.key)
+		st.Descrambled++
+		ps.Descrambled++
+	}
+}
+
+// trial descrambles the start of a payload with CW k and says whether it starts a unit as the
+// PID's carriage expects. Only the bytes the check reads are descrambled: a key search may try
+// millions of CWs.
+func (cl *classifier) trial(k int, payload []byte, carriage psi.Carriage) trialOutcome {
+	// The start code prefix first: three bytes, one block to decipher, reject nearly every
+	// wrong key (all but one in 2^24).
+	head := cl.decryptPrefix(k, payload, 3)
+	pes := head[0] == 0 && head[1] == 0 && head[2] == 1
+	if pes {
+		head = cl.decryptPrefix(k, payload, min(len(payload), trialBytes))
+	}
+	switch carriage {
+	case psi.CarriagePES:
+		if !pes {
+			return trialBad
+		}
+		return unitStartOutcome(head, len(payload), carriage)
+	case psi.CarriageUnknown:
+		if pes && keys.PESHeaderOK(head, len(payload)) {
+			return trialGood
+		}
+	}
+	// A section: read up to its header, then up to its end, so that its CRC can be checked.
+	for range 2 {
+		need := sectionEnd(head, len(payload))
+		if need <= len(head) {
+			break
+		}
+		head = cl.decryptPrefix(k, payload, need)
+	}
+	return unitStartOutcome(head, len(payload), carriage)
+}
+
+// decryptPrefix returns the first n bytes of payload descrambled with CW k, leaving payload as
+// it is.
+func (cl *classifier) decryptPrefix(k int, payload []byte, n int) []byte {
+	dst := cl.trialBuf[:n]
+	if err := scrambling.DecryptPrefix(cl.cs.in, cl.keys.CW(k), payload, dst); err != nil {
+		// The control words were all checked by newCiphers.
+		panic("pipeline: " + err.Error())
+	}
+	return dst
 }
 
 // scramble handles a clear packet when scrambling: a selected PID's packet with a payload is
@@ -239,7 +310,7 @@ func (cl *classifier) scramble(c *chunk, at int, fr Framing, p []byte, pid uint1
 		ps.Short++
 		return
 	}
-	c.jobs = append(c.jobs, job{off: int32(at + fr.Prefix + off), end: int32(at + fr.Prefix + PacketSize), key: -1, okey: k, pid: pid})
+	c.jobs = append(c.jobs, job{off: int32(at + fr.Prefix + off), end: int32(at + fr.Prefix + PacketSize), key: -1, okey: k, period: -1, pid: pid})
 }
 
 func parity(odd bool) Scrambling {
@@ -247,63 +318,4 @@ func parity(odd bool) Scrambling {
 		return Odd
 	}
 	return Even
-}
-
-// maxSyncAttempts bounds the PES starts of one crypto period on which keys are tried: a period
-// whose PES starts fit no key is damaged or needs a key the schedule does not have, and trying
-// every key on every PES start would cost more than the descrambling.
-const maxSyncAttempts = 4
-
-// syncKey checks the first PES start of a crypto period with the schedule's key k. When k does
-// not fit and the key of another period of the schedule does, it aligns the schedule to that
-// period, moves the jobs of the current period in this chunk to the new key, and says so. It
-// returns the key for this packet. Trials run on a copy: this happens once per crypto period,
-// and the workers' batches stay whole.
-func (cl *classifier) syncKey(c *chunk, k int, payload []byte) int {
-	fits := func(k int) bool {
-		if k == keys.NoKey {
-			return false
-		}
-		t := cl.trial[:len(payload)]
-		copy(t, payload)
-		cl.trialBatch[0] = t
-		cl.trialProc.Decrypt(cl.cs.inKeys[k], cl.trialBatch[:])
-		return keys.PESStartOK(t)
-	}
-	first := !cl.synced
-	cl.synced = true
-	if fits(k) {
-		cl.verified = true
-		if first && cl.keys.Periods() > 2 && cl.log != nil {
-			cl.log(fmt.Sprintf("key sync: CW %d of %d fits the first scrambled PES start", k+1, len(cl.keys.CWs())))
-		}
-		return k
-	}
-	cl.candidates = cl.keys.Candidates(cl.candidates[:0])
-	for _, pos := range cl.candidates {
-		alt := cl.keys.KeyAt(pos)
-		if alt == k || !fits(alt) {
-			continue
-		}
-		cl.keys.Align(pos)
-		for i := cl.periodStart; i < len(c.jobs); i++ {
-			if c.jobs[i].key == int32(k) {
-				c.jobs[i].key = int32(alt)
-			}
-		}
-		cl.verified = true
-		cl.st.KeySyncs++
-		if cl.log != nil {
-			what := "CW %d of %d fits the first scrambled PES start: the list is aligned to it"
-			if !first {
-				what = "CW %d of %d fits this crypto period's PES starts, the expected one did not: the list is realigned to it"
-			}
-			cl.log(fmt.Sprintf("key sync: "+what, alt+1, len(cl.keys.CWs())))
-		}
-		return alt
-	}
-	if cl.attempts++; cl.attempts >= maxSyncAttempts {
-		cl.verified = true // give up on this period; the workers' checks still count it
-	}
-	return k
 }

@@ -64,6 +64,13 @@ func TestRunDamagedPackets(t *testing.T) {
 	}
 	// A transport error indicator.
 	pkt(20)[1] |= 0x80
+	// A good PES start on the same PID after the broken one, so that the key is seen to fit
+	// the PID's period.
+	p := pkt(31)
+	p[1] |= 0x40
+	off, _ := PayloadOffset(p)
+	copy(p[off:], []byte{0, 0, 1, 0xE0, 0, 0, 0x80, 0x80, 5, 0x21, 0, 1, 0, 1})
+	k.Encrypt(p[off:])
 	out, st, err := runBytes(t, in)
 	if err != nil || len(out) != len(in) {
 		t.Fatalf("%d bytes out of %d, err %v", len(out), len(in), err)

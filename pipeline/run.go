@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
@@ -28,8 +29,9 @@ const (
 type Options struct {
 	// Mode says what the run does (default Descramble).
 	Mode Mode
-	// Keys decides which control word descrambles each scrambled packet. Required to
-	// descramble and rescramble.
+	// Keys decides which control word descrambles each scrambled packet; every PID follows
+	// it through its own crypto periods (see the package doc). Required to descramble and
+	// rescramble.
 	Keys *keys.Schedule
 	// System is the scrambling system of the input (default: csa2 with Lanes lanes).
 	System scrambling.System
@@ -59,6 +61,12 @@ type Options struct {
 	// When scrambling with neither PIDs nor Service, every elementary stream of every service
 	// is scrambled, and PSI and null packets stay clear.
 	Service int
+	// ScramblingMode, when not 0, is the scrambling_mode a Scramble run writes into the PMT
+	// of every service it scrambles, as a DVB scrambling_descriptor (EN 300 468, 6.2.32;
+	// psi.ScramblingCISSA1 and so on), so that descramblers can tell the system. For
+	// psi.ScramblingCSA2 no descriptor is added, only one already there set to it. It is
+	// ignored by the other modes. See signal.go for which PMTs can take it.
+	ScramblingMode psi.ScramblingMode
 }
 
 // Output says how a run scrambles: with which system and control words, and how long a crypto
@@ -83,29 +91,50 @@ const MaxBatch = 1 << 16
 // to stay ahead and the writer to absorb workers finishing out of order.
 const chunksPerWorker = 4
 
-// job is one payload of a chunk that needs the cipher: bytes buf[off:end], descrambled with
-// input key `key` and/or scrambled with output key `okey`, as the run's mode says.
+// job is one payload of a chunk that needs the cipher: bytes buf[off:end] of the packet at
+// buf[pkt], in crypto period `period` of its PID (-1 when scrambling a clear packet). Once the
+// period is decided, key is the input key's slot in the chunk's key table (or -1: left as it
+// came, or clear by definition) and okey the output key (or -1), as the run's mode says.
 type job struct {
-	off, end int32
-	key      int32
-	okey     int32
-	pid      uint16
-	flags    uint8
-	result   int8 // PES-start check after descrambling: 1 passed, -1 failed, 0 not checked
+	pkt, off, end int32
+	key           int32
+	okey          int32
+	period        int32
+	pid           uint16
+	flags         uint8
+	carriage      psi.Carriage // of the PID when the packet was read, for the unit-start check
+	result        int8         // unit-start check after descrambling: 1 passed, -1 failed, 0 not checked
 }
 
 const (
 	jobOdd   = 1 << iota // scrambled with the odd key
-	jobCheck             // starts a PES packet: check its header after descrambling
+	jobCheck             // starts a PES packet or a section: check it after descrambling
+	jobShort             // shorter than the input system changes: clear by definition
 )
 
 // chunk is a unit of work: packets back to back in their input framing, and the payloads
 // among them that the cipher must process.
 type chunk struct {
-	seq  int64
-	buf  []byte
-	n    int
-	jobs []job
+	seq   int64
+	buf   []byte
+	n     int
+	jobs  []job
+	ready int // jobs[:ready] belong to decided crypto periods
+	// The input keys of the jobs: job.key indexes keys; cws holds their CW indexes.
+	keys []scrambling.Key
+	cws  []int
+}
+
+// slot returns the index in c.keys of the expanded key of CW k, adding it the first time.
+func (c *chunk) slot(cs *ciphers, k int) int32 {
+	for i, cw := range c.cws {
+		if cw == k {
+			return int32(i)
+		}
+	}
+	c.cws = append(c.cws, k)
+	c.keys = append(c.keys, cs.inKey(k))
+	return int32(len(c.keys) - 1)
 }
 
 // Run processes the transport stream read from r and writes every packet, in input order and
@@ -135,37 +164,75 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	// Chunks in flight, plus those a crypto period still undecided may hold back (see
+	// holdPackets): the pool grows to that only while chunks are held.
 	nchunks := workers * chunksPerWorker
-	free := make(chan *chunk, nchunks)
+	maxChunks := nchunks + holdPackets/batch + 2
+	free := make(chan *chunk, maxChunks)
 	for range nchunks {
-		free <- &chunk{buf: make([]byte, batch*204), jobs: make([]job, 0, batch)}
+		free <- newChunk(batch)
 	}
-	work := make(chan *chunk, nchunks)
-	done := make(chan *chunk, nchunks)
+	allocated := nchunks
+	work := make(chan *chunk, maxChunks)
+	done := make(chan *chunk, maxChunks)
 
 	var st Stats
 	var pids [8192]*PIDStats    // the classifier's counters
-	var checks [8192]*pesChecks // the writer's PES-start checks
+	var checks [8192]*pesChecks // the writer's unit-start checks
 	var readErr error
 	var wg sync.WaitGroup
 
 	// Reader and classifier: sequential, because which key a packet needs depends on the order
-	// of parity changes across the whole stream.
+	// of each PID's parity changes. A chunk leaves for the workers once the crypto periods of
+	// all its packets are decided; the chunks after it wait behind it.
 	wg.Add(1)
+	cl := newClassifier(ctx, &opts, cs, &st, &pids)
 	go func() {
 		defer wg.Done()
 		defer close(work)
-		cl := newClassifier(&opts, cs, &st, &pids)
+		var held []*chunk
+		// work has room for every chunk there is, so handing one on never blocks.
+		dispatch := func() {
+			for len(held) > 0 && cl.decided(held[0]) {
+				c := held[0]
+				cl.resolve(c)
+				work <- c
+				held[0] = nil
+				held = held[1:]
+			}
+			if len(held) == 0 {
+				cl.compact()
+			}
+		}
+		// Stopping early: the periods still open are decided with what is known, so that
+		// every packet read goes out.
+		stop := func() {
+			cl.finish()
+			dispatch()
+		}
 		fr := NewFramer(r)
 		var seq int64
 		for {
 			var c *chunk
-			select {
-			case c = <-free:
-			case <-ctx.Done():
-				return
+			if len(held) > 0 && allocated < maxChunks {
+				// Reading on is what decides the held chunks' periods: never wait for a
+				// free chunk then.
+				select {
+				case c = <-free:
+				default:
+					c = newChunk(batch)
+					allocated++
+				}
+			} else {
+				select {
+				case c = <-free:
+				case <-ctx.Done():
+					stop()
+					return
+				}
 			}
-			c.seq, c.n, c.jobs = seq, 0, c.jobs[:0]
+			c.seq, c.n, c.jobs, c.ready = seq, 0, c.jobs[:0], 0
+			c.keys, c.cws = c.keys[:0], c.cws[:0]
 			seq++
 			var err error
 			for n := 0; n < batch; n++ {
@@ -185,9 +252,18 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				opts.Progress(fr.bytesRead)
 			}
 			if c.n > 0 {
-				work <- c
+				held = append(held, c)
 			} else {
+				seq--
 				free <- c
+			}
+			if err != nil || ctx.Err() != nil {
+				stop()
+				if err == nil {
+					return
+				}
+			} else {
+				dispatch()
 			}
 			if err != nil {
 				if err != io.EOF {
@@ -214,17 +290,17 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	go func() { wwg.Wait(); close(done) }()
 
 	// Ordered writer: chunks come back in any order and leave in sequence.
-	pending := make([]*chunk, nchunks)
+	pending := make([]*chunk, maxChunks)
 	var next int64
 	var writeErr error
 	for c := range done {
-		pending[c.seq%int64(nchunks)] = c
+		pending[c.seq%int64(maxChunks)] = c
 		for {
-			c := pending[next%int64(nchunks)]
+			c := pending[next%int64(maxChunks)]
 			if c == nil || c.seq != next {
 				break
 			}
-			pending[next%int64(nchunks)] = nil
+			pending[next%int64(maxChunks)] = nil
 			next++
 			tallyChecks(c, &st, &checks)
 			if writeErr == nil {
@@ -239,9 +315,6 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		}
 	}
 	wg.Wait()
-	if opts.Keys != nil {
-		st.KeyChanges = opts.Keys.Changes()
-	}
 	st.Elapsed = time.Since(start)
 	// The classifier is done: merge its counters with the writer's checks.
 	for pid, ps := range pids {
@@ -251,6 +324,20 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		if ck := checks[pid]; ck != nil {
 			ps.PESGood, ps.PESBad = ck.good, ck.bad
 		}
+		ps.Carriage = cl.tracker.Carriage(uint16(pid)).String()
+		switch {
+		case ps.Periods == 0:
+		case ps.PeriodsLeft == 0 && ps.PeriodsFit == 0:
+			ps.KeyFit = "unchecked"
+		case ps.PeriodsLeft == 0:
+			ps.KeyFit = "all"
+		case ps.PeriodsFit > 0:
+			ps.KeyFit = "some"
+		default:
+			ps.KeyFit = "none"
+		}
+		st.Periods += ps.Periods
+		st.PeriodsLeft += ps.PeriodsLeft
 		st.PIDs = append(st.PIDs, *ps)
 	}
 	switch {
@@ -264,19 +351,21 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	return st, nil
 }
 
-// checkPESStarts checks the PES header of every descrambled payload that starts a PES packet.
-func checkPESStarts(c *chunk) {
+// checkUnitStarts checks every descrambled payload that starts a PES packet or a section.
+func checkUnitStarts(c *chunk) {
 	for i := range c.jobs {
 		j := &c.jobs[i]
 		if j.flags&jobCheck == 0 {
 			continue
 		}
-		if keys.PESStartOK(c.buf[j.off:j.end]) {
-			j.result = 1
-		} else {
-			j.result = -1
-		}
+		payload := c.buf[j.off:j.end]
+		j.result = int8(unitStartOutcome(payload, len(payload), j.carriage))
 	}
+}
+
+// newChunk returns an empty chunk for units of work of batch packets.
+func newChunk(batch int) *chunk {
+	return &chunk{buf: make([]byte, batch*204), jobs: make([]job, 0, batch)}
 }
 
 // pesChecks counts PES-start checks of one PID by parity.

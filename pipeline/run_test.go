@@ -207,7 +207,7 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 	}
 }
 
-// The key-change log has a line per crypto period, with its parity, key and first packet.
+// The key-change log has a line per crypto period of each PID, with its parity, key and first packet.
 func TestKeyLog(t *testing.T) {
 	cw := []byte{1, 2, 3, 6, 4, 5, 6, 15}
 	key, _ := csa.NewKey(cw)
@@ -215,11 +215,16 @@ func TestKeyLog(t *testing.T) {
 	var lines []string
 	_, err := Run(context.Background(), bytes.NewReader(ts), io.Discard, Options{Keys: keys.NewList([][]byte{cw, cw}),
 		KeyLog: func(s string) { lines = append(lines, s) }})
+	// One line per crypto period of each PID, when its key is decided: at its first PES start.
 	want := []string{
-		"crypto period 1: even, CW 1 of 2, from packet 1 (PID 0x0100)",
-		"crypto period 2: odd, CW 2 of 2, from packet 301 (PID 0x0100)",
-		"crypto period 3: even, CW 1 of 2, from packet 601 (PID 0x0100)",
-		"crypto period 4: odd, CW 2 of 2, from packet 901 (PID 0x0100)",
+		"PID 0x0100 crypto period 1: even, CW 1 of 2, from packet 1",
+		"PID 0x0101 crypto period 1: even, CW 1 of 2, from packet 2",
+		"PID 0x0100 crypto period 2: odd, CW 2 of 2, from packet 301",
+		"PID 0x0101 crypto period 2: odd, CW 2 of 2, from packet 302",
+		"PID 0x0100 crypto period 3: even, CW 1 of 2, from packet 601",
+		"PID 0x0101 crypto period 3: even, CW 1 of 2, from packet 602",
+		"PID 0x0100 crypto period 4: odd, CW 2 of 2, from packet 901",
+		"PID 0x0101 crypto period 4: odd, CW 2 of 2, from packet 902",
 	}
 	if err != nil || len(lines) != len(want) {
 		t.Fatalf("%q, %v", lines, err)

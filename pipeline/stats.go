@@ -24,11 +24,20 @@ type Stats struct {
 	NoKey       int64 `json:"no_key"`      // scrambled packets of a parity that has no control word: untouched
 	Unselected  int64 `json:"unselected"`  // scrambled packets of PIDs outside -pid / -service: untouched
 	Scrambled   int64 `json:"scrambled"`   // packets scrambled (or rescrambled) and marked with an output parity
-	KeyChanges  int   `json:"key_changes"` // changes of scrambling parity (crypto period boundaries) seen
-	KeySyncs    int   `json:"key_syncs"`   // times the CW list was realigned because another CW fit the stream
+	KeyChanges  int   `json:"key_changes"` // changes of scrambling parity over the processed packets of all PIDs together
+	KeySyncs    int   `json:"key_syncs"`   // times a PID's CW list was (re)aligned because another CW than the expected one fit
 
-	// PES-start checks: the descrambled payload of every scrambled packet that starts a PES
-	// packet is checked for a valid PES header (keys.PESStartOK).
+	// Crypto periods, counted per PID (a PID's parity changes start its periods): how many, and
+	// how many no key fitted, whose packets were left as they came.
+	Periods        int   `json:"periods"`
+	PeriodsLeft    int   `json:"periods_left_scrambled"`
+	LeftScrambled  int64 `json:"left_scrambled"`  // scrambled packets of periods no key fitted, and glitches: untouched
+	ParityGlitches int64 `json:"parity_glitches"` // single packets of the other parity inside a period: untouched
+
+	// Unit-start checks: the descrambled payload of every scrambled packet that starts a PES
+	// packet is checked for a valid PES header (keys.PESStartOK), and one that starts a section
+	// wholly in the packet for its CRC_32, as the PMT says the PID carries (either, when it does
+	// not say). PIDs that carry neither (T2-MI) are not checked.
 	PESGood int64 `json:"pes_good"` // checks passed
 	PESBad  int64 `json:"pes_bad"`  // checks failed: wrong key, or damaged data
 
@@ -63,7 +72,21 @@ type PIDStats struct {
 	NoKey       int64  `json:"no_key"`      // scrambled, no key for the parity: untouched
 	Unselected  int64  `json:"unselected"`  // scrambled, outside -pid / -service: untouched
 	Scrambled   int64  `json:"scrambled"`   // scrambled or rescrambled on output
-	// PES-start checks after descrambling, by parity: [0] even, [1] odd.
+	// Crypto periods of this PID: fitted by a checked unit start, descrambled with the
+	// schedule's key unchecked (no unit start could be checked), and left as they came
+	// (no key fitted).
+	Periods          int    `json:"periods"`
+	PeriodsFit       int    `json:"periods_fit"`
+	PeriodsUnchecked int    `json:"periods_unchecked"`
+	PeriodsLeft      int    `json:"periods_left_scrambled"`
+	LeftScrambled    int64  `json:"left_scrambled"` // packets of periods left as they came, and glitches
+	Carriage         string `json:"carriage"`       // what the PMT says the PID carries: PES, sections, other or unknown
+	// KeyFit sums the periods up: "all" fitted (some may have taken the schedule's key
+	// unchecked), "unchecked" (none could be checked: the schedule's keys), "some" (others
+	// were left scrambled), "none" (no control word fits: left scrambled, as for another CA
+	// system's PID), or "" for a PID without scrambled periods.
+	KeyFit string `json:"key_fit,omitempty"`
+	// Unit-start checks after descrambling, by parity: [0] even, [1] odd.
 	PESGood [2]int64 `json:"pes_good"`
 	PESBad  [2]int64 `json:"pes_bad"`
 }

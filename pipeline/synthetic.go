@@ -5,7 +5,8 @@ import (
 )
 
 // SyntheticStream returns n 188-byte packets of a scrambled stream for measurements: payloads of
-// 184 bytes on two PIDs, every 20th packet with an adaptation field of a varying size, scrambled
+// 184 bytes on two PIDs, every 20th packet with an adaptation field of a varying size, every 8th
+// packet of each PID (without adaptation field) the start of a PES packet with a PTS, scrambled
 // with key in crypto periods of period packets that alternate between even and odd parity (the
 // same key for both, so one schedule descrambles it). The bytes follow a fixed pattern, so the
 // same arguments give the same stream.
@@ -28,6 +29,10 @@ func SyntheticStream(n, period int, key *csa.Key) []byte {
 			p[5] = 0
 		}
 		off, _ := PayloadOffset(p)
+		if (i/2)%8 == 0 && off == HeaderSize {
+			p[1] |= 0x40
+			copy(p[off:], []byte{0, 0, 1, 0xE0, 0, 0, 0x80, 0x80, 5, 0x21, byte(i >> 8), byte(i) | 1, 0, 1})
+		}
 		key.Encrypt(p[off:])
 		if period > 0 && (i/period)%2 == 1 {
 			SetTSC(p, Odd)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -190,16 +189,6 @@ func (s *signals) caught() os.Signal {
 func (s *signals) stop() {
 	signal.Stop(s.c)
 	s.cancel()
-}
-
-// sameFile reports whether two paths name the same file (or would, once created).
-func sameFile(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // input is the stream a run reads, with a way to end a read that waits on an idle pipe.

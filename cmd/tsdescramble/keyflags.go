@@ -29,8 +29,16 @@ func keyFlags() []cli.Flag {
 // scrambling, and notes worth telling the user (never the keys themselves).
 type keySet struct {
 	sched *keys.Schedule
-	list  [][]byte
+	list  [][]byte // nil for a key file: the schedule holds its keys, compactly (see cws)
 	notes []string
+}
+
+// cws returns the control words in order: those of the flags, or the schedule's.
+func (ks *keySet) cws() [][]byte {
+	if ks.list != nil {
+		return ks.list
+	}
+	return ks.sched.CWs()
 }
 
 // anySize calls read with each key size of the system in turn and returns the first result
@@ -154,7 +162,9 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, er
 			finish(b)
 		}
 		notes := append([]string{fmt.Sprintf("%s: %d control words, %s", file, len(kf.Keys()), kf.Format)}, kf.Notes...)
-		return &keySet{sched: kf.Schedule(), list: kf.Keys(), notes: notes}, nil
+		// The key file's own copy of the keys is dropped here: the schedule keeps them
+		// in 8 bytes a CSA2 control word.
+		return &keySet{sched: kf.Schedule(), notes: notes}, nil
 	default:
 		e, err := parse("cw-even", even)
 		if err != nil {

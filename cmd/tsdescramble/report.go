@@ -52,9 +52,18 @@ func (p *progress) finish() {
 }
 
 // printSummary writes the short summary of a run to w.
-func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool) {
+func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v keyVerdict) {
 	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
 		st.Packets, st.BytesOut/int64(max(st.Framing.Size, 1)), st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
+	if mode != pipeline.Scramble {
+		// What the keys did comes first: it is what a person must read.
+		if v.line != "" {
+			fmt.Fprintf(w, "  %s\n", v.line)
+		}
+		for _, f := range v.foreign {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
 	switch mode {
 	case pipeline.Scramble:
 		fmt.Fprintf(w, "  scrambled %d packets (%d of them with payloads too short for the cipher, marked and left clear); %d already scrambled, left as they were\n",
@@ -69,19 +78,25 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 	if mode == pipeline.Scramble {
 		fmt.Fprintf(w, "  passed through clear: %d (PSI, null packets, PIDs not selected, packets without payload)\n", st.Clear-st.Scrambled)
 	} else {
-		fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service\n",
-			st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected)
+		fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service, %d scrambled left as they came (no key fits their crypto period)\n",
+			st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected, st.LeftScrambled)
+		fmt.Fprintf(w, "  crypto periods (per PID): %d, %d of them left scrambled", st.Periods, st.PeriodsLeft)
+		if st.ParityGlitches > 0 {
+			fmt.Fprintf(w, "; %d single packets of the other parity inside a period left as they came", st.ParityGlitches)
+		}
+		fmt.Fprintln(w)
 	}
 	if st.KeySyncs > 0 {
-		fmt.Fprintf(w, "  key list realigned %d times\n", st.KeySyncs)
+		fmt.Fprintf(w, "  key list aligned or realigned %d times\n", st.KeySyncs)
 	}
 	if st.PESGood+st.PESBad > 0 {
-		fmt.Fprintf(w, "  PES-start checks after descrambling: %d good, %d bad\n", st.PESGood, st.PESBad)
+		fmt.Fprintf(w, "  unit-start checks after descrambling (PES headers, section CRCs): %d good, %d bad\n", st.PESGood, st.PESBad)
 	}
 	if verbose {
 		for _, ps := range st.PIDs {
-			fmt.Fprintf(w, "  PID %#04x: %d packets, %d clear, %d even, %d odd, %d descrambled, PES starts good %d/%d bad %d/%d (even/odd)\n",
-				ps.PID, ps.Packets, ps.Clear, ps.Even, ps.Odd, ps.Descrambled, ps.PESGood[0], ps.PESGood[1], ps.PESBad[0], ps.PESBad[1])
+			fmt.Fprintf(w, "  PID %#04x (%s): %d packets, %d clear, %d even, %d odd, %d descrambled, %d left scrambled; crypto periods %d (%d fit, %d unchecked, %d left scrambled); unit starts good %d/%d bad %d/%d (even/odd)\n",
+				ps.PID, ps.Carriage, ps.Packets, ps.Clear, ps.Even, ps.Odd, ps.Descrambled, ps.LeftScrambled,
+				ps.Periods, ps.PeriodsFit, ps.PeriodsUnchecked, ps.PeriodsLeft, ps.PESGood[0], ps.PESGood[1], ps.PESBad[0], ps.PESBad[1])
 		}
 	}
 	if st.Skipped > 0 || st.Truncated > 0 || verbose {

@@ -76,6 +76,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if c.NArg() > 0 {
 		return usageErr("unexpected argument %q: give the input with -in FILE", c.Args().First())
 	}
+	if err := checkPaths(c.String); err != nil {
+		return err
+	}
 	if w := c.Int("workers"); w < 1 || w > 1024 {
 		return usageErr("-workers %d: want a number from 1 to 1024", w)
 	}
@@ -86,10 +89,13 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if err != nil {
 		return err
 	}
-	sys, err := lookupSystem("cipher", c.String("cipher"), lanes)
+	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
+	// the input now (system_detect.go).
+	sys, la, err := chooseSystem(c, env, mode, lanes)
 	if err != nil {
 		return err
 	}
+	defer la.close()
 	ks, err := readKeys(c, "", sys)
 	if err != nil {
 		return err
@@ -117,7 +123,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 				return usageErr("-rescramble-cp-packets %d: want 0 or more packets", n)
 			}
 			opts.Mode = pipeline.Rescramble
-			opts.Out = &pipeline.Output{System: osys, CWs: oks.list, PeriodPackets: c.Int("rescramble-cp-packets")}
+			opts.Out = &pipeline.Output{System: osys, CWs: oks.cws(), PeriodPackets: c.Int("rescramble-cp-packets")}
 			notes = append(notes, oks.notes...)
 		} else if c.String("rescramble-cw") != "" || c.String("rescramble-cw-file") != "" {
 			return usageErr("-rescramble-cw and -rescramble-cw-file need -rescramble SYSTEM")
@@ -126,7 +132,8 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		if n := c.Int("cp-packets"); n < 0 {
 			return usageErr("-cp-packets %d: want 0 or more packets", n)
 		}
-		opts.Out = &pipeline.Output{System: sys, CWs: ks.list, PeriodPackets: c.Int("cp-packets")}
+		opts.Out = &pipeline.Output{System: sys, CWs: ks.cws(), PeriodPackets: c.Int("cp-packets")}
+		opts.ScramblingMode = signalMode(sys)
 	}
 	if s := c.String("pid"); s != "" {
 		if opts.PIDs, err = psi.ParsePIDList(s); err != nil {
@@ -154,14 +161,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		logf(n)
 	}
 	if verbose && !quiet {
-		describeKeys(env.Stderr, ks.list, c.Bool("show-keys"))
+		describeKeys(env.Stderr, ks.cws(), c.Bool("show-keys"))
 	}
 
 	inPath, outPath := c.String("in"), c.String("out")
-	if inPath != "-" && outPath != "-" && sameFile(inPath, outPath) {
-		return usageErr("-in and -out name the same file %s: write the output elsewhere", outPath)
-	}
-	in, err := openInput(inPath, env)
+	in, err := la.open(inPath, env)
 	if err != nil {
 		return err
 	}
@@ -182,8 +186,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	bar.finish()
 	closeErr := out.close(runErr == nil, st.BytesOut > 0)
 
+	verdict := judgeKeys(&st)
 	if !quiet && (runErr == nil || st.Packets > 0) {
-		printSummary(env.Stderr, &st, opts.Mode, verbose)
+		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
 	}
 	if path := c.String("stats"); path != "" {
 		if err := writeStats(path, &st); err != nil && runErr == nil {
@@ -207,7 +212,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return runError(runErr, inPath, outPath, out)
 	case closeErr != nil:
 		return failErr("cannot write %s: %v", outPath, closeErr)
-	case opts.Mode != pipeline.Scramble && st.PESGood == 0 && st.PESBad > 0:
+	case opts.Mode == pipeline.Scramble:
+	case verdict.code != exitOK:
+		return &exitError{code: verdict.code, msg: verdict.line +
+			" (check the control words, their parity and order, -cipher and -reduce-entropy); the output was written anyway"}
+	case st.PESGood == 0 && st.PESBad > 0:
 		return &exitError{code: exitNoFit, msg: fmt.Sprintf(
 			"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header "+
 				"(check the control words, their parity and order, -cipher and -reduce-entropy); the output was written anyway", st.PESBad)}

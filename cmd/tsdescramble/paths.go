@@ -1,0 +1,163 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// fileFlag is a flag whose value names a file the run reads or writes.
+type fileFlag struct {
+	name string // without the leading dash
+	// what the run writes there, for the advice of a message ("output", "statistics"); empty
+	// for a file the run only reads.
+	what string
+	// stdio: "-" means stdin or stdout, not a file. For the other flags "-" is a file name.
+	stdio bool
+	// late: written only after the whole run, so whether it can be written is checked
+	// before the run starts rather than found out at the end.
+	late bool
+}
+
+func (f fileFlag) output() bool { return f.what != "" }
+
+// fileFlags are the flags of the descrambler and the scrambler that name files: inputs first,
+// then outputs. A new output flag is one more line here; a flag that a command lacks, or that
+// is not given, reads as "" and is skipped.
+var fileFlags = []fileFlag{
+	{name: "in", stdio: true},
+	{name: "cw-file"},
+	{name: "rescramble-cw-file"},
+	{name: "out", what: "output", stdio: true},
+	{name: "stats", what: "statistics", late: true},
+}
+
+// checkPaths refuses, before anything is read, file flags that would make a run destroy what
+// it reads or write two things to one file: no output may name an input or another output. It
+// also checks that an output written only after the run can be written at all, so that a
+// mistyped directory does not cost the whole run. value returns a flag's value by name; the
+// errors are usage errors, one line naming both flags, the path and what to do.
+func checkPaths(value func(name string) string) error {
+	type given struct {
+		flag fileFlag
+		path string
+	}
+	var files []given
+	for _, f := range fileFlags {
+		p := value(f.name)
+		if p == "" || f.stdio && p == "-" {
+			continue
+		}
+		files = append(files, given{f, p})
+	}
+	for j, b := range files {
+		for _, a := range files[:j] {
+			if !a.flag.output() && !b.flag.output() || !sameFileAs(a.path, b.path) {
+				continue
+			}
+			what := b.flag.what
+			if what == "" {
+				what = a.flag.what
+			}
+			if filepath.Clean(a.path) == filepath.Clean(b.path) {
+				return usageErr("-%s and -%s name the same file %s: write the %s elsewhere", a.flag.name, b.flag.name, b.path, what)
+			}
+			return usageErr("-%s %s and -%s %s name the same file: write the %s elsewhere", a.flag.name, a.path, b.flag.name, b.path, what)
+		}
+	}
+	for _, g := range files {
+		if g.flag.late {
+			if err := checkWritable(g.flag.name, g.path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sameFileAs reports whether two paths name one file, or would once created: the same
+// device and inode for files that exist (so hard and symbolic links count), the same
+// directory and name for files that do not exist yet, or the same cleaned absolute path.
+// Device files are never the same as anything: writing /dev/null twice replaces nothing.
+func sameFileAs(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA == nil && isDevice(fa) || errB == nil && isDevice(fb) {
+		return false
+	}
+	if absPath(a) == absPath(b) {
+		return true
+	}
+	switch {
+	case errA == nil && errB == nil:
+		return os.SameFile(fa, fb)
+	case errA != nil && errB != nil:
+		// Neither exists yet: the same name in the same directory, perhaps reached through
+		// different links, is one file once written.
+		if filepath.Base(absPath(a)) != filepath.Base(absPath(b)) {
+			return false
+		}
+		da, errA := os.Stat(filepath.Dir(absPath(a)))
+		db, errB := os.Stat(filepath.Dir(absPath(b)))
+		return errA == nil && errB == nil && os.SameFile(da, db)
+	}
+	// A path that does not exist yet is not an existing file.
+	return false
+}
+
+func isDevice(fi fs.FileInfo) bool { return fi.Mode()&os.ModeDevice != 0 }
+
+// absPath is the cleaned absolute form of p, or p cleaned if the working directory is
+// unknown.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
+}
+
+// checkWritable checks that the file path of output flag name can be written: an existing
+// file must be a writable file, a new one must be creatable in an existing directory. A new
+// file is created and removed again, so that every reason it could not be (permissions, a
+// read-only file system, a name too long) shows now.
+func checkWritable(name, path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return usageErr("-%s %s is a directory: name a file in it", name, path)
+	case err == nil && fi.Mode().IsRegular():
+		// Opened without O_TRUNC, so nothing in it changes.
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return usageErr("-%s: cannot write %v: name a file that can be written", name, unwrapPath(err))
+		}
+		f.Close()
+		return nil
+	case err == nil:
+		// A device or a named pipe: opening a pipe would wait for a reader, so the write
+		// at the end will tell.
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return usageErr("-%s: cannot write %v: name a file that can be written", name, unwrapPath(err))
+	}
+	dir := filepath.Dir(path)
+	switch di, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErr("-%s %s: the directory %s does not exist: create it first or name a file in another", name, path, dir)
+	case err != nil:
+		return usageErr("-%s %s: cannot reach the directory: %v", name, path, unwrapPath(err))
+	case !di.IsDir():
+		return usageErr("-%s %s: %s is not a directory: name a file in a directory", name, path, dir)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // created by someone else since the Stat above: it exists now
+	}
+	if err != nil {
+		return usageErr("-%s: cannot create %v: name a file that can be written", name, unwrapPath(err))
+	}
+	f.Close()
+	os.Remove(path)
+	return nil
+}

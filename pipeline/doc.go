@@ -1,0 +1,46 @@
+// Package pipeline descrambles, scrambles and rescrambles MPEG transport streams: Run reads
+// packets from an io.Reader, runs the ciphers on every core and writes every packet, in input
+// order and framing, to an io.Writer.
+//
+// # Stages
+//
+// One goroutine reads the input into chunks (units of work of Options.Batch packets), frames
+// the packets (188, 192 or 204 bytes, resynchronising after garbage) and classifies each one:
+// its PID, its scrambling control, its payload, and, to descramble, its PID's crypto period.
+// Workers run the ciphers over the payloads of whole chunks, grouped by key, and an ordered
+// writer puts the chunks back in sequence. Memory is bounded by the chunks in flight.
+//
+// # Crypto periods and keys
+//
+// Key decisions are made per PID, because a multiplex may carry services of several CA
+// systems, each changing keys on its own clock: the parity changes of one PID start that PID's
+// crypto periods and say nothing of another's. For each period the classifier decides once
+// which control word of the key schedule applies, and the decision covers every packet of the
+// period, whichever chunk it is in:
+//
+//   - A period's first unit start that can be checked (a PES header; a section whose CRC_32
+//     lies in the packet, on a PID the PMT says carries sections) is descrambled with the
+//     expected key, and, if that does not fit, with the others, nearest first in the schedule;
+//     only the first bytes are descrambled for each trial. A key that fits decides the period
+//     and the PID's schedule goes on from it; up to four unit starts are tried.
+//   - A period whose checked unit starts fit no key is left as it came: its packets pass
+//     through untouched, still marked scrambled. A PID that never fits, after enough checks,
+//     is taken for another CA system's and is not tried again.
+//   - A period without any checkable unit start (T2-MI, sections that span packets, a period
+//     cut short) takes the schedule's expected key.
+//   - A parity change that lasts a single packet, inside a period of two packets or more, is
+//     a glitch: that packet is left as it came and the period goes on.
+//
+// Until its period is decided, a chunk is held by the reading goroutine, and the chunks after
+// it with it; the pool of chunks grows to hold them, up to 65536 packets after the first packet
+// of the oldest undecided period, where that period is decided with what is known. A decision
+// depends only on the packets in stream order, so the output is the same for every Batch,
+// Workers and lane width, and however the input's reads are cut (FuzzBatchInvariance holds the
+// package to it). In an audio or video stream a decision comes within a few packets (the next
+// PES start), so holding costs nothing measurable.
+//
+// # Statistics
+//
+// Stats counts packets by what happened to them, per PID and in all, crypto periods fitted,
+// unchecked and left scrambled, and the unit-start checks the workers make after descrambling.
+package pipeline

@@ -1,0 +1,467 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/psi"
+)
+
+// Crypto periods, one sequence per PID.
+//
+// Each PID's parity changes start that PID's crypto periods; a parity change on one PID says
+// nothing about another's (a multiplex may carry services of several CA systems, each with its
+// own clock). Every period gets its key once, by a decision that covers all of its packets:
+//
+//   - fit: a unit start of the period (a PES header, or a section with its CRC_32) descrambled
+//     right with the schedule's expected key or, after a search, with another of its keys; the
+//     schedule goes on from there for this PID;
+//   - unchecked: the period had no unit start that could be checked (a PID of sections that
+//     span packets, T2-MI, a period cut short): the schedule's expected key;
+//   - no fit: its checked unit starts fitted no key: the packets pass through as they came;
+//   - glitch: one packet of the other parity inside a period (a bit error): that packet passes
+//     through as it came, and the period goes on.
+//
+// Until its period is decided, a packet is held with the unit of work it is in, and so are the
+// units after it (output order is input order). A decision depends only on the packets of the
+// stream in order, never on how they were cut into units: that is what keeps the output the same
+// for every -batch and -workers. A period still open holdPackets packets after its first packet
+// is decided as if it had ended, which bounds the packets held.
+
+// holdPackets bounds how long a crypto period may stay undecided, in packets of the stream
+// (12 MiB of 188-byte packets): far longer than the distance between two PES starts of any
+// audio or video stream, so only PIDs without checkable unit starts reach it.
+const holdPackets = 1 << 16
+
+// maxSyncAttempts bounds the unit starts of one crypto period on which keys are tried: a
+// period whose unit starts fit no key is damaged or needs a key the schedule does not have.
+const maxSyncAttempts = 4
+
+// maxForeignChecks is the number of checked unit starts, with no key of the schedule fitting
+// any of them, after which a PID that never fitted, in its second crypto period or later, is
+// taken for another CA system's: its later periods are left as they came without trying keys,
+// which bounds the cost of a long key list. (A key log that starts a period after the
+// recording still fits from its second period on.)
+const maxForeignChecks = 8
+
+// A period's first checked unit start that no key fits is tried with every CW of the schedule;
+// in a schedule of more than wideSearch periods, its later ones only with the nearSearch
+// nearest, so that a long list costs one search a period, not maxSyncAttempts.
+const (
+	wideSearch = 4096
+	nearSearch = 64
+)
+
+// trialBytes is how much of a payload a key trial descrambles to check a PES header.
+const trialBytes = 24
+
+type periodState uint8
+
+const (
+	periodOpen      periodState = iota // undecided: its packets are held
+	periodFit                          // a unit start fitted its key
+	periodUnchecked                    // nothing could be checked: the schedule's key
+	periodNoFit                        // no key fitted its unit starts: left as it came
+	periodGlitch                       // a one-packet parity flip: left as it came
+)
+
+// period is one crypto period of one PID.
+type period struct {
+	pid       uint16
+	odd       bool
+	tentative bool // a parity change that the PID's next packet has not confirmed yet
+	state     periodState
+	attempts  uint8 // checked unit starts that no key fitted
+	npending  uint8
+	pos       int   // ring position in the schedule: expected, or aligned by a fit
+	key       int   // CW index of pos, or keys.NoKey
+	first     int64 // the stream's packet number of its first packet, from 1
+	number    int   // its number among the PID's periods, from 1
+	// Unit starts of a tentative period, checked when it is confirmed.
+	pending [maxSyncAttempts]unitStart
+}
+
+// unitStart locates a scrambled payload that starts a PES packet or a section, in a held chunk.
+type unitStart struct {
+	c        *chunk
+	off, end int32
+	carriage psi.Carriage
+}
+
+// pidKeys is the crypto-period state of one PID.
+type pidKeys struct {
+	cur, prev    int32 // indexes in classifier.periods of the current period and of the one a tentative period interrupts
+	run, prevRun int64 // packets of cur, and of prev when cur is tentative
+	periods      int   // periods started, glitches included
+	everFit      bool
+	failed       int  // checked unit starts that fitted no key while the PID never fitted
+	foreign      bool // never fitted in maxForeignChecks checks: no more trials
+}
+
+// trialOutcome is what a key trial says of a unit start.
+type trialOutcome int8
+
+const (
+	trialBad     trialOutcome = -1
+	trialUnknown trialOutcome = 0 // nothing can be told (a section that goes on in the next packet)
+	trialGood    trialOutcome = 1
+)
+
+// unitStartOutcome checks the descrambled start of a payload of payloadLen bytes that starts a
+// unit, as the PID's carriage says: a PES header, a section with its CRC, or either when the
+// carriage is unknown. head holds the payload's first bytes, or all of it. A section whose end
+// lies beyond head says nothing; for a PID whose carriage is unknown, only a PES header or a
+// section whose CRC matched is good, so that noise never passes for a section.
+func unitStartOutcome(head []byte, payloadLen int, carriage psi.Carriage) trialOutcome {
+	switch carriage {
+	case psi.CarriagePES:
+		if keys.PESHeaderOK(head, payloadLen) {
+			return trialGood
+		}
+		return trialBad
+	case psi.CarriageSections:
+		ok, checked := psi.SectionStartOK(head)
+		switch {
+		case checked && ok:
+			return trialGood
+		case !ok:
+			return trialBad
+		}
+		return trialUnknown
+	case psi.CarriageUnknown:
+		if keys.PESHeaderOK(head, payloadLen) {
+			return trialGood
+		}
+		if ok, checked := psi.SectionStartOK(head); ok && checked {
+			return trialGood
+		}
+		return trialBad
+	}
+	return trialUnknown
+}
+
+// sectionEnd returns how many bytes of a payload starting with head must be read to check the
+// section that starts in it: the section's end when the pointer_field and section_length are in
+// head and it ends in the payload, else 0 (nothing more to read, or not enough bytes to tell).
+func sectionEnd(head []byte, payloadLen int) int {
+	if len(head) < 1 {
+		return 0
+	}
+	start := 1 + int(head[0])
+	if start+3 > len(head) {
+		// The section header lies beyond head: read up to it first.
+		if start+3 <= payloadLen {
+			return start + 3
+		}
+		return 0
+	}
+	end := start + 3 + (int(head[start+1]&0x0F)<<8 | int(head[start+2]))
+	if end > payloadLen {
+		return 0
+	}
+	return end
+}
+
+// pidKeys returns the crypto-period state of a PID, creating it the first time.
+func (cl *classifier) pidKeys(pid uint16) *pidKeys {
+	pk := cl.pk[pid]
+	if pk == nil {
+		pk = &pidKeys{cur: -1, prev: -1}
+		cl.pk[pid] = pk
+	}
+	return pk
+}
+
+// periodOf returns the index of the crypto period of a scrambled packet of pid with the given
+// parity, starting a period when the parity changes. A change of parity on a PID whose period
+// has two packets or more is tentative until the PID's next packet: if that one is of the old
+// parity again, the changed packet was a glitch and the old period goes on.
+func (cl *classifier) periodOf(pid uint16, odd bool) int32 {
+	pk := cl.pidKeys(pid)
+	if pk.cur < 0 {
+		return cl.startPeriod(pk, pid, odd, -1)
+	}
+	cur := &cl.periods[pk.cur]
+	if cur.odd == odd {
+		if cur.tentative {
+			cl.confirm(pk.cur)
+		}
+		pk.run++
+		return pk.cur
+	}
+	if cur.tentative {
+		// Back to the parity of the period before after a single packet: a glitch.
+		cl.decide(cur, periodGlitch)
+		pk.cur, pk.run, pk.prev = pk.prev, pk.prevRun+1, -1
+		return pk.cur
+	}
+	return cl.startPeriod(pk, pid, odd, pk.cur)
+}
+
+// startPeriod starts a crypto period of pid after the period prev (or the PID's first, when
+// prev is -1) and returns its index.
+func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32) int32 {
+	s := cl.keys
+	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1}
+	switch {
+	case prev >= 0:
+		p.pos = s.Next(cl.periods[prev].pos)
+	case cl.haveHint && !s.Fixed():
+		// A PID's first period starts where the PIDs aligned before it are: their periods
+		// change at about the same time.
+		p.pos = cl.hintPos
+		if odd != cl.hintOdd {
+			p.pos = s.Next(p.pos)
+		}
+	default:
+		p.pos = s.Start(odd)
+	}
+	p.key = s.KeyAt(p.pos)
+	pk.periods++
+	// A parity change of a rotating schedule is tentative while the period it ends has two
+	// packets or more: a single flipped bit must not move the schedule.
+	p.tentative = prev >= 0 && !s.Fixed() && pk.run >= 2
+	idx := int32(len(cl.periods))
+	cl.periods = append(cl.periods, p)
+	if prev >= 0 && !p.tentative {
+		cl.end(prev)
+	}
+	pk.prev, pk.prevRun = prev, pk.run
+	pk.cur, pk.run = idx, 1
+	switch {
+	case p.key == keys.NoKey && (s.Fixed() || s.NumCWs() == 0):
+		// No key for this parity at all: nothing to decide.
+		if !p.tentative {
+			cl.decide(&cl.periods[idx], periodUnchecked)
+		}
+	case pk.foreign || cl.tracker.Carriage(pid) == psi.CarriageOther:
+		if !p.tentative {
+			cl.decideUnchecked(&cl.periods[idx], pk)
+		}
+	}
+	if cl.periods[idx].state == periodOpen {
+		cl.open = append(cl.open, idx)
+	}
+	return idx
+}
+
+// decideUnchecked decides a period without a check: left as it came on a PID taken for another
+// CA system's, the schedule's key otherwise.
+func (cl *classifier) decideUnchecked(p *period, pk *pidKeys) {
+	if pk.foreign {
+		cl.decide(p, periodNoFit)
+	} else {
+		cl.decide(p, periodUnchecked)
+	}
+}
+
+// confirm makes a tentative period a real one: the period before it ends, and the unit starts
+// it holds are checked.
+func (cl *classifier) confirm(idx int32) {
+	p := &cl.periods[idx]
+	p.tentative = false
+	pk := cl.pk[p.pid]
+	if pk.prev >= 0 {
+		cl.end(pk.prev)
+		pk.prev = -1
+	}
+	if p.state != periodOpen {
+		return
+	}
+	if pk.foreign || cl.tracker.Carriage(p.pid) == psi.CarriageOther {
+		cl.decideUnchecked(p, pk)
+		return
+	}
+	for i := range int(p.npending) {
+		if p.state != periodOpen {
+			break
+		}
+		u := p.pending[i]
+		cl.check(idx, u)
+	}
+	p.npending = 0
+}
+
+// end decides a period that ends, or that has been open too long, with what is known: no fit if
+// some of its unit starts were checked and none fitted, the schedule's key if none could be.
+func (cl *classifier) end(idx int32) {
+	p := &cl.periods[idx]
+	if p.state != periodOpen {
+		return
+	}
+	if p.tentative {
+		cl.confirm(idx)
+		if p.state != periodOpen {
+			return
+		}
+	}
+	if p.attempts > 0 {
+		cl.decide(p, periodNoFit)
+	} else {
+		cl.decideUnchecked(p, cl.pk[p.pid])
+	}
+}
+
+// offerUnitStart is called for a scrambled payload of period idx that starts a PES packet or a
+// section: it is checked at once, or when a tentative period is confirmed.
+func (cl *classifier) offerUnitStart(idx int32, u unitStart) {
+	p := &cl.periods[idx]
+	if p.state != periodOpen {
+		return
+	}
+	if p.tentative {
+		if int(p.npending) < len(p.pending) {
+			p.pending[p.npending] = u
+			p.npending++
+		}
+		return
+	}
+	cl.check(idx, u)
+}
+
+// check tries the period's expected key on a unit start and, when it does not fit, the other
+// keys of the schedule, nearest first; a key that fits decides the period and aligns this PID's
+// schedule.
+func (cl *classifier) check(idx int32, u unitStart) {
+	p := &cl.periods[idx]
+	pk := cl.pk[p.pid]
+	payload := u.c.buf[u.off:u.end]
+	if p.key != keys.NoKey {
+		switch cl.trial(p.key, payload, u.carriage) {
+		case trialGood:
+			cl.fit(p, pk, p.pos, false)
+			return
+		case trialUnknown:
+			return // says nothing: wait for the next unit start
+		}
+	}
+	s := cl.keys
+	n := s.NumCandidates()
+	if p.attempts > 0 && n > wideSearch {
+		// The whole list was searched on this period's first unit start: the later ones
+		// (the first may have been damaged) search the neighbourhood of the expected key.
+		n = nearSearch
+	}
+	for i := range n {
+		if i&1023 == 0 && cl.ctx.Err() != nil {
+			break // stopping: the run ends without this period's key
+		}
+		pos := s.Candidate(p.pos, i)
+		k := s.KeyAt(pos)
+		if k == keys.NoKey || k == p.key {
+			continue
+		}
+		if cl.trial(k, payload, u.carriage) == trialGood {
+			cl.fit(p, pk, pos, true)
+			return
+		}
+	}
+	p.attempts++
+	if !pk.everFit {
+		pk.failed++
+		if pk.failed >= maxForeignChecks && p.number > 1 {
+			pk.foreign = true
+			cl.decide(p, periodNoFit)
+			return
+		}
+	}
+	if p.attempts >= maxSyncAttempts {
+		cl.decide(p, periodNoFit)
+	}
+}
+
+// fit decides a period with the key at ring position pos; moved says the schedule was realigned
+// to a key other than the expected one.
+func (cl *classifier) fit(p *period, pk *pidKeys, pos int, moved bool) {
+	p.pos, p.key = pos, cl.keys.KeyAt(pos)
+	first := !pk.everFit
+	pk.everFit = true
+	cl.haveHint, cl.hintPos, cl.hintOdd = true, pos, p.odd
+	if moved {
+		cl.st.KeySyncs++
+		if cl.log != nil {
+			what := "CW %d of %d fits the first scrambled PES start of PID %#04x: the list is aligned to it"
+			if !first {
+				what = "CW %d of %d fits this crypto period of PID %#04x, the expected one did not: the list is realigned to it"
+			}
+			cl.log(fmt.Sprintf("key sync: "+what, p.key+1, cl.keys.NumCWs(), p.pid))
+		}
+	}
+	cl.decide(p, periodFit)
+}
+
+// decide records the decision for a period: its packets held so far can go on.
+func (cl *classifier) decide(p *period, state periodState) {
+	p.state = state
+	ps := cl.pid(p.pid)
+	what := ""
+	switch state {
+	case periodFit:
+		ps.PeriodsFit++
+		what = fmt.Sprintf("CW %d of %d", p.key+1, cl.keys.NumCWs())
+	case periodUnchecked:
+		ps.PeriodsUnchecked++
+		what = "no unit start checked"
+		if p.key == keys.NoKey {
+			what = "no key"
+		} else {
+			what = fmt.Sprintf("CW %d of %d (%s)", p.key+1, cl.keys.NumCWs(), what)
+		}
+	case periodNoFit:
+		ps.PeriodsLeft++
+		what = "no control word fits: left scrambled"
+	case periodGlitch:
+		cl.st.ParityGlitches++
+		return
+	}
+	ps.Periods++
+	if cl.keyLog != nil {
+		cl.keyLog(fmt.Sprintf("PID %#04x crypto period %d: %s, %s, from packet %d",
+			p.pid, p.number, parity(p.odd), what, p.first))
+	}
+}
+
+// expire decides the periods still open holdPackets packets after their first packet.
+func (cl *classifier) expire() {
+	for len(cl.open) > 0 {
+		idx := cl.open[0]
+		if p := &cl.periods[idx]; p.state == periodOpen {
+			if cl.packet-p.first < holdPackets {
+				return
+			}
+			cl.end(idx)
+		}
+		cl.open = cl.open[1:]
+	}
+}
+
+// finish decides every period still open at the end of the stream.
+func (cl *classifier) finish() {
+	for _, idx := range cl.open {
+		cl.end(idx)
+	}
+	cl.open = cl.open[:0]
+}
+
+// compact drops the periods no packet refers to any more: those that are neither a PID's
+// current period nor the one a tentative period interrupts. Call it only when no chunk is held:
+// then every period is decided (each has a packet in a held chunk until it is).
+func (cl *classifier) compact() {
+	if len(cl.periods) < 4096 {
+		return
+	}
+	kept := cl.periods[:0:0]
+	for _, pk := range cl.pk {
+		if pk == nil {
+			continue
+		}
+		for _, idx := range []*int32{&pk.prev, &pk.cur} {
+			if *idx >= 0 {
+				kept = append(kept, cl.periods[*idx])
+				*idx = int32(len(kept) - 1)
+			}
+		}
+	}
+	cl.periods = kept
+	cl.open = cl.open[:0]
+}
