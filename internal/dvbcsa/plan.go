@@ -1,0 +1,67 @@
+//go:build dvbcsa
+
+package dvbcsa
+
+import (
+	"fmt"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// Plan says how ScramblePlan scrambles the packet at position index of a stream (counting every
+// packet from 0) on PID pid: with control word cw and the odd parity or the even one, or not at
+// all when cw is nil.
+type Plan func(index int, pid uint16) (cw []byte, odd bool)
+
+// ScramblePlan scrambles, in place, the packets of a whole stream in the given framing with
+// libdvbcsa as plan says, packet by packet. Where ScrambleStream gives every selected PID the
+// same crypto periods and keys, a plan can give each PID its own: a service of another CA
+// system with a key nobody has, one constant parity, periods that change at other times than a
+// neighbour's. As with ScrambleStream, packets already scrambled and packets without a payload
+// are left as they are, and payloads under 8 bytes, which CSA2 leaves clear, are marked. It
+// returns the number of packets marked scrambled.
+func ScramblePlan(ts []byte, fr pipeline.Framing, plan Plan) (int, error) {
+	if len(ts)%fr.Size != 0 {
+		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(ts), fr.Size)
+	}
+	ks := map[string]*Key{}
+	defer func() {
+		for _, k := range ks {
+			k.Free()
+		}
+	}()
+	n := 0
+	for at := 0; at < len(ts); at += fr.Size {
+		p := ts[at+fr.Prefix : at+fr.Prefix+pipeline.PacketSize]
+		if p[0] != pipeline.SyncByte {
+			return n, fmt.Errorf("packet at byte %d has no sync byte", at)
+		}
+		if pipeline.TSC(p) != pipeline.Clear {
+			continue
+		}
+		off, ok := pipeline.PayloadOffset(p)
+		if !ok || off == pipeline.PacketSize {
+			continue
+		}
+		cw, odd := plan(at/fr.Size, pipeline.PID(p))
+		if cw == nil {
+			continue
+		}
+		k := ks[string(cw)]
+		if k == nil {
+			var err error
+			if k, err = NewKey(cw); err != nil {
+				return n, err
+			}
+			ks[string(cw)] = k
+		}
+		k.Encrypt(p[off:])
+		if odd {
+			pipeline.SetTSC(p, pipeline.Odd)
+		} else {
+			pipeline.SetTSC(p, pipeline.Even)
+		}
+		n++
+	}
+	return n, nil
+}
