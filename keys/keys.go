@@ -7,9 +7,8 @@
 // OSCam .cwl log; the format is told from the content. A Schedule turns them into a cycle of
 // crypto periods: the first CW applies to the first crypto period and every change of
 // scrambling parity moves to the next, cyclically; the cycle is immutable, so each PID of a
-// stream can follow it on its own (Start, Next, KeyAt). PESStartOK and PESHeaderOK tell a right
-// key from a wrong one on a descrambled PES start, and Candidate offers the other periods'
-// keys, nearest first, when the expected one does not fit.
+// stream can follow it on its own (Start, Next, KeyAt); Candidate offers the other periods'
+// keys, nearest first, when the expected one does not fit (ts.PESStartOK tells).
 package keys
 
 import (

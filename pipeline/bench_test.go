@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"runtime"
 	"testing"
@@ -19,13 +21,13 @@ import (
 func BenchmarkRun(b *testing.B) {
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	key, _ := csa.NewKey(cw)
-	ts := SyntheticStream(20000, 2000, key)
+	stream := synth.SyntheticStream(20000, 2000, key)
 	for _, lanes := range csa.Available() {
 		for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
 			b.Run(fmt.Sprintf("lanes=%d/workers=%d", lanes, workers), func(b *testing.B) {
-				b.SetBytes(int64(len(ts)))
+				b.SetBytes(int64(len(stream)))
 				for b.Loop() {
-					_, err := Run(context.Background(), bytes.NewReader(ts), io.Discard, Options{
+					_, err := Run(context.Background(), bytes.NewReader(stream), io.Discard, Options{
 						Keys: keys.NewFixed(cw, cw), Workers: workers, Lanes: lanes,
 					})
 					if err != nil {
@@ -40,26 +42,26 @@ func BenchmarkRun(b *testing.B) {
 func TestSyntheticStream(t *testing.T) {
 	cw := []byte{1, 2, 3, 6, 4, 5, 6, 15}
 	key, _ := csa.NewKey(cw)
-	ts := SyntheticStream(1000, 100, key)
-	if !bytes.Equal(ts, SyntheticStream(1000, 100, key)) {
+	stream := synth.SyntheticStream(1000, 100, key)
+	if !bytes.Equal(stream, synth.SyntheticStream(1000, 100, key)) {
 		t.Fatal("not deterministic")
 	}
 	var out bytes.Buffer
-	st, err := Run(context.Background(), bytes.NewReader(ts), &out, Options{Keys: keys.NewFixed(cw, cw)})
+	st, err := Run(context.Background(), bytes.NewReader(stream), &out, Options{Keys: keys.NewFixed(cw, cw)})
 	if err != nil || st.Even != 500 || st.Odd != 500 || st.Descrambled != 1000 || st.KeyChanges != 9 {
 		t.Fatalf("%+v %v", st, err)
 	}
 	// Descrambled, the payloads are the clear pattern: scrambling it again gives the input back.
 	again := out.Bytes()
-	for i := 0; i < len(again); i += PacketSize {
-		p := again[i : i+PacketSize]
-		if TSC(p) != Clear {
+	for i := 0; i < len(again); i += ts.PacketSize {
+		p := again[i : i+ts.PacketSize]
+		if ts.TSC(p) != ts.Clear {
 			t.Fatal("TSC not cleared")
 		}
-		key.Encrypt(Payload(p))
-		SetTSC(p, TSC(ts[i:]))
+		key.Encrypt(ts.Payload(p))
+		ts.SetTSC(p, ts.TSC(stream[i:]))
 	}
-	if !bytes.Equal(again, ts) {
+	if !bytes.Equal(again, stream) {
 		t.Fatal("round trip through the pipeline changed the stream")
 	}
 }
@@ -70,7 +72,7 @@ func BenchmarkModes(b *testing.B) {
 	cw8 := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	cw16 := []byte("0123456789abcdef")
 	csaKey, _ := csa.NewKey(cw8)
-	csaStream := SyntheticStream(20000, 2000, csaKey)
+	csaStream := synth.SyntheticStream(20000, 2000, csaKey)
 	// The clear stream: descramble the synthetic one once.
 	var clear bytes.Buffer
 	if _, err := Run(context.Background(), bytes.NewReader(csaStream), &clear, Options{Keys: keys.NewFixed(cw8, cw8)}); err != nil {

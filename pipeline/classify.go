@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -33,7 +34,7 @@ type classifier struct {
 	keyLog   func(string)
 
 	// Key trials.
-	trialBuf [PacketSize]byte
+	trialBuf [ts.PacketSize]byte
 
 	// Output crypto periods: packets scrambled so far.
 	scrambled int64
@@ -113,23 +114,23 @@ func (cl *classifier) track(p []byte, pid uint16) {
 				cl.selected[pid] = false
 			}
 		}
-		cl.selected[NullPID] = false
+		cl.selected[ts.NullPID] = false
 	}
 }
 
 // classify handles the packet unit that starts at c.buf[at] in framing fr.
-func (cl *classifier) classify(c *chunk, at int, fr Framing) {
+func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	pkt := at + fr.Prefix
-	p := c.buf[pkt : pkt+PacketSize]
+	p := c.buf[pkt : pkt+ts.PacketSize]
 	cl.packet++
 	st := cl.st
-	pid := PID(p)
+	pid := ts.PID(p)
 	ps := cl.pid(pid)
 	ps.Packets++
 	cl.track(p, pid)
-	tsc := TSC(p)
+	tsc := ts.TSC(p)
 	switch tsc {
-	case Clear:
+	case ts.Clear:
 		st.Clear++
 		ps.Clear++
 		if cl.mode == Scramble {
@@ -137,14 +138,14 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 			cl.scramble(c, at, fr, p, pid, ps)
 		}
 		return
-	case Reserved:
+	case ts.Reserved:
 		st.Reserved++
 		ps.Reserved++
 		return
-	case Even:
+	case ts.Even:
 		st.Even++
 		ps.Even++
-	case Odd:
+	case ts.Odd:
 		st.Odd++
 		ps.Odd++
 	}
@@ -156,28 +157,28 @@ func (cl *classifier) classify(c *chunk, at int, fr Framing) {
 		ps.Unselected++
 		return
 	}
-	off, ok := PayloadOffset(p)
+	off, ok := ts.PayloadOffset(p)
 	if !ok {
 		st.NoPayload++
 		ps.NoPayload++
 		return
 	}
-	idx := cl.periodOf(pid, tsc == Odd)
+	idx := cl.periodOf(pid, tsc == ts.Odd)
 	if odd := int8(tsc & 1); odd != cl.lastOdd {
 		if cl.lastOdd >= 0 {
 			st.KeyChanges++
 		}
 		cl.lastOdd = odd
 	}
-	j := job{pkt: int32(pkt), off: int32(pkt + off), end: int32(pkt + PacketSize), key: -1, okey: -1, period: idx, pid: pid}
-	if tsc == Odd {
+	j := job{pkt: int32(pkt), off: int32(pkt + off), end: int32(pkt + ts.PacketSize), key: -1, okey: -1, period: idx, pid: pid}
+	if tsc == ts.Odd {
 		j.flags |= jobOdd
 	}
-	switch n := PacketSize - off; {
+	switch n := ts.PacketSize - off; {
 	case n < cl.cs.minIn:
 		// Clear by definition: the input system leaves such payloads as they are.
 		j.flags |= jobShort
-	case PUSI(p) && n >= minPESCheck:
+	case ts.PUSI(p) && n >= minPESCheck:
 		// A unit start long enough to show its header tells a right key from a wrong one.
 		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
 			j.flags |= jobCheck
@@ -224,15 +225,15 @@ func (cl *classifier) resolve(c *chunk) {
 			j.flags &^= jobCheck
 			continue
 		}
-		pkt := c.buf[j.pkt : j.pkt+PacketSize]
-		SetTSC(pkt, Clear)
+		pkt := c.buf[j.pkt : j.pkt+ts.PacketSize]
+		ts.SetTSC(pkt, ts.Clear)
 		if cl.mode == Rescramble {
 			var odd bool
 			j.okey, odd = cl.cs.outputPeriod(cl.scrambled)
 			cl.scrambled++
 			st.Scrambled++
 			ps.Scrambled++
-			SetTSC(pkt, parity(odd))
+			ts.SetTSC(pkt, parity(odd))
 		}
 		if j.flags&jobShort != 0 {
 			st.Short++
@@ -263,7 +264,7 @@ func (cl *classifier) trial(k int, payload []byte, carriage psi.Carriage) trialO
 		}
 		return unitStartOutcome(head, len(payload), carriage)
 	case psi.CarriageUnknown:
-		if pes && keys.PESHeaderOK(head, len(payload)) {
+		if pes && ts.PESHeaderOK(head, len(payload)) {
 			return trialGood
 		}
 	}
@@ -291,11 +292,11 @@ func (cl *classifier) decryptPrefix(k int, payload []byte, n int) []byte {
 
 // scramble handles a clear packet when scrambling: a selected PID's packet with a payload is
 // given to the output cipher and marked with the parity of its crypto period.
-func (cl *classifier) scramble(c *chunk, at int, fr Framing, p []byte, pid uint16, ps *PIDStats) {
+func (cl *classifier) scramble(c *chunk, at int, fr ts.Framing, p []byte, pid uint16, ps *PIDStats) {
 	if !cl.selected[pid] {
 		return
 	}
-	off, ok := PayloadOffset(p)
+	off, ok := ts.PayloadOffset(p)
 	if !ok {
 		return
 	}
@@ -303,19 +304,19 @@ func (cl *classifier) scramble(c *chunk, at int, fr Framing, p []byte, pid uint1
 	cl.scrambled++
 	cl.st.Scrambled++
 	ps.Scrambled++
-	SetTSC(p, parity(odd))
-	if PacketSize-off < cl.cs.minOut {
+	ts.SetTSC(p, parity(odd))
+	if ts.PacketSize-off < cl.cs.minOut {
 		// Marked scrambled but left clear, as the system defines (TSDuck does the same).
 		cl.st.Short++
 		ps.Short++
 		return
 	}
-	c.jobs = append(c.jobs, job{off: int32(at + fr.Prefix + off), end: int32(at + fr.Prefix + PacketSize), key: -1, okey: k, period: -1, pid: pid})
+	c.jobs = append(c.jobs, job{off: int32(at + fr.Prefix + off), end: int32(at + fr.Prefix + ts.PacketSize), key: -1, okey: k, period: -1, pid: pid})
 }
 
-func parity(odd bool) Scrambling {
+func parity(odd bool) ts.Scrambling {
 	if odd {
-		return Odd
+		return ts.Odd
 	}
-	return Even
+	return ts.Even
 }

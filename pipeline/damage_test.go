@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -23,21 +25,21 @@ func runBytes(t *testing.T, in []byte) ([]byte, Stats, error) {
 // A stream cut at every offset of its first packets: never a panic, every whole packet out.
 func TestRunCutAtEveryOffset(t *testing.T) {
 	k, _ := csa.NewKey(damageCW)
-	ts := SyntheticStream(6, 3, k)
-	want, _, err := runBytes(t, ts)
+	stream := synth.SyntheticStream(6, 3, k)
+	want, _, err := runBytes(t, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for cut := 0; cut <= len(ts); cut++ {
-		out, st, err := runBytes(t, ts[:cut])
-		whole := cut / PacketSize
+	for cut := 0; cut <= len(stream); cut++ {
+		out, st, err := runBytes(t, stream[:cut])
+		whole := cut / ts.PacketSize
 		if whole == 0 {
 			if cut > 0 && err == nil {
 				t.Fatalf("cut %d: no packet and no error", cut)
 			}
 			continue
 		}
-		if err != nil || !bytes.Equal(out, want[:whole*PacketSize]) || st.Truncated != int64(cut%PacketSize) {
+		if err != nil || !bytes.Equal(out, want[:whole*ts.PacketSize]) || st.Truncated != int64(cut%ts.PacketSize) {
 			t.Fatalf("cut %d: %d bytes out, truncated %d, err %v", cut, len(out), st.Truncated, err)
 		}
 	}
@@ -47,10 +49,10 @@ func TestRunCutAtEveryOffset(t *testing.T) {
 // descrambled.
 func TestRunDamagedPackets(t *testing.T) {
 	k, _ := csa.NewKey(damageCW)
-	ts := SyntheticStream(40, 0, k)
-	want, _, _ := runBytes(t, ts)
-	in := append([]byte{}, ts...)
-	pkt := func(i int) []byte { return in[i*PacketSize : (i+1)*PacketSize] }
+	stream := synth.SyntheticStream(40, 0, k)
+	want, _, _ := runBytes(t, stream)
+	in := append([]byte{}, stream...)
+	pkt := func(i int) []byte { return in[i*ts.PacketSize : (i+1)*ts.PacketSize] }
 	// Adaptation field length past the packet.
 	pkt(3)[3] = 0xB0 | pkt(3)[3]&0x0F
 	pkt(3)[4] = 200
@@ -68,14 +70,14 @@ func TestRunDamagedPackets(t *testing.T) {
 	// the PID's period.
 	p := pkt(31)
 	p[1] |= 0x40
-	off, _ := PayloadOffset(p)
+	off, _ := ts.PayloadOffset(p)
 	copy(p[off:], []byte{0, 0, 1, 0xE0, 0, 0, 0x80, 0x80, 5, 0x21, 0, 1, 0, 1})
 	k.Encrypt(p[off:])
 	out, st, err := runBytes(t, in)
 	if err != nil || len(out) != len(in) {
 		t.Fatalf("%d bytes out of %d, err %v", len(out), len(in), err)
 	}
-	if !bytes.Equal(out[3*PacketSize:4*PacketSize], in[3*PacketSize:4*PacketSize]) {
+	if !bytes.Equal(out[3*ts.PacketSize:4*ts.PacketSize], in[3*ts.PacketSize:4*ts.PacketSize]) {
 		t.Fatal("packet with a damaged adaptation field was changed")
 	}
 	if st.NoPayload != 2 { // the damaged one, and the 183-byte adaptation field (0-byte payload)
@@ -86,7 +88,7 @@ func TestRunDamagedPackets(t *testing.T) {
 	}
 	for n := 1; n < 8; n++ {
 		i := 10 + n
-		if TSC(out[i*PacketSize:]) != Clear || !bytes.Equal(out[i*PacketSize+4:(i+1)*PacketSize], in[i*PacketSize+4:(i+1)*PacketSize]) {
+		if ts.TSC(out[i*ts.PacketSize:]) != ts.Clear || !bytes.Equal(out[i*ts.PacketSize+4:(i+1)*ts.PacketSize], in[i*ts.PacketSize+4:(i+1)*ts.PacketSize]) {
 			t.Fatalf("short payload of %d bytes: TSC not cleared or payload changed", n)
 		}
 	}
@@ -95,7 +97,7 @@ func TestRunDamagedPackets(t *testing.T) {
 	}
 	// Packets untouched by the damage come out as in the undamaged run.
 	for _, i := range []int{0, 1, 2, 4, 6, 30, 39} {
-		if !bytes.Equal(out[i*PacketSize:(i+1)*PacketSize], want[i*PacketSize:(i+1)*PacketSize]) {
+		if !bytes.Equal(out[i*ts.PacketSize:(i+1)*ts.PacketSize], want[i*ts.PacketSize:(i+1)*ts.PacketSize]) {
 			t.Fatalf("packet %d differs from the undamaged run", i)
 		}
 	}
@@ -123,9 +125,9 @@ func TestRunRandomBytes(t *testing.T) {
 // where the stream's does (a trailer or prefix cut off at the change is counted as skipped).
 func TestRunMixedFramings(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	a := makeUnits(10, Framing188, rng)
-	b := makeUnits(10, Framing204, rng)
-	c := makeUnits(10, Framing192, rng)
+	a := makeUnits(10, ts.Framing188, rng)
+	b := makeUnits(10, ts.Framing204, rng)
+	c := makeUnits(10, ts.Framing192, rng)
 	in := append(append(append([]byte{}, a...), b...), c...)
 	st, err := Run(context.Background(), bytes.NewReader(in), io.Discard, Options{Keys: keys.NewFixed(damageCW, damageCW)})
 	if err != nil || st.Packets != 30 {

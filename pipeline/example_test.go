@@ -8,13 +8,32 @@ import (
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
+
+// scrambledStream returns n packets of PID 0x100, each starting a PES packet, scrambled with
+// cw in crypto periods of period packets, the parity alternating from even.
+func scrambledStream(cw []byte, n, period int) []byte {
+	key, _ := csa.NewKey(cw)
+	var stream []byte
+	for i := range n {
+		p := make([]byte, ts.PacketSize)
+		p[0], p[1], p[2], p[3] = ts.SyncByte, 0x41, 0x00, 0x10|byte(i&0xF)
+		copy(p[4:], []byte{0, 0, 1, 0xE0, 0, 0, 0x80, 0x80, 5, 0x21, 0, 1, 0, 1})
+		key.Encrypt(p[4:])
+		ts.SetTSC(p, ts.Even)
+		if (i/period)%2 == 1 {
+			ts.SetTSC(p, ts.Odd)
+		}
+		stream = append(stream, p...)
+	}
+	return stream
+}
 
 // Descramble a stream held in memory with one control word for both parities.
 func ExampleRun() {
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
-	key, _ := csa.NewKey(cw)
-	scrambled := pipeline.SyntheticStream(1000, 250, key) // 1000 packets, 4 crypto periods
+	scrambled := scrambledStream(cw, 1000, 250) // 1000 packets, 4 crypto periods
 
 	var clear bytes.Buffer
 	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &clear, pipeline.Options{
@@ -25,10 +44,10 @@ func ExampleRun() {
 		return
 	}
 	fmt.Println(st.Packets, "packets,", st.Even, "even,", st.Odd, "odd,", st.Descrambled, "descrambled")
-	fmt.Println("crypto-period changes:", st.KeyChanges)
+	fmt.Println("crypto periods:", st.Periods, "left scrambled:", st.PeriodsLeft)
 	fmt.Println("same size out:", clear.Len() == len(scrambled))
 	// Output:
 	// 1000 packets, 500 even, 500 odd, 1000 descrambled
-	// crypto-period changes: 3
+	// crypto periods: 4 left scrambled: 0
 	// same size out: true
 }

@@ -3,69 +3,32 @@ package pipeline
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"testing"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
 )
 
-// FuzzFramer feeds arbitrary bytes to the framer: it must never panic, every unit it returns must
-// be a whole unit with a sync byte in place, and the units, the skipped bytes and the truncated
-// tail must account for every input byte.
-func FuzzFramer(f *testing.F) {
-	one := make([]byte, 188)
-	one[0] = SyncByte
-	f.Add(bytes.Repeat(one, 5))
-	f.Add(append([]byte{1, 2, 3}, bytes.Repeat(one, 4)...))
-	m2ts := append(make([]byte, 4), one...)
-	f.Add(bytes.Repeat(m2ts, 4))
-	f.Add(bytes.Repeat(append(append([]byte{}, one...), make([]byte, 16)...), 4))
-	f.Add([]byte{SyncByte})
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		fr := NewFramer(bytes.NewReader(in))
-		var total int64
-		for {
-			u, err := fr.Next()
-			if err != nil {
-				if err != io.EOF && !errors.Is(err, ErrNoSync) {
-					t.Fatalf("unexpected error %v", err)
-				}
-				break
-			}
-			f := fr.Framing()
-			if len(u) != f.Size || u[f.Prefix] != SyncByte {
-				t.Fatalf("bad unit: %d bytes, framing %v", len(u), f)
-			}
-			total += int64(len(u))
-		}
-		if total+fr.Skipped()+fr.Truncated() != int64(len(in)) {
-			t.Fatalf("%d bytes in, %d in units + %d skipped + %d truncated", len(in), total, fr.Skipped(), fr.Truncated())
-		}
-	})
-}
-
 // FuzzPacket runs the header accessors and the whole pipeline over arbitrary packets: no panic,
 // and the output is a whole number of the input's packets.
 func FuzzPacket(f *testing.F) {
 	p := make([]byte, 188)
-	p[0], p[3], p[4] = SyncByte, 0xB0, 183
+	p[0], p[3], p[4] = ts.SyncByte, 0xB0, 183
 	f.Add(p)
 	p2 := append([]byte{}, p...)
 	p2[3], p2[4] = 0xD0, 0
 	f.Add(p2)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if len(in) < PacketSize {
+		if len(in) < ts.PacketSize {
 			return
 		}
-		pkt := in[:PacketSize]
-		pkt[0] = SyncByte
-		if off, ok := PayloadOffset(pkt); ok && (off < HeaderSize || off >= PacketSize) {
+		pkt := in[:ts.PacketSize]
+		pkt[0] = ts.SyncByte
+		if off, ok := ts.PayloadOffset(pkt); ok && (off < ts.HeaderSize || off >= ts.PacketSize) {
 			t.Fatalf("payload offset %d", off)
 		}
-		_ = Payload(pkt)
+		_ = ts.Payload(pkt)
 		stream := bytes.Repeat(pkt, 4)
 		var out bytes.Buffer
 		cw := []byte{1, 2, 3, 6, 4, 5, 6, 15}
@@ -91,7 +54,7 @@ var invarianceCWs = [][]byte{
 // which CW of invarianceCWs scrambles it (any: crypto periods, parity glitches and keys out of
 // order all arise). The key list handed to the run is rotated by the first byte, so that it
 // must be found by synchronisation.
-func invarianceStream(data []byte) (ts []byte, list [][]byte) {
+func invarianceStream(data []byte) (stream []byte, list [][]byte) {
 	if len(data) == 0 {
 		return nil, nil
 	}
@@ -103,16 +66,16 @@ func invarianceStream(data []byte) (ts []byte, list [][]byte) {
 	list = append(append([][]byte{}, invarianceCWs[rot:]...), invarianceCWs[:rot]...)
 	for i := 0; i+3 <= len(data[1:]) && i < 3*200; i += 3 {
 		b0, b1, b2 := data[1+i], data[2+i], data[3+i]
-		p := make([]byte, PacketSize)
+		p := make([]byte, ts.PacketSize)
 		pid := uint16(0x100 + int(b0&1))
 		if b0&6 == 6 {
-			pid = NullPID
+			pid = ts.NullPID
 		}
-		p[0], p[1], p[2], p[3] = SyncByte, byte(pid>>8), byte(pid), 0x10|byte(i/3)&0xF
+		p[0], p[1], p[2], p[3] = ts.SyncByte, byte(pid>>8), byte(pid), 0x10|byte(i/3)&0xF
 		if b0&0x20 != 0 {
 			p[1] |= 0x40
 		}
-		off := HeaderSize
+		off := ts.HeaderSize
 		if b1&3 == 0 {
 			p[3] |= 0x20
 			p[4] = b2 % 184
@@ -121,20 +84,20 @@ func invarianceStream(data []byte) (ts []byte, list [][]byte) {
 				p[5] = 0
 			}
 		}
-		for j := off; j < PacketSize; j++ {
+		for j := off; j < ts.PacketSize; j++ {
 			p[j] = byte(j*7 + i)
 		}
-		if PUSI(p) && PacketSize-off >= 19 {
+		if ts.PUSI(p) && ts.PacketSize-off >= 19 {
 			// A PES header with a PTS: what a right key reveals.
 			copy(p[off:], []byte{0, 0, 1, 0xE0, 0, 0, 0x80, 0x80, 5, 0x21, 0, 1, 0, 1})
 		}
-		if b0&0x10 == 0 && pid != NullPID {
+		if b0&0x10 == 0 && pid != ts.NullPID {
 			ks[int(b1>>4)%len(ks)].Encrypt(p[off:])
-			SetTSC(p, parity(b0&8 != 0))
+			ts.SetTSC(p, parity(b0&8 != 0))
 		}
-		ts = append(ts, p...)
+		stream = append(stream, p...)
 	}
-	return ts, list
+	return stream, list
 }
 
 // FuzzBatchInvariance holds the pipeline to its promise: the output does not depend on how
@@ -150,29 +113,29 @@ func FuzzBatchInvariance(f *testing.F) {
 	f.Add([]byte{2, 0x20, 0x10, 0, 0x00, 0x10, 0, 0x28, 0x20, 0, 0x08, 0x20, 0, 0x20, 0x00, 0})
 	f.Add([]byte{0, 0x21, 0x10, 0, 0x20, 0x10, 0, 0x29, 0x20, 0, 0x28, 0x20, 0, 0x01, 0x24, 9, 0x21, 0x10, 7})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ts, list := invarianceStream(data)
-		if ts == nil {
+		stream, list := invarianceStream(data)
+		if stream == nil {
 			return
 		}
 		var first []byte
 		var firstSt Stats
 		for _, cfg := range []struct{ workers, batch int }{{1, 1}, {3, 7}, {1, 64}, {3, 1024}} {
 			var out bytes.Buffer
-			st, err := Run(context.Background(), bytes.NewReader(ts), &out, Options{Keys: keys.NewList(list), Workers: cfg.workers, Batch: cfg.batch})
+			st, err := Run(context.Background(), bytes.NewReader(stream), &out, Options{Keys: keys.NewList(list), Workers: cfg.workers, Batch: cfg.batch})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out.Len() != len(ts) {
-				t.Fatalf("%+v: %d bytes out of %d", cfg, out.Len(), len(ts))
+			if out.Len() != len(stream) {
+				t.Fatalf("%+v: %d bytes out of %d", cfg, out.Len(), len(stream))
 			}
 			if first == nil {
 				first, firstSt = out.Bytes(), st
 				continue
 			}
 			if !bytes.Equal(out.Bytes(), first) {
-				for i := 0; i < len(ts); i += PacketSize {
-					if !bytes.Equal(out.Bytes()[i:i+PacketSize], first[i:i+PacketSize]) {
-						t.Fatalf("%+v: packet %d differs from the -workers 1 -batch 1 output", cfg, i/PacketSize)
+				for i := 0; i < len(stream); i += ts.PacketSize {
+					if !bytes.Equal(out.Bytes()[i:i+ts.PacketSize], first[i:i+ts.PacketSize]) {
+						t.Fatalf("%+v: packet %d differs from the -workers 1 -batch 1 output", cfg, i/ts.PacketSize)
 					}
 				}
 			}

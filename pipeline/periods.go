@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -115,7 +116,7 @@ const (
 func unitStartOutcome(head []byte, payloadLen int, carriage psi.Carriage) trialOutcome {
 	switch carriage {
 	case psi.CarriagePES:
-		if keys.PESHeaderOK(head, payloadLen) {
+		if ts.PESHeaderOK(head, payloadLen) {
 			return trialGood
 		}
 		return trialBad
@@ -129,7 +130,7 @@ func unitStartOutcome(head []byte, payloadLen int, carriage psi.Carriage) trialO
 		}
 		return trialUnknown
 	case psi.CarriageUnknown:
-		if keys.PESHeaderOK(head, payloadLen) {
+		if ts.PESHeaderOK(head, payloadLen) {
 			return trialGood
 		}
 		if ok, checked := psi.SectionStartOK(head); ok && checked {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,8 +46,8 @@ func muxStream(t testing.TB, n int, pids []muxPID) (clear, scrambled []byte) {
 		l := len(sec) - 3 + 4
 		sec[1], sec[2] = 0xB0|byte(l>>8), byte(l)
 		sec = binary.BigEndian.AppendUint32(sec, psi.CRC32(sec))
-		p := bytes.Repeat([]byte{0xFF}, PacketSize)
-		p[0], p[1], p[2], p[3], p[4] = SyncByte, 0x40|byte(pid>>8), byte(pid), 0x10, 0
+		p := bytes.Repeat([]byte{0xFF}, ts.PacketSize)
+		p[0], p[1], p[2], p[3], p[4] = ts.SyncByte, 0x40|byte(pid>>8), byte(pid), 0x10, 0
 		copy(p[5:], sec)
 		return p
 	}
@@ -59,9 +60,9 @@ func muxStream(t testing.TB, n int, pids []muxPID) (clear, scrambled []byte) {
 		m := pids[i%len(pids)]
 		k := count[i%len(pids)]
 		count[i%len(pids)]++
-		p := make([]byte, PacketSize)
-		p[0], p[1], p[2], p[3] = SyncByte, byte(m.pid>>8), byte(m.pid), 0x10|byte(k&0xF)
-		for j := 4; j < PacketSize; j++ {
+		p := make([]byte, ts.PacketSize)
+		p[0], p[1], p[2], p[3] = ts.SyncByte, byte(m.pid>>8), byte(m.pid), 0x10|byte(k&0xF)
+		for j := 4; j < ts.PacketSize; j++ {
 			p[j] = byte(j*13 + i*7)
 		}
 		if k%5 == 0 {
@@ -75,7 +76,7 @@ func muxStream(t testing.TB, n int, pids []muxPID) (clear, scrambled []byte) {
 				sec = binary.BigEndian.AppendUint32(sec, psi.CRC32(sec))
 				p[4] = 0
 				copy(p[5:], sec)
-				for j := 5 + len(sec); j < PacketSize; j++ {
+				for j := 5 + len(sec); j < ts.PacketSize; j++ {
 					p[j] = 0xFF
 				}
 			} else {
@@ -92,7 +93,7 @@ func muxStream(t testing.TB, n int, pids []muxPID) (clear, scrambled []byte) {
 			t.Fatal(err)
 		}
 		key.Encrypt(p[4:])
-		SetTSC(p, parity(period%2 == 1))
+		ts.SetTSC(p, parity(period%2 == 1))
 		scrambled = append(scrambled, p...)
 	}
 	return clear, scrambled
@@ -128,11 +129,11 @@ func runMux(t *testing.T, in []byte, sched func() *keys.Schedule) ([]byte, Stats
 }
 
 // packetsOf returns the packets of pid in a 188-byte stream.
-func packetsOf(ts []byte, pid uint16) [][]byte {
+func packetsOf(stream []byte, pid uint16) [][]byte {
 	var ps [][]byte
-	for i := 0; i+PacketSize <= len(ts); i += PacketSize {
-		if PID(ts[i:]) == pid {
-			ps = append(ps, ts[i:i+PacketSize])
+	for i := 0; i+ts.PacketSize <= len(stream); i += ts.PacketSize {
+		if ts.PID(stream[i:]) == pid {
+			ps = append(ps, stream[i:i+ts.PacketSize])
 		}
 	}
 	return ps
@@ -189,18 +190,18 @@ func TestParityGlitch(t *testing.T) {
 	clear, scrambled := muxStream(t, 3000, []muxPID{{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 500}})
 	for _, at := range []int{2 + 101, 2 + 703, 2 + 1104} { // inside even, odd and even periods
 		in := append([]byte{}, scrambled...)
-		p := in[at*PacketSize : (at+1)*PacketSize]
-		if PUSI(p) {
+		p := in[at*ts.PacketSize : (at+1)*ts.PacketSize]
+		if ts.PUSI(p) {
 			t.Fatalf("packet %d starts a PES packet: pick another", at)
 		}
-		SetTSC(p, TSC(p)^1)
+		ts.SetTSC(p, ts.TSC(p)^1)
 		out, st := runMux(t, in, func() *keys.Schedule { return keys.NewList(muxCWs) })
 		diff := 0
-		for i := 0; i < len(out); i += PacketSize {
-			if !bytes.Equal(out[i:i+PacketSize], clear[i:i+PacketSize]) {
+		for i := 0; i < len(out); i += ts.PacketSize {
+			if !bytes.Equal(out[i:i+ts.PacketSize], clear[i:i+ts.PacketSize]) {
 				diff++
-				if i != at*PacketSize || !bytes.Equal(out[i:i+PacketSize], p) {
-					t.Fatalf("glitch at %d: packet %d differs from the clear stream", at, i/PacketSize)
+				if i != at*ts.PacketSize || !bytes.Equal(out[i:i+ts.PacketSize], p) {
+					t.Fatalf("glitch at %d: packet %d differs from the clear stream", at, i/ts.PacketSize)
 				}
 			}
 		}
@@ -214,13 +215,13 @@ func TestParityGlitch(t *testing.T) {
 func TestPeriodsNoKeyFits(t *testing.T) {
 	clear, scrambled := muxStream(t, 3000, []muxPID{{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 500}})
 	out, st := runMux(t, scrambled, func() *keys.Schedule { return keys.NewFixed(muxCWs[0], muxCWs[0]) })
-	for i := 2; i < len(out)/PacketSize; i++ {
+	for i := 2; i < len(out)/ts.PacketSize; i++ {
 		period := (i - 2) / 500
 		want := clear
 		if period%3 != 0 {
 			want = scrambled
 		}
-		if !bytes.Equal(out[i*PacketSize:(i+1)*PacketSize], want[i*PacketSize:(i+1)*PacketSize]) {
+		if !bytes.Equal(out[i*ts.PacketSize:(i+1)*ts.PacketSize], want[i*ts.PacketSize:(i+1)*ts.PacketSize]) {
 			t.Fatalf("packet %d (period %d) is neither clear nor as it came", i, period)
 		}
 	}
@@ -270,7 +271,7 @@ func TestCancelDuringKeySearch(t *testing.T) {
 	if d := time.Since(time.Unix(0, cancelled.Load())); d > time.Second {
 		t.Fatalf("Run returned %v after the cancellation", d)
 	}
-	if !errors.Is(err, context.Canceled) || int64(out.Len()) != st.Packets*PacketSize {
+	if !errors.Is(err, context.Canceled) || int64(out.Len()) != st.Packets*ts.PacketSize {
 		t.Fatalf("err %v, %d bytes written for %d packets read", err, out.Len(), st.Packets)
 	}
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"runtime"
 	"sync"
@@ -210,7 +211,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			cl.finish()
 			dispatch()
 		}
-		fr := NewFramer(r)
+		fr := ts.NewFramer(r)
 		var seq int64
 		for {
 			var c *chunk
@@ -244,12 +245,12 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				c.n += copy(c.buf[c.n:], unit)
 				cl.classify(c, c.n-len(unit), fr.Framing())
 			}
-			st.BytesIn = fr.bytesRead
+			st.BytesIn = fr.BytesRead()
 			st.Packets = fr.Packets()
 			st.Skipped, st.Truncated = fr.Skipped(), fr.Truncated()
 			st.Framing = fr.Framing()
 			if opts.Progress != nil {
-				opts.Progress(fr.bytesRead)
+				opts.Progress(fr.BytesRead())
 			}
 			if c.n > 0 {
 				held = append(held, c)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -19,7 +21,7 @@ import (
 // alternate parity and use cws in turn, plus packets that must pass through untouched: PAT,
 // null packets, TSC 01, adaptation-field-only packets, a damaged adaptation field length.
 // want is the expected output (the clear stream, TSC cleared where descrambled).
-func testStream(t *testing.T, n int, fr Framing, cws [][]byte, cp int, rng *rand.Rand) (scrambled, want []byte, st Stats) {
+func testStream(t *testing.T, n int, fr ts.Framing, cws [][]byte, cp int, rng *rand.Rand) (scrambled, want []byte, st Stats) {
 	t.Helper()
 	ks := make([]*csa.Key, len(cws))
 	for i, cw := range cws {
@@ -35,15 +37,15 @@ func testStream(t *testing.T, n int, fr Framing, cws [][]byte, cp int, rng *rand
 		for j := range u {
 			u[j] = byte(rng.IntN(256))
 		}
-		p := u[fr.Prefix : fr.Prefix+PacketSize]
-		p[0] = SyncByte
+		p := u[fr.Prefix : fr.Prefix+ts.PacketSize]
+		p[0] = ts.SyncByte
 		kind := rng.IntN(20)
 		pid := uint16(0x100 + i%2)
 		switch kind {
 		case 0:
 			pid = 0
 		case 1:
-			pid = NullPID
+			pid = ts.NullPID
 		}
 		p[1], p[2] = byte(pid>>8), byte(pid)
 		p[3] = 0x10 | byte(i&0xF) // payload only
@@ -56,7 +58,7 @@ func testStream(t *testing.T, n int, fr Framing, cws [][]byte, cp int, rng *rand
 		w := append([]byte{}, u...)
 		switch {
 		case kind == 2: // TSC 01: untouched
-			SetTSC(p, Reserved)
+			ts.SetTSC(p, ts.Reserved)
 			copy(w, u)
 			st.Reserved++
 		case kind == 3: // adaptation field only, marked scrambled: untouched
@@ -71,21 +73,21 @@ func testStream(t *testing.T, n int, fr Framing, cws [][]byte, cp int, rng *rand
 			copy(w, u)
 			st.Even++
 			st.NoPayload++
-		case pid == 0 || pid == NullPID || kind == 5:
+		case pid == 0 || pid == ts.NullPID || kind == 5:
 			st.Clear++
 		default:
 			period := scr / cp
 			scr++
-			off, _ := PayloadOffset(p)
+			off, _ := ts.PayloadOffset(p)
 			ks[period%len(ks)].Encrypt(p[off:])
 			if period%2 == 1 {
-				SetTSC(p, Odd)
+				ts.SetTSC(p, ts.Odd)
 				st.Odd++
 			} else {
-				SetTSC(p, Even)
+				ts.SetTSC(p, ts.Even)
 				st.Even++
 			}
-			if PacketSize-off < 8 {
+			if ts.PacketSize-off < 8 {
 				st.Short++
 			} else {
 				st.Descrambled++
@@ -148,7 +150,7 @@ func (f *failWriter) Write(p []byte) (int, error) {
 func TestRunWriteError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
-	scrambled, _, _ := testStream(t, 20000, Framing188, cws, 1000, rng)
+	scrambled, _, _ := testStream(t, 20000, ts.Framing188, cws, 1000, rng)
 	_, err := Run(context.Background(), bytes.NewReader(scrambled), &failWriter{n: 100000}, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 64})
 	if err == nil || err.Error() != "device full" {
 		t.Fatalf("err %v, want the write error", err)
@@ -158,7 +160,7 @@ func TestRunWriteError(t *testing.T) {
 func TestRunCancel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
-	scrambled, want, _ := testStream(t, 5000, Framing188, cws, 1000, rng)
+	scrambled, want, _ := testStream(t, 5000, ts.Framing188, cws, 1000, rng)
 	ctx, cancel := context.WithCancel(context.Background())
 	var out bytes.Buffer
 	calls := 0
@@ -179,7 +181,7 @@ func TestRunCancel(t *testing.T) {
 
 func TestRunNoSync(t *testing.T) {
 	_, err := Run(context.Background(), bytes.NewReader(bytes.Repeat([]byte{1, 2, 3}, 1000)), io.Discard, Options{Keys: keys.NewFixed([]byte{1, 2, 3, 4, 5, 6, 7, 8}, nil)})
-	if !errors.Is(err, ErrNoSync) {
+	if !errors.Is(err, ts.ErrNoSync) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -188,7 +190,7 @@ func TestRunNoSync(t *testing.T) {
 func TestRunLeavesNoGoroutine(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
-	scrambled, _, _ := testStream(t, 5000, Framing188, cws, 1000, rng)
+	scrambled, _, _ := testStream(t, 5000, ts.Framing188, cws, 1000, rng)
 	before := runtime.NumGoroutine()
 	for range 3 {
 		Run(context.Background(), bytes.NewReader(scrambled), io.Discard, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
@@ -211,9 +213,9 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 func TestKeyLog(t *testing.T) {
 	cw := []byte{1, 2, 3, 6, 4, 5, 6, 15}
 	key, _ := csa.NewKey(cw)
-	ts := SyntheticStream(1000, 300, key)
+	stream := synth.SyntheticStream(1000, 300, key)
 	var lines []string
-	_, err := Run(context.Background(), bytes.NewReader(ts), io.Discard, Options{Keys: keys.NewList([][]byte{cw, cw}),
+	_, err := Run(context.Background(), bytes.NewReader(stream), io.Discard, Options{Keys: keys.NewList([][]byte{cw, cw}),
 		KeyLog: func(s string) { lines = append(lines, s) }})
 	// One line per crypto period of each PID, when its key is decided: at its first PES start.
 	want := []string{

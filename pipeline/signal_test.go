@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"strings"
 	"testing"
 
@@ -41,8 +42,8 @@ func sigPackets(pid uint16, cc *byte, s []byte) [][]byte {
 	data := append([]byte{0}, s...)
 	var pkts [][]byte
 	for first := true; len(data) > 0; first = false {
-		p := bytes.Repeat([]byte{0xFF}, PacketSize)
-		p[0], p[1], p[2], p[3] = SyncByte, byte(pid>>8)&0x1F, byte(pid), 0x10|*cc&0x0F
+		p := bytes.Repeat([]byte{0xFF}, ts.PacketSize)
+		p[0], p[1], p[2], p[3] = ts.SyncByte, byte(pid>>8)&0x1F, byte(pid), 0x10|*cc&0x0F
 		if first {
 			p[1] |= 0x40
 		}
@@ -56,9 +57,9 @@ func sigPackets(pid uint16, cc *byte, s []byte) [][]byte {
 
 // esPacket returns a clear packet of pid with a payload.
 func esPacket(pid uint16, i int) []byte {
-	p := make([]byte, PacketSize)
-	p[0], p[1], p[2], p[3] = SyncByte, byte(pid>>8), byte(pid), 0x10|byte(i&0x0F)
-	for j := 4; j < PacketSize; j++ {
+	p := make([]byte, ts.PacketSize)
+	p[0], p[1], p[2], p[3] = ts.SyncByte, byte(pid>>8), byte(pid), 0x10|byte(i&0x0F)
+	for j := 4; j < ts.PacketSize; j++ {
 		p[j] = byte(i*7 + j)
 	}
 	return p
@@ -128,13 +129,13 @@ func newSigStream(t *testing.T, mode psi.ScramblingMode) *sigStream {
 		if i >= 20 {
 			add(esPacket(0x102, i), 0, nil)
 		}
-		add(append([]byte{SyncByte, 0x1F, 0xFF, 0x10}, bytes.Repeat([]byte{0xFF}, 184)...), 0, nil)
+		add(append([]byte{ts.SyncByte, 0x1F, 0xFF, 0x10}, bytes.Repeat([]byte{0xFF}, 184)...), 0, nil)
 	}
 	return s
 }
 
 // runScramble scrambles the stream with DFC and returns the output packets and the log.
-func runScramble(t *testing.T, in []byte, fr Framing, o Options) ([][]byte, []string) {
+func runScramble(t *testing.T, in []byte, fr ts.Framing, o Options) ([][]byte, []string) {
 	t.Helper()
 	sys, err := scrambling.Lookup("dfc")
 	if err != nil {
@@ -153,20 +154,20 @@ func runScramble(t *testing.T, in []byte, fr Framing, o Options) ([][]byte, []st
 	}
 	var pkts [][]byte
 	for b := out.Bytes(); len(b) > 0; b = b[fr.Size:] {
-		pkts = append(pkts, b[fr.Prefix:fr.Prefix+PacketSize])
+		pkts = append(pkts, b[fr.Prefix:fr.Prefix+ts.PacketSize])
 	}
 	return pkts, log
 }
 
 // frameAs lays packets out in framing fr, with prefix and trailer bytes that are not 0x47.
-func frameAs(pkts [][]byte, fr Framing) []byte {
+func frameAs(pkts [][]byte, fr ts.Framing) []byte {
 	var b []byte
 	for i, p := range pkts {
 		if fr.Prefix > 0 {
 			b = append(b, 0, byte(i), 1, 2)
 		}
 		b = append(b, p...)
-		for j := fr.Prefix + PacketSize; j < fr.Size; j++ {
+		for j := fr.Prefix + ts.PacketSize; j < fr.Size; j++ {
 			b = append(b, byte(i+j))
 		}
 	}
@@ -209,8 +210,8 @@ func TestSignalAllServices(t *testing.T) {
 			}
 			// Elementary streams are scrambled as before.
 			for i, p := range out {
-				if s.pmtSvc[i] == 0 && PID(p) >= 0x100 && PID(p) < 0x400 && TSC(p) == Clear {
-					t.Fatalf("packet %d of PID %#x left clear", i, PID(p))
+				if s.pmtSvc[i] == 0 && ts.PID(p) >= 0x100 && ts.PID(p) < 0x400 && ts.TSC(p) == ts.Clear {
+					t.Fatalf("packet %d of PID %#x left clear", i, ts.PID(p))
 				}
 			}
 		}
@@ -234,7 +235,7 @@ func TestSignalSelection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.ScramblingMode = psi.ScramblingSerpent
-			out, log := runScramble(t, frameAs(s.in, Framing188), Framing188, tc.o)
+			out, log := runScramble(t, frameAs(s.in, ts.Framing188), ts.Framing188, tc.o)
 			if tc.name == "PID of service 1's second version" {
 				// 0x102 is in the second version only: the PMTs of that version are signalled.
 				for i, p := range out {
@@ -262,7 +263,7 @@ func TestSignalSelection(t *testing.T) {
 // Without a mode, and when not scrambling, no PMT changes.
 func TestSignalOff(t *testing.T) {
 	s := newSigStream(t, psi.ScramblingDFC)
-	out, log := runScramble(t, frameAs(s.in, Framing188), Framing188, Options{})
+	out, log := runScramble(t, frameAs(s.in, ts.Framing188), ts.Framing188, Options{})
 	checkSignalled(t, s, out, nil)
 	if len(log) != 0 {
 		t.Errorf("log %q", log)
@@ -293,8 +294,8 @@ func TestSignalCSA2ReplacesOnly(t *testing.T) {
 			t.Errorf("log %q", log)
 		}
 		var pkts [][]byte
-		for b := out.Bytes(); len(b) > 0; b = b[PacketSize:] {
-			pkts = append(pkts, b[:PacketSize])
+		for b := out.Bytes(); len(b) > 0; b = b[ts.PacketSize:] {
+			pkts = append(pkts, b[:ts.PacketSize])
 		}
 		return pkts
 	}
@@ -329,22 +330,22 @@ func TestSignallerDoesNotAllocate(t *testing.T) {
 	feed := func() {
 		for _, in := range s.in[:60] {
 			p := bytes.Clone(in)
-			sg.packet(p, PID(p))
+			sg.packet(p, ts.PID(p))
 		}
 	}
 	feed() // the tables are read once
 	// Then their repetitions again and again: PAT and PMT packets, one-packet and spanning.
 	var pkts [][]byte
 	for _, in := range s.in[1:60] {
-		if pid := PID(in); pid == 0 || pid >= 0x1000 && pid <= 0x1002 {
+		if pid := ts.PID(in); pid == 0 || pid >= 0x1000 && pid <= 0x1002 {
 			pkts = append(pkts, in)
 		}
 	}
-	buf := make([]byte, PacketSize)
+	buf := make([]byte, ts.PacketSize)
 	if n := testing.AllocsPerRun(50, func() {
 		for _, p := range pkts {
 			copy(buf, p)
-			sg.packet(buf, PID(buf))
+			sg.packet(buf, ts.PID(buf))
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per pass over the PSI packets", n)

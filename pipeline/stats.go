@@ -1,31 +1,31 @@
 package pipeline
 
 import (
-	"strconv"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"time"
 )
 
 // Stats counts what a run did. Packet counts are of packet units; byte counts are of input bytes.
 type Stats struct {
-	Framing   Framing `json:"framing"`   // framing of the last packet read
-	BytesIn   int64   `json:"bytes_in"`  // bytes read from the input
-	BytesOut  int64   `json:"bytes_out"` // bytes written to the output
-	Packets   int64   `json:"packets"`   // packets read (and written: every packet read is written)
-	Skipped   int64   `json:"skipped"`   // bytes dropped to regain sync
-	Truncated int64   `json:"truncated"` // bytes of a truncated last packet, dropped
+	Framing   ts.Framing `json:"framing"`   // framing of the last packet read
+	BytesIn   int64      `json:"bytes_in"`  // bytes read from the input
+	BytesOut  int64      `json:"bytes_out"` // bytes written to the output
+	Packets   int64      `json:"packets"`   // packets read (and written: every packet read is written)
+	Skipped   int64      `json:"skipped"`   // bytes dropped to regain sync
+	Truncated int64      `json:"truncated"` // bytes of a truncated last packet, dropped
 
 	Clear       int64 `json:"clear"`       // packets with TSC 00
 	Reserved    int64 `json:"reserved"`    // packets with TSC 01, passed through untouched
 	Even        int64 `json:"even"`        // packets with TSC 10
 	Odd         int64 `json:"odd"`         // packets with TSC 11
-	Descrambled int64 `json:"descrambled"` // scrambled packets whose payload went through the cipher and whose TSC was cleared
-	Short       int64 `json:"short"`       // payloads too short for the system (under 8 bytes for CSA2): clear by definition, TSC changed
+	Descrambled int64 `json:"descrambled"` // scrambled packets whose payload went through the cipher and whose ts.TSC was cleared
+	Short       int64 `json:"short"`       // payloads too short for the system (under 8 bytes for CSA2): clear by definition, ts.TSC changed
 	NoPayload   int64 `json:"no_payload"`  // scrambled packets without a payload (adaptation field only, or a damaged one): untouched
 	NoKey       int64 `json:"no_key"`      // scrambled packets of a parity that has no control word: untouched
 	Unselected  int64 `json:"unselected"`  // scrambled packets of PIDs outside -pid / -service: untouched
 	Scrambled   int64 `json:"scrambled"`   // packets scrambled (or rescrambled) and marked with an output parity
 	KeyChanges  int   `json:"key_changes"` // changes of scrambling parity over the processed packets of all PIDs together
-	KeySyncs    int   `json:"key_syncs"`   // times a PID's CW list was (re)aligned because another CW than the expected one fit
+	KeySyncs    int   `json:"key_syncs"`   // times a ts.PID's CW list was (re)aligned because another CW than the expected one fit
 
 	// Crypto periods, counted per PID (a PID's parity changes start its periods): how many, and
 	// how many no key fitted, whose packets were left as they came.
@@ -35,7 +35,7 @@ type Stats struct {
 	ParityGlitches int64 `json:"parity_glitches"` // single packets of the other parity inside a period: untouched
 
 	// Unit-start checks: the descrambled payload of every scrambled packet that starts a PES
-	// packet is checked for a valid PES header (keys.PESStartOK), and one that starts a section
+	// packet is checked for a valid PES header (ts.PESStartOK), and one that starts a section
 	// wholly in the packet for its CRC_32, as the PMT says the PID carries (either, when it does
 	// not say). PIDs that carry neither (T2-MI) are not checked.
 	PESGood int64 `json:"pes_good"` // checks passed
@@ -46,9 +46,6 @@ type Stats struct {
 
 	Elapsed time.Duration `json:"elapsed_ns"` // wall time of the run
 }
-
-// MarshalJSON writes the framing as its packet size.
-func (f Framing) MarshalJSON() ([]byte, error) { return []byte(strconv.Itoa(f.Size)), nil }
 
 // MBPerSecond returns the input throughput of the run in 10^6 bytes per second.
 func (s *Stats) MBPerSecond() float64 {
@@ -66,8 +63,8 @@ type PIDStats struct {
 	Reserved    int64  `json:"reserved"`
 	Even        int64  `json:"even"`
 	Odd         int64  `json:"odd"`
-	Descrambled int64  `json:"descrambled"` // through the cipher, TSC cleared
-	Short       int64  `json:"short"`       // payload too short for the system: clear by definition, TSC changed
+	Descrambled int64  `json:"descrambled"` // through the cipher, ts.TSC cleared
+	Short       int64  `json:"short"`       // payload too short for the system: clear by definition, ts.TSC changed
 	NoPayload   int64  `json:"no_payload"`  // scrambled without a payload: untouched
 	NoKey       int64  `json:"no_key"`      // scrambled, no key for the parity: untouched
 	Unselected  int64  `json:"unselected"`  // scrambled, outside -pid / -service: untouched
@@ -80,7 +77,7 @@ type PIDStats struct {
 	PeriodsUnchecked int    `json:"periods_unchecked"`
 	PeriodsLeft      int    `json:"periods_left_scrambled"`
 	LeftScrambled    int64  `json:"left_scrambled"` // packets of periods left as they came, and glitches
-	Carriage         string `json:"carriage"`       // what the PMT says the PID carries: PES, sections, other or unknown
+	Carriage         string `json:"carriage"`       // what the PMT says the ts.PID carries: PES, sections, other or unknown
 	// KeyFit sums the periods up: "all" fitted (some may have taken the schedule's key
 	// unchecked), "unchecked" (none could be checked: the schedule's keys), "some" (others
 	// were left scrambled), "none" (no control word fits: left scrambled, as for another CA

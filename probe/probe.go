@@ -3,7 +3,7 @@
 // carries, and for every PID how many packets are clear and how many are scrambled with the
 // even or the odd key.
 //
-// The packets are cut and counted by the project's own framer (pipeline.Framer), so 188, 192
+// The packets are cut and counted by the project's own framer (ts.Framer), so 188, 192
 // and 204-byte packets all work and garbage between packets is skipped. The tables are read in
 // the same single pass by the psi package: a psi.SectionReader gathers the sections of every
 // PID that carries them, and the PAT, PMTs, CAT and SDT are kept whatever order they come in,
@@ -16,11 +16,10 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"slices"
 	"strings"
-
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // ErrEmpty is returned by Probe for an input without a single byte.
@@ -131,7 +130,7 @@ type pidCount struct {
 	packets int64
 	byTSC   [4]int64 // by transport_scrambling_control value
 	periods int64
-	last    pipeline.Scrambling // parity of the last scrambled packet; Clear before the first
+	last    ts.Scrambling // parity of the last scrambled packet; Clear before the first
 	pcr     pcrClock
 }
 
@@ -170,7 +169,7 @@ func (c *pcrClock) add(pcr, packet int64, discontinuity bool) {
 // readPCR returns the PCR of the 188-byte packet p and its discontinuity_indicator, if the
 // adaptation field carries one (ISO/IEC 13818-1, 2.4.3.4).
 func readPCR(p []byte) (pcr int64, discontinuity, ok bool) {
-	if !pipeline.HasAdaptationField(p) || p[4] < 7 || 5+int(p[4]) > pipeline.PacketSize || p[5]&0x10 == 0 {
+	if !ts.HasAdaptationField(p) || p[4] < 7 || 5+int(p[4]) > ts.PacketSize || p[5]&0x10 == 0 {
 		return 0, false, false
 	}
 	base := int64(p[6])<<25 | int64(p[7])<<17 | int64(p[8])<<9 | int64(p[9])<<1 | int64(p[10])>>7
@@ -179,11 +178,11 @@ func readPCR(p []byte) (pcr int64, discontinuity, ok bool) {
 }
 
 // Probe reads the transport stream r to its end, once, and reports what it holds. It returns
-// pipeline.ErrNoSync when r holds bytes but no transport stream packet, ErrEmpty when it holds
+// ts.ErrNoSync when r holds bytes but no transport stream packet, ErrEmpty when it holds
 // none, and the read error that stopped it otherwise.
 func Probe(r io.Reader) (*Report, error) {
-	fr := pipeline.NewFramer(r)
-	counts := make([]pidCount, pipeline.NullPID+1)
+	fr := ts.NewFramer(r)
+	counts := make([]pidCount, ts.NullPID+1)
 	tabs := newTables()
 	onSection := tabs.section // one func value for the whole run, not one per packet
 	rep := &Report{}
@@ -198,21 +197,21 @@ func Probe(r io.Reader) (*Report, error) {
 			break
 		}
 		framing := fr.Framing()
-		p := unit[framing.Prefix : framing.Prefix+pipeline.PacketSize]
+		p := unit[framing.Prefix : framing.Prefix+ts.PacketSize]
 		rep.Framing = framing.Size
 		size += int64(len(unit))
-		pid := pipeline.PID(p)
+		pid := ts.PID(p)
 		c := &counts[pid]
 		c.packets++
-		tsc := pipeline.TSC(p)
+		tsc := ts.TSC(p)
 		c.byTSC[tsc]++
-		if tsc == pipeline.Even || tsc == pipeline.Odd {
+		if tsc == ts.Even || tsc == ts.Odd {
 			if tsc != c.last {
 				c.periods++
 				c.last = tsc
 			}
 		}
-		if pipeline.TEI(p) {
+		if ts.TEI(p) {
 			rep.TransportErrors++
 		} else {
 			if pcr, disc, ok := readPCR(p); ok {
@@ -230,7 +229,7 @@ func Probe(r io.Reader) (*Report, error) {
 	rep.SkippedBytes = fr.Skipped()
 	rep.TruncatedBytes = fr.Truncated()
 	if rep.Framing == 0 {
-		rep.Framing = pipeline.PacketSize
+		rep.Framing = ts.PacketSize
 	}
 
 	rep.timing(counts)
@@ -258,7 +257,7 @@ func (rep *Report) timing(counts []pidCount) {
 		Discontinuities: c.discontinuities,
 	}
 	if c.elapsed > 0 {
-		t.Bitrate = int64(float64(c.elapsedPackets*pipeline.PacketSize*8) * 27e6 / float64(c.elapsed))
+		t.Bitrate = int64(float64(c.elapsedPackets*ts.PacketSize*8) * 27e6 / float64(c.elapsed))
 	}
 	rep.Timing = t
 }
@@ -278,22 +277,22 @@ const (
 
 // wellKnown names the PIDs that the standards reserve, for when no table was read on them.
 var wellKnown = map[uint16]string{
-	pidPAT:           "PAT",
-	pidCAT:           "CAT",
-	pidTSDT:          "TSDT",
-	pidNIT:           "NIT",
-	pidSDT:           "SDT/BAT",
-	pidEIT:           "EIT",
-	pidRST:           "RST",
-	pidTDT:           "TDT/TOT",
-	0x0015:           "network synchronisation",
-	0x0016:           "RNT",
-	0x001C:           "inband signalling",
-	0x001D:           "measurement",
-	0x001E:           "DIT",
-	0x001F:           "SIT",
-	pidPSIP:          "ATSC PSIP",
-	pipeline.NullPID: "null packets",
+	pidPAT:     "PAT",
+	pidCAT:     "CAT",
+	pidTSDT:    "TSDT",
+	pidNIT:     "NIT",
+	pidSDT:     "SDT/BAT",
+	pidEIT:     "EIT",
+	pidRST:     "RST",
+	pidTDT:     "TDT/TOT",
+	0x0015:     "network synchronisation",
+	0x0016:     "RNT",
+	0x001C:     "inband signalling",
+	0x001D:     "measurement",
+	0x001E:     "DIT",
+	0x001F:     "SIT",
+	pidPSIP:    "ATSC PSIP",
+	ts.NullPID: "null packets",
 }
 
 // pids fills PIDs from the counts and describes each PID from the tables: a PID that a PMT,
@@ -339,7 +338,7 @@ func (rep *Report) pids(counts []pidCount, tabs *tables) {
 		}
 	}
 	for _, s := range rep.Services {
-		if s.PCRPID != nil && *s.PCRPID != pipeline.NullPID {
+		if s.PCRPID != nil && *s.PCRPID != ts.NullPID {
 			addRole(*s.PCRPID, "PCR", s.Number, true)
 		}
 	}
@@ -357,10 +356,10 @@ func (rep *Report) pids(counts []pidCount, tabs *tables) {
 		p := PID{
 			PID:           uint16(pid),
 			Packets:       c.packets,
-			Clear:         c.byTSC[pipeline.Clear],
-			Even:          c.byTSC[pipeline.Even],
-			Odd:           c.byTSC[pipeline.Odd],
-			Reserved:      c.byTSC[pipeline.Reserved],
+			Clear:         c.byTSC[ts.Clear],
+			Even:          c.byTSC[ts.Even],
+			Odd:           c.byTSC[ts.Odd],
+			Reserved:      c.byTSC[ts.Reserved],
 			CryptoPeriods: c.periods,
 			PCRs:          c.pcr.count,
 			Tables:        tabs.tableNames(uint16(pid)),
@@ -368,7 +367,7 @@ func (rep *Report) pids(counts []pidCount, tabs *tables) {
 		r, name := roles[uint16(pid)], wellKnown[uint16(pid)]
 		network := rep.NITPID != nil && *rep.NITPID == uint16(pid)
 		switch {
-		case pid == pipeline.NullPID:
+		case pid == ts.NullPID:
 			p.Description = name
 		case r != nil && pid >= 0x20:
 			p.Description = r.what

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"math"
 	"runtime"
@@ -13,7 +14,6 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
 
@@ -235,13 +235,13 @@ func TestProbeFramings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, size := range []int{192, 204} {
-		ts := reframe(syn.ts, size)
-		rep, err := Probe(bytes.NewReader(ts))
+		stream := reframe(syn.ts, size)
+		rep, err := Probe(bytes.NewReader(stream))
 		if err != nil {
 			t.Fatalf("%d: %v", size, err)
 		}
-		if rep.Framing != size || rep.Bytes != int64(len(ts)) {
-			t.Errorf("%d: framing %d, bytes %d (want %d)", size, rep.Framing, rep.Bytes, len(ts))
+		if rep.Framing != size || rep.Bytes != int64(len(stream)) {
+			t.Errorf("%d: framing %d, bytes %d (want %d)", size, rep.Framing, rep.Bytes, len(stream))
 		}
 		sameButFraming(t, ref, rep)
 	}
@@ -249,14 +249,14 @@ func TestProbeFramings(t *testing.T) {
 
 func TestProbeGarbage(t *testing.T) {
 	syn := buildSynthetic(4)
-	ts := append(bytes.Repeat([]byte{0x47, 0x00, 0x11}, 100), syn.ts...) // garbage with false sync bytes
-	ts = append(ts, syn.ts[:100]...)                                     // a cut last packet
-	rep, err := Probe(bytes.NewReader(ts))
+	stream := append(bytes.Repeat([]byte{0x47, 0x00, 0x11}, 100), syn.ts...) // garbage with false sync bytes
+	stream = append(stream, syn.ts[:100]...)                                 // a cut last packet
+	rep, err := Probe(bytes.NewReader(stream))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.SkippedBytes+rep.TruncatedBytes != 400 || rep.Bytes != int64(len(ts)) {
-		t.Errorf("skipped %d + truncated %d, bytes %d; want 400 bytes dropped of %d", rep.SkippedBytes, rep.TruncatedBytes, rep.Bytes, len(ts))
+	if rep.SkippedBytes+rep.TruncatedBytes != 400 || rep.Bytes != int64(len(stream)) {
+		t.Errorf("skipped %d + truncated %d, bytes %d; want 400 bytes dropped of %d", rep.SkippedBytes, rep.TruncatedBytes, rep.Bytes, len(stream))
 	}
 	checkCounts(t, rep, syn.want)
 }
@@ -265,7 +265,7 @@ func TestProbeErrors(t *testing.T) {
 	if _, err := Probe(bytes.NewReader(nil)); !errors.Is(err, ErrEmpty) {
 		t.Errorf("empty input: %v, want ErrEmpty", err)
 	}
-	if _, err := Probe(strings.NewReader(strings.Repeat("not a transport stream ", 1000))); !errors.Is(err, pipeline.ErrNoSync) {
+	if _, err := Probe(strings.NewReader(strings.Repeat("not a transport stream ", 1000))); !errors.Is(err, ts.ErrNoSync) {
 		t.Errorf("text input: %v, want ErrNoSync", err)
 	}
 	boom := errors.New("boom")

@@ -26,15 +26,19 @@
 // from a wrongly descrambled one.
 package psi
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tsdescramble/tsdescramble/ts"
+)
 
 // PacketSize is the size of the TS packets a Tracker is fed.
-const PacketSize = 188
+const PacketSize = ts.PacketSize
 
 // Well-known PIDs and table identifiers (ISO/IEC 13818-1 Tables 2-3 and 2-31).
 const (
-	PATPID  = 0x0000 // program_association_section
-	NullPID = 0x1FFF // null packets; also the PCR_PID of a service without PCR
+	PATPID  = 0x0000     // program_association_section
+	NullPID = ts.NullPID // null packets; also the PCR_PID of a service without PCR
 
 	tableIDPAT = 0x00
 	tableIDPMT = 0x02

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
 	"os/signal"
@@ -116,7 +117,7 @@ func runError(err error, inPath, outPath string, out *output) error {
 		saved = "; the packets processed so far are in " + out.partial
 	}
 	switch {
-	case errors.Is(err, pipeline.ErrNoSync):
+	case errors.Is(err, ts.ErrNoSync):
 		return failErr("%s: %v%s", name, err, saved)
 	case errors.Is(err, syscall.EPIPE) && outPath == "-":
 		// The reader of our stdout went away (head, a closed player): nothing is wrong here.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
 	"io"
 	"runtime"
 	"time"
@@ -45,7 +46,7 @@ func bench(c *cli.Context, env Env) error {
 	}
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	key, _ := csa.NewKey(cw)
-	ts := pipeline.SyntheticStream(n, 5000, key)
+	ts := synth.SyntheticStream(n, 5000, key)
 	w := env.Stderr
 	measure := func(cfg benchConfig) (float64, error) {
 		best := 0.0

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -34,7 +36,7 @@ func faultBlock(t *testing.T) (scrambled, clear []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scrambled = pipeline.SyntheticStream(5000, 1000, key)
+	scrambled = synth.SyntheticStream(5000, 1000, key)
 	return scrambled, descrambled(t, scrambled, faultCW)
 }
 
@@ -401,7 +403,7 @@ func TestBinaryFaults(t *testing.T) {
 				if i%97 == 50 && i < n-10 {
 					g := make([]byte, size+rng.IntN(1000))
 					for j := range g {
-						if g[j] = byte(rng.Uint32()); g[j] == pipeline.SyncByte {
+						if g[j] = byte(rng.Uint32()); g[j] == ts.SyncByte {
 							g[j] = 0x46
 						}
 					}
@@ -529,10 +531,10 @@ func TestBinaryFaults(t *testing.T) {
 }
 
 // splitPackets cuts a 188-byte stream into its packets.
-func splitPackets(ts []byte) [][]byte {
+func splitPackets(stream []byte) [][]byte {
 	var pkts [][]byte
-	for at := 0; at+188 <= len(ts); at += 188 {
-		pkts = append(pkts, ts[at:at+188])
+	for at := 0; at+188 <= len(stream); at += 188 {
+		pkts = append(pkts, stream[at:at+188])
 	}
 	return pkts
 }

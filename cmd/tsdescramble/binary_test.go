@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/csa"
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // TestBinary builds the command and runs it as a separate process, with its standard input
@@ -179,14 +179,14 @@ func buildBinary(t *testing.T, dir string) string {
 }
 
 // descrambled returns what the library makes of a stream, as the expected output.
-func descrambled(t *testing.T, ts, cw []byte) []byte {
+func descrambled(t *testing.T, stream, cw []byte) []byte {
 	t.Helper()
-	out := append([]byte{}, ts...)
+	out := append([]byte{}, stream...)
 	k, _ := csa.NewKey(cw)
-	for i := 0; i < len(out); i += pipeline.PacketSize {
-		p := out[i : i+pipeline.PacketSize]
-		k.Decrypt(pipeline.Payload(p))
-		pipeline.SetTSC(p, pipeline.Clear)
+	for i := 0; i < len(out); i += ts.PacketSize {
+		p := out[i : i+ts.PacketSize]
+		k.Decrypt(ts.Payload(p))
+		ts.SetTSC(p, ts.Clear)
 	}
 	return out
 }

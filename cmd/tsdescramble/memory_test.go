@@ -5,13 +5,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
 	"io"
 	"os/exec"
 	"syscall"
 	"testing"
 
 	"github.com/tsdescramble/tsdescramble/csa"
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // TestMemoryBoundedThroughPipe streams 3 GB through the command's stdin and stdout and checks
@@ -24,7 +24,7 @@ func TestMemoryBoundedThroughPipe(t *testing.T) {
 	bin := buildBinary(t, t.TempDir())
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	key, _ := csa.NewKey(cw)
-	block := pipeline.SyntheticStream(5000, 1000, key) // 940 kB
+	block := synth.SyntheticStream(5000, 1000, key) // 940 kB
 	clear := descrambled(t, block, cw)
 	const total = 3 << 30
 	reps := total / len(block)

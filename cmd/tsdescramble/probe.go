@@ -3,13 +3,13 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
 )
 
@@ -78,7 +78,7 @@ func runProbe(c *cli.Context, env Env) error {
 	}
 	rep, err := probe.Probe(in)
 	switch {
-	case errors.Is(err, pipeline.ErrNoSync), errors.Is(err, probe.ErrEmpty):
+	case errors.Is(err, ts.ErrNoSync), errors.Is(err, probe.ErrEmpty):
 		return failErr("%s: %v", name, err)
 	case err != nil:
 		return failErr("cannot read %s: %v", name, unwrapPath(err))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
 	"strings"
@@ -192,7 +193,7 @@ func peekServices(in *input) []psi.Service {
 	if in.poll != nil {
 		rec.deadline = in.poll
 	}
-	fr := pipeline.NewFramer(rec)
+	fr := ts.NewFramer(rec)
 	tr := psi.NewTracker()
 	var gen uint64
 	for complete := false; !complete; {

@@ -4,8 +4,7 @@ package dvbcsa
 
 import (
 	"fmt"
-
-	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Plan says how ScramblePlan scrambles the packet at position index of a stream (counting every
@@ -20,9 +19,9 @@ type Plan func(index int, pid uint16) (cw []byte, odd bool)
 // neighbour's. As with ScrambleStream, packets already scrambled and packets without a payload
 // are left as they are, and payloads under 8 bytes, which CSA2 leaves clear, are marked. It
 // returns the number of packets marked scrambled.
-func ScramblePlan(ts []byte, fr pipeline.Framing, plan Plan) (int, error) {
-	if len(ts)%fr.Size != 0 {
-		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(ts), fr.Size)
+func ScramblePlan(stream []byte, fr ts.Framing, plan Plan) (int, error) {
+	if len(stream)%fr.Size != 0 {
+		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(stream), fr.Size)
 	}
 	ks := map[string]*Key{}
 	defer func() {
@@ -31,19 +30,19 @@ func ScramblePlan(ts []byte, fr pipeline.Framing, plan Plan) (int, error) {
 		}
 	}()
 	n := 0
-	for at := 0; at < len(ts); at += fr.Size {
-		p := ts[at+fr.Prefix : at+fr.Prefix+pipeline.PacketSize]
-		if p[0] != pipeline.SyncByte {
+	for at := 0; at < len(stream); at += fr.Size {
+		p := stream[at+fr.Prefix : at+fr.Prefix+ts.PacketSize]
+		if p[0] != ts.SyncByte {
 			return n, fmt.Errorf("packet at byte %d has no sync byte", at)
 		}
-		if pipeline.TSC(p) != pipeline.Clear {
+		if ts.TSC(p) != ts.Clear {
 			continue
 		}
-		off, ok := pipeline.PayloadOffset(p)
-		if !ok || off == pipeline.PacketSize {
+		off, ok := ts.PayloadOffset(p)
+		if !ok || off == ts.PacketSize {
 			continue
 		}
-		cw, odd := plan(at/fr.Size, pipeline.PID(p))
+		cw, odd := plan(at/fr.Size, ts.PID(p))
 		if cw == nil {
 			continue
 		}
@@ -57,9 +56,9 @@ func ScramblePlan(ts []byte, fr pipeline.Framing, plan Plan) (int, error) {
 		}
 		k.Encrypt(p[off:])
 		if odd {
-			pipeline.SetTSC(p, pipeline.Odd)
+			ts.SetTSC(p, ts.Odd)
 		} else {
-			pipeline.SetTSC(p, pipeline.Even)
+			ts.SetTSC(p, ts.Even)
 		}
 		n++
 	}

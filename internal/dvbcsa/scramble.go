@@ -4,8 +4,7 @@ package dvbcsa
 
 import (
 	"fmt"
-
-	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // ScrambleOptions say how ScrambleStream scrambles a stream.
@@ -24,9 +23,9 @@ type ScrambleOptions struct {
 // given framing with libdvbcsa: crypto period i uses CWs[i mod len] and the parity alternates at
 // each period, starting even. Every packet of a selected PID that has a payload gets its TSC set,
 // including payloads under 8 bytes, which CSA2 leaves clear. It returns the number of periods.
-func ScrambleStream(ts []byte, fr pipeline.Framing, opt ScrambleOptions) (int, error) {
-	if len(ts)%fr.Size != 0 {
-		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(ts), fr.Size)
+func ScrambleStream(stream []byte, fr ts.Framing, opt ScrambleOptions) (int, error) {
+	if len(stream)%fr.Size != 0 {
+		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(stream), fr.Size)
 	}
 	ks, free, err := newKeys(opt.CWs)
 	if err != nil {
@@ -34,16 +33,16 @@ func ScrambleStream(ts []byte, fr pipeline.Framing, opt ScrambleOptions) (int, e
 	}
 	defer free()
 	period, inPeriod := 0, 0
-	for at := 0; at < len(ts); at += fr.Size {
-		p := ts[at+fr.Prefix : at+fr.Prefix+pipeline.PacketSize]
-		if p[0] != pipeline.SyncByte {
+	for at := 0; at < len(stream); at += fr.Size {
+		p := stream[at+fr.Prefix : at+fr.Prefix+ts.PacketSize]
+		if p[0] != ts.SyncByte {
 			return 0, fmt.Errorf("packet at byte %d has no sync byte", at)
 		}
-		if !opt.PIDs[pipeline.PID(p)] || pipeline.TSC(p) != pipeline.Clear {
+		if !opt.PIDs[ts.PID(p)] || ts.TSC(p) != ts.Clear {
 			continue
 		}
-		off, ok := pipeline.PayloadOffset(p)
-		if !ok || off == pipeline.PacketSize {
+		off, ok := ts.PayloadOffset(p)
+		if !ok || off == ts.PacketSize {
 			continue
 		}
 		if opt.CPPackets > 0 && inPeriod == opt.CPPackets {
@@ -57,9 +56,9 @@ func ScrambleStream(ts []byte, fr pipeline.Framing, opt ScrambleOptions) (int, e
 		}
 		ks[period%len(ks)].Encrypt(p[off:])
 		if odd {
-			pipeline.SetTSC(p, pipeline.Odd)
+			ts.SetTSC(p, ts.Odd)
 		} else {
-			pipeline.SetTSC(p, pipeline.Even)
+			ts.SetTSC(p, ts.Even)
 		}
 	}
 	return period + 1, nil
@@ -69,23 +68,23 @@ func ScrambleStream(ts []byte, fr pipeline.Framing, opt ScrambleOptions) (int, e
 // the CWs are used in turn, the next at each change of parity of the scrambled packets (the
 // convention of a CW list), and every descrambled packet's TSC is cleared. It returns the
 // number of crypto periods seen.
-func DescrambleStream(ts []byte, fr pipeline.Framing, cws [][]byte) (int, error) {
-	if len(ts)%fr.Size != 0 {
-		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(ts), fr.Size)
+func DescrambleStream(stream []byte, fr ts.Framing, cws [][]byte) (int, error) {
+	if len(stream)%fr.Size != 0 {
+		return 0, fmt.Errorf("stream of %d bytes is not whole %d-byte packets", len(stream), fr.Size)
 	}
 	ks, free, err := newKeys(cws)
 	if err != nil {
 		return 0, err
 	}
 	defer free()
-	periods, last := 0, pipeline.Clear
-	for at := 0; at < len(ts); at += fr.Size {
-		p := ts[at+fr.Prefix : at+fr.Prefix+pipeline.PacketSize]
-		tsc := pipeline.TSC(p)
-		if tsc != pipeline.Even && tsc != pipeline.Odd {
+	periods, last := 0, ts.Clear
+	for at := 0; at < len(stream); at += fr.Size {
+		p := stream[at+fr.Prefix : at+fr.Prefix+ts.PacketSize]
+		tsc := ts.TSC(p)
+		if tsc != ts.Even && tsc != ts.Odd {
 			continue
 		}
-		off, ok := pipeline.PayloadOffset(p)
+		off, ok := ts.PayloadOffset(p)
 		if !ok {
 			continue
 		}
@@ -94,7 +93,7 @@ func DescrambleStream(ts []byte, fr pipeline.Framing, cws [][]byte) (int, error)
 			last = tsc
 		}
 		ks[(periods-1)%len(ks)].Decrypt(p[off:])
-		pipeline.SetTSC(p, pipeline.Clear)
+		ts.SetTSC(p, ts.Clear)
 	}
 	return periods, nil
 }

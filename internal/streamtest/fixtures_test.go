@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
-	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
 
@@ -180,21 +180,21 @@ func requireSame(t *testing.T, what string, got, want []byte) {
 func firstDifference(got, want []byte) string {
 	for at := 0; at+188 <= min(len(got), len(want)); at += 188 {
 		if !bytes.Equal(got[at:at+188], want[at:at+188]) {
-			return fmt.Sprintf("; the first is packet %d (PID 0x%04x, TSC %02b against %02b)", at/188, pipeline.PID(want[at:]), got[at+3]>>6, want[at+3]>>6)
+			return fmt.Sprintf("; the first is packet %d (PID 0x%04x, TSC %02b against %02b)", at/188, ts.PID(want[at:]), got[at+3]>>6, want[at+3]>>6)
 		}
 	}
 	return ""
 }
 
 // pkt returns packet i of a 188-byte stream.
-func pkt(ts []byte, i int) []byte { return ts[i*188 : (i+1)*188] }
+func pkt(stream []byte, i int) []byte { return stream[i*188 : (i+1)*188] }
 
 // markedPerPID counts, per PID, the packets of a stream still marked scrambled.
-func markedPerPID(ts []byte) map[uint16]int64 {
+func markedPerPID(stream []byte) map[uint16]int64 {
 	m := map[uint16]int64{}
-	for at := 0; at+188 <= len(ts); at += 188 {
-		if ts[at+3]>>6 >= 2 {
-			m[pipeline.PID(ts[at:])]++
+	for at := 0; at+188 <= len(stream); at += 188 {
+		if stream[at+3]>>6 >= 2 {
+			m[ts.PID(stream[at:])]++
 		}
 	}
 	return m
@@ -203,16 +203,16 @@ func markedPerPID(ts []byte) map[uint16]int64 {
 // pesStart reports whether the clear packet p starts a PES packet whose header a key trial can
 // read: payload_unit_start_indicator, the start code prefix, and the 9 fixed header bytes.
 func pesStart(p []byte) bool {
-	pl := pipeline.Payload(p)
-	return pipeline.PUSI(p) && len(pl) >= 9 && pl[0] == 0 && pl[1] == 0 && pl[2] == 1
+	pl := ts.Payload(p)
+	return ts.PUSI(p) && len(pl) >= 9 && pl[0] == 0 && pl[1] == 0 && pl[2] == 1
 }
 
 // serviceStreams returns the elementary PIDs of each service of a clear stream, by program number.
-func serviceStreams(t *testing.T, ts []byte) map[uint16][]uint16 {
+func serviceStreams(t *testing.T, stream []byte) map[uint16][]uint16 {
 	t.Helper()
 	tr := psi.NewTracker()
-	for at := 0; at+188 <= len(ts); at += 188 {
-		tr.Feed(ts[at : at+188])
+	for at := 0; at+188 <= len(stream); at += 188 {
+		tr.Feed(stream[at : at+188])
 	}
 	m := map[uint16][]uint16{}
 	for _, svc := range tr.Services() {
@@ -241,7 +241,7 @@ func randomCWs(seed uint64, n int) [][]byte {
 func scramblePlan(t *testing.T, clear []byte, plan dvbcsa.Plan) []byte {
 	t.Helper()
 	s := append([]byte{}, clear...)
-	n, err := dvbcsa.ScramblePlan(s, pipeline.Framing188, plan)
+	n, err := dvbcsa.ScramblePlan(s, ts.Framing188, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func requireCheckablePeriods(t *testing.T, clear []byte, per []int) {
 			continue
 		}
 		p := pkt(clear, i)
-		k := pp{pipeline.PID(p), n}
+		k := pp{ts.PID(p), n}
 		seen[k] = true
 		if pesStart(p) {
 			checkable[k] = true
@@ -427,7 +427,7 @@ func unitPackets(pid uint16, units [][]byte, cc *byte, rng *rand.Rand) [][]byte 
 // reassemble reads back the units that unitPackets cut into the packets of pid in ts, as a
 // demultiplexer would, with unitLen giving a unit's length from its first 6 bytes; it returns
 // nil if the packets do not add up (pointer_fields, lengths, stuffing). It checks the fixtures.
-func reassemble(ts []byte, pid uint16, unitLen func([]byte) int) [][]byte {
+func reassemble(stream []byte, pid uint16, unitLen func([]byte) int) [][]byte {
 	var units [][]byte
 	var cur []byte
 	inUnit := false
@@ -447,13 +447,13 @@ func reassemble(ts []byte, pid uint16, unitLen func([]byte) int) [][]byte {
 		}
 		return b
 	}
-	for at := 0; at+188 <= len(ts); at += 188 {
-		p := ts[at : at+188]
-		if pipeline.PID(p) != pid {
+	for at := 0; at+188 <= len(stream); at += 188 {
+		p := stream[at : at+188]
+		if ts.PID(p) != pid {
 			continue
 		}
-		pl := pipeline.Payload(p)
-		if pipeline.PUSI(p) {
+		pl := ts.Payload(p)
+		if ts.PUSI(p) {
 			ptr := int(pl[0])
 			if inUnit {
 				if rest := take(pl[1 : 1+ptr]); len(rest) > 0 || inUnit {

@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
 
@@ -44,7 +44,7 @@ func runStatus(t *testing.T, in []byte, args ...string) ([]byte, string, int) {
 
 // Key files in every format, and lists that do not start at the stream's first crypto period.
 func TestKeyFormatsAndSync(t *testing.T) {
-	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, testCWs, 600, 11)
+	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], ts.Framing188, testCWs, 600, 11)
 	hex := func(i int) string { return fmt.Sprintf("%x", testCWs[i%len(testCWs)]) }
 	var cwl, pairs, spaced strings.Builder
 	cwl.WriteString("# OSCam cardserver - http://www.streamboard.tv/oscam/\n# control word log file for use with tsdec offline decrypter\n# CAID 0x2600, SID 0x0001, SERVICE \"test\"\n")
@@ -91,7 +91,7 @@ func TestKeyFormatsAndSync(t *testing.T) {
 // came (still scrambled, exit status 3, said on stderr), the list is realigned at the next
 // period, and everything else comes out clear.
 func TestKeyListRealigned(t *testing.T) {
-	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, testCWs, 600, 12)
+	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], ts.Framing188, testCWs, 600, 12)
 	list := fmt.Sprintf("%x\n%x\n%x\n", testCWs[0], testCWs[2], testCWs[3]) // CW 1 of the stream is missing
 	out, stderr, code := runStatus(t, scrambled, "-cw-file", writeFile(t, "gap.txt", list))
 	if code != 3 || !strings.Contains(stderr, "left scrambled") {
@@ -119,7 +119,7 @@ func TestKeyListRealigned(t *testing.T) {
 // -biss and -cw-env, and a key that does not fit: exit 3 with the output written.
 func TestOtherKeySources(t *testing.T) {
 	biss := [][]byte{{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}}
-	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, [][]byte{biss[0], biss[0], biss[0]}, 900, 13)
+	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], ts.Framing188, [][]byte{biss[0], biss[0], biss[0]}, 900, 13)
 	if out, stderr, code := runStatus(t, scrambled, "-biss", "112233445566"); code != 0 || !bytes.Equal(out, clear) {
 		t.Fatalf("-biss: exit %d\n%s", code, stderr)
 	}
@@ -138,7 +138,7 @@ func TestOtherKeySources(t *testing.T) {
 // -service and -pid descramble only the PIDs asked for; the rest passes through untouched.
 func TestSelection(t *testing.T) {
 	clear188 := clearStreams(t)["mpeg2-two-programs"]
-	clear, scrambled := scramble(t, clear188, pipeline.Framing188, testCWs, 800, 14)
+	clear, scrambled := scramble(t, clear188, ts.Framing188, testCWs, 800, 14)
 	tr := psi.NewTracker()
 	for at := 0; at+188 <= len(clear); at += 188 {
 		tr.Feed(clear[at : at+188])
@@ -153,7 +153,7 @@ func TestSelection(t *testing.T) {
 	}
 	want := make([]byte, 0, len(clear))
 	for at := 0; at+188 <= len(clear); at += 188 {
-		if inTwo[pipeline.PID(clear[at:])] {
+		if inTwo[ts.PID(clear[at:])] {
 			want = append(want, clear[at:at+188]...)
 		} else {
 			want = append(want, scrambled[at:at+188]...)
@@ -174,7 +174,7 @@ func TestSelection(t *testing.T) {
 
 // -stats writes counts that match the stream, counted here independently from the input.
 func TestStatsJSON(t *testing.T) {
-	_, scrambled := scramble(t, clearStreams(t)["mpeg2-two-programs"], pipeline.Framing204, testCWs, 700, 15)
+	_, scrambled := scramble(t, clearStreams(t)["mpeg2-two-programs"], ts.Framing204, testCWs, 700, 15)
 	type pidCounts struct {
 		PID                                        uint16
 		Packets, Clear, Reserved, Even, Odd, Descr int64
@@ -186,7 +186,7 @@ func TestStatsJSON(t *testing.T) {
 	starts := 0
 	for at := 0; at+204 <= len(scrambled); at += 204 {
 		p := scrambled[at : at+188]
-		pid := pipeline.PID(p)
+		pid := ts.PID(p)
 		c := want[pid]
 		if c == nil {
 			c = &pidCounts{PID: pid}

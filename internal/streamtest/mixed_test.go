@@ -5,12 +5,11 @@ package streamtest
 import (
 	"bytes"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // Multiplexes as broadcast captures have them: a service of another CA system beside ours,
@@ -64,7 +63,7 @@ func newMixedFixture(t *testing.T, flip bool) mixedFixture {
 	per := make([]int, len(clear)/188)
 	seen := map[[2]int]bool{}
 	for i := range per {
-		pid := pipeline.PID(pkt(clear, i))
+		pid := ts.PID(pkt(clear, i))
 		n, ours := period(i, pid)
 		if f.scrambled[i*188+3]>>6 < 2 {
 			n = -1
@@ -84,7 +83,7 @@ func newMixedFixture(t *testing.T, flip bool) mixedFixture {
 	}
 	f.want = make([]byte, 0, len(clear))
 	for i := range per {
-		if slices.Contains(f.ours, pipeline.PID(pkt(clear, i))) {
+		if slices.Contains(f.ours, ts.PID(pkt(clear, i))) {
 			f.want = append(f.want, pkt(clear, i)...)
 		} else {
 			f.want = append(f.want, pkt(f.scrambled, i)...)
@@ -154,16 +153,16 @@ func TestMixedCAS(t *testing.T) {
 
 // movePAT returns ts without the PAT packets of its first third, the first of them put back at
 // the end of that third: until then, the PMTs come without a PAT.
-func movePAT(ts []byte) []byte {
-	n := len(ts) / 188
+func movePAT(stream []byte) []byte {
+	n := len(stream) / 188
 	var first []byte
-	out := make([]byte, 0, len(ts))
+	out := make([]byte, 0, len(stream))
 	for i := range n {
-		p := pkt(ts, i)
+		p := pkt(stream, i)
 		if i == n/3 {
 			out = append(out, first...)
 		}
-		if i < n/3 && pipeline.PID(p) == 0 {
+		if i < n/3 && ts.PID(p) == 0 {
 			if first == nil {
 				first = p
 			}
@@ -176,18 +175,18 @@ func movePAT(ts []byte) []byte {
 
 // requirePMTBeforePAT fails the test unless ts has a PMT packet (pmtPID) and a scrambled packet
 // before its first PAT packet.
-func requirePMTBeforePAT(t *testing.T, ts []byte, pmtPID uint16) {
+func requirePMTBeforePAT(t *testing.T, stream []byte, pmtPID uint16) {
 	t.Helper()
 	pmt, scrambled := false, false
-	for at := 0; at < len(ts); at += 188 {
-		p := ts[at : at+188]
+	for at := 0; at < len(stream); at += 188 {
+		p := stream[at : at+188]
 		switch {
-		case pipeline.PID(p) == 0:
+		case ts.PID(p) == 0:
 			if !pmt || !scrambled {
 				t.Fatalf("fixture: the first PAT is packet %d, before any PMT (%v) or scrambled packet (%v)", at/188, pmt, scrambled)
 			}
 			return
-		case pipeline.PID(p) == pmtPID:
+		case ts.PID(p) == pmtPID:
 			pmt = true
 		case p[3]>>6 >= 2:
 			scrambled = true
@@ -307,7 +306,7 @@ func TestNonPESCarriage(t *testing.T) {
 			if c.carriage == "other" {
 				looksPES := 0
 				for at := 0; at < len(clear); at += 188 {
-					if p := clear[at : at+188]; pipeline.PID(p) == dataPID && pesStart(p) {
+					if p := clear[at : at+188]; ts.PID(p) == dataPID && pesStart(p) {
 						looksPES++
 					}
 				}

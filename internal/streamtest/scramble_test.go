@@ -5,17 +5,17 @@ package streamtest
 import (
 	"bytes"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"testing"
 
 	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // Our scrambler gives exactly libdvbcsa's bytes: same CW list, same crypto periods, every framing.
 func TestScrambleMatchesLibdvbcsa(t *testing.T) {
 	cwFile := writeCWFile(t, testCWs)
 	for name, clear188 := range clearStreams(t) {
-		for i, fr := range []pipeline.Framing{pipeline.Framing188, pipeline.Framing192, pipeline.Framing204} {
+		for i, fr := range []ts.Framing{ts.Framing188, ts.Framing192, ts.Framing204} {
 			t.Run(fmt.Sprintf("%s/%d", name, fr.Size), func(t *testing.T) {
 				cp := 500 + 100*i
 				clear, want := scramble(t, clear188, fr, testCWs, cp, uint64(20+i))
@@ -31,10 +31,10 @@ func TestScrambleMatchesLibdvbcsa(t *testing.T) {
 // clearPacketsFrom returns a copy of base in which every packet that the scrambled stream s
 // carries clear (TSC 00) is taken from src: the scrambler writes a scrambling_descriptor into
 // the PMTs of the stage ciphers, which descrambling leaves there and rescrambling does not add.
-func clearPacketsFrom(base, src, s []byte, fr pipeline.Framing) []byte {
+func clearPacketsFrom(base, src, s []byte, fr ts.Framing) []byte {
 	out := append([]byte{}, base...)
 	for at := 0; at+fr.Size <= len(s); at += fr.Size {
-		if pipeline.TSC(s[at+fr.Prefix:]) == pipeline.Clear {
+		if ts.TSC(s[at+fr.Prefix:]) == ts.Clear {
 			copy(out[at:at+fr.Size], src[at:at+fr.Size])
 		}
 	}
@@ -51,7 +51,7 @@ func TestStageCiphersRoundTrip(t *testing.T) {
 		"serpent":   "00112233445566778899aabbccddeeff0011223344556677",
 		"csa2":      "11223366445566ff",
 	}
-	clear, scrambled := scramble(t, clearStreams(t)["mpeg2-two-programs"], pipeline.Framing192, testCWs, 700, 30)
+	clear, scrambled := scramble(t, clearStreams(t)["mpeg2-two-programs"], ts.Framing192, testCWs, 700, 30)
 	cwFile := writeCWFile(t, testCWs)
 	for name, k := range keys {
 		t.Run(name, func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestStageCiphersRoundTrip(t *testing.T) {
 			if code != 0 || bytes.Equal(s, clear) || len(s) != len(clear) {
 				t.Fatalf("scramble: exit %d\n%s", code, stderr)
 			}
-			want := clearPacketsFrom(clear, s, s, pipeline.Framing192)
+			want := clearPacketsFrom(clear, s, s, ts.Framing192)
 			if name != "csa2" && bytes.Equal(want, clear) {
 				t.Fatal("scramble: no PMT signals the system")
 			}
@@ -75,7 +75,7 @@ func TestStageCiphersRoundTrip(t *testing.T) {
 			}
 			re, stderr, code := runStatus(t, scrambled, "-q", "-cw-file", cwFile, "-rescramble", name, "-rescramble-cw", k, "-rescramble-cp-packets", "300")
 			// Rescrambling leaves the PMTs as they were.
-			if code != 0 || !bytes.Equal(re, clearPacketsFrom(s, clear, s, pipeline.Framing192)) {
+			if code != 0 || !bytes.Equal(re, clearPacketsFrom(s, clear, s, ts.Framing192)) {
 				t.Fatalf("rescramble: exit %d, identical to scrambling the clear stream: %v\n%s", code, bytes.Equal(re, s), stderr)
 			}
 			if back, _, code := runStatus(t, re, "-q", "-cipher", name, "-cw", k); code != 0 || !bytes.Equal(back, clear) {
@@ -88,7 +88,7 @@ func TestStageCiphersRoundTrip(t *testing.T) {
 // A stream scrambled by tsdescramble with a CW list is descrambled byte-identically by libdvbcsa.
 func TestLibdvbcsaDescramblesOurs(t *testing.T) {
 	cwFile := writeCWFile(t, testCWs)
-	for i, fr := range []pipeline.Framing{pipeline.Framing188, pipeline.Framing192, pipeline.Framing204} {
+	for i, fr := range []ts.Framing{ts.Framing188, ts.Framing192, ts.Framing204} {
 		clear, _ := scramble(t, clearStreams(t)["h264-aac"], fr, testCWs, 600, uint64(40+i))
 		ours := runFiles(t, clear, "scramble", "-cw-file", cwFile, "-cp-packets", "600")
 		back := append([]byte{}, ours...)

@@ -9,6 +9,7 @@ package streamtest
 import (
 	"bytes"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,7 +19,6 @@ import (
 	"testing"
 
 	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 var (
@@ -102,33 +102,33 @@ func clearStreams(t *testing.T) map[string][]byte {
 }
 
 // pesPIDs returns the PIDs whose packets start PES packets (payload 00 00 01 after PUSI).
-func pesPIDs(ts []byte) map[uint16]bool {
+func pesPIDs(stream []byte) map[uint16]bool {
 	pids := map[uint16]bool{}
-	for at := 0; at+188 <= len(ts); at += 188 {
-		p := ts[at : at+188]
-		if pl := pipeline.Payload(p); pipeline.PUSI(p) && len(pl) >= 3 && pl[0] == 0 && pl[1] == 0 && pl[2] == 1 {
-			pids[pipeline.PID(p)] = true
+	for at := 0; at+188 <= len(stream); at += 188 {
+		p := stream[at : at+188]
+		if pl := ts.Payload(p); ts.PUSI(p) && len(pl) >= 3 && pl[0] == 0 && pl[1] == 0 && pl[2] == 1 {
+			pids[ts.PID(p)] = true
 		}
 	}
 	return pids
 }
 
 // reframe turns a 188-byte stream into framing fr, with random prefix or trailer bytes.
-func reframe(ts []byte, fr pipeline.Framing, rng *rand.Rand) []byte {
+func reframe(stream []byte, fr ts.Framing, rng *rand.Rand) []byte {
 	if fr.Size == 188 {
-		return append([]byte{}, ts...)
+		return append([]byte{}, stream...)
 	}
-	out := make([]byte, 0, len(ts)/188*fr.Size)
+	out := make([]byte, 0, len(stream)/188*fr.Size)
 	extra := make([]byte, fr.Size-188)
-	for at := 0; at+188 <= len(ts); at += 188 {
+	for at := 0; at+188 <= len(stream); at += 188 {
 		for i := range extra {
 			extra[i] = byte(rng.IntN(256))
 		}
 		if fr.Prefix > 0 {
 			out = append(out, extra...)
-			out = append(out, ts[at:at+188]...)
+			out = append(out, stream[at:at+188]...)
 		} else {
-			out = append(out, ts[at:at+188]...)
+			out = append(out, stream[at:at+188]...)
 			out = append(out, extra...)
 		}
 	}
@@ -157,7 +157,7 @@ func writeCWFile(t *testing.T, cws [][]byte) string {
 }
 
 // scramble returns the stream in framing fr and its libdvbcsa-scrambled form.
-func scramble(t *testing.T, clear188 []byte, fr pipeline.Framing, cws [][]byte, cp int, seed uint64) (clear, scrambled []byte) {
+func scramble(t *testing.T, clear188 []byte, fr ts.Framing, cws [][]byte, cp int, seed uint64) (clear, scrambled []byte) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 99))
 	clear = reframe(clear188, fr, rng)
@@ -215,7 +215,7 @@ func runPipe(t *testing.T, in []byte, args ...string) []byte {
 func TestWholeStreams(t *testing.T) {
 	cwFile := writeCWFile(t, testCWs)
 	for name, clear188 := range clearStreams(t) {
-		for i, fr := range []pipeline.Framing{pipeline.Framing188, pipeline.Framing192, pipeline.Framing204} {
+		for i, fr := range []ts.Framing{ts.Framing188, ts.Framing192, ts.Framing204} {
 			t.Run(fmt.Sprintf("%s/%d", name, fr.Size), func(t *testing.T) {
 				clear, scrambled := scramble(t, clear188, fr, testCWs, 700+100*i, uint64(i))
 				if got := runFiles(t, scrambled, "-cw-file", cwFile); !bytes.Equal(got, clear) {
@@ -232,7 +232,7 @@ func TestWholeStreams(t *testing.T) {
 // Every tuning value gives the same bytes.
 func TestTuningFlags(t *testing.T) {
 	cwFile := writeCWFile(t, testCWs)
-	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, testCWs, 500, 7)
+	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], ts.Framing188, testCWs, 500, 7)
 	for _, args := range [][]string{
 		{"-workers", "1"}, {"-workers", "2"}, {"-workers", "5"},
 		{"-batch", "1"}, {"-batch", "13"}, {"-batch", "4096"},
@@ -247,7 +247,7 @@ func TestTuningFlags(t *testing.T) {
 // Garbage between packets and a truncated tail: the output is the clear stream without them.
 func TestGarbageAndTruncatedTail(t *testing.T) {
 	cwFile := writeCWFile(t, testCWs)
-	for _, fr := range []pipeline.Framing{pipeline.Framing188, pipeline.Framing192, pipeline.Framing204} {
+	for _, fr := range []ts.Framing{ts.Framing188, ts.Framing192, ts.Framing204} {
 		clear, scrambled := scramble(t, clearStreams(t)["mpeg2-two-programs"], fr, testCWs, 600, 3)
 		rng := rand.New(rand.NewPCG(uint64(fr.Size), 5))
 		var damaged []byte
@@ -262,7 +262,7 @@ func TestGarbageAndTruncatedTail(t *testing.T) {
 			if i%50 == 49 && i < n-5 {
 				g := make([]byte, fr.Size+rng.IntN(400))
 				for j := range g {
-					if g[j] = byte(rng.IntN(256)); g[j] == pipeline.SyncByte {
+					if g[j] = byte(rng.IntN(256)); g[j] == ts.SyncByte {
 						g[j] = 0
 					}
 				}
@@ -304,7 +304,7 @@ func TestSample(t *testing.T) {
 	// gives the same bytes, so the sample and its note stay true.
 	cws := [][]byte{{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}, {0x01, 0x02, 0x03, 0x06, 0x08, 0x09, 0x0a, 0x1b}, {0xa1, 0xb2, 0xc3, 0x16, 0xd4, 0xe5, 0xf6, 0xaf}}
 	again := append([]byte{}, clear...)
-	if _, err := dvbcsa.ScrambleStream(again, pipeline.Framing188, dvbcsa.ScrambleOptions{CWs: cws, CPPackets: 800, PIDs: map[uint16]bool{0x100: true, 0x101: true}}); err != nil {
+	if _, err := dvbcsa.ScrambleStream(again, ts.Framing188, dvbcsa.ScrambleOptions{CWs: cws, CPPackets: 800, PIDs: map[uint16]bool{0x100: true, 0x101: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(again, scrambled) {

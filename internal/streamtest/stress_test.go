@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -31,7 +32,7 @@ func stressCases(t *testing.T) []stressCase {
 	var cs []stressCase
 	for _, name := range []string{"h264-aac", "mpeg2-two-programs"} {
 		clear188 := clearStreams(t)[name]
-		for i, fr := range []pipeline.Framing{pipeline.Framing188, pipeline.Framing192, pipeline.Framing204} {
+		for i, fr := range []ts.Framing{ts.Framing188, ts.Framing192, ts.Framing204} {
 			clear, scrambled := scramble(t, clear188, fr, testCWs, 600+50*i, uint64(40+len(cs)))
 			cs = append(cs, stressCase{fmt.Sprintf("%s/%d", name, fr.Size), fr.Size, clear, scrambled})
 		}

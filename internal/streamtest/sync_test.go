@@ -5,6 +5,7 @@ package streamtest
 import (
 	"bytes"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // Key synchronisation on whole streams: CW lists and logs that do not start where the stream
@@ -31,7 +31,7 @@ var syncCWs = append(append([][]byte{}, testCWs...), []byte{0x5a, 0x1c, 0x93, 0x
 // 300 packets (about ten), with the crypto period of each packet (-1: not scrambled).
 func syncStream(t *testing.T) (clear, scrambled []byte, per []int, periods int) {
 	t.Helper()
-	clear, scrambled = scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, syncCWs, 300, 50)
+	clear, scrambled = scramble(t, clearStreams(t)["h264-aac"], ts.Framing188, syncCWs, 300, 50)
 	per, periods = periodsOf(scrambled)
 	if periods < 2*len(syncCWs)-2 {
 		t.Fatalf("fixture: %d crypto periods; the list should wrap round", periods)
@@ -117,7 +117,7 @@ func TestSyncOneFlippedParityBit(t *testing.T) {
 	counts := map[uint16]int{}
 	for i, p := range per {
 		if p == period {
-			counts[pipeline.PID(pkt(scrambled, i))]++
+			counts[ts.PID(pkt(scrambled, i))]++
 		}
 	}
 	var pid uint16
@@ -130,14 +130,14 @@ func TestSyncOneFlippedParityBit(t *testing.T) {
 	// two packets of the PID in the period before them and one after.
 	var idx []int
 	for i, p := range per {
-		if p == period && pipeline.PID(pkt(scrambled, i)) == pid {
+		if p == period && ts.PID(pkt(scrambled, i)) == pid {
 			idx = append(idx, i)
 		}
 	}
 	var cands []int
 	for k := 2; k < len(idx)-1; k++ {
 		p := pkt(scrambled, idx[k])
-		if off, ok := pipeline.PayloadOffset(p); ok && off == 4 && !pipeline.PUSI(p) {
+		if off, ok := ts.PayloadOffset(p); ok && off == 4 && !ts.PUSI(p) {
 			cands = append(cands, idx[k])
 		}
 	}
@@ -171,7 +171,7 @@ func TestSyncOneFlippedParityBit(t *testing.T) {
 // fails with status 3, naming the PIDs.
 func TestSyncOneCWOfThree(t *testing.T) {
 	cws := syncCWs[:3]
-	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], pipeline.Framing188, cws, 350, 52)
+	clear, scrambled := scramble(t, clearStreams(t)["h264-aac"], ts.Framing188, cws, 350, 52)
 	per, periods := periodsOf(scrambled)
 	if periods < 6 {
 		t.Fatalf("fixture: %d crypto periods, want 6 or more", periods)
@@ -188,7 +188,7 @@ func TestSyncOneCWOfThree(t *testing.T) {
 			want = append(want, pkt(scrambled, i)...)
 		}
 		if n >= 0 {
-			pid := pipeline.PID(pkt(scrambled, i))
+			pid := ts.PID(pkt(scrambled, i))
 			pp, ok := byPID[pid]
 			if !ok {
 				pp = pidPeriods{map[int]bool{}, map[int]bool{}}
@@ -266,12 +266,12 @@ func benchFixture(b *testing.B) (bin string, clear, scrambled []byte) {
 		for at := 0; at < len(benchClear); at += 188 {
 			// The packets the scrambler counts: those of a PES PID with a payload.
 			p := benchClear[at : at+188]
-			if off, ok := pipeline.PayloadOffset(p); ok && off < 188 && pids[pipeline.PID(p)] {
+			if off, ok := ts.PayloadOffset(p); ok && off < 188 && pids[ts.PID(p)] {
 				n++
 			}
 		}
 		benchScram = append([]byte{}, benchClear...)
-		periods, err := dvbcsa.ScrambleStream(benchScram, pipeline.Framing188, dvbcsa.ScrambleOptions{CWs: benchCWs, CPPackets: n/4 + 1, PIDs: pids})
+		periods, err := dvbcsa.ScrambleStream(benchScram, ts.Framing188, dvbcsa.ScrambleOptions{CWs: benchCWs, CPPackets: n/4 + 1, PIDs: pids})
 		if err != nil || periods != 4 {
 			benchErr = fmt.Errorf("scrambling the benchmark stream: %d periods, %v", periods, err)
 		}

@@ -13,13 +13,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/ts"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
 	"github.com/tsdescramble/tsdescramble/keys"
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 func main() {
@@ -41,7 +41,7 @@ func run(in, out, cwFile string, cp int, pidList string, size int) error {
 	if err != nil {
 		return err
 	}
-	fr := map[int]pipeline.Framing{188: pipeline.Framing188, 192: pipeline.Framing192, 204: pipeline.Framing204}[size]
+	fr := map[int]ts.Framing{188: ts.Framing188, 192: ts.Framing192, 204: ts.Framing204}[size]
 	if fr.Size == 0 {
 		return fmt.Errorf("-size %d: want 188, 192 or 204", size)
 	}
@@ -53,14 +53,14 @@ func run(in, out, cwFile string, cp int, pidList string, size int) error {
 		}
 		pids[uint16(v)] = true
 	}
-	ts, err := os.ReadFile(in)
+	stream, err := os.ReadFile(in)
 	if err != nil {
 		return err
 	}
-	n, err := dvbcsa.ScrambleStream(ts, fr, dvbcsa.ScrambleOptions{CWs: cws, CPPackets: cp, PIDs: pids})
+	n, err := dvbcsa.ScrambleStream(stream, fr, dvbcsa.ScrambleOptions{CWs: cws, CPPackets: cp, PIDs: pids})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "dvbcsa-scramble: %d crypto periods\n", n)
-	return os.WriteFile(out, ts, 0o644)
+	return os.WriteFile(out, stream, 0o644)
 }

@@ -1,4 +1,4 @@
-package pipeline
+package ts
 
 import (
 	"bytes"

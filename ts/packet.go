@@ -1,4 +1,4 @@
-package pipeline
+package ts
 
 // Accessors over the bytes of one 188-byte transport stream packet (ISO/IEC 13818-1, 2.4.3.2).
 // A packet is a plain byte slice that starts at the sync byte; nothing is parsed that is not read

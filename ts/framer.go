@@ -1,4 +1,4 @@
-package pipeline
+package ts
 
 import (
 	"bytes"
@@ -25,6 +25,9 @@ var (
 var framings = [...]Framing{Framing188, Framing192, Framing204}
 
 // String returns "188", "192" or "204".
+// MarshalJSON writes the framing as its packet size.
+func (f Framing) MarshalJSON() ([]byte, error) { return []byte(strconv.Itoa(f.Size)), nil }
+
 func (f Framing) String() string {
 	if f.Size == 0 {
 		return "unknown"
@@ -86,6 +89,9 @@ func (f *Framer) Skipped() int64 { return f.skipped }
 
 // Truncated returns the size of a truncated last packet dropped at the end of the input (0 if none).
 func (f *Framer) Truncated() int64 { return f.truncated }
+
+// BytesRead returns the number of input bytes read so far.
+func (f *Framer) BytesRead() int64 { return f.bytesRead }
 
 // Packets returns the number of packet units returned so far.
 func (f *Framer) Packets() int64 { return f.packets }

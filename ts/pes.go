@@ -1,4 +1,4 @@
-package keys
+package ts
 
 // PESStartOK reports whether payload, the descrambled payload of a packet that starts a PES packet
 // (payload_unit_start_indicator set), begins with a valid PES header (ISO/IEC 13818-1, 2.4.3.6):

@@ -1,4 +1,4 @@
-package keys
+package ts
 
 import (
 	"math/rand/v2"
