@@ -184,6 +184,10 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 			j.flags |= jobCheck
 			j.carriage = carriage
 			cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
+			if len(cl.st.Samples) < maxSamples {
+				cl.st.Samples = append(cl.st.Samples, Sample{PID: pid, Odd: tsc == ts.Odd,
+					Carriage: carriage, Payload: append([]byte(nil), p[off:]...)})
+			}
 		}
 	}
 	c.jobs = append(c.jobs, j)

@@ -317,6 +317,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	}
 	wg.Wait()
 	st.Elapsed = time.Since(start)
+	for _, svc := range cl.tracker.Services() {
+		st.Services = append(st.Services, svc.Number)
+	}
 	// The classifier is done: merge its counters with the writer's checks.
 	for pid, ps := range pids {
 		if ps == nil {

@@ -1,8 +1,10 @@
 package pipeline
 
 import (
-	"github.com/tsdescramble/tsdescramble/ts"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Stats counts what a run did. Packet counts are of packet units; byte counts are of input bytes.
@@ -34,12 +36,21 @@ type Stats struct {
 	LeftScrambled  int64 `json:"left_scrambled"`  // scrambled packets of periods no key fitted, and glitches: untouched
 	ParityGlitches int64 `json:"parity_glitches"` // single packets of the other parity inside a period: untouched
 
+	// Samples are copies of the first scrambled unit starts of the input, as they came, for
+	// a caller that wants to tell why keys did not fit (a swapped parity, an entropy-reduced
+	// CW, ...) by trying other keys on them. Not written to JSON.
+	Samples []Sample `json:"-"`
+
 	// Unit-start checks: the descrambled payload of every scrambled packet that starts a PES
 	// packet is checked for a valid PES header (ts.PESStartOK), and one that starts a section
 	// wholly in the packet for its CRC_32, as the PMT says the PID carries (either, when it does
 	// not say). PIDs that carry neither (T2-MI) are not checked.
 	PESGood int64 `json:"pes_good"` // checks passed
 	PESBad  int64 `json:"pes_bad"`  // checks failed: wrong key, or damaged data
+
+	// Services lists the program numbers of the services the PAT named, in PAT order, as it
+	// stood at the end of the run.
+	Services []uint16 `json:"services"`
 
 	// PIDs holds the counts of every PID seen, in ascending PID order.
 	PIDs []PIDStats `json:"pids"`
@@ -86,4 +97,15 @@ type PIDStats struct {
 	// Unit-start checks after descrambling, by parity: [0] even, [1] odd.
 	PESGood [2]int64 `json:"pes_good"`
 	PESBad  [2]int64 `json:"pes_bad"`
+}
+
+// maxSamples bounds Stats.Samples.
+const maxSamples = 16
+
+// Sample is a scrambled payload that starts a PES packet or a section, as it came in.
+type Sample struct {
+	PID      uint16
+	Odd      bool         // scrambled with the odd key (TSC 11)
+	Carriage psi.Carriage // what the PMT said the PID carries when the packet came
+	Payload  []byte
 }
