@@ -7,8 +7,9 @@
 // OSCam .cwl log; the format is told from the content. A Schedule turns them into a cycle of
 // crypto periods: the first CW applies to the first crypto period and every change of
 // scrambling parity moves to the next, cyclically; the cycle is immutable, so each PID of a
-// stream can follow it on its own (Start, Next, KeyAt); Candidate offers the other periods'
-// keys, nearest first, when the expected one does not fit (ts.PESStartOK tells).
+// stream can follow it on its own (Start, Next, KeyAt); Sync tries the other periods' keys,
+// nearest first, when the expected one does not fit (the caller's trial tells, with
+// ts.PESStartOK for instance).
 package keys
 
 import (

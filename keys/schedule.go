@@ -11,9 +11,9 @@ const NoKey = -1
 // end. The constructors differ only in how they build the cycle.
 //
 // A Schedule's cycle is immutable, so one Schedule serves any number of PIDs, each following
-// its own crypto periods with a ring position of its own (as the pipeline does). KeyFor,
-// Changes, Position and Align keep one such position for callers that follow a stream as a
-// whole; they belong to one goroutine.
+// its own crypto periods with a ring position of its own (as the pipeline does), and Sync
+// finds the period whose key fits when the expected one does not. KeyFor and Changes keep one
+// position for callers that follow a stream as a whole; they belong to one goroutine.
 //
 // The control words are stored back to back, 8 bytes a CSA2 CW, and a CW list's ring is
 // implicit, so a list of millions of CWs costs little more than its bytes.

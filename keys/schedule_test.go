@@ -104,24 +104,25 @@ func BenchmarkKeyFor(b *testing.B) {
 	}
 }
 
-func TestScheduleAlign(t *testing.T) {
+// Sync offers the other periods' keys nearest first, each once, never the expected one, and
+// none for fixed keys; limit bounds the periods tried.
+func TestScheduleSync(t *testing.T) {
 	s := NewList([][]byte{{0}, {1}, {2}, {3}})
-	s.KeyFor(false)
-	// Nearest first, forwards then backwards.
-	if got := s.Candidates(nil); len(got) != 3 || got[0] != 1 || got[1] != 3 || got[2] != 2 {
-		t.Fatalf("list candidates %v", got)
+	var tried []int
+	pos, ok := s.Sync(0, 0, func(cw int) bool { tried = append(tried, cw); return cw == 2 })
+	if !ok || pos != 2 || len(tried) != 3 || tried[0] != 1 || tried[1] != 3 || tried[2] != 2 {
+		t.Fatalf("list: found %d %v after trying %v", pos, ok, tried)
 	}
-	s.Align(2)
-	if s.KeyFor(false) != 2 || s.KeyFor(true) != 3 || s.KeyFor(false) != 0 {
-		t.Fatal("list did not go on from the aligned period")
+	if _, ok := s.Sync(0, 2, func(cw int) bool { return cw == 2 }); ok {
+		t.Fatal("limit 2 reached the third candidate")
 	}
 	p := NewPeriods([]Period{{CW: []byte{0}}, {Odd: true, CW: []byte{1}}, {CW: []byte{2}}, {Odd: true, CW: []byte{3}}})
-	p.KeyFor(true) // starts at the first odd period, position 1
-	if got := p.Candidates(nil); len(got) != 1 || got[0] != 3 || p.KeyAt(3) != 3 {
-		t.Fatalf("period candidates %v", got)
+	tried = nil
+	if pos, ok := p.Sync(1, 0, func(cw int) bool { tried = append(tried, cw); return true }); !ok || pos != 3 || len(tried) != 1 {
+		t.Fatalf("periods: found %d %v after trying %v", pos, ok, tried)
 	}
-	if len(NewFixed([]byte{1}, []byte{2}).Candidates(nil)) != 0 {
-		t.Fatal("fixed keys offered candidates")
+	if _, ok := NewFixed([]byte{1}, []byte{2}).Sync(0, 0, func(int) bool { return true }); ok {
+		t.Fatal("fixed keys offered a candidate")
 	}
 }
 
@@ -139,8 +140,8 @@ func TestCandidatesCoverTheRing(t *testing.T) {
 			for pos := range s.Periods() {
 				seen := map[int]bool{pos: true}
 				lastDist := 0
-				for i := range s.NumCandidates() {
-					c := s.Candidate(pos, i)
+				for i := range s.numCandidates() {
+					c := s.candidate(pos, i)
 					if seen[c] {
 						t.Fatalf("ring %d step %d pos %d: candidate %d offered twice", s.Periods(), s.step, pos, c)
 					}

@@ -2,12 +2,9 @@ package keys
 
 // Key synchronisation: a CW list or log need not start at the stream's first crypto period, and
 // a list can fall out of step with the stream (a missed period, a recording that was cut). The
-// pipeline checks the first PES start of each crypto period after descrambling; when the key of
-// the expected period does not fit, it tries the keys of the other periods through Candidate,
-// nearest first, and goes on from the one that fits.
-
-// Position returns the ring position of KeyFor's current crypto period.
-func (s *Schedule) Position() int { return s.pos }
+// caller checks the first unit start of each crypto period after descrambling; when the key of
+// the expected period does not fit, Sync tries the keys of the other periods, nearest first, and
+// says which one fits.
 
 // Periods returns the number of crypto periods in the schedule's cycle.
 func (s *Schedule) Periods() int { return s.nring }
@@ -20,22 +17,44 @@ func (s *Schedule) KeyAt(pos int) int {
 	return int(s.ring[pos])
 }
 
-// NumCandidates returns how many ring positions Candidate offers for one period: every other
-// period of a CW list, the other periods of the same parity of a pair file or log, none for
-// fixed keys.
-func (s *Schedule) NumCandidates() int {
+// Sync looks for the crypto period whose key fits when the key of the period at ring position
+// pos does not: it calls fits with the CW index of the other periods' keys, nearest first on
+// either side (pos+step, pos-step, pos+2·step, ...; every other period of a CW list, the other
+// periods of the same parity of a pair file or log, none for fixed keys), each CW once and never
+// the expected one, until fits returns true, and returns that period's position. limit, when
+// positive, bounds the periods tried. A stream that skipped a period, or a list that starts one
+// period late, is found in the first few calls.
+func (s *Schedule) Sync(pos, limit int, fits func(cw int) bool) (found int, ok bool) {
+	n := s.numCandidates()
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	expected := s.KeyAt(pos)
+	for i := range n {
+		c := s.candidate(pos, i)
+		k := s.KeyAt(c)
+		if k == NoKey || k == expected {
+			continue
+		}
+		if fits(k) {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// numCandidates returns how many ring positions Sync may try for one period.
+func (s *Schedule) numCandidates() int {
 	if s.step == 0 {
 		return 0
 	}
 	return (s.nring - 1) / s.step
 }
 
-// Candidate returns the i-th (0 <= i < NumCandidates) ring position whose key could replace
-// that of the period at pos, nearest first on either side: pos+step, pos-step, pos+2·step,
-// pos-2·step, ..., each position once. A stream that skipped a period, or a list that starts
-// one period late, is found in the first few.
-func (s *Schedule) Candidate(pos, i int) int {
-	n := s.NumCandidates()
+// candidate returns the i-th (0 <= i < numCandidates) ring position Sync tries for the period
+// at pos, nearest first on either side, each position once.
+func (s *Schedule) candidate(pos, i int) int {
+	n := s.numCandidates()
 	// Offsets d = step·k for k = 1..n, taken alternately forwards and backwards; once the
 	// distance passes half the cycle, forward and backward offsets would meet, so the
 	// backward ones stop where the forward ones have covered the rest.
@@ -56,16 +75,3 @@ func (s *Schedule) Candidate(pos, i int) int {
 	}
 	return p
 }
-
-// Candidates appends to dst the ring positions Candidate offers for KeyFor's current period,
-// nearest first.
-func (s *Schedule) Candidates(dst []int) []int {
-	for i := range s.NumCandidates() {
-		dst = append(dst, s.Candidate(s.pos, i))
-	}
-	return dst
-}
-
-// Align makes the period at ring position pos KeyFor's current one; later parity changes go on
-// from there.
-func (s *Schedule) Align(pos int) { s.pos = pos }

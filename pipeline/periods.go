@@ -336,26 +336,22 @@ func (cl *classifier) check(idx int32, u unitStart) {
 			return // says nothing: wait for the next unit start
 		}
 	}
-	s := cl.keys
-	n := s.NumCandidates()
-	if p.attempts > 0 && n > wideSearch {
+	limit := 0
+	if p.attempts > 0 && cl.keys.Periods() > wideSearch {
 		// The whole list was searched on this period's first unit start: the later ones
 		// (the first may have been damaged) search the neighbourhood of the expected key.
-		n = nearSearch
+		limit = nearSearch
 	}
-	for i := range n {
-		if i&1023 == 0 && cl.ctx.Err() != nil {
-			break // stopping: the run ends without this period's key
+	tries, stopped := 0, false
+	pos, ok := cl.keys.Sync(p.pos, limit, func(k int) bool {
+		if tries++; tries&1023 == 0 && cl.ctx.Err() != nil {
+			stopped = true // stopping: the run ends without this period's key
 		}
-		pos := s.Candidate(p.pos, i)
-		k := s.KeyAt(pos)
-		if k == keys.NoKey || k == p.key {
-			continue
-		}
-		if cl.trial(k, payload, u.carriage) == trialGood {
-			cl.fit(p, pk, pos, true)
-			return
-		}
+		return !stopped && cl.trial(k, payload, u.carriage) == trialGood
+	})
+	if ok {
+		cl.fit(p, pk, pos, true)
+		return
 	}
 	p.attempts++
 	if !pk.everFit {
