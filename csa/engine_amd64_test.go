@@ -4,7 +4,10 @@ package csa
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 func asmTestEngines() []testEngine {
@@ -14,6 +17,28 @@ func asmTestEngines() []testEngine {
 		{"avx512vbmi_128", 128, implAVX512, cpuHasAVX512()},
 		{"avx512vbmi_256", 256, implAVX512, cpuHasAVX512()},
 	}
+}
+
+// missingFeatures names the CPU features the kernel impl needs and this CPU
+// lacks (see cpuHasAVX2 and cpuHasAVX512), for the message of a skipped test.
+func missingFeatures(impl engineImpl) string {
+	x := &cpu.X86
+	type feature struct {
+		name string
+		has  bool
+	}
+	need := []feature{{"AVX2", x.HasAVX2}}
+	if impl == implAVX512 {
+		need = append(need, feature{"AVX512F", x.HasAVX512F}, feature{"AVX512BW", x.HasAVX512BW},
+			feature{"AVX512VL", x.HasAVX512VL}, feature{"AVX512VBMI", x.HasAVX512VBMI})
+	}
+	var missing []string
+	for _, f := range need {
+		if !f.has {
+			missing = append(missing, f.name)
+		}
+	}
+	return strings.Join(missing, ", ")
 }
 
 // TestDispatchAVX2 checks that NewEngine picks, for 128 and 256 lanes, the

@@ -14,10 +14,9 @@ func benchCrypt(b *testing.B, decrypt bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bc := c.(*Cipher)
-	one, many := bc.Encrypt, bc.EncryptBlocks
+	one, many := c.Encrypt, c.EncryptBlocks
 	if decrypt {
-		one, many = bc.Decrypt, bc.DecryptBlocks
+		one, many = c.Decrypt, c.DecryptBlocks
 	}
 	for _, path := range append([]string{"single"}, implNames...) {
 		for _, n := range []int{8, 64, 256} {

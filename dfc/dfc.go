@@ -40,7 +40,8 @@ package dfc
 import (
 	"crypto/cipher"
 	"strconv"
-	"unsafe"
+
+	"github.com/tsdescramble/tsdescramble/internal/blockcheck"
 )
 
 // BlockSize is the DFC block size in bytes.
@@ -78,9 +79,9 @@ var _ cipher.Block = (*Cipher)(nil)
 // Keys shorter than 32 bytes are padded with the constant KS of the
 // specification; the published test vectors use 16, 18, ..., 32 bytes.
 //
-// The value returned is a *[Cipher]: assert to it (or to an interface with
-// EncryptBlocks and DecryptBlocks) to reach the multi-block methods.
-func NewCipher(key []byte) (cipher.Block, error) {
+// The *[Cipher] it returns is a [cipher.Block]; being the concrete type, it
+// also offers the multi-block methods without a type assertion.
+func NewCipher(key []byte) (*Cipher, error) {
 	if len(key) > maxKeySize {
 		return nil, KeySizeError(len(key))
 	}
@@ -127,38 +128,7 @@ func (c *Cipher) DecryptBlocks(dst, src []byte) {
 
 // checkBlock panics on buffers that Encrypt and Decrypt cannot use: a
 // caller's bug, caught here before any code that trusts the lengths runs.
-func checkBlock(dst, src []byte) {
-	if len(src) < BlockSize {
-		panic("dfc: input not full block")
-	}
-	if len(dst) < BlockSize {
-		panic("dfc: output not full block")
-	}
-	if inexactOverlap(dst[:BlockSize], src[:BlockSize]) {
-		panic("dfc: invalid buffer overlap")
-	}
-}
+func checkBlock(dst, src []byte) { blockcheck.Block("dfc", BlockSize, dst, src) }
 
 // checkBlocks is checkBlock for EncryptBlocks and DecryptBlocks.
-func checkBlocks(dst, src []byte) {
-	if len(src)%BlockSize != 0 {
-		panic("dfc: input not full blocks")
-	}
-	if len(dst) < len(src) {
-		panic("dfc: output smaller than input")
-	}
-	if inexactOverlap(dst[:len(src)], src) {
-		panic("dfc: invalid buffer overlap")
-	}
-}
-
-// inexactOverlap reports whether x and y share memory at different offsets.
-// Writing one block of dst could then overwrite a block of src not yet read.
-func inexactOverlap(x, y []byte) bool {
-	if len(x) == 0 || len(y) == 0 || &x[0] == &y[0] {
-		return false
-	}
-	x0, x1 := uintptr(unsafe.Pointer(&x[0])), uintptr(unsafe.Pointer(&x[len(x)-1]))
-	y0, y1 := uintptr(unsafe.Pointer(&y[0])), uintptr(unsafe.Pointer(&y[len(y)-1]))
-	return x0 <= y1 && y0 <= x1
-}
+func checkBlocks(dst, src []byte) { blockcheck.Blocks("dfc", BlockSize, dst, src) }

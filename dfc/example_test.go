@@ -38,7 +38,7 @@ func ExampleCipher_EncryptBlocks() {
 		"000102030405060708090a0b0c0d0e0f" +
 		"ffffffffffffffffffffffffffffffff")
 	dst := make([]byte, len(src))
-	block.(*dfc.Cipher).EncryptBlocks(dst, src)
+	block.EncryptBlocks(dst, src)
 	for i := 0; i < len(dst); i += dfc.BlockSize {
 		fmt.Printf("%x\n", dst[i:i+dfc.BlockSize])
 	}

@@ -102,12 +102,11 @@ func checkKAT(t *testing.T, name string, wantCount int, wantSizes []int) {
 		if !bytes.Equal(got, v.plain) {
 			t.Errorf("%s:%d: KEYSIZE=%d I=%d: Decrypt = %x, want %x", name, v.line, v.keySize, v.index, got, v.plain)
 		}
-		bc := c.(*Cipher)
-		bc.EncryptBlocks(got, v.plain)
+		c.EncryptBlocks(got, v.plain)
 		if !bytes.Equal(got, v.enc) {
 			t.Errorf("%s:%d: KEYSIZE=%d I=%d: EncryptBlocks = %x, want %x", name, v.line, v.keySize, v.index, got, v.enc)
 		}
-		bc.DecryptBlocks(got, v.enc)
+		c.DecryptBlocks(got, v.enc)
 		if !bytes.Equal(got, v.plain) {
 			t.Errorf("%s:%d: KEYSIZE=%d I=%d: DecryptBlocks = %x, want %x", name, v.line, v.keySize, v.index, got, v.plain)
 		}

@@ -237,10 +237,19 @@ func TestReadKeyFileSize16(t *testing.T) {
 	}
 }
 
-func TestReadListRefusesPeriods(t *testing.T) {
-	_, err := ReadList(strings.NewReader("0 "+hexCW(1)+"\n"), "k.cwl", CWSize)
-	if err == nil || !strings.Contains(err.Error(), "ReadKeyFile") {
-		t.Fatalf("%v", err)
+func TestReadKeyFileList(t *testing.T) {
+	in := "# keys of the demo\n\n11223366445566ff\n  0102030608090a1b  # second period\n\t\na1:b2:c3:b6:d4:e5:f6:cf\n"
+	kf, err := ReadKeyFile(strings.NewReader(in), "k.txt", CWSize)
+	if err != nil || kf.Format != FormatList || len(kf.CWs) != 3 || kf.CWs[1][7] != 0x1b || kf.CWs[2][0] != 0xa1 {
+		t.Fatalf("ReadKeyFile = %+v, %v", kf, err)
+	}
+	_, err = ReadKeyFile(strings.NewReader("11223366445566ff\n\nnot a key\n"), "k.txt", CWSize)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 3 || le.File != "k.txt" || !strings.HasPrefix(err.Error(), "k.txt:3: ") {
+		t.Fatalf("bad line: %v", err)
+	}
+	if _, err := ReadKeyFile(strings.NewReader("# nothing\n\n"), "k.txt", CWSize); !errors.Is(err, ErrEmptyList) {
+		t.Fatalf("empty list: %v", err)
 	}
 }
 

@@ -15,13 +15,14 @@ package keys
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
+
+	"github.com/tsdescramble/tsdescramble/csa"
 )
 
-// CWSize is the size of a DVB-CSA2 control word in bytes.
-const CWSize = 8
+// CWSize is the size of a DVB-CSA2 control word in bytes, [csa.CWSize]: the cipher package
+// owns the number, and keys, which only parses and schedules control words, refers to it.
+const CWSize = csa.CWSize
 
 // ParseCW decodes a control word of size bytes from hex digits. Spaces, tabs, ':' and '-' between
 // the digits are ignored, and a leading "0x" is allowed, so "11 22 33 66 44 55 66 ff",
@@ -94,28 +95,3 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // ErrEmptyList is returned for a CW file that holds no control word.
 var ErrEmptyList = errors.New("no control word found")
-
-// ReadList reads a CW list: one control word of size bytes per line; blank lines and lines
-// starting with '#' are ignored, as is anything after a '#' on a line. name is used in errors.
-// It reads the file with ReadKeyFile and refuses the formats whose keys carry a parity (pair
-// files, OSCam .cwl logs), which a plain list cannot represent.
-func ReadList(r io.Reader, name string, size int) ([][]byte, error) {
-	kf, err := ReadKeyFile(r, name, size)
-	if err != nil {
-		return nil, err
-	}
-	if kf.Format != FormatList {
-		return nil, fmt.Errorf("%s: %s, not a list of control words: read it with ReadKeyFile", name, kf.Format)
-	}
-	return kf.CWs, nil
-}
-
-// LoadList reads the CW list in the file at path (see ReadList).
-func LoadList(path string, size int) ([][]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadList(f, path, size)
-}

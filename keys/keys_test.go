@@ -2,8 +2,6 @@ package keys
 
 import (
 	"bytes"
-	"errors"
-	"strings"
 	"testing"
 )
 
@@ -39,22 +37,6 @@ func TestReduceEntropy(t *testing.T) {
 	ReduceEntropy(cw)
 	if cw[3] != 0x01 || cw[7] != 0x80 {
 		t.Fatalf("wrapped sums %x", cw)
-	}
-}
-
-func TestReadList(t *testing.T) {
-	in := "# keys of the demo\n\n11223366445566ff\n  0102030608090a1b  # second period\n\t\na1:b2:c3:b6:d4:e5:f6:cf\n"
-	cws, err := ReadList(strings.NewReader(in), "k.txt", CWSize)
-	if err != nil || len(cws) != 3 || cws[1][7] != 0x1b || cws[2][0] != 0xa1 {
-		t.Fatalf("ReadList = %x, %v", cws, err)
-	}
-	_, err = ReadList(strings.NewReader("11223366445566ff\n\nnot a key\n"), "k.txt", CWSize)
-	var le *LineError
-	if !errors.As(err, &le) || le.Line != 3 || le.File != "k.txt" || !strings.HasPrefix(err.Error(), "k.txt:3: ") {
-		t.Fatalf("bad line: %v", err)
-	}
-	if _, err := ReadList(strings.NewReader("# nothing\n\n"), "k.txt", CWSize); !errors.Is(err, ErrEmptyList) {
-		t.Fatalf("empty list: %v", err)
 	}
 }
 

@@ -1,8 +1,6 @@
 package scrambling
 
 import (
-	"crypto/cipher"
-
 	"github.com/tsdescramble/tsdescramble/dfc"
 	"github.com/tsdescramble/tsdescramble/internal/aesblocks"
 	"github.com/tsdescramble/tsdescramble/serpent"
@@ -42,75 +40,40 @@ var atisIDSA = &chainSystem{
 
 // dfcSystem is DFC in the DVS-042 chaining with a zero IV.
 var dfcSystem = &chainSystem{
-	name:   "dfc",
-	sizes:  []int{16, 24, 32},
-	lanes:  blockLanes,
-	dvs042: true,
-	newCipher: func(key []byte) (multiBlock, error) {
-		return asMultiBlock(dfc.NewCipher(key))
-	},
+	name:      "dfc",
+	sizes:     []int{16, 24, 32},
+	lanes:     blockLanes,
+	dvs042:    true,
+	newCipher: asMultiBlock(dfc.NewCipher),
 }
 
 // serpentSystem is Serpent in the DVS-042 chaining with a zero IV.
 var serpentSystem = &chainSystem{
-	name:   "serpent",
-	sizes:  []int{16, 24, 32},
-	lanes:  blockLanes,
-	dvs042: true,
-	newCipher: func(key []byte) (multiBlock, error) {
-		return asMultiBlock(serpent.NewCipher(key))
-	},
+	name:      "serpent",
+	sizes:     []int{16, 24, 32},
+	lanes:     blockLanes,
+	dvs042:    true,
+	newCipher: asMultiBlock(serpent.NewCipher),
 }
 
-// asMultiBlock reaches the multi-block methods that the dfc and serpent ciphers document.
-func asMultiBlock(b cipher.Block, err error) (multiBlock, error) {
-	if err != nil {
-		return nil, err
-	}
-	m, ok := b.(multiBlock)
-	if !ok {
-		// The dfc and serpent packages promise these methods; without them the fast path
-		// would silently be lost, so fall back to one block at a time.
-		return blockByBlock{b}, nil
-	}
-	return m, nil
-}
+// newAES makes AES-128 ciphers from package aesblocks, whose multi-block calls run the blocks
+// of one call through AES-NI eight at a time. crypto/aes takes one block per interface call,
+// so each block pays for a call and consecutive blocks overlap only as far as the processor
+// finds on its own; the multi-block calls speed up both directions of dvb-cissa and atis-idsa,
+// and what remains of scrambling is mostly the gather and scatter around the calls.
+var newAES = asMultiBlock(aesblocks.NewCipher)
 
-// newAES returns AES-128 as a multiBlock from package aesblocks, which runs the blocks of one
-// call through AES-NI eight at a time: on 64 blocks about four times as fast as crypto/aes one
-// block per interface call (blockByBlock), in both directions. In the pipeline benchmarks
-// (BenchmarkModes, 16 interleaved runs, medians) that made dvb-cissa and atis-idsa scrambling
-// about 37% faster and descrambling about 56-60% faster; what remains of scrambling is mostly
-// the gather and scatter of the CBC steps around the calls.
-func newAES(key []byte) (multiBlock, error) {
-	c, err := aesblocks.NewCipher(key)
-	if err != nil {
-		// Not c: a nil *Cipher in the interface would not compare equal to nil.
-		return nil, err
-	}
-	return c, nil
-}
-
-// blockByBlock gives a cipher.Block without multi-block methods the multiBlock shape, one
-// block at a time; asMultiBlock keeps it as the fallback should dfc or serpent lose theirs.
-// The blocks of one call are independent, so the processor can still overlap consecutive calls
-// instead of waiting for each CBC link. Measured with crypto/aes on AVX2/AES-NI x86-64, 64 full
-// payloads: gathered CBC encryption ran about 1.5 times as fast as per-payload CBC
-// (crypto/cipher's encrypter reused through SetIV, or a plain loop), decryption about as fast
-// as either, and both about twice as fast as a new cipher.NewCBCDecrypter per payload, which
-// also allocates.
-type blockByBlock struct {
-	b cipher.Block
-}
-
-func (c blockByBlock) EncryptBlocks(dst, src []byte) {
-	for i := 0; i+blockSize <= len(src); i += blockSize {
-		c.b.Encrypt(dst[i:i+blockSize], src[i:i+blockSize])
-	}
-}
-
-func (c blockByBlock) DecryptBlocks(dst, src []byte) {
-	for i := 0; i+blockSize <= len(src); i += blockSize {
-		c.b.Decrypt(dst[i:i+blockSize], src[i:i+blockSize])
+// asMultiBlock turns the constructor of a cipher package, which returns its concrete *Cipher,
+// into a chainSystem's newCipher. The constraint makes the compiler check that the cipher has
+// the multi-block methods, so a cipher without them cannot be slipped in and silently run one
+// block at a time.
+func asMultiBlock[C multiBlock](newCipher func(key []byte) (C, error)) func(key []byte) (multiBlock, error) {
+	return func(key []byte) (multiBlock, error) {
+		c, err := newCipher(key)
+		if err != nil {
+			// Not c: a nil *Cipher in the interface would not compare equal to nil.
+			return nil, err
+		}
+		return c, nil
 	}
 }

@@ -60,8 +60,7 @@ type csa2Key struct {
 
 func (k *csa2Key) System() System { return k.sys }
 
-// csa2Processor runs one bitsliced engine, and the scalar cipher for tails too short to pay
-// for an engine batch.
+// csa2Processor runs one bitsliced engine over every payload, partial batches included.
 type csa2Processor struct {
 	e *csa.Engine
 }
@@ -74,11 +73,10 @@ func (p *csa2Processor) key(k Key) *csa.Key {
 	return ck.k
 }
 
-// Decrypt hands every payload to the engine, a partial last batch too. The
-// scalar cipher costs about 74 µs a payload, while a 12-payload batch costs
-// 57 µs on the 32-lane Go engine, 72 µs on the 64-lane one and 53–56 µs on
-// AVX2 (csa's BenchmarkScalar and BenchmarkEngine): a batch of one is
-// already no dearer than the scalar cipher, so the engine takes them all.
+// Decrypt hands every payload to the engine, a partial last batch too: even
+// a batch of one payload is no dearer on the engine than on the scalar
+// cipher (csa's BenchmarkScalar and BenchmarkEngine compare them), so there
+// is no batch size below which the scalar cipher would pay.
 func (p *csa2Processor) Decrypt(k Key, payloads [][]byte) { p.e.Decrypt(p.key(k), payloads) }
 
 // Encrypt hands every payload to the engine, as Decrypt does.

@@ -175,8 +175,19 @@ var cissaIV = []byte("DVBTMCPTAESCISSA")
 var refs = map[string]refChain{
 	"dvb-cissa": {aes.NewCipher, cissaIV, false},
 	"atis-idsa": {aes.NewCipher, make([]byte, 16), true},
-	"dfc":       {dfc.NewCipher, make([]byte, 16), true},
-	"serpent":   {serpent.NewCipher, make([]byte, 16), true},
+	"dfc":       {asBlock(dfc.NewCipher), make([]byte, 16), true},
+	"serpent":   {asBlock(serpent.NewCipher), make([]byte, 16), true},
+}
+
+// asBlock gives a constructor of a concrete cipher type the signature of aes.NewCipher.
+func asBlock[C cipher.Block](newCipher func(key []byte) (C, error)) func(key []byte) (cipher.Block, error) {
+	return func(key []byte) (cipher.Block, error) {
+		c, err := newCipher(key)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }
 
 func (r refChain) crypt(t testing.TB, key, payload []byte, encrypt bool) {

@@ -10,7 +10,7 @@ func benchCipher(b *testing.B) *Cipher {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return c.(*Cipher)
+	return c
 }
 
 func BenchmarkEncrypt(b *testing.B) {
@@ -45,7 +45,7 @@ func BenchmarkSingle(b *testing.B) {
 			}
 			b.Run("dir="+dir+"/single="+s.name, func(b *testing.B) {
 				if !s.available {
-					b.Skip("needs " + s.requires)
+					b.Skip("the CPU cannot run it: no " + s.missing)
 				}
 				buf := make([]byte, BlockSize)
 				b.SetBytes(BlockSize)

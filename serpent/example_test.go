@@ -24,11 +24,10 @@ func ExampleNewCipher() {
 }
 
 func ExampleCipher_EncryptBlocks() {
-	block, err := serpent.NewCipher([]byte("an example key"))
+	c, err := serpent.NewCipher([]byte("an example key"))
 	if err != nil {
 		panic(err)
 	}
-	c := block.(*serpent.Cipher)
 
 	// One block from each of 32 independent messages, for example the
 	// next CBC block of 32 packets, XORed with their chaining values.

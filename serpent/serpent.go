@@ -26,7 +26,8 @@ package serpent
 import (
 	"crypto/cipher"
 	"strconv"
-	"unsafe"
+
+	"github.com/tsdescramble/tsdescramble/internal/blockcheck"
 )
 
 // BlockSize is the Serpent block size in bytes.
@@ -57,9 +58,10 @@ type Cipher struct {
 var _ cipher.Block = (*Cipher)(nil)
 
 // NewCipher returns a Serpent cipher for key, which may be 0 to 32 bytes
-// long. The [cipher.Block] it returns is a *[Cipher]; assert to that type
-// to reach [Cipher.EncryptBlocks] and [Cipher.DecryptBlocks].
-func NewCipher(key []byte) (cipher.Block, error) {
+// long. The *[Cipher] it returns is a [cipher.Block]; being the concrete
+// type, it also offers [Cipher.EncryptBlocks] and [Cipher.DecryptBlocks]
+// without a type assertion.
+func NewCipher(key []byte) (*Cipher, error) {
 	if len(key) > MaxKeySize {
 		return nil, KeySizeError(len(key))
 	}
@@ -105,40 +107,8 @@ func (c *Cipher) DecryptBlocks(dst, src []byte) {
 
 // checkBlock panics on the caller errors that Encrypt and Decrypt reject.
 // The checks happen here, in Go, so no lower layer has to repeat them.
-func checkBlock(dst, src []byte) {
-	if len(src) < BlockSize {
-		panic("serpent: input not full block")
-	}
-	if len(dst) < BlockSize {
-		panic("serpent: output not full block")
-	}
-	if inexactOverlap(dst[:BlockSize], src[:BlockSize]) {
-		panic("serpent: invalid buffer overlap")
-	}
-}
+func checkBlock(dst, src []byte) { blockcheck.Block("serpent", BlockSize, dst, src) }
 
 // checkBlocks panics on the caller errors that the multi-block methods
 // reject, before any assembly runs.
-func checkBlocks(dst, src []byte) {
-	if len(src)%BlockSize != 0 {
-		panic("serpent: input not full blocks")
-	}
-	if len(dst) < len(src) {
-		panic("serpent: output smaller than input")
-	}
-	if inexactOverlap(dst[:len(src)], src) {
-		panic("serpent: invalid buffer overlap")
-	}
-}
-
-// inexactOverlap reports whether x and y share memory at different offsets:
-// writing block i of the output would then change a later input block.
-// Fully identical buffers (in-place operation) are allowed.
-func inexactOverlap(x, y []byte) bool {
-	if len(x) == 0 || len(y) == 0 || &x[0] == &y[0] {
-		return false
-	}
-	x0 := uintptr(unsafe.Pointer(&x[0]))
-	y0 := uintptr(unsafe.Pointer(&y[0]))
-	return x0 <= y0+uintptr(len(y)-1) && y0 <= x0+uintptr(len(x)-1)
-}
+func checkBlocks(dst, src []byte) { blockcheck.Blocks("serpent", BlockSize, dst, src) }

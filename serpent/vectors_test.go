@@ -204,11 +204,11 @@ func TestKnownAnswerSpot(t *testing.T) {
 
 func newTestCipher(t *testing.T, key []byte) *Cipher {
 	t.Helper()
-	b, err := NewCipher(key)
+	c, err := NewCipher(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.(*Cipher)
+	return c
 }
 
 // checkEncrypt checks in against want through Encrypt, through the

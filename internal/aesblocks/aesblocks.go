@@ -19,7 +19,8 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"strconv"
-	"unsafe"
+
+	"github.com/tsdescramble/tsdescramble/internal/blockcheck"
 )
 
 // BlockSize is the AES block size in bytes.
@@ -125,40 +126,8 @@ func (c *Cipher) DecryptBlocks(dst, src []byte) {
 // checkBlocks panics, with the messages of crypto/cipher, unless src is whole
 // blocks, dst can hold them and the two do not overlap in part. The
 // assembly relies on these checks for its memory safety.
-func checkBlocks(dst, src []byte) {
-	if len(src)%BlockSize != 0 {
-		panic("aesblocks: input not full blocks")
-	}
-	if len(dst) < len(src) {
-		panic("aesblocks: output smaller than input")
-	}
-	if inexactOverlap(dst[:len(src)], src) {
-		panic("aesblocks: invalid buffer overlap")
-	}
-}
+func checkBlocks(dst, src []byte) { blockcheck.Blocks("aesblocks", BlockSize, dst, src) }
 
 // checkBlock is the check of crypto/aes for single-block calls, which ignore
 // the bytes past the first block.
-func checkBlock(dst, src []byte) {
-	if len(src) < BlockSize {
-		panic("aesblocks: input not full block")
-	}
-	if len(dst) < BlockSize {
-		panic("aesblocks: output not full block")
-	}
-	if inexactOverlap(dst[:BlockSize], src[:BlockSize]) {
-		panic("aesblocks: invalid buffer overlap")
-	}
-}
-
-// inexactOverlap reports whether x and y share memory at other than the same
-// starting position, as crypto/internal/fips140/alias does (which other
-// packages cannot import): a kernel that writes block i before reading
-// block i+1 would otherwise read output as input.
-func inexactOverlap(x, y []byte) bool {
-	if len(x) == 0 || len(y) == 0 || &x[0] == &y[0] {
-		return false
-	}
-	return uintptr(unsafe.Pointer(&x[0])) <= uintptr(unsafe.Pointer(&y[len(y)-1])) &&
-		uintptr(unsafe.Pointer(&y[0])) <= uintptr(unsafe.Pointer(&x[len(x)-1]))
-}
+func checkBlock(dst, src []byte) { blockcheck.Block("aesblocks", BlockSize, dst, src) }

@@ -37,7 +37,7 @@ func main() {
 }
 
 func run(in, out, cwFile string, cp int, pidList string, size int) error {
-	cws, err := keys.LoadList(cwFile, keys.CWSize)
+	cws, err := loadCWs(cwFile)
 	if err != nil {
 		return err
 	}
@@ -63,4 +63,18 @@ func run(in, out, cwFile string, cp int, pidList string, size int) error {
 	}
 	fmt.Fprintf(os.Stderr, "dvbcsa-scramble: %d crypto periods\n", n)
 	return os.WriteFile(out, stream, 0o644)
+}
+
+// loadCWs reads the control words of the list file at path. Crypto period i takes CW i
+// whatever its parity, so only a plain list says which key each period gets; pair files and
+// OSCam .cwl logs, whose keys carry a parity, are refused rather than guessed at.
+func loadCWs(path string) ([][]byte, error) {
+	kf, err := keys.LoadKeyFile(path, keys.CWSize)
+	if err != nil {
+		return nil, err
+	}
+	if kf.Format != keys.FormatList {
+		return nil, fmt.Errorf("%s: %s, not a list of control words (one per line)", path, kf.Format)
+	}
+	return kf.CWs, nil
 }
