@@ -96,7 +96,7 @@ func TestIdleTimeout(t *testing.T) {
 	if n != 0 || !errors.Is(err, ErrIdle) || !errors.As(err, &ie) || ie.Idle != 50*time.Millisecond {
 		t.Fatalf("Read = %d, %v", n, err)
 	}
-	if el := time.Since(start); el < 40*time.Millisecond || el > 2*time.Second {
+	if el := time.Since(start); el > 2*time.Second { // the idle time counts from Listen
 		t.Errorf("idle after %v", el)
 	}
 	if !strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "\n") {
@@ -109,7 +109,8 @@ func TestIdleTimeout(t *testing.T) {
 	}
 }
 
-// Close and the context end a blocked Read with io.EOF after the bytes already received.
+// Close and the context end a blocked Read with io.EOF after the bytes already received,
+// including those held behind a gap in the sequence.
 func TestCloseEndsRead(t *testing.T) {
 	for _, how := range []string{"Close", "context"} {
 		t.Run(how, func(t *testing.T) {
@@ -123,13 +124,14 @@ func TestCloseEndsRead(t *testing.T) {
 			// Sequence 1 then 3: 3 is held behind the gap when the Reader closes.
 			pkt := makeStream(2, 0, 1)
 			sendRaw(t, r.LocalAddr(), rtpDatagram(1, 33, pkt[:188]), rtpDatagram(3, 33, pkt[188:]))
-			time.Sleep(20 * time.Millisecond)
 			done := make(chan []byte, 1)
 			go func() {
 				b, _ := io.ReadAll(r)
 				done <- b
 			}()
-			time.Sleep(20 * time.Millisecond)
+			for i := 0; i < 500 && r.Stats().Datagrams < 2; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
 			if how == "Close" {
 				r.Close()
 			} else {

@@ -159,7 +159,7 @@ func Listen(ctx context.Context, addr *Address) (*Reader, error) {
 		r.msgs[i].Buffers = [][]byte{mem[i*(maxDatagram+1) : (i+1)*(maxDatagram+1)]}
 		r.msgs[i].OOB = oob[i*oobSize : (i+1)*oobSize]
 	}
-	r.stop = context.AfterFunc(ctx, func() { r.Close() })
+	r.stop = context.AfterFunc(ctx, func() { r.shutdown() })
 	return r, nil
 }
 
@@ -218,11 +218,17 @@ func (r *Reader) Stats() Stats {
 	return s
 }
 
-// Close stops the Reader: a Read in progress returns what was received, then io.EOF.
+// Close stops the Reader: Read returns the bytes it already took from the socket (those held
+// behind a gap included), then io.EOF. Datagrams still queued in the socket are dropped.
 func (r *Reader) Close() error {
+	r.stop()
+	return r.shutdown()
+}
+
+// shutdown closes the socket once; the context's AfterFunc calls it too.
+func (r *Reader) shutdown() error {
 	r.closeOnce.Do(func() {
 		r.closed.Store(true)
-		r.stop()
 		r.closeErr = r.conn.Close()
 	})
 	return r.closeErr
