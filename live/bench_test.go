@@ -1,0 +1,60 @@
+package live
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// BenchmarkLoopback measures Writer → Reader throughput on 127.0.0.1: TS bytes that arrived
+// per second of the run, in Gbit/s, and the share lost to a full receive buffer.
+func BenchmarkLoopback(b *testing.B) {
+	for _, c := range []struct{ name, in, out string }{
+		{"udp-7pkts", "udp://@127.0.0.1:0", "udp://127.0.0.1:%d"},
+		{"rtp-7pkts", "rtp://@127.0.0.1:0", "rtp://127.0.0.1:%d"},
+		{"udp-64pkts", "udp://@127.0.0.1:0?buffer=33554432", "udp://127.0.0.1:%d?pkts=64"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := listenT(b, c.in)
+			w := dialT(b, replacePort(c.out, port(r)))
+			chunk := makeStream(7*64, 0, 1)
+			got := make(chan int64, 1)
+			go func() {
+				var n int64
+				buf := make([]byte, 1<<20)
+				r.SetIdleTimeout(200 * time.Millisecond)
+				for {
+					k, err := r.Read(buf)
+					n += int64(k)
+					if errors.Is(err, ErrIdle) || err != nil {
+						break
+					}
+				}
+				got <- n
+			}()
+			b.SetBytes(int64(len(chunk)))
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				if _, err := w.Write(chunk); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w.Flush()
+			n := <-got
+			el := time.Since(start) - 200*time.Millisecond
+			sent := int64(b.N) * int64(len(chunk))
+			b.ReportMetric(float64(n)*8/el.Seconds()/1e9, "Gbit/s")
+			b.ReportMetric(100*float64(sent-n)/float64(sent), "%lost")
+		})
+	}
+}
+
+func replacePort(s string, p int) string {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '%' && s[i+1] == 'd' {
+			return s[:i] + itoa(p) + s[i+2:]
+		}
+	}
+	return s
+}
