@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -41,6 +42,7 @@ type Options struct {
 	// Workers is the number of goroutines running the cipher (default: GOMAXPROCS).
 	Workers int
 	// Batch is the number of packets per unit of work handed to a worker (default DefaultBatch).
+	// Workers and Batch are cut down where they would take more than MaxMemory (see Limits).
 	Batch int
 	// Lanes is the width of the bitsliced CSA2 engine: 32, 64, 128 or 256, or 0 for the
 	// fastest on this CPU (see csa.NewEngine). It applies where System or Out.System is nil.
@@ -92,6 +94,57 @@ const MaxBatch = 1 << 16
 // to stay ahead and the writer to absorb workers finishing out of order.
 const chunksPerWorker = 4
 
+// MaxMemory bounds the memory of a run's units of work, whatever Options.Workers and
+// Options.Batch ask for: the chunks in flight, those a crypto period still undecided holds back,
+// and the workers' engines. See Limits.
+const MaxMemory = 64 << 20
+
+// packetMemory is what one packet of a unit of work costs: the largest packet unit, its job, and
+// its payload's slice in the batcher of the worker that processes it (there are never more
+// workers than chunks in flight, so each worker's batcher is counted once).
+const packetMemory = 204 + int(unsafe.Sizeof(job{})) + int(unsafe.Sizeof([]byte(nil)))
+
+// chunkMemory is what a chunk costs besides its packets: its own fields and the headers of
+// its allocations. It counts when batches are small.
+const chunkMemory = 256
+
+// workerMemory is what a worker costs besides the chunk it works on: its cipher engine's state
+// and its stack. (A csa2 worker of 256 lanes holds about 80 kB: measured as the growth of the
+// resident memory of runs with many workers over tiny batches.)
+const workerMemory = 96 << 10
+
+// minInFlight is the fewest chunks in flight a run is given: one being read, one in a worker,
+// one being written, and one to spare.
+const minInFlight = 4
+
+// Limits returns the workers, the batch and the number of chunks in flight that a run asked for
+// workers and batch uses (values under 1 take the defaults), so that its units of work stay
+// within MaxMemory. The workers come first, up to a quarter of it. The chunks in flight are
+// chunksPerWorker per worker, plus, while a crypto period is undecided, those that hold back its
+// packets (up to 65536 packets and two chunks, see the package doc). When they would not fit,
+// there are fewer chunks in flight; when even minInFlight would not fit, the batch is halved
+// until they do; and there are never more workers than chunks to work on. At the default batch,
+// that leaves room for 4 chunks per worker up to 42 workers.
+func Limits(workers, batch int) (w, b, inFlight int) {
+	w, b = workers, batch
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	if b <= 0 {
+		b = DefaultBatch
+	}
+	b = min(b, MaxBatch)
+	w = min(w, MaxMemory/4/workerMemory)
+	room := func(b int) int {
+		return (MaxMemory-w*workerMemory)/(b*packetMemory+chunkMemory) - (holdPackets/b + 2)
+	}
+	for b > 1 && room(b) < minInFlight {
+		b /= 2
+	}
+	inFlight = max(min(w*chunksPerWorker, room(b)), minInFlight)
+	return min(w, inFlight), b, inFlight
+}
+
 // job is one payload of a chunk that needs the cipher: bytes buf[off:end] of the packet at
 // buf[pkt], in crypto period `period` of its PID (-1 when scrambling a clear packet). Once the
 // period is decided, key is the input key's slot in the chunk's key table (or -1: left as it
@@ -124,6 +177,29 @@ type chunk struct {
 	// The input keys of the jobs: job.key indexes keys; cws holds their CW indexes.
 	keys []scrambling.Key
 	cws  []int
+	// runs says where each framing starts among the packet units of buf (one run unless the
+	// input's framing changed inside the chunk), so that a write cut short can be counted in
+	// whole units.
+	runs []unitRun
+}
+
+// unitRun is a stretch of a chunk's buffer, from byte at, holding units of size bytes.
+type unitRun struct{ at, size int }
+
+// whole returns how many bytes and packet units of the first n bytes of c.buf make whole units.
+func (c *chunk) whole(n int) (size, units int) {
+	for i, r := range c.runs {
+		end := c.n
+		if i+1 < len(c.runs) {
+			end = c.runs[i+1].at
+		}
+		if n < end {
+			k := (n - r.at) / r.size
+			return r.at + k*r.size, units + k
+		}
+		units += (end - r.at) / r.size
+	}
+	return c.n, units
 }
 
 // slot returns the index in c.keys of the expanded key of CW k, adding it the first time.
@@ -148,15 +224,8 @@ func (c *chunk) slot(cs *ciphers, k int) int32 {
 // processed has been written.
 func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, error) {
 	start := time.Now()
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	batch := opts.Batch
-	if batch <= 0 {
-		batch = DefaultBatch
-	}
-	batch = min(batch, MaxBatch)
+	// Workers and Batch are cut down where they would take more than MaxMemory.
+	workers, batch, nchunks := Limits(opts.Workers, opts.Batch)
 	cs, err := newCiphers(&opts)
 	if err != nil {
 		return Stats{}, err
@@ -167,7 +236,6 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 
 	// Chunks in flight, plus those a crypto period still undecided may hold back (see
 	// holdPackets): the pool grows to that only while chunks are held.
-	nchunks := workers * chunksPerWorker
 	maxChunks := nchunks + holdPackets/batch + 2
 	free := make(chan *chunk, maxChunks)
 	for range nchunks {
@@ -234,6 +302,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			}
 			c.seq, c.n, c.jobs, c.ready = seq, 0, c.jobs[:0], 0
 			c.keys, c.cws = c.keys[:0], c.cws[:0]
+			c.runs = c.runs[:0]
 			seq++
 			var err error
 			for n := 0; n < batch; n++ {
@@ -241,6 +310,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				unit, err = fr.Next()
 				if err != nil {
 					break
+				}
+				if k := len(c.runs); k == 0 || c.runs[k-1].size != len(unit) {
+					c.runs = append(c.runs, unitRun{at: c.n, size: len(unit)})
 				}
 				c.n += copy(c.buf[c.n:], unit)
 				cl.classify(c, c.n-len(unit), fr.Framing())
@@ -307,7 +379,10 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			if writeErr == nil {
 				var m int
 				m, writeErr = w.Write(c.buf[:c.n])
-				st.BytesOut += int64(m)
+				// Only whole units count: a write cut short (a full disk) may end inside one.
+				size, units := c.whole(m)
+				st.BytesOut += int64(size)
+				st.PacketsOut += int64(units)
 				if writeErr != nil {
 					cancel() // stop reading; the workers drain what is in flight
 				}

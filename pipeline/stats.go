@@ -9,12 +9,13 @@ import (
 
 // Stats counts what a run did. Packet counts are of packet units; byte counts are of input bytes.
 type Stats struct {
-	Framing   ts.Framing `json:"framing"`   // framing of the last packet read
-	BytesIn   int64      `json:"bytes_in"`  // bytes read from the input
-	BytesOut  int64      `json:"bytes_out"` // bytes written to the output
-	Packets   int64      `json:"packets"`   // packets read (and written: every packet read is written)
-	Skipped   int64      `json:"skipped"`   // bytes dropped to regain sync
-	Truncated int64      `json:"truncated"` // bytes of a truncated last packet, dropped
+	Framing    ts.Framing `json:"framing"`     // framing of the last packet read
+	BytesIn    int64      `json:"bytes_in"`    // bytes read from the input
+	BytesOut   int64      `json:"bytes_out"`   // bytes of the whole packet units written to the output
+	PacketsOut int64      `json:"packets_out"` // packet units written whole (a write cut short, by a full disk, may leave part of one more)
+	Packets    int64      `json:"packets"`     // packets read (and written, unless writing failed)
+	Skipped    int64      `json:"skipped"`     // bytes dropped to regain sync
+	Truncated  int64      `json:"truncated"`   // bytes of a truncated last packet, dropped
 
 	Clear       int64 `json:"clear"`       // packets with TSC 00
 	Reserved    int64 `json:"reserved"`    // packets with TSC 01, passed through untouched

@@ -146,12 +146,24 @@ func (f *Framer) Next() ([]byte, error) {
 			continue
 		}
 		if next := q + fr.Size; next < f.end && f.buf[next] != SyncByte {
-			// What follows is not a packet. Either this packet is whole and garbage comes after
-			// it, or this 0x47 is itself garbage and a real packet starts inside this unit.
-			if u, ok, _ := f.findUnit(q+1, q+fr.Size, true); ok {
-				f.skipped += int64(u - f.start)
-				f.start = u
-				continue
+			// What follows is not a packet of this framing. When a unit of another framing
+			// follows, the framing changes after this unit, which is whole: the next call takes
+			// up the new framing. When a unit of another framing starts here, the framing
+			// changes at this unit (a 188-byte packet after 204-byte ones). Either way no byte
+			// is skipped. Otherwise, either this packet is whole and garbage comes after it, or
+			// this 0x47 is itself garbage and a real packet starts inside this unit. A change
+			// of framing is taken only where a unit ends: inside a unit, a chain in another
+			// framing is as likely to be garbage followed by packets in the same framing.
+			if _, ok := f.framingAt(f.start + fr.Size); !ok {
+				if g, ok := f.framingAt(f.start); ok {
+					f.framing = g
+					continue
+				}
+				if u, ok, _ := f.findUnit(q+1, q+fr.Size, true); ok {
+					f.skipped += int64(u - f.start)
+					f.start = u
+					continue
+				}
 			}
 		}
 		unit := f.buf[f.start : f.start+fr.Size]
@@ -235,6 +247,17 @@ func (f *Framer) findUnit(lo, hi int, strict bool) (unit int, ok bool, stop int)
 		}
 	}
 	return 0, false, hi
+}
+
+// framingAt returns a framing whose unit starting at u is confirmed by a full chain of sync
+// bytes.
+func (f *Framer) framingAt(u int) (Framing, bool) {
+	for _, fr := range framings {
+		if q := u + fr.Prefix; q < f.end && f.buf[q] == SyncByte && f.confirmed(q, fr) > confirmSyncs {
+			return fr, true
+		}
+	}
+	return Framing{}, false
 }
 
 // confirmed counts the sync bytes at q, q+size, ... (up to confirmSyncs+1 of them) and returns

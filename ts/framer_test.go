@@ -281,3 +281,93 @@ func TestFramerTrailingPadding(t *testing.T) {
 		}
 	}
 }
+
+// cleanUnits returns makeUnits(n, fr, rng) with 0x47 only at the sync positions: the prefix and
+// trailer bytes of real streams may hold 0x47 anywhere, but a test of framing changes must not
+// depend on where they happen to.
+func cleanUnits(n int, fr Framing, rng *rand.Rand) []byte {
+	u := makeUnits(n, fr, rng)
+	for i := range u {
+		if u[i] == SyncByte && i%fr.Size != fr.Prefix {
+			u[i] = 0
+		}
+	}
+	return u
+}
+
+// A stream whose framing changes (recordings of different sources put end to end) loses no
+// packet and no byte at a change: each unit comes out whole, in its own framing.
+func TestFramerFramingChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	type section struct {
+		fr Framing
+		n  int
+	}
+	plans := [][]section{
+		{{Framing188, 5}, {Framing204, 5}, {Framing188, 5}, {Framing192, 5}},
+		{{Framing188, 40}, {Framing204, 40}, {Framing188, 40}, {Framing192, 40}, {Framing204, 40}, {Framing192, 40}, {Framing188, 40}},
+	}
+	// Every change from one framing to another, between sections as short as a change can be
+	// told in (confirmSyncs+1 units) and longer ones.
+	for _, a := range framings {
+		for _, b := range framings {
+			if a != b {
+				for _, n := range []int{confirmSyncs + 1, 7} {
+					plans = append(plans, []section{{a, n}, {b, n}, {a, n}})
+				}
+			}
+		}
+	}
+	for _, plan := range plans {
+		var in []byte
+		var want []Framing
+		for _, s := range plan {
+			in = append(in, cleanUnits(s.n, s.fr, rng)...)
+			for range s.n {
+				want = append(want, s.fr)
+			}
+		}
+		for name, r := range map[string]io.Reader{"whole": bytes.NewReader(in), "onebyte": iotest.OneByteReader(bytes.NewReader(in))} {
+			f := NewFramer(r)
+			var got []Framing
+			var out []byte
+			for {
+				u, err := f.Next()
+				if err != nil {
+					if err != io.EOF {
+						t.Fatalf("%v %s: %v", plan, name, err)
+					}
+					break
+				}
+				if fr := f.Framing(); len(u) != fr.Size || u[fr.Prefix] != SyncByte {
+					t.Fatalf("%v %s: unit %d of %d bytes in framing %v", plan, name, len(got), len(u), fr)
+				}
+				got = append(got, f.Framing())
+				out = append(out, u...)
+			}
+			if !bytes.Equal(out, in) || len(got) != len(want) || f.Skipped() != 0 || f.Truncated() != 0 {
+				t.Fatalf("%v %s: %d units (want %d), %d bytes (want %d, equal %v), skipped %d, truncated %d; framings %v",
+					plan, name, len(got), len(want), len(out), len(in), bytes.Equal(out, in), f.Skipped(), f.Truncated(), got)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%v %s: unit %d in framing %v, want %v", plan, name, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// A 192-byte unit whose time code starts with 0x47 (it may: the prefix is copy-permission bits
+// and a 27 MHz clock) after 188-byte packets is still read as a 192-byte unit, though the
+// 188-byte framing finds a sync byte where it expects one.
+func TestFramerChangeToPrefixWithSyncByte(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	m2ts := cleanUnits(5, Framing192, rng)
+	m2ts[0] = SyncByte
+	in := append(cleanUnits(5, Framing188, rng), m2ts...)
+	out, f, err := readAll(t, bytes.NewReader(in))
+	if err != io.EOF || !bytes.Equal(out, in) || f.Skipped() != 0 || f.Packets() != 10 || f.Framing() != Framing192 {
+		t.Fatalf("%d bytes out (want %d), %d packets, skipped %d, framing %v, err %v", len(out), len(in), f.Packets(), f.Skipped(), f.Framing(), err)
+	}
+}

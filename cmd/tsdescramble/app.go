@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
-	"sync"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/probe"
 )
 
 // Exit statuses (the command-line contract).
@@ -58,51 +57,45 @@ var quietExit = &exitError{code: exitOK}
 
 // Main runs the command with the given arguments and returns its exit status.
 func Main(args []string, env Env) int {
-	err := newApp(env).Run(args)
-	if err == nil {
-		return exitOK
+	app := newApp(env)
+	if len(args) > 0 {
+		app.Metadata = map[string]any{argsKey: args[1:]}
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintln(env.Stderr, "tsdescramble: "+ee.msg)
-		}
-		return ee.code
-	}
-	// Errors from the flag parser are usage errors.
-	fmt.Fprintf(env.Stderr, "tsdescramble: %v (see tsdescramble -h)\n", err)
-	return exitUsage
+	return errorStatus(app.Run(args), env)
 }
 
 func newApp(env Env) *cli.App {
 	return &cli.App{
 		Name:      "tsdescramble",
 		Usage:     "descramble DVB-CSA2 scrambled MPEG transport streams",
-		UsageText: "tsdescramble [flags]   (reads stdin and writes stdout unless -in/-out are given)",
-		Description: `Examples:
+		UsageText: "tsdescramble [flags]\ntsdescramble COMMAND [flags] [ARGS]",
+		Description: `Descrambles -in (or stdin, when it is not a terminal) to -out (or stdout, when it is not a
+terminal). Flags go after the command's name; tsdescramble help COMMAND shows a command's.
+Examples:
    tsdescramble -in scrambled.ts -out clear.ts -cw 11223366445566ff
    cat scrambled.ts | tsdescramble -cw-file keys.txt > clear.ts
    tsdescramble -i rec.ts -o out.ts -cw-even 0102030608090a1b -cw-odd 1112133624252661
    tsdescramble -i feed.ts -o clear.ts -biss 112233445566 -service 2
    tsdescramble -i rec.ts -o out.ts -cw-file oscam.cwl -stats run.json
-   tsdescramble -i csa.ts -o s.ts -cw-file keys.txt -rescramble serpent -rescramble-cw 000102030405060708090a0b0c0d0e0f
+   tsdescramble -i csa.ts -o s.ts -cw-file keys.txt -rescramble serpent -rescramble-cw-file k2
 
 A CW file holds one control word per line, EVEN ODD pairs, or an OSCam .cwl log ('#' starts a
 comment): the first key applies to the first crypto period, and each change of scrambling parity
 moves to the next, cyclically; the list is aligned to the stream on its first PES start.`,
-		HideHelpCommand:      true,
 		EnableBashCompletion: true,
 		Version:              version(),
 		Reader:               env.Stdin,
-		Writer:               env.Stderr,
-		ErrWriter:            env.Stderr,
-		ExitErrHandler:       func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageErr("%v (see tsdescramble -h)", err)
-		},
-		Flags:    descrambleFlags(),
+		// Help, the version and bench's results are what was asked for: they go to stdout, so
+		// that tsdescramble -h | less shows them. stdout carries TS data only when a run
+		// writes its stream there, and then nothing else.
+		Writer:         env.Stdout,
+		ErrWriter:      env.Stderr,
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   onUsageError,
+		// urfave/cli adds -h only to an app without a help command of its own (helpCommand).
+		Flags:    append(descrambleFlags(), cli.HelpFlag),
 		Action:   func(c *cli.Context) error { return process(c, env, pipeline.Descramble) },
-		Commands: []*cli.Command{scrambleCommand(env), probeCommand(env), benchCommand(env)},
+		Commands: commands(scrambleCommand(env), probeCommand(env), benchCommand(env)),
 	}
 }
 
@@ -119,7 +112,9 @@ func runError(err error, inPath, outPath string, out *output) error {
 	switch {
 	case errors.Is(err, ts.ErrNoSync):
 		return failErr("%s: %v%s", name, err, saved)
-	case errors.Is(err, syscall.EPIPE) && outPath == "-":
+	case errors.Is(err, probe.ErrEmpty):
+		return failErr("%s: %v", name, err)
+	case errors.Is(err, syscall.EPIPE) && out.stdout:
 		// The reader of our stdout went away (head, a closed player): nothing is wrong here.
 		return quietExit
 	case errors.As(err, new(*writeError)):
@@ -137,7 +132,11 @@ func parseGroup(s string) (int, error) {
 	if err == nil && slices.Contains(csa.Available(), n) {
 		return n, nil
 	}
-	return 0, usageErr("-group %s: want one of %v or auto", s, csa.Available())
+	var lanes []string
+	for _, n := range csa.Available() {
+		lanes = append(lanes, strconv.Itoa(n))
+	}
+	return 0, usageErr("-group: want %s or auto", strings.Join(lanes, ", "))
 }
 
 func describeKeys(w io.Writer, list [][]byte, show bool) {
@@ -152,44 +151,6 @@ func describeKeys(w io.Writer, list [][]byte, show bool) {
 			fmt.Fprintf(w, "tsdescramble: CW %d loaded%s\n", i+1, note)
 		}
 	}
-}
-
-// signals turns SIGINT and SIGTERM into the cancellation of a run and remembers which came.
-type signals struct {
-	c      chan os.Signal
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	got    os.Signal
-}
-
-// interruptible returns a context cancelled by SIGINT or SIGTERM; onSignal runs then too.
-func interruptible(onSignal func()) (context.Context, *signals) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &signals{c: make(chan os.Signal, 1), cancel: cancel}
-	signal.Notify(s.c, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case sig := <-s.c:
-			s.mu.Lock()
-			s.got = sig
-			s.mu.Unlock()
-			cancel()
-			onSignal()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, s
-}
-
-func (s *signals) caught() os.Signal {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.got
-}
-
-func (s *signals) stop() {
-	signal.Stop(s.c)
-	s.cancel()
 }
 
 // input is the stream a run reads, with a way to end a read that waits on an idle pipe.
@@ -252,9 +213,4 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	return err
-}
-
-func init() {
-	// urfave/cli's default -v for the version would take -v from -verbose.
-	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and the engine this CPU runs"}
 }

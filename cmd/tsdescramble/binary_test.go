@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"github.com/tsdescramble/tsdescramble/ts"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,7 +139,6 @@ func TestBinary(t *testing.T) {
 		{"no key", nil, in, 2},
 		{"bad key", []string{"-cw", "123"}, in, 2},
 		{"unknown flag", []string{"-cw", cwA, "-nope"}, in, 2},
-		{"help", []string{"-h"}, nil, 0},
 		{"no sync", []string{"-cw", cwA}, noSyncInput(3000, true), 1},
 		{"missing input", []string{"-cw", cwA, "-in", filepath.Join(dir, "missing.ts")}, nil, 1},
 	} {
@@ -156,26 +157,55 @@ func TestBinary(t *testing.T) {
 			}
 		})
 	}
+
+	// tsdescramble -h | less: the help goes to the pipe, nothing to stderr.
+	for _, args := range [][]string{{"-h"}, {"help", "scramble"}, {"-version"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			cmd, stderr := command(t, args...)
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			if code := exitCode(t, cmd.Run()); code != 0 || stdout.Len() == 0 || stderr.Len() != 0 {
+				t.Errorf("exit %d, %d bytes on stdout, want 0 and the text there; stderr:\n%s", code, stdout.Len(), stderr)
+			}
+		})
+	}
 }
 
-// buildBinary builds the command into dir and returns its path; it skips the test when there
-// is no go command.
+// buildBinary returns the path of the command built from this package; it skips the test when
+// there is no go command. The command is built once per test binary, into a directory that
+// TestMain removes (dir is not used): a build per test cost a second or more each.
 func buildBinary(t *testing.T, dir string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command:", err)
 	}
-	bin := filepath.Join(dir, "tsdescramble")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "tsdescramble-test-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "tsdescramble")
+		if runtime.GOOS == "windows" {
+			built.path += ".exe"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var out []byte
+		if out, built.err = exec.CommandContext(ctx, goTool, "build", "-o", built.path, ".").CombinedOutput(); built.err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", built.err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return built.path
+}
+
+// built is the command buildBinary built.
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
 }
 
 // descrambled returns what the library makes of a stream, as the expected output.

@@ -443,25 +443,34 @@ func TestWorkersAndBatches(t *testing.T) {
 	}
 }
 
-// TestEmptyInput checks that an empty input gives an empty output and success.
+// TestEmptyInput checks that an empty input is a failure (exit 1) with one line saying so, as
+// probe says it, and leaves no output file behind: a run that read nothing was most often given
+// the wrong file or fed by a producer that failed.
 func TestEmptyInput(t *testing.T) {
-	r := run(t, nil, "-q", "-cw", cwA)
-	if r.code != 0 || r.stdout != "" || r.stderr != "" {
-		t.Fatalf("want exit 0, no output and no message; %s", describe(r))
-	}
-	r = run(t, nil, "-cw", cwA)
-	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "0 packets in") {
-		t.Fatalf("want exit 0, no output and a summary; %s", describe(r))
+	for _, args := range [][]string{{"-q", "-cw", cwA}, {"-cw", cwA}, {"-v", "-cw", cwA}, {"scramble", "-cw", cwA}} {
+		r := run(t, nil, args...)
+		if r.code != 1 || r.stdout != "" || r.stderr != "tsdescramble: stdin: the input is empty\n" {
+			t.Errorf("%v: want exit 1, no output and one line; %s", args, describe(r))
+		}
 	}
 
 	dir := t.TempDir()
 	in := writeFile(t, dir, "empty.ts", nil)
 	out := filepath.Join(dir, "out.ts")
-	r = run(t, nil, "-q", "-cw", cwA, "-in", in, "-out", out)
-	if r.code != 0 || r.stdout != "" || r.stderr != "" {
-		t.Fatalf("want exit 0, no output and no message; %s", describe(r))
+	keyFile := writeFile(t, dir, "keys.txt", []byte(cwA+"\n"+cwB+"\n"))
+	for _, args := range [][]string{
+		{"-cw", cwA, "-in", in, "-out", out},
+		{"-cw-file", keyFile, "-in", in, "-out", out}, // the key file's note is not printed either
+		{"scramble", "-cw", cwA, "-in", in, "-out", out},
+	} {
+		r := run(t, nil, args...)
+		if r.code != 1 || r.stdout != "" || r.stderr != "tsdescramble: "+in+": the input is empty\n" {
+			t.Errorf("%v: want exit 1, no output and one line; %s", args, describe(r))
+		}
 	}
-	if got := readFile(t, out); len(got) != 0 {
-		t.Errorf("output file holds %d bytes, want 0", len(got))
+	for _, n := range dirNames(t, dir) {
+		if n != "empty.ts" && n != "keys.txt" {
+			t.Errorf("a run on an empty input left %s behind", n)
+		}
 	}
 }

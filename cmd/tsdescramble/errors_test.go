@@ -120,18 +120,19 @@ func TestNoSyncWithSummary(t *testing.T) {
 	}
 }
 
-// TestHelp checks that -h and --help print the help on stderr, nothing on stdout, and exit 0.
+// TestHelp checks that -h, --help and help print the help on stdout (so that it can be paged),
+// nothing on stderr, and exit 0.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"-h"}, {"--help"}, {"-cw", cwA, "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"-cw", cwA, "-h"}, {"help"}} {
 		r := run(t, nil, args...)
 		if r.code != 0 {
 			t.Errorf("%v: exit %d, want 0", args, r.code)
 		}
-		if r.stdout != "" {
-			t.Errorf("%v: stdout holds %q, want nothing", args, r.stdout)
+		if r.stderr != "" {
+			t.Errorf("%v: stderr holds %q, want nothing", args, r.stderr)
 		}
 		for _, w := range []string{"tsdescramble", "-cw", "-cw-even", "-cw-odd", "-cw-file", "-in", "-out", "-reduce-entropy", "-workers", "-show-keys"} {
-			if !strings.Contains(r.stderr, w) {
+			if !strings.Contains(r.stdout, w) {
 				t.Errorf("%v: help does not mention %q", args, w)
 			}
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -14,14 +16,14 @@ import (
 // keyFlags are the flags that give control words; the descrambler and the scrambler share them.
 func keyFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "cw", Usage: "control word for both parities: `HEX` digits (16 for csa2, 32 for AES, 32/48/64 for dfc and serpent); spaces, ':' and '-' allowed"},
-		&cli.StringFlag{Name: "cw-even", Usage: "control word for the even parity (TSC 10): `HEX` digits"},
-		&cli.StringFlag{Name: "cw-odd", Usage: "control word for the odd parity (TSC 11): `HEX` digits"},
-		&cli.StringFlag{Name: "cw-file", TakesFile: true, Usage: "`FILE` of control words: one per line (used in turn, one per crypto period), EVEN ODD pairs per line, or an OSCam .cwl log; the format is detected"},
-		&cli.StringFlag{Name: "biss", Usage: "BISS-1 session word: 12 `HEX` digits (checksum bytes inserted) or 16"},
-		&cli.StringFlag{Name: "cw-env", Usage: "read the control word from the environment variable `NAME` (keeps it out of ps)"},
-		&cli.BoolFlag{Name: "reduce-entropy", Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default; csa2 only)"},
-		&cli.StringFlag{Name: "cipher", Value: "csa2", Usage: "scrambling `SYSTEM`: " + strings.Join(scrambling.Names(), ", ")},
+		&cli.StringFlag{Name: "cw", Category: catKeys, Usage: "control word for both parities: `HEX` digits (16 for csa2, 32 for AES, 32/48/64 for dfc and serpent); spaces, ':' and '-' allowed"},
+		&cli.StringFlag{Name: "cw-even", Category: catKeys, Usage: "control word for the even parity (TSC 10): `HEX` digits"},
+		&cli.StringFlag{Name: "cw-odd", Category: catKeys, Usage: "control word for the odd parity (TSC 11): `HEX` digits"},
+		&cli.StringFlag{Name: "cw-file", TakesFile: true, Category: catKeys, Usage: "`FILE` of control words: one per line (used in turn, one per crypto period), EVEN ODD pairs per line, or an OSCam .cwl log; the format is detected"},
+		&cli.StringFlag{Name: "biss", Category: catKeys, Usage: "BISS-1 session word: 12 `HEX` digits (checksum bytes inserted) or 16"},
+		&cli.StringFlag{Name: "cw-env", Category: catKeys, Usage: "read the control word from the environment variable `NAME` (keeps it out of ps)"},
+		&cli.BoolFlag{Name: "reduce-entropy", Category: catKeys, Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default; csa2 only)"},
+		&cli.StringFlag{Name: "cipher", Value: "csa2", Category: catScrambling, Usage: "scrambling `SYSTEM`: " + strings.Join(scrambling.Names(), ", ")},
 	}
 }
 
@@ -31,6 +33,11 @@ type keySet struct {
 	sched *keys.Schedule
 	list  [][]byte // nil for a key file: the schedule holds its keys, compactly (see cws)
 	notes []string
+	// What hints.go needs to try the usual mistakes when the keys do not fit: the layout of
+	// a key file (0 for keys given as flags), and, with -reduce-entropy, the first control
+	// words as they were given, in the schedule's order (reducing loses bytes 3 and 7).
+	format keys.Format
+	given  [][]byte
 }
 
 // cws returns the control words in order: those of the flags, or the schedule's.
@@ -86,7 +93,7 @@ func exampleKey(sys scrambling.System) string {
 
 // readKeys builds the keys from the key flags whose names start with prefix ("" for the
 // input's, "rescramble-" for the output of a rescrambling run) for the given system.
-func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, error) {
+func readKeys(c *cli.Context, prefix string, sys scrambling.System) (ks *keySet, err error) {
 	get := func(name string) string { return c.String(prefix + name) }
 	cw, even, odd, file := get("cw"), get("cw-even"), get("cw-odd"), get("cw-file")
 	biss, env := get("biss"), get("cw-env")
@@ -109,8 +116,18 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, er
 		return nil, usageErr("give one key source: %scw, %scw-even/%scw-odd, %scw-file, -biss or -cw-env, not several", f, f, f, f)
 	}
 	reduce := prefix == "" && c.Bool("reduce-entropy")
+	var given [][]byte
+	defer func() {
+		if ks != nil {
+			ks.given = given
+		}
+	}()
+	// finish is called on every key in the order of the schedule's control words.
 	finish := func(b []byte) []byte {
 		if reduce {
+			if len(given) < maxHintKeys {
+				given = append(given, slices.Clone(b))
+			}
 			keys.ReduceEntropy(b)
 		}
 		return b
@@ -120,6 +137,10 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, er
 			return nil, nil
 		}
 		b, err := parseKey(s, sys)
+		if n, hex := hexDigits(s); err != nil && hex && n == 12 && prefix == "" && sys.Name() == "csa2" {
+			// Twelve digits are the form BISS session words are published in.
+			return nil, usageErr("%s%s: 12 hex digits make a BISS-1 session word: give it with -biss, which inserts the checksum bytes, or give all 16 digits", f, flag)
+		}
 		if err != nil {
 			return nil, usageErr("%s%s: %v (example: %s%s %s)", f, flag, err, f, flag, exampleKey(sys))
 		}
@@ -143,9 +164,13 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, er
 		b = finish(b)
 		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
 	case env != "":
+		if looksLikeKey(env) {
+			// A control word given where the variable's name belongs: not shown.
+			return nil, usageErr("-cw-env takes the name of an environment variable that holds the control word, not the control word: TSD_CW=HEX tsdescramble -cw-env TSD_CW")
+		}
 		b, err := anySize(sys, func(size int) ([]byte, error) { return keys.FromEnv(env, size) })
 		if err != nil {
-			return nil, usageErr("-cw-env %s: %v", env, err)
+			return nil, usageErr("-cw-env: %v", err)
 		}
 		b = finish(b)
 		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
@@ -156,6 +181,10 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, er
 			if errors.As(err, &le) {
 				return nil, usageErr("%v", err)
 			}
+			if errors.Is(err, fs.ErrNotExist) && looksLikeKey(file) {
+				// A control word given where the file's name belongs: not shown.
+				return nil, usageErr("%scw-file names a file of control words: give a control word itself with %scw", f, f)
+			}
 			return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
 		}
 		for _, b := range kf.Keys() {
@@ -164,7 +193,7 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (*keySet, er
 		notes := append([]string{fmt.Sprintf("%s: %d control words, %s", file, len(kf.Keys()), kf.Format)}, kf.Notes...)
 		// The key file's own copy of the keys is dropped here: the schedule keeps them
 		// in 8 bytes a CSA2 control word.
-		return &keySet{sched: kf.Schedule(), notes: notes}, nil
+		return &keySet{sched: kf.Schedule(), notes: notes, format: kf.Format}, nil
 	default:
 		e, err := parse("cw-even", even)
 		if err != nil {
@@ -191,7 +220,7 @@ func lookupSystem(flag, name string, lanes int) (scrambling.System, error) {
 	}
 	sys, err := scrambling.Lookup(name)
 	if err != nil {
-		return nil, usageErr("-%s %s: want one of %s", flag, name, strings.Join(scrambling.Names(), ", "))
+		return nil, usageErr("-%s: want one of %s", flag, strings.Join(scrambling.Names(), ", "))
 	}
 	return sys, nil
 }

@@ -4,12 +4,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"github.com/tsdescramble/tsdescramble/internal/synth"
 	"io"
 	"os/exec"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 )
@@ -18,9 +22,7 @@ import (
 // that the peak resident memory stays under 64 MiB: memory is bounded by the work in flight,
 // whatever the input size.
 func TestMemoryBoundedThroughPipe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("streams 3 GB: skipped under -short")
-	}
+	needLong(t, "streams 3 GB")
 	bin := buildBinary(t, t.TempDir())
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	key, _ := csa.NewKey(cw)
@@ -77,5 +79,75 @@ func TestMemoryBoundedThroughPipe(t *testing.T) {
 	t.Logf("%.1f GB through the pipe, peak RSS %d KiB", float64(n)/1e9, rss)
 	if rss > 64<<10 {
 		t.Fatalf("peak RSS %d KiB, want under 64 MiB", rss)
+	}
+}
+
+// With -workers and -batch far beyond what memory allows, and a reader that stops reading, the
+// command cuts them down with a note, and its memory stays bounded: it would otherwise read
+// the whole input (-workers 1024 -batch 65536 allow 54 GB in flight).
+func TestMemoryBoundedWithLargeFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 150 MB through the command")
+	}
+	bin := buildBinary(t, t.TempDir())
+	block, clear := faultBlock(t)
+	const reps = 160 // 150 MB
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-workers", "1024", "-batch", "65536", "-cw", fmt.Sprintf("%x", faultCW))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go feed(stdin, block, reps, nil)
+	// Read nothing for a second, while the command fills what it may hold, then everything.
+	time.Sleep(time.Second)
+	got := &repeatedPrefix{want: clear, bad: -1}
+	if _, err := io.Copy(got, stdout); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := waitStatus(t, cmd.Wait())
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
+	t.Logf("exit %d, %d MB out, peak RSS %d KiB; stderr:\n%s", code, got.n/1e6, rss, stderr.String())
+	if code != 0 || got.n != int64(reps*len(block)) || got.bad >= 0 {
+		t.Fatalf("exit %d, %d bytes out (want %d), first difference at %d", code, got.n, reps*len(block), got.bad)
+	}
+	if !regexp.MustCompile(`(?m)^tsdescramble: -workers 1024 -batch 65536 would take more than 64 MiB of memory: running with -workers \d+ -batch \d+$`).MatchString(stderr.String()) {
+		t.Errorf("no note on stderr that -workers and -batch were cut down")
+	}
+	// 64 MiB of units of work, and the runtime's own beside them.
+	if rss > 96<<10 {
+		t.Fatalf("peak RSS %d KiB, want under 96 MiB", rss)
+	}
+}
+
+// bench -packets 2000000 holds a block of 50000 packets, not the 376 MB stream.
+func TestBenchMemory(t *testing.T) {
+	needLong(t, "runs the bench over 2 million packets")
+	key, _ := csa.NewKey(faultCW)
+	if block, size := benchStream(10_000_000, key); len(block) != benchBlock*188 || size != 10_000_000*188 {
+		t.Fatalf("10^7 packets: a block of %d bytes, a stream of %d", len(block), size)
+	}
+	bin := buildBinary(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "bench", "-packets", "2000000", "-rounds", "1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "fastest:") {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	t.Logf("peak RSS %d KiB:\n%s", rss, out)
+	if rss > 96<<10 {
+		t.Fatalf("peak RSS %d KiB, want under 96 MiB", rss)
 	}
 }

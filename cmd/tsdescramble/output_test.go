@@ -112,7 +112,8 @@ func TestOutputDevice(t *testing.T) {
 }
 
 // TestMessages checks what each of -q, -v and -show-keys prints on stderr, and that control
-// words are printed only with -v -show-keys.
+// words are printed only with -v -show-keys. (-q with -v, and -show-keys without -v, are
+// refused: TestContradictions.)
 func TestMessages(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := writeFile(t, dir, "keys.txt", []byte(cwA+"\n"+cwB+"\n"+cwC+"\n"))
@@ -133,9 +134,7 @@ func TestMessages(t *testing.T) {
 		empty   bool     // stderr is empty
 	}{
 		{"-q", []string{"-q", "-cw-file", keyFile}, s, []string{cwA, cwB, cwC}, false, false, true},
-		{"-q -v -show-keys", []string{"-q", "-v", "-show-keys", "-cw-file", keyFile}, s, []string{cwA, cwB, cwC}, false, false, true},
 		{"default", []string{"-cw-file", keyFile}, s, []string{cwA, cwB, cwC}, true, false, false},
-		{"-show-keys without -v", []string{"-show-keys", "-cw-file", keyFile}, s, []string{cwA, cwB, cwC}, true, false, false},
 		{"-v -cw", []string{"-v", "-cw", cwA}, sOne, []string{cwA}, true, false, false},
 		{"-v -cw-even -cw-odd", []string{"-v", "-cw-even", cwA, "-cw-odd", cwB}, sFixed, []string{cwA, cwB}, true, false, false},
 		{"-v -cw-file", []string{"-v", "-cw-file", keyFile}, s, []string{cwA, cwB, cwC}, true, false, false},

@@ -18,7 +18,7 @@ func probeCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "probe",
 		Usage:     "show what is in a transport stream: services, PIDs, CA systems, scrambling",
-		ArgsUsage: "[PATH|-]",
+		UsageText: "tsdescramble probe [flags] [PATH|-]",
 		Description: `Reads a whole transport stream (188, 192 or 204-byte packets) from PATH, or from stdin when
 PATH is - or absent, once, and prints on stdout:
   - the framing, size, duration and bitrate (from the PCRs),
@@ -37,9 +37,6 @@ Flags go before the path. Examples:
    tsdescramble probe - < recording.m2ts`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON, for scripts"},
-		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageErr("%v (see tsdescramble probe -h)", err)
 		},
 		Action: func(c *cli.Context) error { return runProbe(c, env) },
 	}

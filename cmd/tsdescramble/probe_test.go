@@ -254,7 +254,7 @@ func TestProbeCommandErrors(t *testing.T) {
 
 func TestProbeCommandHelp(t *testing.T) {
 	r := probeRun(t, nil, "probe", "-h")
-	if r.code != exitOK || !strings.Contains(r.stderr, "tsdescramble probe -json recording.ts") || r.stdout != "" {
+	if r.code != exitOK || !strings.Contains(r.stdout, "tsdescramble probe -json recording.ts") || r.stderr != "" {
 		t.Errorf("%s", describe(r))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -51,10 +52,26 @@ func (p *progress) finish() {
 	}
 }
 
+// onFirstBytes reads r and calls f once, when the first bytes come and before they are handed
+// on, so that what f prints comes before anything the run says of them.
+type onFirstBytes struct {
+	r    io.Reader
+	once sync.Once
+	f    func()
+}
+
+func (o *onFirstBytes) Read(p []byte) (int, error) {
+	n, err := o.r.Read(p)
+	if n > 0 {
+		o.once.Do(o.f)
+	}
+	return n, err
+}
+
 // printSummary writes the short summary of a run to w.
 func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v keyVerdict) {
 	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
-		st.Packets, st.BytesOut/int64(max(st.Framing.Size, 1)), st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
+		st.Packets, st.PacketsOut, st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
 	if mode != pipeline.Scramble {
 		// What the keys did comes first: it is what a person must read.
 		if v.line != "" {

@@ -2,39 +2,40 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/pipeline"
-	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/probe"
+	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
 // ioFlags, selectionFlags and tuningFlags are shared by the descrambler and the scrambler.
 func ioFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Usage: "input transport stream `FILE` (- for stdin)"},
-		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Usage: "output `FILE` (- for stdout)"},
+		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal)"},
+		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal)"},
 	}
 }
 
 func selectionFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "pid", Usage: "only these PIDs: a comma-separated `LIST`, decimal or 0x hex, ranges a-b allowed"},
-		&cli.IntFlag{Name: "service", Usage: "only the PIDs of the service with this program `NUMBER` (from the PAT and PMT)"},
+		&cli.StringFlag{Name: "pid", Category: catSelection, Usage: "only these PIDs: a comma-separated `LIST`, decimal or 0x hex, ranges a-b allowed"},
+		&cli.IntFlag{Name: "service", Category: catSelection, Usage: "only the PIDs of the service with this program `NUMBER` (from the PAT and PMT)"},
 	}
 }
 
 func tuningFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "group", Value: "auto", Usage: "csa2 bitslice lanes per batch: 32, 64, 128, 256 or auto (the fastest on this CPU)"},
-		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Usage: "parallel cipher workers"},
-		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Usage: "packets per unit of work handed to a worker"},
-		&cli.StringFlag{Name: "stats", TakesFile: true, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
-		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print details of the run"},
-		&cli.BoolFlag{Name: "show-keys", Usage: "with -v, print the control words (they are secrets: off by default)"},
+		&cli.StringFlag{Name: "group", Value: "auto", Category: catTuning, Usage: "csa2 bitslice lanes per batch: `N` = 32, 64, 128, 256, or auto (the fastest on this CPU)"},
+		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Category: catTuning, Usage: "`N` parallel cipher workers"},
+		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Category: catTuning, Usage: fmt.Sprintf("`N` packets per unit of work handed to a worker (with -workers, cut down, with a note, where the work in flight would take more than %d MiB)", pipeline.MaxMemory>>20)},
+		&cli.StringFlag{Name: "stats", TakesFile: true, Category: catReporting, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catReporting, Usage: "print details of the run"},
+		&cli.BoolFlag{Name: "show-keys", Category: catReporting, Usage: "with -v, print the control words (they are secrets: off by default)"},
 	}
 }
 
@@ -42,10 +43,10 @@ func descrambleFlags() []cli.Flag {
 	f := append(ioFlags(), keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
-		&cli.StringFlag{Name: "rescramble", Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
-		&cli.StringFlag{Name: "rescramble-cw", Usage: "control word to rescramble with: `HEX` digits"},
-		&cli.StringFlag{Name: "rescramble-cw-file", TakesFile: true, Usage: "`FILE` of control words to rescramble with, one per crypto period"},
-		&cli.IntFlag{Name: "rescramble-cp-packets", Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
+		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
+		&cli.StringFlag{Name: "rescramble-cw", Category: catScrambling, Usage: "control word to rescramble with: `HEX` digits"},
+		&cli.StringFlag{Name: "rescramble-cw-file", TakesFile: true, Category: catScrambling, Usage: "`FILE` of control words to rescramble with, one per crypto period"},
+		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
 	return append(f, tuningFlags()...)
 }
@@ -53,19 +54,20 @@ func descrambleFlags() []cli.Flag {
 func scrambleCommand(env Env) *cli.Command {
 	f := append(ioFlags(), keyFlags()...)
 	f = append(f, selectionFlags()...)
-	f = append(f, &cli.IntFlag{Name: "cp-packets", Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
+	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
 	f = append(f, tuningFlags()...)
 	return &cli.Command{
 		Name:      "scramble",
 		Usage:     "scramble the elementary streams of a transport stream",
-		UsageText: "tsdescramble scramble [flags]   (reads stdin and writes stdout unless -in/-out are given)",
+		UsageText: "tsdescramble scramble [flags]",
 		Description: `Scrambles the packets of every elementary stream of every service (or of -pid / -service),
 sets their scrambling bits, and leaves PSI and null packets clear. CSA2 payloads under 8 bytes
-are marked scrambled and left clear, as DVB-CSA2 defines.
+are marked scrambled and left clear, as DVB-CSA2 defines. Reads -in (or stdin, when it is not
+a terminal) and writes -out (or stdout, when it is not a terminal).
 Examples:
    tsdescramble scramble -in clear.ts -out scrambled.ts -cw 11223366445566ff
    tsdescramble scramble -i clear.ts -o s.ts -cw-file keys.txt -cp-packets 5000
-   tsdescramble scramble -i clear.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff`,
+   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff`,
 		Flags:  f,
 		Action: func(c *cli.Context) error { return process(c, env, pipeline.Scramble) },
 	}
@@ -73,30 +75,19 @@ Examples:
 
 // process runs the descrambler, the rescrambler or the scrambler as the flags ask.
 func process(c *cli.Context, env Env, mode pipeline.Mode) error {
-	if c.NArg() > 0 {
-		return usageErr("unexpected argument %q: give the input with -in FILE", c.Args().First())
+	if err := checkCommandLine(c, env); err != nil {
+		return err
 	}
 	if err := checkPaths(c.String); err != nil {
 		return err
 	}
 	if w := c.Int("workers"); w < 1 || w > 1024 {
-		return usageErr("-workers %d: want a number from 1 to 1024", w)
+		return usageErr("-workers: want a number from 1 to 1024")
 	}
 	if b := c.Int("batch"); b < 1 || b > pipeline.MaxBatch {
-		return usageErr("-batch %d: want a number from 1 to %d", b, pipeline.MaxBatch)
+		return usageErr("-batch: want a number from 1 to %d", pipeline.MaxBatch)
 	}
 	lanes, err := parseGroup(c.String("group"))
-	if err != nil {
-		return err
-	}
-	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
-	// the input now (system_detect.go).
-	sys, la, err := chooseSystem(c, env, mode, lanes)
-	if err != nil {
-		return err
-	}
-	defer la.close()
-	ks, err := readKeys(c, "", sys)
 	if err != nil {
 		return err
 	}
@@ -106,45 +97,64 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		Batch:   c.Int("batch"),
 		Lanes:   lanes,
 	}
-	notes := ks.notes
-	switch mode {
-	case pipeline.Descramble:
-		opts.Keys, opts.System = ks.sched, sys
-		if name := c.String("rescramble"); name != "" {
-			osys, err := lookupSystem("rescramble", name, lanes)
-			if err != nil {
-				return err
-			}
-			oks, err := readKeys(c, "rescramble-", osys)
-			if err != nil {
-				return err
-			}
-			if n := c.Int("rescramble-cp-packets"); n < 0 {
-				return usageErr("-rescramble-cp-packets %d: want 0 or more packets", n)
-			}
-			opts.Mode = pipeline.Rescramble
-			opts.Out = &pipeline.Output{System: osys, CWs: oks.cws(), PeriodPackets: c.Int("rescramble-cp-packets")}
-			notes = append(notes, oks.notes...)
-		} else if c.String("rescramble-cw") != "" || c.String("rescramble-cw-file") != "" {
-			return usageErr("-rescramble-cw and -rescramble-cw-file need -rescramble SYSTEM")
-		}
-	case pipeline.Scramble:
-		if n := c.Int("cp-packets"); n < 0 {
-			return usageErr("-cp-packets %d: want 0 or more packets", n)
-		}
-		opts.Out = &pipeline.Output{System: sys, CWs: ks.cws(), PeriodPackets: c.Int("cp-packets")}
-		opts.ScramblingMode = signalMode(sys)
-	}
+	// The flags that need nothing of the input are checked before it is opened: a usage error
+	// does not wait for a live input to show its PMTs.
 	if s := c.String("pid"); s != "" {
-		if opts.PIDs, err = psi.ParsePIDList(s); err != nil {
-			return usageErr("-pid: %v (example: -pid 0x100,0x101 or -pid 256-259)", err)
+		if opts.PIDs, err = parsePIDs(s); err != nil {
+			return err
 		}
 	}
 	if c.IsSet("service") {
 		opts.Service = c.Int("service")
 		if opts.Service < 1 || opts.Service > 0xFFFF {
-			return usageErr("-service %d: want a program number from 1 to 65535 (tsdescramble probe lists them)", opts.Service)
+			return usageErr("-service: want a program number from 1 to 65535 (tsdescramble probe lists them)")
 		}
+	}
+	if c.Int("cp-packets") < 0 {
+		return usageErr("-cp-packets: want 0 or more packets")
+	}
+	if c.Int("rescramble-cp-packets") < 0 {
+		return usageErr("-rescramble-cp-packets: want 0 or more packets")
+	}
+	var osys scrambling.System
+	if name := c.String("rescramble"); name != "" {
+		if osys, err = lookupSystem("rescramble", name, lanes); err != nil {
+			return err
+		}
+	} else if c.String("rescramble-cw") != "" || c.String("rescramble-cw-file") != "" {
+		return usageErr("-rescramble-cw and -rescramble-cw-file need -rescramble SYSTEM")
+	}
+	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
+	// the input now (system_detect.go).
+	var sysNotes []string
+	sys, la, err := chooseSystem(c, env, mode, lanes, &sysNotes)
+	if err != nil {
+		return err
+	}
+	defer la.close()
+	ks, err := readKeys(c, "", sys)
+	if err != nil {
+		return err
+	}
+	notes := append(sysNotes, ks.notes...)
+	if n := limitsNote(opts.Workers, opts.Batch); n != "" {
+		notes = append(notes, n)
+	}
+	switch mode {
+	case pipeline.Descramble:
+		opts.Keys, opts.System = ks.sched, sys
+		if osys != nil {
+			oks, err := readKeys(c, "rescramble-", osys)
+			if err != nil {
+				return err
+			}
+			opts.Mode = pipeline.Rescramble
+			opts.Out = &pipeline.Output{System: osys, CWs: oks.cws(), PeriodPackets: c.Int("rescramble-cp-packets")}
+			notes = append(notes, oks.notes...)
+		}
+	case pipeline.Scramble:
+		opts.Out = &pipeline.Output{System: sys, CWs: ks.cws(), PeriodPackets: c.Int("cp-packets")}
+		opts.ScramblingMode = signalMode(sys)
 	}
 
 	quiet, verbose := c.Bool("quiet"), c.Bool("verbose")
@@ -156,12 +166,6 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	opts.Log = logf
 	if verbose {
 		opts.KeyLog = logf
-	}
-	for _, n := range notes {
-		logf(n)
-	}
-	if verbose && !quiet {
-		describeKeys(env.Stderr, ks.cws(), c.Bool("show-keys"))
 	}
 
 	inPath, outPath := c.String("in"), c.String("out")
@@ -178,17 +182,45 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	// idle input pipe to send more.
 	out.onFail = in.interrupt
 
-	ctx, sig := interruptible(in.interrupt)
+	// The notes (the key file read, the system the PMT names) come with the first bytes of the
+	// input: before a usage error, an input that cannot be opened or an empty one they would
+	// only bury the message that matters.
+	printNotes := func() {
+		for _, n := range notes {
+			logf(n)
+		}
+		if verbose && !quiet {
+			describeKeys(env.Stderr, ks.cws(), c.Bool("show-keys"))
+		}
+	}
+
+	ctx, sig := interruptible(in.interrupt, func(s os.Signal, msg string) {
+		// The run ends now, whatever is in flight: the output is put aside as it stands.
+		if partial := out.abort(); partial != "" {
+			msg += "; the packets written so far are in " + partial
+		}
+		fmt.Fprintln(env.Stderr, "tsdescramble: "+msg)
+		os.Exit(signalStatus(s))
+	})
 	defer sig.stop()
 	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
-	st, runErr := pipeline.Run(ctx, in, out.w, opts)
+	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: in, f: printNotes}, out.w, opts)
+	sig.finished()
 	bar.finish()
-	closeErr := out.close(runErr == nil, st.BytesOut > 0)
+	if runErr == nil && st.BytesIn == 0 {
+		// Not a byte: a wrong path or a producer that failed, as probe says too.
+		runErr = probe.ErrEmpty
+	}
+	junk := notTransportStream(&st)
+	closeErr := out.close(runErr == nil && junk == "", st.BytesOut)
 
 	verdict := judgeKeys(&st)
 	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
+	}
+	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
+		logf(w)
 	}
 	if path := c.String("stats"); path != "" {
 		if err := writeStats(path, &st); err != nil && runErr == nil {
@@ -198,28 +230,36 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	switch {
 	case runErr != nil && sig.caught() != nil:
 		// Stopped by a signal: every packet read before it was written out.
-		s := sig.caught().(syscall.Signal)
-		name := "SIGTERM"
-		if s == syscall.SIGINT {
-			name = "SIGINT"
-		}
+		s := sig.caught()
 		saved := ""
 		if out.partial != "" {
 			saved = " to " + out.partial
 		}
-		return &exitError{code: 128 + int(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", name, st.BytesOut/int64(max(st.Framing.Size, 1)), saved)}
+		return &exitError{code: signalStatus(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signalName(s), st.PacketsOut, saved)}
 	case runErr != nil:
 		return runError(runErr, inPath, outPath, out)
 	case closeErr != nil:
-		return failErr("cannot write %s: %v", outPath, closeErr)
+		saved := ""
+		if out.partial != "" {
+			saved = "; the packets processed are in " + out.partial
+		}
+		return failErr("cannot write %s: %v%s", outPath, closeErr, saved)
+	case junk != "":
+		saved := ""
+		if out.partial != "" {
+			saved = "; the packets found are in " + out.partial
+		}
+		return failErr("%s%s", junk, saved)
+	case unseenSelection(&opts, &st) != "":
+		return failErr("%s; the output was written anyway", unseenSelection(&opts, &st))
 	case opts.Mode == pipeline.Scramble:
 	case verdict.code != exitOK:
-		return &exitError{code: verdict.code, msg: verdict.line +
-			" (check the control words, their parity and order, -cipher and -reduce-entropy); the output was written anyway"}
+		// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
+		return &exitError{code: verdict.code, msg: verdict.line + keyAdvice(c, &st, sys, ks) + "; the output was written anyway"}
 	case st.PESGood == 0 && st.PESBad > 0:
 		return &exitError{code: exitNoFit, msg: fmt.Sprintf(
-			"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header "+
-				"(check the control words, their parity and order, -cipher and -reduce-entropy); the output was written anyway", st.PESBad)}
+			"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header%s; the output was written anyway",
+			st.PESBad, keyAdvice(c, &st, sys, ks))}
 	}
 	return nil
 }

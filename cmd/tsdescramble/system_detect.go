@@ -100,9 +100,10 @@ func (l *lookahead) close() {
 // (of the -service given, else of the first service that has one), csa2 when there is none or
 // its mode is not one tsdescramble implements. A descrambling run opens its input here and
 // looks at its start (see peekServices); the lookahead returned hands it to the run, which
-// reads every byte as if nothing had looked. The notes go to stderr unless -q: which system the
-// PMT chose, a mode that tsdescramble cannot descramble, or a -cipher that disagrees with it.
-func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int) (scrambling.System, *lookahead, error) {
+// reads every byte as if nothing had looked. The notes it appends to notes are for stderr once
+// the run starts: which system the PMT chose, a mode that tsdescramble cannot descramble, or a
+// -cipher that disagrees with it.
+func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int, notes *[]string) (scrambling.System, *lookahead, error) {
 	name := c.String("cipher")
 	sys, err := lookupSystem("cipher", name, lanes)
 	if err != nil || mode != pipeline.Descramble {
@@ -131,9 +132,7 @@ func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int) (scram
 		return sys, la, nil
 	}
 	note := func(format string, a ...any) {
-		if !c.Bool("quiet") {
-			fmt.Fprintf(env.Stderr, "tsdescramble: "+format+"\n", a...)
-		}
+		*notes = append(*notes, fmt.Sprintf(format, a...))
 	}
 	f := found[0]
 	signalledName := systemOfMode(f.mode)

@@ -1,0 +1,44 @@
+// Command tsdescramble descrambles MPEG transport streams scrambled with DVB-CSA2 (or with
+// DVB-CISSA, ATIS-IDSA, DFC or Serpent), scrambles them, and tells what is in them.
+//
+//	tsdescramble -in scrambled.ts -out clear.ts -cw 11223366445566ff
+//	cat scrambled.ts | tsdescramble -cw-file keys.txt > clear.ts
+//
+// Without a subcommand it descrambles. It reads 188, 192 and 204-byte packets from a file or
+// stdin, regains sync after garbage, descrambles the payloads of packets with TSC 10 (even key)
+// and 11 (odd key), clears their scrambling bits and writes every packet, in order and in its
+// framing, to a file or stdout. The keys come from -cw, -cw-even and -cw-odd, -biss, -cw-env or
+// -cw-file (a CW list, EVEN ODD pairs or an OSCam .cwl log). Each PID follows its own crypto
+// periods, and a period no key fits is left as it came. Messages go to stderr, one line each;
+// stdout carries only TS data.
+//
+// # Subcommands
+//
+//	tsdescramble scramble [flags]   the reverse: scrambles every elementary stream (or those of
+//	                                -pid or -service) with the same key flags; -cp-packets N
+//	                                sets the crypto period
+//	tsdescramble probe PATH         what is in a stream: services, PIDs and stream types, CA
+//	                                systems, scrambling per PID; -json for scripts
+//	tsdescramble bench [flags]      measures each bitslice width on this machine and suggests
+//	                                -group, -workers and -batch
+//
+// "tsdescramble help [SUBCOMMAND]", "tsdescramble -h" and "tsdescramble SUBCOMMAND -h" list the
+// flags.
+//
+// # Exit status
+//
+//	0      success; also when a PID no key fits (another CA system's) is left scrambled,
+//	       as long as another PID fits
+//	1      runtime failure: I/O, an input with no transport stream in it, a -service or -pid
+//	       the stream does not have
+//	2      usage error: a bad flag, a bad key, an unreadable key file, an output that names
+//	       an input
+//	3      the keys do not fit the stream: crypto periods, or every PID, were left scrambled,
+//	       or no scrambled unit start descrambled to a valid header. The output is written all
+//	       the same; when one of the usual mistakes (even and odd swapped, -reduce-entropy on
+//	       or off, a CW's bytes reversed) would make the keys fit, the message says which
+//	128+N  stopped by signal N, after writing every packet already processed: 129 for SIGHUP,
+//	       130 for SIGINT, 143 for SIGTERM; a second signal, SIGQUIT (131), or a stop that the
+//	       output holds up for 2 s ends the run at once; 141 for SIGPIPE, quietly, when the
+//	       reader of stdout goes away, as for any Unix filter
+package main

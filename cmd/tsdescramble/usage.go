@@ -1,0 +1,306 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/psi"
+)
+
+// The checks of a command line made before anything is read, and the wording of the flag
+// parser's errors. A message names a flag or the position of an argument, never a value a user
+// typed: people paste control words into command lines, and a forgotten pair of quotes or a key
+// given to the wrong flag must not end up on a screen, in a terminal's scroll-back or in a log.
+
+// argsKey is the key of the App's Metadata that holds the command line (without the program
+// name), so that a message can say which argument it means.
+const argsKey = "args"
+
+// Patterns of the errors of Go's flag package, which urfave/cli passes on as they are. Their
+// texts quote the value given; the messages built from them do not.
+var (
+	reUnknownFlag = regexp.MustCompile(`^flag provided but not defined: -(.*)$`)
+	reNeedsValue  = regexp.MustCompile(`^flag needs an argument: -(.*)$`)
+	reBadValue    = regexp.MustCompile(`(?s)^invalid (?:boolean )?value ".*" for (?:flag )?-([A-Za-z0-9-]+): `)
+	reBadBool     = regexp.MustCompile(`^invalid boolean flag ([A-Za-z0-9-]+): `)
+	reBadSyntax   = regexp.MustCompile(`^bad flag syntax: `)
+	reTwoForms    = regexp.MustCompile(`^(?i:cannot use two forms of the same flag): (\S+) (\S+)$`)
+	reQuoted      = regexp.MustCompile(`"[^"]*"`)
+	reFlagName    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
+)
+
+// onUsageError is the OnUsageError of the app and of every command: one line that says what is
+// wrong and points at the command's help, instead of the whole help. Every parse error is a
+// usage error (exit 2).
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	help := "tsdescramble -h"
+	var flags []cli.Flag
+	if c != nil && c.Command != nil {
+		if c.Command.HelpName != "" {
+			help = c.Command.HelpName + " -h"
+		}
+		flags = c.Command.Flags
+	}
+	return usageErr("%s (see %s)", parseMessage(err, flags), help)
+}
+
+// parseMessage rewords an error of the flag parser without the values it quotes.
+func parseMessage(err error, flags []cli.Flag) string {
+	msg := err.Error()
+	if m := reUnknownFlag.FindStringSubmatch(msg); m != nil {
+		name := strings.SplitN(m[1], "=", 2)[0]
+		if !reFlagName.MatchString(name) || looksLikeKey(name) {
+			return "an argument starts with '-' but names no flag"
+		}
+		if s := similarFlag(name, flags); s != "" {
+			return fmt.Sprintf("unknown flag -%s: did you mean -%s?", name, s)
+		}
+		return fmt.Sprintf("unknown flag -%s", name)
+	}
+	if m := reNeedsValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("-%s needs a value", m[1])
+	}
+	name := ""
+	if m := reBadValue.FindStringSubmatch(msg); m != nil {
+		name = m[1]
+	} else if m := reBadBool.FindStringSubmatch(msg); m != nil {
+		name = m[1]
+	}
+	if name != "" {
+		switch flagByName(flags, name).(type) {
+		case *cli.IntFlag:
+			return fmt.Sprintf("-%s wants a whole number", name)
+		case *cli.BoolFlag:
+			return fmt.Sprintf("-%s is a switch: give it alone, without a value", name)
+		}
+		return fmt.Sprintf("-%s: not a valid value", name)
+	}
+	if reBadSyntax.MatchString(msg) {
+		return "an argument is not a well-formed flag: flags are -name or -name=value"
+	}
+	if m := reTwoForms.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("-%s and -%s are one flag: give it once", m[2], m[1])
+	}
+	// Another error of the parser: keep its words, not what it quotes.
+	return reQuoted.ReplaceAllString(msg, "(a value)")
+}
+
+// flagByName returns the flag of flags that has the name, or nil.
+func flagByName(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// similarFlag returns the name of a flag that name is probably a misspelling of (at most two
+// edits away, or the same letters without dashes), or "".
+func similarFlag(name string, flags []cli.Flag) string {
+	best, bestDist := "", 3
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if len(n) < 3 {
+				continue
+			}
+			d := editDistance(name, n)
+			if strings.ReplaceAll(name, "-", "") == strings.ReplaceAll(n, "-", "") {
+				d = 0
+			}
+			if d < bestDist {
+				best, bestDist = n, d
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// hexDigits counts the hex digits of s as the key parsers read it (a "0x" prefix and the
+// separators ' ', '\t', ':' and '-' skipped); ok is false when s holds anything else.
+func hexDigits(s string) (n int, ok bool) {
+	t := strings.TrimSpace(s)
+	if len(t) > 2 && (t[:2] == "0x" || t[:2] == "0X") {
+		t = t[2:]
+	}
+	for _, c := range t {
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
+			n++
+		case c == ' ' || c == '\t' || c == ':' || c == '-':
+		default:
+			return n, false
+		}
+	}
+	return n, true
+}
+
+// looksLikeKey reports whether s could be key material: hex digits only, at least 6 of them
+// (half of a BISS session word). Such a string is never shown in a message.
+func looksLikeKey(s string) bool {
+	n, ok := hexDigits(s)
+	return ok && n >= 6
+}
+
+// strayArgument is the usage error for arguments left over after the flags. An argument that
+// names an existing file is shown (the input given without -in); any other is named by its
+// position, since it is most often the second half of a control word typed without quotes.
+func strayArgument(c *cli.Context) error {
+	arg := c.Args().First()
+	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() && !looksLikeKey(arg) {
+		return usageErr("unexpected argument %s: to read it, give -in %s", arg, arg)
+	}
+	pos := ""
+	if all, ok := c.App.Metadata[argsKey].([]string); ok && len(all) >= c.NArg() {
+		// The parser stops at the first argument that is not a flag or a flag's value, so the
+		// arguments left over are the tail of the command line.
+		pos = fmt.Sprintf(" %d", len(all)-c.NArg()+1)
+	}
+	return usageErr("argument%s is neither a flag nor a flag's value: quote a value that holds spaces, and give the input with -in FILE", pos)
+}
+
+// isTerminal reports whether f is an *os.File on a terminal, as the Env's hook says.
+func isTerminal(env Env, f any) bool {
+	file, ok := f.(*os.File)
+	return ok && env.IsTerminal != nil && env.IsTerminal(file)
+}
+
+// checkCommandLine refuses, before anything is opened, what the descrambler and the scrambler
+// cannot do anything sensible with: arguments that are not flags, flags that contradict each
+// other, an empty file name, and a terminal where a transport stream was meant to be read or
+// written because -in or -out was forgotten (a terminal would wait forever for a stream that
+// is not coming, or fill with binary; -in - and -out - given explicitly still use it).
+func checkCommandLine(c *cli.Context, env Env) error {
+	if c.NArg() > 0 {
+		return strayArgument(c)
+	}
+	if c.Bool("quiet") && c.Bool("verbose") {
+		return usageErr("-q asks for nothing but errors and -v for details: give one or the other")
+	}
+	if c.Bool("show-keys") && !c.Bool("verbose") {
+		return usageErr("-show-keys adds the control words to what -v prints: give it with -v, or leave it out")
+	}
+	if c.IsSet("rescramble-cp-packets") && c.String("rescramble") == "" {
+		return usageErr("-rescramble-cp-packets needs -rescramble SYSTEM")
+	}
+	for _, f := range fileFlags {
+		if !c.IsSet(f.name) || c.String(f.name) != "" {
+			continue
+		}
+		if f.stdio {
+			std := "stdin"
+			if f.output() {
+				std = "stdout"
+			}
+			return usageErr("-%s is empty: name a file, or - for %s", f.name, std)
+		}
+		return usageErr("-%s is empty: name a file", f.name)
+	}
+	if !c.IsSet("in") && isTerminal(env, env.Stdin) {
+		return usageErr("no input: give -in FILE, or pipe a stream in (stdin is a terminal; -in - reads it anyway)")
+	}
+	if !c.IsSet("out") && isTerminal(env, env.Stdout) {
+		return usageErr("no output: give -out FILE, or redirect stdout (it is a terminal; -out - writes the stream to it anyway)")
+	}
+	return nil
+}
+
+// flagsBeforeCommand is the Before of the commands: flags given before a command's name belong
+// to the descrambler, whose flags the command does not read, so they are refused rather than
+// silently dropped.
+func flagsBeforeCommand(c *cli.Context) error {
+	lineage := c.Lineage()
+	if len(lineage) < 2 || lineage[1] == nil {
+		return nil
+	}
+	// The parser marks every name of a flag given by one of them: each flag is named once, by
+	// its first name.
+	var names []string
+	for _, n := range lineage[1].LocalFlagNames() {
+		if f := flagByName(lineage[1].Command.Flags, n); f != nil {
+			n = f.Names()[0]
+		}
+		if n = "-" + n; !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	given := names[0] + " is"
+	if len(names) > 1 {
+		given = strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " are"
+	}
+	name := c.Command.Name
+	return usageErr("%s given before the command %s: flags go after it (tsdescramble %s [flags]; tsdescramble %s -h lists them)",
+		given, name, name, name)
+}
+
+// errorStatus writes the message of err, which ended a run, to stderr and returns the exit
+// status. Errors of the flag parser arrive as usage errors (onUsageError), so an error of any
+// other kind is a failure of the run, never a usage error.
+func errorStatus(err error, env Env) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(env.Stderr, "tsdescramble: "+ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(env.Stderr, "tsdescramble: %v\n", err)
+	return exitFail
+}
+
+// parsePIDs reads the value of -pid. The list parser's messages quote the item they refuse;
+// here an item is named by its position in the list.
+func parsePIDs(s string) ([]uint16, error) {
+	pids, err := psi.ParsePIDList(s)
+	if err == nil {
+		return pids, nil
+	}
+	const example = "(example: -pid 0x100,0x101 or -pid 256-259)"
+	if strings.TrimSpace(s) == "" {
+		return nil, usageErr("-pid: no PID given %s", example)
+	}
+	for i, item := range strings.Split(s, ",") {
+		if strings.TrimSpace(item) == "" {
+			return nil, usageErr("-pid: item %d of the list is empty %s", i+1, example)
+		}
+		if _, err := psi.ParsePIDList(item); err != nil {
+			return nil, usageErr("-pid: item %d of the list is not a PID (0 to 0x1FFF, decimal or 0x hex) nor a range FIRST-LAST of them %s", i+1, example)
+		}
+	}
+	return nil, usageErr("-pid: want PIDs from 0 to 0x1FFF %s", example)
+}
