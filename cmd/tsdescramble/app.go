@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -126,6 +127,15 @@ func runError(err error, inPath, outPath string, out *output) error {
 		return failErr("%v%s", err, saved)
 	}
 	return failErr("cannot read %s: %v%s", name, err, saved)
+}
+
+// groupChoices lists the -group widths this CPU runs, as csa reports them: "32, 64, 128, 256".
+func groupChoices() string {
+	var ws []string
+	for _, n := range csa.Available() {
+		ws = append(ws, strconv.Itoa(n))
+	}
+	return strings.Join(ws, ", ")
 }
 
 // parseGroup reads the -group flag: a lane count this CPU supports, or auto (0).

@@ -28,7 +28,7 @@ func selectionFlags() []cli.Flag {
 
 func tuningFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "group", Value: "auto", Usage: "csa2 bitslice lanes per batch: 32, 64, 128, 256 or auto (the fastest on this CPU)"},
+		&cli.StringFlag{Name: "group", Value: "auto", Usage: "csa2 bitslice lanes per batch: " + groupChoices() + " or auto (the fastest on this CPU)"},
 		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Usage: "parallel cipher workers"},
 		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Usage: "packets per unit of work handed to a worker"},
 		&cli.StringFlag{Name: "stats", TakesFile: true, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
