@@ -14,6 +14,11 @@ const maxBlocks = maxPayload / 8
 // portable Go kernels from kernel.go for every GOARCH, the SIMD ones from
 // their per-GOARCH file. [NewEngine], [Available] and [Engine.String] read
 // the table; nothing else in the package knows which kernels exist.
+//
+// Adding a width or an architecture is one file that implements
+// kernelFuncs and registers the kernel (with, for assembly, its target in
+// the generator under _asm): kernel_fake_test.go registers a 512-lane
+// kernel that way, and every engine test runs it.
 type kernel struct {
 	id    string // names it in tests and benchmarks: generic64, avx2_256
 	name  string // names it in [Engine.String]: generic, AVX2, AVX-512
