@@ -59,7 +59,7 @@ func BenchmarkEngine(b *testing.B) {
 			}{{"full", te.lanes}, {"mixed", te.lanes}, {"full", 12}} {
 				name := "engine=" + te.name + "/dir=" + dir + "/payloads=" + c.payloads + "/packets=" + strconv.Itoa(c.packets)
 				b.Run(name, func(b *testing.B) {
-					e := newEngine(te.lanes, te.impl)
+					e := newEngine(te.k)
 					ps := benchPayloads(c.packets, c.payloads == "mixed")
 					b.SetBytes(int64(len(ps) * 188))
 					b.ReportAllocs()

@@ -26,7 +26,7 @@ func TestBulk(t *testing.T) {
 	var names []string
 	for _, te := range allEngines() {
 		if te.available {
-			engines = append(engines, newEngine(te.lanes, te.impl))
+			engines = append(engines, newEngine(te.k))
 			names = append(names, te.name)
 		}
 	}

@@ -10,10 +10,11 @@
 //
 // A [Key] scrambles or descrambles one payload at a time with the scalar
 // reference cipher. An [Engine] processes many payloads at once with a
-// bitsliced kernel (32, 64, 128 or 256 lanes) and produces exactly the same
-// bytes; use it for throughput. On amd64 the 128- and 256-lane engines run
-// AVX2 assembly, or AVX-512 assembly where the CPU has AVX-512 F, BW, VL
-// and VBMI (GODEBUG=cpu.avx512f=off turns that off, cpu.avx2=off both).
+// bitsliced kernel (32, 64, 128 or 256 lanes, see [Available]) and produces
+// exactly the same bytes; use it for throughput. On amd64 the 128- and
+// 256-lane engines run AVX2 assembly, or AVX-512 assembly where the CPU has
+// AVX-512 F, BW, VL and VBMI (GODEBUG=cpu.avx512f=off turns that off,
+// cpu.avx2=off both).
 //
 // The control word is used as given: all 64 bits take part, and the checksum
 // bytes 3 and 7 of "48-bit" control words are never recomputed here.
@@ -96,52 +97,47 @@ func (k *Key) Encrypt(payload []byte) {
 // Engine scrambles and descrambles batches of payloads with a bitsliced
 // kernel that processes Lanes payloads at once, byte for byte the same as
 // [Key.Decrypt] and [Key.Encrypt]. An Engine holds scratch state (about
-// 80 KB), so use one per goroutine: it is not safe for concurrent use.
-// The stream cipher half of a batch costs the same however few lanes are
-// in use, so fill batches to Lanes payloads where the stream allows.
+// 80 KB at 256 lanes), so use one per goroutine: it is not safe for
+// concurrent use. The stream cipher half of a batch costs the same however
+// few lanes are in use, so fill batches to Lanes payloads where the stream
+// allows.
 type Engine struct {
-	lanes int
-	impl  engineImpl
-	b     batch
-	g32   bsEngine[uint32]
-	g64   bsEngine[uint64]
-	asm   asmEngine
+	lanes   int
+	k       *kernel
+	f       kernelFuncs
+	b       batch
+	in, out []uint64 // block cipher input and output of one column
 }
 
-// engineImpl names a kernel.
-type engineImpl int
-
-const (
-	implGeneric32 engineImpl = iota
-	implGeneric64            // also runs the portable 128- and 256-lane engines, 64 lanes at a time
-	implAVX2                 // 128 or 256 lanes, amd64 with AVX2
-	implAVX512               // 128 or 256 lanes, amd64 with AVX-512 F, BW, VL and VBMI
-)
-
-// NewEngine returns an engine of the given lane count: 32, 64, 128 or 256,
-// or 0 for the fastest on this CPU. Widths without a SIMD kernel on this
-// CPU run the portable Go kernel.
+// NewEngine returns an engine of the given lane count, one of
+// [Available], or 0 for the fastest on this CPU. Widths without a SIMD
+// kernel on this CPU run the portable Go kernel.
 func NewEngine(lanes int) (*Engine, error) {
-	if lanes == 0 {
-		lanes = bestLanes()
-	}
-	impl, ok := implFor(lanes)
-	if !ok {
+	k := kernelFor(lanes)
+	if k == nil {
 		return nil, errors.New("csa: unsupported lane count " + strconv.Itoa(lanes))
 	}
-	return newEngine(lanes, impl), nil
+	return newEngine(k), nil
 }
 
-// newEngine returns an engine with a given kernel; tests use it to run the
-// portable kernels on CPUs that have a faster one.
-func newEngine(lanes int, impl engineImpl) *Engine {
-	return &Engine{lanes: lanes, impl: impl}
+// newEngine returns an engine with a given kernel; tests use it to run
+// kernels NewEngine would not pick on this CPU.
+func newEngine(k *kernel) *Engine {
+	capacity := (k.lanes + k.word - 1) / k.word * k.word
+	return &Engine{
+		lanes: k.lanes,
+		k:     k,
+		f:     k.newFuncs(capacity),
+		b:     newBatch(capacity),
+		in:    make([]uint64, capacity),
+		out:   make([]uint64, capacity),
+	}
 }
 
 // Available returns the lane counts [NewEngine] accepts on this CPU, in
-// ascending order.
+// ascending order: 32, 64, 128 and 256 everywhere.
 func Available() []int {
-	return []int{32, 64, 128, 256}
+	return availableLanes()
 }
 
 // Lanes returns the number of payloads the engine processes at once.
@@ -149,14 +145,7 @@ func (e *Engine) Lanes() int { return e.lanes }
 
 // String describes the engine, for example "csa2: 256 lanes AVX2".
 func (e *Engine) String() string {
-	name := "generic"
-	switch e.impl {
-	case implAVX2:
-		name = "AVX2"
-	case implAVX512:
-		name = "AVX-512"
-	}
-	return "csa2: " + strconv.Itoa(e.lanes) + " lanes " + name
+	return "csa2: " + strconv.Itoa(e.lanes) + " lanes " + e.k.name
 }
 
 // Decrypt descrambles payloads in place with key k, Lanes at a time. Each
@@ -178,22 +167,10 @@ func (e *Engine) run(k *Key, payloads [][]byte, encrypt bool) {
 		if e.b.n == 0 {
 			continue
 		}
-		switch {
-		case e.impl == implGeneric32 && encrypt:
-			e.g32.encrypt(k, &e.b)
-		case e.impl == implGeneric32:
-			e.g32.decrypt(k, &e.b)
-		case e.impl == implGeneric64 && encrypt:
-			e.g64.encrypt(k, &e.b)
-		case e.impl == implGeneric64:
-			e.g64.decrypt(k, &e.b)
-		case encrypt:
-			e.asm.encrypt(k, &e.b, e.impl == implAVX512)
-		default:
-			// Writes the payloads itself.
-			e.asm.decrypt(k, &e.b, e.impl == implAVX512)
-			continue
+		if encrypt {
+			e.encrypt(k)
+		} else {
+			e.decrypt(k)
 		}
-		e.b.store()
 	}
 }

@@ -28,16 +28,16 @@ func cpuHasAVX512() bool {
 	return x.HasAVX2 && x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VBMI
 }
 
-// avx2Stream is the stream cipher state of 256 lanes for the AVX2 kernels,
-// one 32-byte bit-plane per element. Its layout is fixed by the generator
-// (csa/_asm/asm.go): rings A and B of 42 nibbles, then X, Y, Z, D, E, F
-// and p, q, r.
-type avx2Stream [avx2StreamLen][4]uint64
+// stream256 is the stream cipher state of 256 lanes for the AVX2 and
+// AVX-512 kernels, one 32-byte bit-plane per element. Its layout is fixed
+// by the generator (csa/_asm/asm.go): rings A and B of 42 nibbles, then X,
+// Y, Z, D, E, F and p, q, r.
+type stream256 [stream256Len][4]uint64
 
 const (
-	avx2RingLen   = 42
-	avx2StateB    = avx2RingLen * 4
-	avx2StreamLen = 2*avx2RingLen*4 + 6*4 + 3
+	stream256Ring = 42
+	stream256B    = stream256Ring * 4
+	stream256Len  = 2*stream256Ring*4 + 6*4 + 3
 )
 
 // avx2Tables holds the constants of the AVX2 block cipher S-box (see
@@ -124,16 +124,16 @@ func blockDecryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, pai
 func blockEncryptVBMI(in, out *[256]uint64, kb *[56]uint64, tab *vbmiTables, pairs int)
 
 //go:noescape
-func streamInitAVX512(s *avx2Stream, iv *[64][4]uint64)
+func streamInitAVX512(s *stream256, iv *[64][4]uint64)
 
 //go:noescape
-func streamGenAVX512(s *avx2Stream, out *[64][4]uint64)
+func streamGenAVX512(s *stream256, out *[64][4]uint64)
 
 //go:noescape
-func streamInitAVX2(s *avx2Stream, iv *[64][4]uint64)
+func streamInitAVX2(s *stream256, iv *[64][4]uint64)
 
 //go:noescape
-func streamGenAVX2(s *avx2Stream, out *[64][4]uint64)
+func streamGenAVX2(s *stream256, out *[64][4]uint64)
 
 //go:noescape
 func lanesToPlanesAVX2(col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)
@@ -147,103 +147,87 @@ func blockDecryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, gro
 //go:noescape
 func blockEncryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
 
-// asmEngine runs up to 256 lanes with the AVX2 kernels.
-type asmEngine struct {
-	st     avx2Stream
+// ymmKernel holds the functions common to the AVX2 and AVX-512 kernels:
+// the stream cipher state of 256 lanes, one YMM bit-plane per state bit,
+// and the transposes between lanes and planes. The two kernels differ in
+// their stream rounds and block ciphers.
+type ymmKernel struct {
+	st     stream256
 	planes [64][4]uint64
-	in     [256]uint64
-	out    [256]uint64
 }
 
-// streamXOR initialises the stream cipher of every lane with its column 0
-// and XORs the keystream into columns 1 and up.
-func (e *asmEngine) streamXOR(k *Key, b *batch, avx512 bool) {
-	e.st = avx2Stream{}
+// reset loads the key into the stream state: A1..A8 and B1..B8 from the
+// control word, every other bit zero.
+func (x *ymmKernel) reset(k *Key) {
+	x.st = stream256{}
 	for n := range 8 {
 		for bit := range 4 {
-			e.st[(ringTop+n)*4+bit] = [4]uint64{
-				k.bsStream[4*n+bit], k.bsStream[4*n+bit], k.bsStream[4*n+bit], k.bsStream[4*n+bit],
-			}
-			e.st[avx2StateB+(ringTop+n)*4+bit] = [4]uint64{
-				k.bsStream[32+4*n+bit], k.bsStream[32+4*n+bit], k.bsStream[32+4*n+bit], k.bsStream[32+4*n+bit],
-			}
+			a, b := k.bsStream[4*n+bit], k.bsStream[32+4*n+bit]
+			x.st[(ringTop+n)*4+bit] = [4]uint64{a, a, a, a}
+			x.st[stream256B+(ringTop+n)*4+bit] = [4]uint64{b, b, b, b}
 		}
-	}
-	lanesToPlanesAVX2(&b.blocks[0], &e.planes, &avx2Tab)
-	if avx512 {
-		streamInitAVX512(&e.st, &e.planes)
-	} else {
-		streamInitAVX2(&e.st, &e.planes)
-	}
-	for c := 1; c < b.cols; c++ {
-		if avx512 {
-			streamGenAVX512(&e.st, &e.planes)
-		} else {
-			streamGenAVX2(&e.st, &e.planes)
-		}
-		planesToLanesXorAVX2(&e.planes, &b.blocks[c], &avx2Tab)
 	}
 }
 
-// decrypt descrambles the lanes of b: stream cipher first, then the block
-// cipher column by column, 32 lanes per YMM register, or 64 per ZMM
-// register with avx512. It writes the payloads itself: the full blocks
-// column by column, then the residues.
-func (e *asmEngine) decrypt(k *Key, b *batch, avx512 bool) {
-	e.streamXOR(k, b, avx512)
-	for c := range b.maxFull {
-		if avx512 {
-			blockDecryptVBMI(&b.blocks[c], &e.out, &k.bsBlock, &vbmiTab, (b.n+127)/128)
-		} else {
-			blockDecryptAVX2(&b.blocks[c], &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
-		}
-		b.storeDecrypted(c, &e.out)
-	}
-	b.storeResidues()
+// avx2Kernel is the AVX2 kernel: 256 lanes per stream cipher pass, 32
+// lanes per YMM register in the block cipher.
+type avx2Kernel struct{ ymmKernel }
+
+func newAVX2Kernel(int) kernelFuncs { return new(avx2Kernel) }
+
+func (x *avx2Kernel) streamInit(k *Key, iv []uint64) {
+	x.reset(k)
+	lanesToPlanesAVX2((*[256]uint64)(iv), &x.planes, &avx2Tab)
+	streamInitAVX2(&x.st, &x.planes)
 }
 
-// encrypt scrambles the lanes of b: the block cipher from the last column
-// to the first, then the stream cipher.
-func (e *asmEngine) encrypt(k *Key, b *batch, avx512 bool) {
-	for c := b.maxFull - 1; c >= 0; c-- {
-		b.chainToEncrypt(c, &e.in)
-		if avx512 {
-			blockEncryptVBMI(&e.in, &e.out, &k.bsBlock, &vbmiTab, (b.n+127)/128)
-		} else {
-			blockEncryptAVX2(&e.in, &e.out, &k.bsBlock, &avx2Tab, (b.n+31)/32)
-		}
-		b.storeEncrypted(c, &e.out)
-	}
-	e.streamXOR(k, b, avx512)
+func (x *avx2Kernel) streamXOR(col []uint64) {
+	streamGenAVX2(&x.st, &x.planes)
+	planesToLanesXorAVX2(&x.planes, (*[256]uint64)(col), &avx2Tab)
 }
 
-// bestLanes is the default width: 256 lanes with AVX2, else the fastest
-// portable kernel per payload.
-func bestLanes() int {
-	if useAVX2 {
-		return 256
-	}
-	return 64
+func (x *avx2Kernel) blockDecrypt(k *Key, in, out []uint64, n int) {
+	blockDecryptAVX2((*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, &avx2Tab, (n+31)/32)
 }
 
-// implFor picks the kernel for a lane count.
-func implFor(lanes int) (engineImpl, bool) {
-	switch lanes {
-	case 32:
-		return implGeneric32, true
-	case 128, 256:
-		// At 128 lanes the AVX2 kernels run half full: the stream cipher
-		// costs the same as at 256, the block cipher half. That is still
-		// far faster per payload than the portable kernel.
-		if useAVX2 && useAVX512 {
-			return implAVX512, true
-		}
-		if useAVX2 {
-			return implAVX2, true
-		}
-		return implGeneric64, true
-	case 64:
-		return implGeneric64, true
-	}
-	return 0, false
+func (x *avx2Kernel) blockEncrypt(k *Key, in, out []uint64, n int) {
+	blockEncryptAVX2((*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, &avx2Tab, (n+31)/32)
+}
+
+// avx512Kernel is the AVX-512 kernel: the stream cipher on YMM registers
+// with AVX-512VL ternary logic, the block cipher 64 lanes per ZMM register
+// with VBMI byte permutes, two registers at a time.
+type avx512Kernel struct{ ymmKernel }
+
+func newAVX512Kernel(int) kernelFuncs { return new(avx512Kernel) }
+
+func (x *avx512Kernel) streamInit(k *Key, iv []uint64) {
+	x.reset(k)
+	lanesToPlanesAVX2((*[256]uint64)(iv), &x.planes, &avx2Tab)
+	streamInitAVX512(&x.st, &x.planes)
+}
+
+func (x *avx512Kernel) streamXOR(col []uint64) {
+	streamGenAVX512(&x.st, &x.planes)
+	planesToLanesXorAVX2(&x.planes, (*[256]uint64)(col), &avx2Tab)
+}
+
+func (x *avx512Kernel) blockDecrypt(k *Key, in, out []uint64, n int) {
+	blockDecryptVBMI((*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, &vbmiTab, (n+127)/128)
+}
+
+func (x *avx512Kernel) blockEncrypt(k *Key, in, out []uint64, n int) {
+	blockEncryptVBMI((*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, &vbmiTab, (n+127)/128)
+}
+
+// The SIMD kernels serve 128 and 256 lanes. At 128 lanes they run half
+// full: the stream cipher costs the same as at 256, the block cipher half.
+// That is still far faster per payload than the portable kernel.
+func init() {
+	avx2 := func() bool { return useAVX2 }
+	avx512 := func() bool { return useAVX2 && useAVX512 }
+	register(&kernel{id: "avx2_128", name: "AVX2", lanes: 128, word: 256, rank: 2, supported: avx2, newFuncs: newAVX2Kernel})
+	register(&kernel{id: "avx2_256", name: "AVX2", lanes: 256, word: 256, rank: 3, supported: avx2, newFuncs: newAVX2Kernel})
+	register(&kernel{id: "avx512vbmi_128", name: "AVX-512", lanes: 128, word: 256, rank: 4, supported: avx512, newFuncs: newAVX512Kernel})
+	register(&kernel{id: "avx512vbmi_256", name: "AVX-512", lanes: 256, word: 256, rank: 5, supported: avx512, newFuncs: newAVX512Kernel})
 }

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func streamInitAVX2(s *avx2Stream, iv *[64][4]uint64)
+// func streamInitAVX2(s *stream256, iv *[64][4]uint64)
 // Requires: AVX, AVX2
 TEXT ·streamInitAVX2(SB), NOSPLIT, $0-16
 	MOVQ s+0(FP), AX
@@ -1517,7 +1517,7 @@ streamInitAVX2_byte:
 	VZEROUPPER
 	RET
 
-// func streamGenAVX2(s *avx2Stream, out *[64][4]uint64)
+// func streamGenAVX2(s *stream256, out *[64][4]uint64)
 // Requires: AVX, AVX2
 TEXT ·streamGenAVX2(SB), NOSPLIT, $0-16
 	MOVQ s+0(FP), AX
@@ -5506,7 +5506,7 @@ blockEncryptVBMI_rounds:
 	VZEROUPPER
 	RET
 
-// func streamInitAVX512(s *avx2Stream, iv *[64][4]uint64)
+// func streamInitAVX512(s *stream256, iv *[64][4]uint64)
 // Requires: AVX, AVX512F, AVX512VL
 TEXT ·streamInitAVX512(SB), NOSPLIT, $0-16
 	MOVQ s+0(FP), AX
@@ -6835,7 +6835,7 @@ streamInitAVX512_byte:
 	VZEROUPPER
 	RET
 
-// func streamGenAVX512(s *avx2Stream, out *[64][4]uint64)
+// func streamGenAVX512(s *stream256, out *[64][4]uint64)
 // Requires: AVX, AVX512F, AVX512VL
 TEXT ·streamGenAVX512(SB), NOSPLIT, $0-16
 	MOVQ s+0(FP), AX

@@ -2,23 +2,120 @@ package csa
 
 import (
 	"encoding/binary"
+	"slices"
 	"strconv"
 )
 
 // maxBlocks is the number of 8-byte columns of a 184-byte payload.
 const maxBlocks = maxPayload / 8
 
-// batch is the payload side of a bitsliced batch, shared by every engine:
-// it gathers up to 256 payloads into per-lane blocks and writes them back.
-// Column-major storage keeps each column's lanes contiguous, as the
-// transposes want them.
+// A kernel is one implementation of the bitsliced cipher at one engine
+// width. Kernels register themselves from the file that holds them: the
+// portable Go kernels from kernel.go for every GOARCH, the SIMD ones from
+// their per-GOARCH file. [NewEngine], [Available] and [Engine.String] read
+// the table; nothing else in the package knows which kernels exist.
+//
+// Adding a width or an architecture is one file that implements
+// kernelFuncs and registers the kernel (with, for assembly, its target in
+// the generator under _asm): kernel_fake_test.go registers a 512-lane
+// kernel that way, and every engine test runs it.
+type kernel struct {
+	id    string // names it in tests and benchmarks: generic64, avx2_256
+	name  string // names it in [Engine.String]: generic, AVX2, AVX-512
+	lanes int    // the engine width it serves
+	// word is the number of lanes one call of its stream functions covers.
+	// The batch holds lanes rounded up to a multiple of word, so a kernel
+	// may serve a width narrower than its word, its calls running part
+	// full.
+	word int
+	// rank orders kernels by speed per payload on the CPUs that run them:
+	// a width with several kernels gets the highest-ranked one this CPU
+	// runs, and NewEngine(0) the highest-ranked of all.
+	rank int
+	// supported reports whether this CPU runs the kernel; nil means any
+	// CPU. It is asked at each NewEngine, so tests can turn features off.
+	supported func() bool
+	// newFuncs returns the kernel's functions with scratch state for a
+	// batch of capacity lanes.
+	newFuncs func(capacity int) kernelFuncs
+}
+
+// kernelFuncs are what a kernel supplies to the engine, bound to its
+// scratch state; the engine does the rest (gathering payloads into
+// columns, the order of the columns, the CBC chain, writing back). Slices
+// of lanes are at least the kernel's word long and hold one uint64 per
+// lane: byte i of an 8-byte block in bits 8i..8i+7.
+type kernelFuncs interface {
+	// streamInit loads the key and runs the 32 initialisation rounds of the
+	// stream cipher of word lanes, lane l with IV iv[l].
+	streamInit(k *Key, iv []uint64)
+	// streamXOR XORs the next 8 keystream bytes of each lane into col[l].
+	streamXOR(col []uint64)
+	// blockDecrypt and blockEncrypt run the block cipher on the first n
+	// lanes of in into out; lanes past n, up to the kernel's own grouping,
+	// may be computed too, from whatever in holds there.
+	blockDecrypt(k *Key, in, out []uint64, n int)
+	blockEncrypt(k *Key, in, out []uint64, n int)
+}
+
+func (k *kernel) ok() bool { return k.supported == nil || k.supported() }
+
+// kernels is the table of registered kernels.
+var kernels []*kernel
+
+// register adds k to the table; it is called from init functions.
+func register(k *kernel) {
+	if k.lanes <= 0 || k.word <= 0 || k.lanes%8 != 0 {
+		panic("csa: kernel " + k.id + ": bad width")
+	}
+	kernels = append(kernels, k)
+}
+
+// kernelFor returns the highest-ranked kernel this CPU runs for a width,
+// or nil; lanes 0 asks for the highest-ranked of all.
+func kernelFor(lanes int) *kernel {
+	var best *kernel
+	for _, k := range kernels {
+		if (lanes == 0 || k.lanes == lanes) && k.ok() && (best == nil || k.rank > best.rank) {
+			best = k
+		}
+	}
+	return best
+}
+
+// availableLanes lists the widths of the kernels this CPU runs, ascending.
+func availableLanes() []int {
+	var ls []int
+	for _, k := range kernels {
+		if k.ok() && !slices.Contains(ls, k.lanes) {
+			ls = append(ls, k.lanes)
+		}
+	}
+	slices.Sort(ls)
+	return ls
+}
+
+// batch is the payload side of a bitsliced batch, shared by every kernel:
+// it gathers up to its capacity of payloads into per-lane blocks and
+// writes them back. Column-major storage keeps each column's lanes
+// contiguous, as the transposes want them.
 type batch struct {
-	blocks  [maxBlocks][256]uint64 // blocks[c][l]: column c of lane l, byte i in bits 8i..8i+7
-	payload [256][]byte
-	full    [256]uint8 // number of full 8-byte blocks of each lane
-	n       int        // lanes in use
-	cols    int        // columns any lane touches, residue included
-	maxFull int        // largest full-block count
+	blocks  [maxBlocks][]uint64 // blocks[c][l]: column c of lane l, byte i in bits 8i..8i+7
+	payload [][]byte
+	full    []uint8 // number of full 8-byte blocks of each lane
+	n       int     // lanes in use
+	cols    int     // columns any lane touches, residue included
+	maxFull int     // largest full-block count
+}
+
+// newBatch returns a batch of capacity lanes.
+func newBatch(capacity int) batch {
+	b := batch{payload: make([][]byte, capacity), full: make([]uint8, capacity)}
+	mem := make([]uint64, maxBlocks*capacity)
+	for c := range b.blocks {
+		b.blocks[c] = mem[c*capacity : (c+1)*capacity : (c+1)*capacity]
+	}
+	return b
 }
 
 // fill takes payloads into lanes until width lanes are used or payloads
@@ -35,7 +132,7 @@ func (b *batch) fill(payloads [][]byte, width int) [][]byte {
 		if len(p) < 8 {
 			continue
 		}
-		l := b.n & 255 // no change (b.n < 256 here), but it drops the bounds check on [l]
+		l := b.n
 		b.n++
 		full := len(p) / 8
 		if full == maxBlocks {
@@ -65,7 +162,6 @@ func (b *batch) fill(payloads [][]byte, width int) [][]byte {
 // store writes the lanes back to their payloads and drops the references.
 func (b *batch) store() {
 	for l, p := range b.payload[:b.n] {
-		l &= 255 // no change (l < 256), but it drops the bounds check on [l]
 		full := len(p) / 8
 		if full == maxBlocks {
 			a := (*[maxPayload]byte)(p)
@@ -95,65 +191,21 @@ func (b *batch) storeResidues() {
 	}
 }
 
-// loadRows byte-slices column c of the first 8*groups lanes into r; when
-// chain is set it XORs in column c+1 first for the lanes where it is the
-// next full block (the encryption chain: P_c ^ C'_{c+1}).
-func (b *batch) loadRows(r *blockRows, c, groups int, chain bool) {
-	col := &b.blocks[c]
-	for g := range groups {
-		m := [8]uint64(col[8*g : 8*g+8])
-		if chain {
-			for i := range 8 {
-				if l := 8*g + i; l < b.n && c+1 < int(b.full[l]) {
-					m[i] ^= b.blocks[c+1][l]
-				}
-			}
-		}
-		transposeBytes8(&m)
-		for j := range 8 {
-			r[j][g] = m[j]
-		}
-	}
-}
-
-// storeRows writes the block cipher output in r back to column c, for the
-// lanes that have a full block c (the others may hold a residue there).
-// When chain is set it XORs in column c+1 where that is the lane's next
-// full block (the decryption chain: P_c = D(C'_c) ^ C'_{c+1}).
-func (b *batch) storeRows(r *blockRows, c, groups int, chain bool) {
-	col := &b.blocks[c]
-	for g := range groups {
-		var m [8]uint64
-		for j := range 8 {
-			m[j] = r[j][g]
-		}
-		transposeBytes8(&m)
-		for i, v := range m {
-			l := 8*g + i
-			if l >= b.n || c >= int(b.full[l]) {
-				continue
-			}
-			if chain && c+1 < int(b.full[l]) {
-				v ^= b.blocks[c+1][l]
-			}
-			col[l] = v
-		}
-	}
-}
-
 // storeDecrypted writes the plaintext of column c straight to the
 // payloads of the lanes that have a full block c: the block cipher output
 // out, XORed with C'_{c+1} where that is the lane's next full block. Column
 // c+1 is still ciphertext then, as columns are deciphered in ascending
 // order. Writing here saves copying the column back in store.
-func (b *batch) storeDecrypted(c int, out *[256]uint64) {
-	next := &b.blocks[(c+1)%maxBlocks]
-	for l, full := range b.full[:b.n] {
-		if c >= int(full) {
+func (b *batch) storeDecrypted(c int, out []uint64) {
+	next := b.blocks[(c+1)%maxBlocks]
+	full := b.full[:b.n]
+	out, next = out[:len(full)], next[:len(full)]
+	for l, f := range full {
+		if c >= int(f) {
 			continue
 		}
 		v := out[l]
-		if c+1 < int(full) {
+		if c+1 < int(f) {
 			v ^= next[l]
 		}
 		binary.LittleEndian.PutUint64(b.payload[l][8*c:], v)
@@ -162,11 +214,13 @@ func (b *batch) storeDecrypted(c int, out *[256]uint64) {
 
 // chainToEncrypt sets in to the block cipher inputs of column c:
 // P_c ^ C'_{c+1}, or P_c for a lane's last full block.
-func (b *batch) chainToEncrypt(c int, in *[256]uint64) {
-	col, next := &b.blocks[c], &b.blocks[(c+1)%maxBlocks]
-	for l, full := range b.full[:b.n] {
+func (b *batch) chainToEncrypt(c int, in []uint64) {
+	full := b.full[:b.n]
+	col, next := b.blocks[c][:len(full)], b.blocks[(c+1)%maxBlocks][:len(full)]
+	in = in[:len(full)]
+	for l, f := range full {
 		v := col[l]
-		if c+1 < int(full) {
+		if c+1 < int(f) {
 			v ^= next[l]
 		}
 		in[l] = v
@@ -175,77 +229,52 @@ func (b *batch) chainToEncrypt(c int, in *[256]uint64) {
 
 // storeEncrypted stores the block cipher output of column c for the lanes
 // that have a full block c.
-func (b *batch) storeEncrypted(c int, out *[256]uint64) {
-	col := &b.blocks[c]
-	for l, full := range b.full[:b.n] {
-		if c < int(full) {
+func (b *batch) storeEncrypted(c int, out []uint64) {
+	full := b.full[:b.n]
+	col := b.blocks[c][:len(full)]
+	out = out[:len(full)]
+	for l, f := range full {
+		if c < int(f) {
 			col[l] = out[l]
 		}
 	}
 }
 
-// blockDecrypt deciphers every full block of the batch with the portable
-// byte-sliced kernel.
-func (b *batch) blockDecrypt(k *Key, r *blockRows) {
-	groups := (b.n + 7) / 8
-	for c := range b.maxFull {
-		b.loadRows(r, c, groups, false)
-		r.decrypt(&k.bsBlock, groups)
-		b.storeRows(r, c, groups, true)
-	}
-}
-
-// blockEncrypt enciphers every full block of the batch, from the last
-// column to the first so that C'_{c+1} is ready when column c needs it.
-func (b *batch) blockEncrypt(k *Key, r *blockRows) {
-	groups := (b.n + 7) / 8
-	for c := b.maxFull - 1; c >= 0; c-- {
-		b.loadRows(r, c, groups, true)
-		r.encrypt(&k.bsBlock, groups)
-		b.storeRows(r, c, groups, false)
-	}
-}
-
-// bsEngine is the portable bitsliced engine: the lanes of one batch are the
-// bits of W, so it runs 32 (uint32) or 64 (uint64) payloads at a time.
-type bsEngine[W word] struct {
-	regs   streamRegs[W]
-	planes [64]W
-	ks     [64]uint64
-	rows   blockRows
-}
-
-// streamXOR initialises the stream cipher with column 0 of lanes lo..lo+w-1
-// (w the width of W) and XORs the keystream into columns 1 and up.
-func (e *bsEngine[W]) streamXOR(k *Key, b *batch, lo int) {
-	w := laneBits[W]()
-	lanesToPlanes(b.blocks[0][lo:lo+w], &e.planes)
-	e.regs.reset(k)
-	e.regs.init(&e.planes)
-	for c := 1; c < b.cols; c++ {
-		e.regs.generate(&e.planes)
-		planesToLanes(&e.planes, e.ks[:w])
-		col := b.blocks[c][lo : lo+w]
-		for l, v := range e.ks[:w] {
-			col[l] ^= v
+// streamXOR runs the stream cipher of every lane: initialised with column
+// 0, it XORs its keystream into columns 1 and up, word lanes at a time.
+func (e *Engine) streamXOR(k *Key) {
+	b, word := &e.b, e.k.word
+	for lo := 0; lo < b.n; lo += word {
+		e.f.streamInit(k, b.blocks[0][lo:lo+word])
+		for c := 1; c < b.cols; c++ {
+			e.f.streamXOR(b.blocks[c][lo : lo+word])
 		}
 	}
 }
 
-// decrypt descrambles the lanes of b in groups of the width of W.
-func (e *bsEngine[W]) decrypt(k *Key, b *batch) {
-	w := laneBits[W]()
-	for lo := 0; lo < b.n; lo += w {
-		e.streamXOR(k, b, lo)
+// decrypt descrambles the lanes of the batch: the stream cipher first,
+// then the block cipher column by column. It writes the payloads: the full
+// blocks column by column, then the residues.
+func (e *Engine) decrypt(k *Key) {
+	b := &e.b
+	e.streamXOR(k)
+	for c := range b.maxFull {
+		e.f.blockDecrypt(k, b.blocks[c], e.out, b.n)
+		b.storeDecrypted(c, e.out)
 	}
-	b.blockDecrypt(k, &e.rows)
+	b.storeResidues()
 }
 
-// encrypt scrambles the lanes of b in groups of the width of W.
-func (e *bsEngine[W]) encrypt(k *Key, b *batch) {
-	w := laneBits[W]()
-	b.blockEncrypt(k, &e.rows)
-	for lo := 0; lo < b.n; lo += w {
-		e.streamXOR(k, b, lo)
+// encrypt scrambles the lanes of the batch: the block cipher from the last
+// column to the first, so that C'_{c+1} is ready when column c needs it,
+// then the stream cipher, then the payloads are written.
+func (e *Engine) encrypt(k *Key) {
+	b := &e.b
+	for c := b.maxFull - 1; c >= 0; c-- {
+		b.chainToEncrypt(c, e.in)
+		e.f.blockEncrypt(k, e.in, e.out, b.n)
+		b.storeEncrypted(c, e.out)
 	}
+	e.streamXOR(k)
+	b.store()
 }

@@ -4,42 +4,9 @@ package csa
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 	"testing"
-
-	"golang.org/x/sys/cpu"
 )
-
-func asmTestEngines() []testEngine {
-	return []testEngine{
-		{"avx2_128", 128, implAVX2, cpuHasAVX2()},
-		{"avx2_256", 256, implAVX2, cpuHasAVX2()},
-		{"avx512vbmi_128", 128, implAVX512, cpuHasAVX512()},
-		{"avx512vbmi_256", 256, implAVX512, cpuHasAVX512()},
-	}
-}
-
-// missingFeatures names the CPU features the kernel impl needs and this CPU
-// lacks (see cpuHasAVX2 and cpuHasAVX512), for the message of a skipped test.
-func missingFeatures(impl engineImpl) string {
-	x := &cpu.X86
-	type feature struct {
-		name string
-		has  bool
-	}
-	need := []feature{{"AVX2", x.HasAVX2}}
-	if impl == implAVX512 {
-		need = append(need, feature{"AVX512F", x.HasAVX512F}, feature{"AVX512BW", x.HasAVX512BW},
-			feature{"AVX512VL", x.HasAVX512VL}, feature{"AVX512VBMI", x.HasAVX512VBMI})
-	}
-	var missing []string
-	for _, f := range need {
-		if !f.has {
-			missing = append(missing, f.name)
-		}
-	}
-	return strings.Join(missing, ", ")
-}
 
 // TestDispatchAVX2 checks that NewEngine picks, for 128 and 256 lanes, the
 // AVX2 kernel with the VBMI block cipher when the CPU has both, the AVX2
@@ -52,31 +19,28 @@ func TestDispatchAVX2(t *testing.T) {
 			continue
 		}
 		useAVX2, useAVX512 = c.avx2, c.vbmi
-		wantImpl, wantName := implGeneric64, "generic"
+		wantID, wantName := "generic", "generic"
 		switch {
 		case c.avx2 && c.vbmi:
-			wantImpl, wantName = implAVX512, "AVX-512"
+			wantID, wantName = "avx512vbmi_", "AVX-512"
 		case c.avx2:
-			wantImpl, wantName = implAVX2, "AVX2"
+			wantID, wantName = "avx2_", "AVX2"
 		}
 		for _, lanes := range []int{32, 64, 128, 256} {
 			e, err := NewEngine(lanes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			impl, name := wantImpl, wantName
+			id, name := wantID, wantName
 			if lanes < 128 {
-				impl, name = implGeneric64, "generic"
-				if lanes == 32 {
-					impl = implGeneric32
-				}
+				id, name = "generic", "generic"
 			}
 			want := fmt.Sprintf("csa2: %d lanes %s", lanes, name)
-			if e.impl != impl || e.String() != want {
-				t.Errorf("useAVX2=%v useAVX512=%v: NewEngine(%d) = %v, want %s", c.avx2, c.vbmi, lanes, e, want)
+			if e.k.id != id+strconv.Itoa(lanes) || e.String() != want {
+				t.Errorf("useAVX2=%v useAVX512=%v: NewEngine(%d) = %v (%s), want %s", c.avx2, c.vbmi, lanes, e, e.k.id, want)
 			}
 		}
-		if d, _ := NewEngine(0); c.avx2 && (d.impl != wantImpl || d.Lanes() != 256) {
+		if d, _ := NewEngine(0); c.avx2 && (d.k.id != wantID+"256" || d.Lanes() != 256) {
 			t.Errorf("NewEngine(0) = %v, want 256 lanes %s", d, wantName)
 		}
 	}
@@ -122,7 +86,7 @@ func BenchmarkBlockKernel(b *testing.B) {
 // BenchmarkStreamKernel times 32 rounds of the stream cipher on 256 lanes
 // (8 keystream bytes) for each kernel this CPU runs.
 func BenchmarkStreamKernel(b *testing.B) {
-	var st avx2Stream
+	var st stream256
 	var planes [64][4]uint64
 	for i := range st {
 		st[i] = [4]uint64{uint64(i) * 0x9e3779b97f4a7c15, uint64(i), ^uint64(i), uint64(i) << 7}

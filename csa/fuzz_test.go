@@ -33,7 +33,7 @@ func FuzzEngines(f *testing.F) {
 			if !te.available {
 				continue
 			}
-			e := newEngine(te.lanes, te.impl)
+			e := newEngine(te.k)
 			for _, decrypt := range []bool{true, false} {
 				got := make([][]byte, len(payloads))
 				for i, p := range payloads {

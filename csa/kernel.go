@@ -160,14 +160,50 @@ var sboxPerm4 = func() (t [4][256]uint64) {
 	return t
 }()
 
-// blockRows is the byte-sliced block cipher state of up to 256 lanes:
-// rows[j][g] holds byte j of the blocks of lanes 8g..8g+7, one lane per
-// byte. The rows are a ring: instead of moving R1..R8 along every round,
-// each round writes its results into the slot the register leaves, so
-// register Rm of round t lives in row (m-1-t) mod 8 when deciphering and
-// (m-1+t) mod 8 when enciphering. Every round runs over all lane groups
-// before the next, which gives the processor many independent lookups.
-type blockRows [8][32]uint64
+// blockRows is the byte-sliced block cipher state of a batch: rows[j][g]
+// holds byte j of the blocks of lanes 8g..8g+7, one lane per byte. The rows
+// are a ring: instead of moving R1..R8 along every round, each round writes
+// its results into the slot the register leaves, so register Rm of round t
+// lives in row (m-1-t) mod 8 when deciphering and (m-1+t) mod 8 when
+// enciphering. Every round runs over all lane groups before the next,
+// which gives the processor many independent lookups.
+type blockRows [8][]uint64
+
+// newBlockRows returns rows for groups lane groups.
+func newBlockRows(groups int) blockRows {
+	var r blockRows
+	mem := make([]uint64, 8*groups)
+	for j := range r {
+		r[j] = mem[j*groups : (j+1)*groups : (j+1)*groups]
+	}
+	return r
+}
+
+// load byte-slices the first 8*groups lanes of in into the rows.
+func (r *blockRows) load(in []uint64, groups int) {
+	in = in[:8*groups]
+	for g := range groups {
+		m := [8]uint64(in[8*g : 8*g+8])
+		transposeBytes8(&m)
+		for j := range 8 {
+			r[j][g] = m[j]
+		}
+	}
+}
+
+// store is the inverse of load: it writes the rows to the first 8*groups
+// lanes of out.
+func (r *blockRows) store(out []uint64, groups int) {
+	out = out[:8*groups]
+	for g := range groups {
+		var m [8]uint64
+		for j := range 8 {
+			m[j] = r[j][g]
+		}
+		transposeBytes8(&m)
+		*(*[8]uint64)(out[8*g : 8*g+8]) = m
+	}
+}
 
 // decrypt deciphers the first groups lane groups with the broadcast round
 // keys kb, and leaves R1..R8 in rows 0..7.
@@ -175,8 +211,8 @@ func (r *blockRows) decrypt(kb *[56]uint64, groups int) {
 	t := &sboxPerm4
 	for n := 0; n < 56; n++ {
 		k := kb[55-n]
-		r2, r3, r4 := &r[(1-n)&7], &r[(2-n)&7], &r[(3-n)&7]
-		r6, r7, r8 := &r[(5-n)&7], &r[(6-n)&7], &r[(7-n)&7]
+		r2, r3, r4 := r[(1-n)&7][:groups], r[(2-n)&7][:groups], r[(3-n)&7][:groups]
+		r6, r7, r8 := r[(5-n)&7][:groups], r[(6-n)&7][:groups], r[(7-n)&7][:groups]
 		for g := range groups {
 			x := r7[g] ^ k
 			lo := t[0][uint8(x)] | t[1][uint8(x>>8)] | t[2][uint8(x>>16)] | t[3][uint8(x>>24)]
@@ -198,8 +234,8 @@ func (r *blockRows) encrypt(kb *[56]uint64, groups int) {
 	t := &sboxPerm4
 	for n := 0; n < 56; n++ {
 		k := kb[n]
-		r1, r3, r4, r5 := &r[n&7], &r[(2+n)&7], &r[(3+n)&7], &r[(4+n)&7]
-		r7, r8 := &r[(6+n)&7], &r[(7+n)&7]
+		r1, r3, r4, r5 := r[n&7][:groups], r[(2+n)&7][:groups], r[(3+n)&7][:groups], r[(4+n)&7][:groups]
+		r7, r8 := r[(6+n)&7][:groups], r[(7+n)&7][:groups]
 		for g := range groups {
 			x := r8[g] ^ k
 			lo := t[0][uint8(x)] | t[1][uint8(x>>8)] | t[2][uint8(x>>16)] | t[3][uint8(x>>24)]
@@ -213,4 +249,59 @@ func (r *blockRows) encrypt(kb *[56]uint64, groups int) {
 			r1[g] = v ^ s // the new R8
 		}
 	}
+}
+
+// goKernel is the portable kernel: the stream cipher runs the lanes of a
+// batch as the bits of W, 32 (uint32) or 64 (uint64) at a time; the block
+// cipher runs eight lanes per uint64, over the whole batch at once.
+type goKernel[W word] struct {
+	regs   streamRegs[W]
+	planes [64]W
+	ks     [64]uint64
+	rows   blockRows
+}
+
+func newGoKernel[W word](capacity int) kernelFuncs {
+	return &goKernel[W]{rows: newBlockRows(capacity / 8)}
+}
+
+func (g *goKernel[W]) streamInit(k *Key, iv []uint64) {
+	lanesToPlanes(iv, &g.planes)
+	g.regs.reset(k)
+	g.regs.init(&g.planes)
+}
+
+func (g *goKernel[W]) streamXOR(col []uint64) {
+	w := laneBits[W]()
+	g.regs.generate(&g.planes)
+	planesToLanes(&g.planes, g.ks[:w])
+	col = col[:w]
+	for l, v := range g.ks[:w] {
+		col[l] ^= v
+	}
+}
+
+func (g *goKernel[W]) blockDecrypt(k *Key, in, out []uint64, n int) {
+	groups := (n + 7) / 8
+	g.rows.load(in, groups)
+	g.rows.decrypt(&k.bsBlock, groups)
+	g.rows.store(out, groups)
+}
+
+func (g *goKernel[W]) blockEncrypt(k *Key, in, out []uint64, n int) {
+	groups := (n + 7) / 8
+	g.rows.load(in, groups)
+	g.rows.encrypt(&k.bsBlock, groups)
+	g.rows.store(out, groups)
+}
+
+// The portable kernels run on every GOARCH: 32 lanes in uint32 words, and
+// 64, 128 and 256 lanes in uint64 words, 64 lanes per stream cipher pass.
+// 64 lanes is the fastest per payload; at 128 and 256 the stream cipher
+// simply makes more passes.
+func init() {
+	register(&kernel{id: "generic32", name: "generic", lanes: 32, word: 32, newFuncs: newGoKernel[uint32]})
+	register(&kernel{id: "generic64", name: "generic", lanes: 64, word: 64, rank: 1, newFuncs: newGoKernel[uint64]})
+	register(&kernel{id: "generic128", name: "generic", lanes: 128, word: 64, newFuncs: newGoKernel[uint64]})
+	register(&kernel{id: "generic256", name: "generic", lanes: 256, word: 64, newFuncs: newGoKernel[uint64]})
 }

@@ -44,7 +44,7 @@ type Options struct {
 	// Batch is the number of packets per unit of work handed to a worker (default DefaultBatch).
 	// Workers and Batch are cut down where they would take more than MaxMemory (see Limits).
 	Batch int
-	// Lanes is the width of the bitsliced CSA2 engine: 32, 64, 128 or 256, or 0 for the
+	// Lanes is the width of the bitsliced CSA2 engine, one of csa.Available(), or 0 for the
 	// fastest on this CPU (see csa.NewEngine). It applies where System or Out.System is nil.
 	Lanes int
 	// Progress, when set, is called from the reading goroutine with the number of input bytes

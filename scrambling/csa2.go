@@ -11,7 +11,7 @@ type csa2System struct {
 	lanes int
 }
 
-// NewCSA2 returns the csa2 system with engines of the given width: 32, 64, 128 or 256 lanes,
+// NewCSA2 returns the csa2 system with engines of the given width, one of csa.Available(),
 // or 0 for the fastest on this CPU. Its keys work with the processors of every csa2 system,
 // whatever their widths. Control words are used as given, all 64 bits: entropy reduction
 // (recomputing checksum bytes 3 and 7), when wanted, is done before NewKey.

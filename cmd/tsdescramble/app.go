@@ -123,6 +123,15 @@ func runError(err error, inPath, outPath string, out *output) error {
 	return failErr("cannot read %s: %v%s", name, err, saved)
 }
 
+// groupChoices lists the -group widths this CPU runs, as csa reports them: "32, 64, 128, 256".
+func groupChoices() string {
+	var ws []string
+	for _, n := range csa.Available() {
+		ws = append(ws, strconv.Itoa(n))
+	}
+	return strings.Join(ws, ", ")
+}
+
 // parseGroup reads the -group flag: a lane count this CPU supports, or auto (0).
 func parseGroup(s string) (int, error) {
 	if s == "auto" {

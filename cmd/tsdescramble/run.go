@@ -29,7 +29,7 @@ func selectionFlags() []cli.Flag {
 
 func tuningFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "group", Value: "auto", Category: catTuning, Usage: "csa2 bitslice lanes per batch: `N` = 32, 64, 128, 256, or auto (the fastest on this CPU)"},
+		&cli.StringFlag{Name: "group", Value: "auto", Category: catTuning, Usage: "csa2 bitslice lanes per batch: `N` = " + groupChoices() + ", or auto (the fastest on this CPU)"},
 		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Category: catTuning, Usage: "`N` parallel cipher workers"},
 		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Category: catTuning, Usage: fmt.Sprintf("`N` packets per unit of work handed to a worker (with -workers, cut down, with a note, where the work in flight would take more than %d MiB)", pipeline.MaxMemory>>20)},
 		&cli.StringFlag{Name: "stats", TakesFile: true, Category: catReporting, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},

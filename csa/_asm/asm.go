@@ -8,7 +8,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// Layout of the AVX2 stream cipher state (type avx2Stream in
+// Layout of the AVX2 stream cipher state (type stream256 in
 // csa_amd64.go): one 32-byte bit-plane per state bit, 256 lanes.
 const (
 	ymmBytes  = 32
@@ -61,7 +61,7 @@ type streamRound struct {
 // round), and the move of the register windows back to the top of the
 // rings; mov is the kernel's vector move.
 func streamKernelFrame(name, arg, isa string, init bool, mov func(src, dst Op), round func(r streamRound, abs func(int) Mem)) {
-	TEXT(name, NOSPLIT, fmt.Sprintf("func(s *avx2Stream, %s *[64][4]uint64)", arg))
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(s *stream256, %s *[64][4]uint64)", arg))
 	Pragma("noescape")
 	if init {
 		Doc(name + " runs the 32 initialisation rounds of the stream cipher on 256 lanes" + isa + ".")

@@ -74,7 +74,7 @@ func permuteImm(imm uint8, i int) uint8 {
 // VPTERNLOGQ operations merge the XOR chains, multiplexers, the carry and
 // the S-box gates (86 operations for the seven S-boxes instead of 141
 // gates), and the 32 vector registers keep the S-box inputs from spilling.
-// The state layout (avx2Stream) is the same, so the two kernels mix.
+// The state layout (stream256) is the same, so the two kernels mix.
 func streamKernelAVX512(circuits [7]ternCircuit, init bool) {
 	name, arg := "streamGenAVX512", "out"
 	if init {
