@@ -13,18 +13,37 @@ import (
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
-// keyFlags are the flags that give control words; the descrambler and the scrambler share them.
+// keyFlags are the flags that give control words, with the input's scrambling system; the
+// descrambler and the scrambler share them.
 func keyFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "cw", Category: catKeys, Usage: "control word for both parities: `HEX` digits (16 for csa2, 32 for AES, 32/48/64 for dfc and serpent); spaces, ':' and '-' allowed"},
-		&cli.StringFlag{Name: "cw-even", Category: catKeys, Usage: "control word for the even parity (TSC 10): `HEX` digits"},
-		&cli.StringFlag{Name: "cw-odd", Category: catKeys, Usage: "control word for the odd parity (TSC 11): `HEX` digits"},
-		&cli.StringFlag{Name: "cw-file", TakesFile: true, Category: catKeys, Usage: "`FILE` of control words: one per line (used in turn, one per crypto period), EVEN ODD pairs per line, or an OSCam .cwl log; the format is detected"},
-		&cli.StringFlag{Name: "biss", Category: catKeys, Usage: "BISS-1 session word: 12 `HEX` digits (checksum bytes inserted) or 16"},
-		&cli.StringFlag{Name: "cw-env", Category: catKeys, Usage: "read the control word from the environment variable `NAME` (keeps it out of ps)"},
-		&cli.BoolFlag{Name: "reduce-entropy", Category: catKeys, Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default; csa2 only)"},
-		&cli.StringFlag{Name: "cipher", Value: "csa2", Category: catScrambling, Usage: "scrambling `SYSTEM`: " + strings.Join(scrambling.Names(), ", ")},
+	return append(keySourceFlags("", catKeys, ""),
+		&cli.StringFlag{Name: "cipher", Value: "csa2", Category: catScrambling, Usage: "scrambling `SYSTEM`: " + strings.Join(scrambling.Names(), ", ")})
+}
+
+// keySourceFlags defines the key flags once for every side that takes keys: the input's (no
+// prefix) and a rescrambling run's output ("rescramble-"), whose usage lines end with what.
+func keySourceFlags(prefix, category, what string) []cli.Flag {
+	flag := func(name, usage string, file bool) cli.Flag {
+		return &cli.StringFlag{Name: prefix + name, TakesFile: file, Category: category, Usage: usage + what}
 	}
+	return []cli.Flag{
+		flag("cw", "control word for both parities: `HEX` digits (16 for csa2, 32 for AES, 32/48/64 for dfc and serpent); spaces, ':' and '-' allowed", false),
+		flag("cw-even", "control word for the even parity (TSC 10): `HEX` digits", false),
+		flag("cw-odd", "control word for the odd parity (TSC 11): `HEX` digits", false),
+		flag("cw-file", "`FILE` of control words: one per line (used in turn, one per crypto period), EVEN ODD pairs per line, or an OSCam .cwl log; the format is detected", true),
+		flag("biss", "BISS-1 session word: 12 `HEX` digits (checksum bytes inserted) or 16", false),
+		flag("cw-env", "read the control word from the environment variable `NAME` (keeps it out of ps)", false),
+		&cli.BoolFlag{Name: prefix + "reduce-entropy", Category: category, Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default; csa2 only)" + what},
+	}
+}
+
+// rescrambleKeyFlags are the names of the key flags of a rescrambling run's output.
+func rescrambleKeyFlags() []string {
+	var names []string
+	for _, f := range keySourceFlags("rescramble-", "", "") {
+		names = append(names, f.Names()[0])
+	}
+	return names
 }
 
 // keySet is what the key flags give: a schedule for descrambling, the list in order for
@@ -111,11 +130,11 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (ks *keySet,
 	case n == 0 && prefix == "":
 		return nil, usageErr("no control word given: use -cw HEX, -cw-even/-cw-odd HEX, -cw-file FILE, -biss HEX or -cw-env NAME")
 	case n == 0:
-		return nil, usageErr("no control word to rescramble with: use %scw HEX or %scw-file FILE", f, f)
+		return nil, usageErr("no control word to rescramble with: use %scw HEX, %scw-even/%scw-odd HEX, %scw-file FILE, %sbiss HEX or %scw-env NAME", f, f, f, f, f, f)
 	case n > 1:
-		return nil, usageErr("give one key source: %scw, %scw-even/%scw-odd, %scw-file, -biss or -cw-env, not several", f, f, f, f)
+		return nil, usageErr("give one key source: %scw, %scw-even/%scw-odd, %scw-file, %sbiss or %scw-env, not several", f, f, f, f, f, f)
 	}
-	reduce := prefix == "" && c.Bool("reduce-entropy")
+	reduce := c.Bool(prefix + "reduce-entropy")
 	var given [][]byte
 	defer func() {
 		if ks != nil {
@@ -155,6 +174,9 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (ks *keySet,
 		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
 	case biss != "":
 		if sys.Name() != "csa2" {
+			if prefix != "" {
+				return nil, usageErr("%sbiss gives a DVB-CSA2 key: use it with -rescramble csa2", f)
+			}
 			return nil, usageErr("-biss gives a DVB-CSA2 key: use it with -cipher csa2")
 		}
 		b, err := keys.ParseBISS(biss)

@@ -44,10 +44,9 @@ func descrambleFlags() []cli.Flag {
 	f = append(f, selectionFlags()...)
 	f = append(f,
 		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
-		&cli.StringFlag{Name: "rescramble-cw", Category: catScrambling, Usage: "control word to rescramble with: `HEX` digits"},
-		&cli.StringFlag{Name: "rescramble-cw-file", TakesFile: true, Category: catScrambling, Usage: "`FILE` of control words to rescramble with, one per crypto period"},
 		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
+	f = append(f, keySourceFlags("rescramble-", catScrambling, " (of the rescrambled output)")...)
 	return append(f, tuningFlags()...)
 }
 
@@ -121,8 +120,12 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		if osys, err = lookupSystem("rescramble", name, lanes); err != nil {
 			return err
 		}
-	} else if c.String("rescramble-cw") != "" || c.String("rescramble-cw-file") != "" {
-		return usageErr("-rescramble-cw and -rescramble-cw-file need -rescramble SYSTEM")
+	} else {
+		for _, name := range rescrambleKeyFlags() {
+			if c.IsSet(name) {
+				return usageErr("-%s needs -rescramble SYSTEM", name)
+			}
+		}
 	}
 	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
 	// the input now (system_detect.go).
