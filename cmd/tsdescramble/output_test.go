@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // TestFilesAndStdio checks every combination of file and standard input and output.
@@ -263,10 +265,36 @@ func TestProgressBar(t *testing.T) {
 			if !strings.Contains(stderr, "\r") || !strings.Contains(stderr, "descrambling") {
 				t.Errorf("no progress bar on a terminal:\n%q", stderr)
 			}
+
 			if !strings.Contains(stderr, "tsdescramble: ") {
 				t.Errorf("no summary after the progress bar:\n%q", stderr)
 			}
 		})
+	}
+}
+
+// TestProgressBarShowsBytes checks what the bar says: the bytes done of the total for a file
+// (the bytes done for a pipe), the speed, and the time.
+func TestProgressBarShowsBytes(t *testing.T) {
+	for _, tc := range []struct {
+		size int64
+		want string
+	}{
+		{64e6, `descrambling +25% .*\(16/64 MB, [0-9.]+ [kMGT]?B/s\) \[[0-9a-z]+:[0-9a-z]+\]`},
+		{-1, `descrambling \(16 MB, [0-9.]+ [kMGT]?B/s\) \[[0-9a-z]+\]`},
+	} {
+		errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := Env{Stderr: errFile, IsTerminal: func(*os.File) bool { return true }}
+		p := newProgress(env, tc.size, false, pipeline.Descramble)
+		time.Sleep(150 * time.Millisecond) // past the bar's redraw throttle
+		p.set(16e6)
+		errFile.Close()
+		if got := string(readFile(t, errFile.Name())); !regexp.MustCompile(tc.want).MatchString(got) {
+			t.Errorf("size %d: the bar says %q, want it to match %s", tc.size, got, tc.want)
+		}
 	}
 }
 

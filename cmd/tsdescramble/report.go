@@ -30,8 +30,11 @@ func newProgress(env Env, size int64, quiet bool, mode pipeline.Mode) *progress 
 	return &progress{bar: progressbar.NewOptions64(size,
 		progressbar.OptionSetWriter(f),
 		progressbar.OptionSetDescription(map[pipeline.Mode]string{pipeline.Descramble: "descrambling", pipeline.Scramble: "scrambling", pipeline.Rescramble: "rescrambling"}[mode]),
+		// Bytes done / total (bytes done for a pipe), speed, and elapsed:left time.
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionClearOnFinish(),
