@@ -14,9 +14,9 @@ import (
 // itself and used as given, checksum bytes included, as tsdecrypt does. Separators and a "0x"
 // prefix are allowed as in ParseCW. The same CW serves both parities.
 func ParseBISS(s string) ([]byte, error) {
-	n, bad, _ := hexCount(s)
+	n, bad, col := hexCount(s)
 	switch {
-	case bad != 0:
+	case col != 0:
 		return nil, fmt.Errorf("want 12 hex digits (a BISS-1 session word) or 16 (a whole CW), found %q", bad)
 	case n == 12:
 		k, err := ParseCW(s, 6)
@@ -43,8 +43,8 @@ func FromEnv(name string, size int) ([]byte, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, fmt.Errorf("environment variable %s is empty (want a control word of %d hex digits)", name, 2*size)
 	}
-	n, bad, col := hexCount(v)
-	if bad != 0 {
+	n, _, col := hexCount(v)
+	if col != 0 {
 		return nil, fmt.Errorf("environment variable %s: character %d is not a hex digit (want a control word of %d hex digits)", name, col, 2*size)
 	}
 	if n != 2*size {
@@ -55,7 +55,8 @@ func FromEnv(name string, size int) ([]byte, error) {
 
 // hexCount counts the hex digits of s the way ParseCW reads it (surrounding space, a "0x"
 // prefix and the separators ' ', '\t', ':' and '-' are skipped). bad is the first character
-// that is none of these, or 0, and col its 1-based position in s (in bytes).
+// that is none of these and col its 1-based position in s (in bytes); col is 0 when there is
+// none (bad alone cannot say it: the character may be a NUL).
 func hexCount(s string) (n int, bad rune, col int) {
 	i, end := 0, len(s)
 	for i < end && isSpace(s[i]) {

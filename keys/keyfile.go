@@ -208,9 +208,9 @@ func detect(t string, size int) Format {
 	if _, _, err := parseCWLLine(t, size); err == nil {
 		return FormatCWL
 	}
-	n, bad, _ := hexCount(t)
+	n, _, col := hexCount(t)
 	switch {
-	case bad != 0:
+	case col != 0:
 		return 0
 	case n == 2*size:
 		return FormatList
@@ -230,8 +230,8 @@ func parseCWLLine(t string, size int) (odd bool, cw []byte, err error) {
 	rest := strings.TrimSpace(t[len(f[0]):])
 	cw, err = ParseCW(rest, size)
 	if err != nil {
-		n, bad, _ := hexCount(rest)
-		if bad != 0 {
+		n, bad, col := hexCount(rest)
+		if col != 0 {
 			return false, nil, fmt.Errorf("found %q among the key bytes", bad)
 		}
 		if n%2 == 0 {
@@ -245,7 +245,7 @@ func parseCWLLine(t string, size int) (odd bool, cw []byte, err error) {
 // describeHex says what a line that is not a key holds, without repeating its digits.
 func describeHex(t string) string {
 	n, bad, col := hexCount(t)
-	if bad != 0 {
+	if col != 0 {
 		return fmt.Sprintf("found %q at column %d", bad, col)
 	}
 	return fmt.Sprintf("found %d hex digits", n)

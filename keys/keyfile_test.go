@@ -328,3 +328,13 @@ func TestReadKeyFileNotes(t *testing.T) {
 		t.Fatalf("notes %q", kf.Notes)
 	}
 }
+
+// A NUL byte in a key line is named as such, not counted away.
+func TestKeyFileNUL(t *testing.T) {
+	for _, in := range []string{"1122336644556\x0066ff\n", "11223366445566ff\n01020306080\x00090a1b\n"} {
+		_, err := ReadKeyFile(strings.NewReader(in), "k.txt", CWSize)
+		if err == nil || !strings.Contains(err.Error(), `'\x00' at column`) {
+			t.Errorf("%q: %v, want the NUL named", in, err)
+		}
+	}
+}
