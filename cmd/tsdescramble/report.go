@@ -35,6 +35,10 @@ func newProgress(env Env, size int64, quiet bool, mode pipeline.Mode) *progress 
 		progressbar.OptionShowTotalBytes(true),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
+		// No spinner ticker for a pipe: the library's ticker goroutine reads the bar's state
+		// without its lock (a data race under -race); the bar is redrawn at each unit of
+		// work anyway.
+		progressbar.OptionSetSpinnerChangeInterval(0),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionClearOnFinish(),
