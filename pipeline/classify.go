@@ -191,7 +191,9 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		}
 	}
 	c.jobs = append(c.jobs, j)
-	cl.expire()
+	if len(cl.open) > 0 {
+		cl.expire()
+	}
 }
 
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,23 +160,7 @@ func TestProbeFFmpegTwoPrograms(t *testing.T) {
 // test when ffmpeg is not installed or under -short.
 func ffmpegRun(t *testing.T, name string, args ...string) []byte {
 	t.Helper()
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg is not installed: skipping the test on an ffmpeg-made stream (apt-get install ffmpeg)")
-	}
-	if testing.Short() {
-		t.Skip("skipping ffmpeg in -short mode")
-	}
-	out := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command(ffmpeg, append(append([]string{"-hide_banner", "-loglevel", "error", "-nostdin", "-y"}, args...), out)...)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, msg)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testmedia.Make(t, name, args...)
 }
 
 // TestProbeFFmpegM2TS reads a Blu-ray transport stream made by ffmpeg's m2ts mode: 192-byte

@@ -32,19 +32,7 @@ func TestMemoryBoundedThroughPipe(t *testing.T) {
 	reps := total / len(block)
 
 	cmd := exec.Command(bin, "-q", "-cw", fmt.Sprintf("%x", cw))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout, stderr := startPiped(t, cmd)
 	go func() {
 		for range reps {
 			if _, err := stdin.Write(block); err != nil {
@@ -95,19 +83,7 @@ func TestMemoryBoundedWithLargeFlags(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-workers", "1024", "-batch", "65536", "-cw", fmt.Sprintf("%x", faultCW))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout, stderr := startPiped(t, cmd)
 	go feed(stdin, block, reps, nil)
 	// Read nothing for a second, while the command fills what it may hold, then everything.
 	time.Sleep(time.Second)
@@ -150,4 +126,23 @@ func TestBenchMemory(t *testing.T) {
 	if rss > 96<<10 {
 		t.Fatalf("peak RSS %d KiB, want under 96 MiB", rss)
 	}
+}
+
+// startPiped starts cmd with pipes to its stdin and from its stdout, and its stderr gathered.
+func startPiped(t *testing.T, cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, *bytes.Buffer) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, stdout, &stderr
 }
