@@ -2,7 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"github.com/tsdescramble/tsdescramble/ts"
+	"errors"
 	"io"
 	"runtime"
 	"sync"
@@ -12,6 +12,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Mode is what a run does to the packets it selects.
@@ -70,6 +71,18 @@ type Options struct {
 	// psi.ScramblingCSA2 no descriptor is added, only one already there set to it. It is
 	// ignored by the other modes. See signal.go for which PMTs can take it.
 	ScramblingMode psi.ScramblingMode
+	// Latency, when above 0, bounds the delay the run adds to a packet: a packet is written,
+	// in a partial unit of work if need be, at most about that long after Run read it, and the
+	// output is flushed then (w's Flush method, if it has one: a live.Writer sends a partial
+	// datagram). Crypto periods still undecided when their oldest packet is due are decided with
+	// what is known, as they are holdPackets packets after they start (see the package doc).
+	// The input is then read by a goroutine of its own, so that a read that blocks never holds
+	// packets back; it may still be waiting in r's Read when Run returns. 0 keeps the batching
+	// of files: a unit of work leaves when it holds Batch packets.
+	Latency time.Duration
+	// MaxPackets, when above 0, ends the run after that many packet units, as if the input
+	// ended there (a live input that never ends).
+	MaxPackets int64
 }
 
 // Output says how a run scrambles: with which system and control words, and how long a crypto
@@ -181,6 +194,8 @@ type chunk struct {
 	// input's framing changed inside the chunk), so that a write cut short can be counted in
 	// whole units.
 	runs []unitRun
+	// due is when its first packet must leave, with Options.Latency (zero without).
+	due time.Time
 }
 
 // unitRun is a stretch of a chunk's buffer, from byte at, holding units of size bytes.
@@ -279,7 +294,16 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			cl.finish()
 			dispatch()
 		}
-		fr := ts.NewFramer(r)
+		// With a latency bound the input comes through a feed (feed.go), whose deadline is
+		// when the oldest packet held is due.
+		var fd *feed
+		var src io.Reader = r
+		if opts.Latency > 0 {
+			fd = newFeed(ctx, r, opts.Latency)
+			src = fd
+		}
+		fr := ts.NewFramer(src)
+		stalled := false // the framer said ts.ErrPending with no packet: wait for more input
 		var seq int64
 		for {
 			var c *chunk
@@ -303,13 +327,27 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			c.seq, c.n, c.jobs, c.ready = seq, 0, c.jobs[:0], 0
 			c.keys, c.cws = c.keys[:0], c.cws[:0]
 			c.runs = c.runs[:0]
+			c.due = time.Time{}
 			seq++
 			var err error
 			for n := 0; n < batch; n++ {
+				if opts.MaxPackets > 0 && fr.Packets() >= opts.MaxPackets {
+					err = io.EOF
+					break
+				}
+				if fd != nil {
+					fd.deadline = due(held, c, fr, fd, stalled)
+				}
 				var unit []byte
 				unit, err = fr.Next()
 				if err != nil {
+					stalled = err == ts.ErrPending && n == 0
 					break
+				}
+				stalled = false
+				if fd != nil && n == 0 {
+					at := fr.BytesRead() - int64(fr.Buffered()) - int64(len(unit))
+					c.due = fd.arrivedAt(at).Add(opts.Latency)
 				}
 				if k := len(c.runs); k == 0 || c.runs[k-1].size != len(unit) {
 					c.runs = append(c.runs, unitRun{at: c.n, size: len(unit)})
@@ -329,6 +367,15 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			} else {
 				seq--
 				free <- c
+			}
+			if err == ts.ErrPending {
+				// Packets are due: the unit of work was cut, and the crypto periods of those
+				// due are decided now.
+				err = nil
+				cl.expireDue(held, fd.now)
+			}
+			if fd != nil && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				err = io.EOF // stopped: the feed handed on every block it had read
 			}
 			if err != nil || ctx.Err() != nil {
 				stop()
@@ -362,10 +409,16 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	}
 	go func() { wwg.Wait(); close(done) }()
 
-	// Ordered writer: chunks come back in any order and leave in sequence.
+	// Ordered writer: chunks come back in any order and leave in sequence. With a latency bound,
+	// the output is flushed whenever the writer has caught up, so that nothing it has taken
+	// waits for the next unit of work.
 	pending := make([]*chunk, maxChunks)
 	var next int64
 	var writeErr error
+	flusher, _ := w.(interface{ Flush() error })
+	if opts.Latency <= 0 {
+		flusher = nil
+	}
 	for c := range done {
 		pending[c.seq%int64(maxChunks)] = c
 		for {
@@ -388,6 +441,13 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				}
 			}
 			free <- c
+		}
+		if flusher != nil && writeErr == nil {
+			if c := pending[next%int64(maxChunks)]; c == nil || c.seq != next {
+				if writeErr = flusher.Flush(); writeErr != nil {
+					cancel()
+				}
+			}
 		}
 	}
 	wg.Wait()

@@ -1,0 +1,185 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/ts"
+)
+
+// pieceReader returns its bytes in pieces of random sizes, sleeping now and then, as a pipe fed
+// by a live source does.
+type pieceReader struct {
+	b     []byte
+	rng   *rand.Rand
+	sleep time.Duration
+}
+
+func (r *pieceReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	if r.sleep > 0 && r.rng.IntN(8) == 0 {
+		time.Sleep(r.sleep)
+	}
+	n := min(len(p), len(r.b), 1+r.rng.IntN(3000))
+	copy(p, r.b[:n])
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// With a latency bound, the output is the same as without, however the reads are cut and
+// whether units of work are cut by deadlines.
+func TestLatencySameOutput(t *testing.T) {
+	cws := [][]byte{
+		{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff},
+		{0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00},
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, fr := range framings {
+		scrambled, want, _ := testStream(t, 2000, fr, cws, 150, rng)
+		for _, latency := range []time.Duration{time.Millisecond, 50 * time.Millisecond} {
+			var out flushCounter
+			st, err := Run(context.Background(), &pieceReader{b: scrambled, rng: rng, sleep: 2 * time.Millisecond}, &out,
+				Options{Keys: keys.NewList(cws), Workers: 2, Batch: 256, Latency: latency})
+			if err != nil {
+				t.Fatalf("%v %v: %v", fr, latency, err)
+			}
+			if !bytes.Equal(out.buf.Bytes(), want) {
+				t.Fatalf("%v %v: output differs from the clear stream", fr, latency)
+			}
+			if st.Packets != 2000 || out.flushes == 0 {
+				t.Fatalf("%v %v: %d packets, %d flushes", fr, latency, st.Packets, out.flushes)
+			}
+		}
+	}
+}
+
+// flushCounter is an output with a Flush method, which the run calls when it has caught up.
+type flushCounter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	flushes int
+}
+
+func (f *flushCounter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.buf.Write(p)
+}
+
+func (f *flushCounter) Flush() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flushes++
+	return nil
+}
+
+func (f *flushCounter) len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.buf.Len()
+}
+
+// waitLen waits until the output holds n bytes, or says how many it held after limit.
+func waitLen(t *testing.T, out *flushCounter, n int, limit time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		if out.len() >= n {
+			return
+		}
+	}
+	t.Fatalf("%d bytes out after %v, want %d", out.len(), limit, n)
+}
+
+// A packet read from a quiet input leaves within the latency bound: in a partial unit of work,
+// and with its crypto period decided by the deadline when nothing else decides it (here a PID
+// without a single unit start, whose period would otherwise be held for holdPackets packets).
+func TestLatencyQuietInput(t *testing.T) {
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}, {9, 8, 7, 24, 6, 5, 4, 15}}
+	key, _ := csa.NewKey(cws[0])
+	packet := func(i int) []byte {
+		p := make([]byte, ts.PacketSize)
+		p[0], p[1], p[2], p[3] = ts.SyncByte, 0x01, 0x00, 0x10|byte(i&0xF)
+		for j := 4; j < len(p); j++ {
+			p[j] = byte(i + j)
+		}
+		key.Encrypt(p[4:])
+		ts.SetTSC(p, ts.Even)
+		return p
+	}
+	for _, batch := range []int{1, 1024} {
+		pr, pw := io.Pipe()
+		out := &flushCounter{}
+		done := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), pr, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: batch, Latency: 20 * time.Millisecond})
+			done <- err
+		}()
+		sent := 0
+		for round := range 4 {
+			for range 3 + round {
+				pw.Write(packet(sent))
+				sent++
+			}
+			// Without the bound, nothing would come out before 1024 packets, or before the
+			// period's decision at 65536.
+			waitLen(t, out, sent*ts.PacketSize, 5*time.Second)
+		}
+		pw.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if out.len() != sent*ts.PacketSize || out.flushes < 4 {
+			t.Fatalf("batch %d: %d bytes, %d flushes", batch, out.len(), out.flushes)
+		}
+	}
+}
+
+// MaxPackets ends the run after that many packets, as if the input ended there.
+func TestMaxPackets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
+	scrambled, want, _ := testStream(t, 3000, ts.Framing188, cws, 500, rng)
+	for _, latency := range []time.Duration{0, 50 * time.Millisecond} {
+		var out bytes.Buffer
+		st, err := Run(context.Background(), bytes.NewReader(scrambled), &out, Options{Keys: keys.NewList(cws), Batch: 100, MaxPackets: 1234, Latency: latency})
+		if err != nil || st.Packets != 1234 || !bytes.Equal(out.Bytes(), want[:1234*ts.PacketSize]) {
+			t.Fatalf("latency %v: %v, %d packets, %d bytes", latency, err, st.Packets, out.Len())
+		}
+	}
+}
+
+// A run with a latency bound stopped while its input is quiet writes what it read and returns.
+func TestLatencyCancelQuiet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
+	scrambled, want, _ := testStream(t, 50, ts.Framing188, cws, 500, rng)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &flushCounter{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, pr, out, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond})
+		done <- err
+	}()
+	pw.Write(scrambled)
+	waitLen(t, out, len(want), 5*time.Second)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not end when cancelled")
+	}
+	if !bytes.Equal(out.buf.Bytes(), want) {
+		t.Fatal("output differs")
+	}
+}
