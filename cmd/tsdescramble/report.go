@@ -143,12 +143,13 @@ func sizeString(n int64) string {
 // statsJSON is the document -stats writes: the run's statistics plus the throughput.
 type statsJSON struct {
 	*pipeline.Stats
-	MBPerSecond float64 `json:"mb_per_second"`
+	MBPerSecond float64    `json:"mb_per_second"`
+	Live        *liveStats `json:"live,omitempty"`
 }
 
 // writeStats writes the statistics of a run as indented JSON.
-func writeStats(path string, st *pipeline.Stats) error {
-	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond()}, "", "  ")
+func writeStats(path string, st *pipeline.Stats, ls *liveStats) error {
+	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond(), ls}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -15,8 +17,8 @@ import (
 // ioFlags, selectionFlags and tuningFlags are shared by the descrambler and the scrambler.
 func ioFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal)"},
-		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal)"},
+		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..."},
+		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal), or send it to udp://HOST:PORT, rtp://HOST:PORT (?ttl=N&pkts=N&iface=NAME...)"},
 	}
 }
 
@@ -40,7 +42,8 @@ func tuningFlags() []cli.Flag {
 }
 
 func descrambleFlags() []cli.Flag {
-	f := append(ioFlags(), keyFlags()...)
+	f := append(ioFlags(), liveFlags()...)
+	f = append(f, keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
 		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
@@ -51,7 +54,8 @@ func descrambleFlags() []cli.Flag {
 }
 
 func scrambleCommand(env Env) *cli.Command {
-	f := append(ioFlags(), keyFlags()...)
+	f := append(ioFlags(), liveFlags()...)
+	f = append(f, keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
 	f = append(f, tuningFlags()...)
@@ -87,6 +91,10 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return usageErr("-batch: want a number from 1 to %d", pipeline.MaxBatch)
 	}
 	lanes, err := parseGroup(c.String("group"))
+	if err != nil {
+		return err
+	}
+	lo, err := readLiveFlags(c)
 	if err != nil {
 		return err
 	}
@@ -177,10 +185,31 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer in.Close()
-	out, err := openOutput(outPath, env)
+	// A regular file is read in full units of work, as fast as it goes; a live input or a pipe
+	// with the latency bound. A file sent to a network output is paced by its PCR.
+	opts.Latency, opts.MaxPackets = lo.latency, lo.packets
+	if !lo.latencySet && in.size >= 0 {
+		opts.Latency = 0
+	}
+	pace := lo.pace
+	if !lo.paceSet {
+		pace = in.size >= 0 && live.IsAddress(outPath)
+	}
+	if lo.timeout > 0 {
+		if in.live == nil {
+			return usageErr("-timeout watches a network input: give -in udp://@:PORT or rtp://@:PORT, or leave -timeout out")
+		}
+		in.live.SetIdleTimeout(lo.timeout)
+	}
+	out, err := openOutput(outPath, env, pace)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if out.net != nil {
+			out.net.w.Close() // a run that ended early; close after close is harmless
+		}
+	}()
 	// A run that must stop, by a signal or because the output failed, must not wait for an
 	// idle input pipe to send more.
 	out.onFail = in.interrupt
@@ -208,7 +237,13 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	defer sig.stop()
 	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
-	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: in, f: printNotes}, out.w, opts)
+	// -duration ends the input as its end would.
+	end := &ender{in: in, r: in}
+	if lo.duration > 0 {
+		t := time.AfterFunc(lo.duration, end.end)
+		defer t.Stop()
+	}
+	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: end, f: printNotes}, out.w, opts)
 	sig.finished()
 	bar.finish()
 	if runErr == nil && st.BytesIn == 0 {
@@ -218,15 +253,17 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	junk := notTransportStream(&st)
 	closeErr := out.close(runErr == nil && junk == "", st.BytesOut)
 
+	ls := collectLive(in, out, &st)
 	verdict := judgeKeys(&st)
 	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
+		printLive(env.Stderr, ls)
 	}
 	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
 		logf(w)
 	}
 	if path := c.String("stats"); path != "" {
-		if err := writeStats(path, &st); err != nil && runErr == nil {
+		if err := writeStats(path, &st, ls); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
 	}

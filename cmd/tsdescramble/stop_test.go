@@ -362,7 +362,7 @@ func TestSignalsInProcess(t *testing.T) {
 func TestOutputAbort(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.ts")
-	o, err := openOutput(path, Env{Stdout: io.Discard})
+	o, err := openOutput(path, Env{Stdout: io.Discard}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
