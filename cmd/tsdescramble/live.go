@@ -200,11 +200,37 @@ func (e *ender) end() {
 
 // liveStats are the figures of a network input and output, for the summary and -stats.
 type liveStats struct {
-	In  *live.Stats       `json:"input,omitempty"`
-	Out *live.WriterStats `json:"output,omitempty"`
+	In  *liveInput  `json:"input,omitempty"`
+	Out *liveOutput `json:"output,omitempty"`
 	// InputBitrate is the input's TS bitrate in bits per second over the run.
 	InputBitrate float64 `json:"input_bitrate,omitempty"`
 	PaceResets   int64   `json:"pace_resets,omitempty"`
+}
+
+// liveInput is what a network input received (see live.Stats).
+type liveInput struct {
+	Datagrams  int64   `json:"datagrams"`
+	Bytes      int64   `json:"bytes"`
+	RTP        int64   `json:"rtp"`
+	Lost       int64   `json:"rtp_lost"`
+	Reordered  int64   `json:"rtp_reordered"`
+	Late       int64   `json:"rtp_late"`
+	Duplicates int64   `json:"rtp_duplicates"`
+	Jumps      int64   `json:"rtp_jumps"`
+	OtherPT    int64   `json:"rtp_other_payload_type"`
+	OtherPTs   []uint8 `json:"rtp_other_payload_types,omitempty"`
+	NotRTP     int64   `json:"not_rtp"`
+	Unaligned  int64   `json:"unaligned"`
+	Truncated  int64   `json:"truncated"`
+	Dropped    int64   `json:"dropped_by_system"`
+	Buffer     int     `json:"socket_buffer"`
+}
+
+// liveOutput is what a network output sent (see live.WriterStats).
+type liveOutput struct {
+	Datagrams int64 `json:"datagrams"`
+	Bytes     int64 `json:"bytes"`
+	Partial   int64 `json:"short_datagrams"`
 }
 
 // collectLive gathers the figures of the run's network ends, or returns nil when it has none.
@@ -215,14 +241,15 @@ func collectLive(in *input, out *output, st *pipeline.Stats) *liveStats {
 	ls := &liveStats{}
 	if in.live != nil {
 		s := in.live.Stats()
-		ls.In = &s
+		ls.In = &liveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps,
+			s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer}
 	}
 	if st.Elapsed > 0 {
 		ls.InputBitrate = float64(st.BytesIn) * 8 / st.Elapsed.Seconds()
 	}
 	if out.net != nil {
 		s := out.net.w.Stats()
-		ls.Out = &s
+		ls.Out = &liveOutput{s.Datagrams, s.Bytes, s.Partial}
 		if out.net.pacer != nil {
 			ls.PaceResets = out.net.pacer.Resets()
 		}
@@ -244,7 +271,7 @@ func printLive(w io.Writer, ls *liveStats) {
 			}
 		}
 		if s.Dropped > 0 {
-			fmt.Fprintf(w, "; %d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", s.Dropped, s.SocketBuffer)
+			fmt.Fprintf(w, "; %d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", s.Dropped, s.Buffer)
 		}
 		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
 			fmt.Fprintf(w, "; %d not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
