@@ -151,7 +151,7 @@ func TestMaxPackets(t *testing.T) {
 	for _, latency := range []time.Duration{0, 50 * time.Millisecond} {
 		var out bytes.Buffer
 		st, err := Run(context.Background(), bytes.NewReader(scrambled), &out, Options{Keys: keys.NewList(cws), Batch: 100, MaxPackets: 1234, Latency: latency})
-		if err != nil || st.Packets != 1234 || !bytes.Equal(out.Bytes(), want[:1234*ts.PacketSize]) {
+		if err != nil || st.Packets != 1234 || st.BytesIn != 1234*ts.PacketSize || !bytes.Equal(out.Bytes(), want[:1234*ts.PacketSize]) {
 			t.Fatalf("latency %v: %v, %d packets, %d bytes", latency, err, st.Packets, out.Len())
 		}
 	}

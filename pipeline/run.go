@@ -356,6 +356,10 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				cl.classify(c, c.n-len(unit), fr.Framing())
 			}
 			st.BytesIn = fr.BytesRead()
+			if opts.MaxPackets > 0 && fr.Packets() >= opts.MaxPackets {
+				// The bytes read ahead of the last packet are not the run's.
+				st.BytesIn -= int64(fr.Buffered())
+			}
 			st.Packets = fr.Packets()
 			st.Skipped, st.Truncated = fr.Skipped(), fr.Truncated()
 			st.Framing = fr.Framing()

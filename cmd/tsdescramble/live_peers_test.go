@@ -1,0 +1,275 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The command's live input and output against real peers from Debian, on loopback: ffmpeg
+// sends and receives UDP, multicat sends PCR-paced RTP, socat receives UDP, tsdecrypt
+// descrambles our RTP, and a multicast group inside a network namespace the test makes. Each
+// test skips, naming the Debian package, when its tool is missing.
+
+// needTool skips the test when a tool is missing, naming the package that has it.
+func needTool(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			pkg := map[string]string{"ingests": "multicat", "unshare": "util-linux", "ip": "iproute2"}[tool]
+			if pkg == "" {
+				pkg = tool
+			}
+			t.Skipf("%s is not installed (apt-get install -y %s); skipping the test against it", tool, pkg)
+		}
+	}
+}
+
+// proc is a process a test started; the test's cleanup kills it by its pid.
+type proc struct {
+	cmd  *exec.Cmd
+	out  syncBuffer
+	done chan error
+}
+
+func startProc(t *testing.T, limit time.Duration, name string, args ...string) *proc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	p := &proc{cmd: exec.CommandContext(ctx, name, args...), done: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.cmd.WaitDelay = time.Second
+	if err := p.cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait(); cancel() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		select {
+		case err := <-p.done:
+			p.done <- err
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s (pid %d) did not stop", name, p.cmd.Process.Pid)
+		}
+	})
+	return p
+}
+
+// wait waits for the process to end by itself and returns its exit status.
+func (p *proc) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", p.cmd.Path, err, p.out.String())
+		}
+		return 0
+	case <-time.After(limit):
+		t.Fatalf("%s did not finish in %v\n%s", p.cmd.Path, limit, p.out.String())
+		return -1
+	}
+}
+
+// term sends SIGTERM, which makes tsdecrypt write the packets it still holds, and waits.
+func (p *proc) term(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not stop on SIGTERM", p.cmd.Path)
+	}
+}
+
+// waitFile waits until a file holds n bytes.
+func waitFile(t *testing.T, path string, n int64, limit time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if st, err := os.Stat(path); err == nil && st.Size() >= n {
+			return
+		}
+	}
+	st, _ := os.Stat(path)
+	t.Fatalf("%s did not reach %d bytes in %v (%v)", path, n, limit, st)
+}
+
+// ffmpeg sends the scrambled sample's exact bytes as UDP (the mpegtsraw demuxer, the data
+// muxer); the command receives and descrambles them: the output is the file path's, byte for
+// byte (-packets ends the run at the sample's last packet).
+func TestPeerFFmpegSendsUDP(t *testing.T) {
+	needTool(t, "ffmpeg")
+	if testing.Short() {
+		t.Skip("ffmpeg sends or receives for seconds")
+	}
+	bin := buildBinary(t, "")
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
+		"-cw-file", demoKeys, "-packets", fmt.Sprint(demoPackets))
+	waitListening(t, port)
+	startProc(t, time.Minute, "ffmpeg", "-v", "error", "-readrate", "10", "-f", "mpegtsraw", "-i", demoScrambled,
+		"-flush_packets", "0", "-map", "0", "-c", "copy", "-f", "data", fmt.Sprintf("udp://127.0.0.1:%d?pkt_size=1316", port))
+	if code := tsd.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	}
+	sameBytes(t, "sent by ffmpeg, descrambled", readFile(t, out), readFile(t, demoClear), 188)
+}
+
+// ffmpeg receives the command's UDP output and writes its exact bytes: the file path's output.
+func TestPeerFFmpegReceivesUDP(t *testing.T) {
+	needTool(t, "ffmpeg")
+	if testing.Short() {
+		t.Skip("ffmpeg sends or receives for seconds")
+	}
+	bin := buildBinary(t, "")
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	ff := startProc(t, time.Minute, "ffmpeg", "-v", "error", "-f", "mpegtsraw",
+		"-i", fmt.Sprintf("udp://127.0.0.1:%d?timeout=1500000&buffer_size=16777216&fifo_size=100000", port),
+		"-map", "0", "-c", "copy", "-f", "data", out)
+	waitListening(t, port)
+	time.Sleep(300 * time.Millisecond) // ffmpeg binds, then starts reading
+	// Paced at the PCR (the default from a file): the first 700 packets, 3 s. The rest as
+	// fast as it goes.
+	want := readFile(t, demoClear)
+	pace := []string{"-packets", "700"}
+	if longTests() {
+		pace = nil // the whole 20 s
+	} else {
+		want = want[:700*188]
+	}
+	res, err := exec.Command(bin, append([]string{"-in", demoScrambled, "-out", fmt.Sprintf("udp://127.0.0.1:%d", port), "-cw-file", demoKeys}, pace...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	ff.wait(t, 30*time.Second) // its receive timeout ends it
+	sameBytes(t, "received by ffmpeg", readFile(t, out), want, 188)
+}
+
+// socat receives the command's UDP output, a datagram at a time: the file path's output.
+func TestPeerSocatReceivesUDP(t *testing.T) {
+	needTool(t, "socat")
+	bin := buildBinary(t, "")
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	startProc(t, time.Minute, "socat", "-u", fmt.Sprintf("UDP4-RECV:%d,bind=127.0.0.1,rcvbuf=8388608", port), "CREATE:"+out)
+	waitListening(t, port)
+	want := readFile(t, demoClear)
+	res, err := exec.Command(bin, "-in", demoScrambled, "-out", fmt.Sprintf("udp://127.0.0.1:%d", port), "-cw-file", demoKeys, "-pace=false").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	waitFile(t, out, int64(len(want)), 10*time.Second)
+	sameBytes(t, "received by socat", readFile(t, out), want, 188)
+}
+
+// multicat sends the scrambled sample as RTP, paced by its PCR (ingests indexes it); the
+// command receives 2 s of it: the bytes that came are descrambled as the file path does, and
+// the RTP sequence shows no loss.
+func TestPeerMulticatSendsRTP(t *testing.T) {
+	needTool(t, "multicat", "ingests")
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	src := writeFile(t, dir, "in.ts", readFile(t, demoScrambled))
+	if b, err := exec.Command("ingests", "-p", "256", src).CombinedOutput(); err != nil {
+		t.Fatalf("ingests: %v\n%s", err, b)
+	}
+	port := freeUDPPort(t)
+	out := filepath.Join(dir, "out.ts")
+	stats := filepath.Join(dir, "stats.json")
+	packets, limit := demoPackets, 40*time.Second
+	if !longTests() {
+		packets = 460 // two seconds of the stream
+	}
+	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", out,
+		"-cw-file", demoKeys, "-packets", fmt.Sprint(packets), "-stats", stats)
+	waitListening(t, port)
+	startProc(t, time.Minute, "multicat", "-p", "256", src, fmt.Sprintf("127.0.0.1:%d", port))
+	if code := tsd.wait(t, limit); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	}
+	sameBytes(t, "sent by multicat, descrambled", readFile(t, out), readFile(t, demoClear)[:packets*188], 188)
+	if s := string(readFile(t, stats)); !strings.Contains(s, `"rtp_lost": 0,`) || strings.Contains(s, `"rtp": 0,`) {
+		t.Errorf("RTP figures:\n%s", s)
+	}
+}
+
+// tsdecrypt, a second live descrambler, receives the command's scrambled RTP output and
+// descrambles it with the same control word: the clear stream again.
+func TestPeerTsdecryptReceivesRTP(t *testing.T) {
+	needTool(t, "tsdecrypt")
+	bin := buildBinary(t, "")
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	const cw = "11223366445566ff"
+	td := startProc(t, time.Minute, "tsdecrypt", "-I", fmt.Sprintf("127.0.0.1:%d", port), "-R", "-O", "file://"+out, "-Y", cw+cw, "-p", "-z")
+	waitListening(t, port)
+	want := readFile(t, demoClear)[:1000*188]
+	res, err := exec.Command(bin, "scramble", "-in", demoClear, "-out", fmt.Sprintf("rtp://127.0.0.1:%d", port), "-cw", cw, "-packets", "1000", "-pace=false").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	// tsdecrypt descrambles full batches of 128 packets and writes a partial one only now and
+	// then when it stops: every packet it wrote must be the clear stream's, and the full
+	// batches must all be there.
+	waitFile(t, out, 7*128*188, 20*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	td.term(t)
+	got := readFile(t, out)
+	sameBytes(t, "scrambled by us, descrambled by tsdecrypt", got, want[:min(len(got), len(want))], 188)
+}
+
+// Multicast, any-source and source-specific, inside a network namespace the test makes (as
+// root, with unshare): the command joins the group, socat sends the scrambled sample to it, and
+// the output is the file path's. (IPv4 only: a namespace's loopback, the one interface it has
+// without the dummy module, does not carry IPv6 multicast.)
+func TestPeerMulticastInNamespace(t *testing.T) {
+	needTool(t, "unshare", "ip", "socat")
+	if os.Geteuid() != 0 {
+		t.Skip("making a network namespace needs root (.ci/run runs the tests as root)")
+	}
+	if err := exec.Command("unshare", "-n", "true").Run(); err != nil {
+		t.Skipf("this machine does not allow a network namespace (unshare -n: %v)", err)
+	}
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	for _, c := range []struct{ name, in, to string }{
+		{"ipv4 any source", "udp://@239.255.1.1:5000", "UDP4-DATAGRAM:239.255.1.1:5000"},
+		{"ipv4 source-specific", "udp://127.0.0.1@239.255.1.2:5000", "UDP4-DATAGRAM:239.255.1.2:5000,bind=127.0.0.1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".ts")
+			script := fmt.Sprintf(`set -e
+ip link set lo up
+ip link set lo multicast on
+ip route add 224.0.0.0/4 dev lo
+%s -in '%s' -out '%s' -cw-file '%s' -packets %d -timeout 10s &
+tsd=$!
+i=0; while ! grep -q ':1388 ' /proc/net/udp /proc/net/udp6; do i=$((i+1)); [ $i -lt 200 ] || exit 9; sleep 0.02; done
+sleep 0.1
+socat -b 1316 -u 'FILE:%s' '%s'
+wait $tsd`, bin, c.in, out, demoKeys, demoPackets, demoScrambled, c.to)
+			p := startProc(t, time.Minute, "unshare", "-n", "sh", "-c", script)
+			if code := p.wait(t, 30*time.Second); code != 0 {
+				if strings.Contains(p.out.String(), "cannot join") || strings.Contains(p.out.String(), "Cannot") {
+					t.Skipf("this kernel does not route the group on loopback in a namespace:\n%s", p.out.String())
+				}
+				t.Fatalf("exit %d:\n%s", code, p.out.String())
+			}
+			sameBytes(t, "received from the group", readFile(t, out), readFile(t, demoClear), 188)
+		})
+	}
+}
