@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/live"
 )
 
 // TestLiveLatency measures the delay the command adds to a live stream with its default flags
@@ -157,4 +162,111 @@ func cpuName() string {
 		}
 	}
 	return "unknown"
+}
+
+// TestLiveThroughput sends the scrambled sample, looped to 43 MB, over loopback UDP into the
+// command at a steady rate (in bursts of 64 datagrams), which descrambles it and sends it on to
+// the test with default flags: every packet the command received must go out, and when the
+// kernel dropped no datagram in its socket, every byte must come out descrambled. The rate,
+// the command's peak RSS and the kernel's drops are logged.
+func TestLiveThroughput(t *testing.T) {
+	needLong(t, "streams 43 MB at up to 1 Gbit/s")
+	bin := buildBinary(t, "")
+	scr, clear := readFile(t, demoScrambled), readFile(t, demoClear)
+	const loops = 50
+	for _, rate := range []float64{500e6, 1000e6, 4000e6} {
+		t.Run(fmt.Sprintf("%.0f Mbit/s", rate/1e6), func(t *testing.T) {
+			a, err := live.ParseAddress("udp://@127.0.0.1:0?buffer=33554432")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd, err := live.Listen(t.Context(), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			in := freeUDPPort(t)
+			stats := filepath.Join(t.TempDir(), "stats.json")
+			tsd := startProc(t, 2*time.Minute, "/usr/bin/time", "-f", "maxrss %M kB", bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
+				"-out", fmt.Sprintf("udp://127.0.0.1:%d", rd.LocalAddr().(*net.UDPAddr).Port),
+				"-cw-file", demoKeys, "-packets", fmt.Sprint(loops*demoPackets), "-timeout", "2s", "-stats", stats)
+			waitListening(t, in)
+
+			got := make(chan int, 1)
+			go func() {
+				n, buf := 0, make([]byte, 1<<20)
+				rd.SetIdleTimeout(3 * time.Second)
+				for i := 0; n < loops*len(clear); i++ {
+					m, err := rd.Read(buf)
+					if err != nil {
+						break
+					}
+					for j := 0; j < m; j++ {
+						if buf[j] != clear[(n+j)%len(clear)] {
+							got <- -(n + j)
+							return
+						}
+					}
+					n += m
+				}
+				got <- n
+			}()
+
+			w, err := live.Dial(&live.Address{Scheme: "udp", Host: "127.0.0.1", Port: in, Packets: 7, TOS: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			// 64 datagrams at a time, each group when the rate says.
+			step := 64 * 7 * 188
+			t0 := time.Now()
+			sent := 0
+			for range loops {
+				for off := 0; off < len(scr); off += step {
+					d := scr[off:min(off+step, len(scr))]
+					time.Sleep(time.Until(t0.Add(time.Duration(float64(sent*8) / rate * float64(time.Second)))))
+					if _, err := w.Write(d); err != nil {
+						t.Fatal(err)
+					}
+					sent += len(d)
+				}
+			}
+			w.Flush()
+			took := time.Since(t0)
+			code := tsd.wait(t, time.Minute)
+			n := <-got
+			t.Logf("sent %d MB in %v: %.0f Mbit/s (CPU %s); the command: exit %d, %s", sent>>20, took.Round(time.Millisecond),
+				float64(sent*8)/took.Seconds()/1e6, cpuName(), code, lastLine(tsd.out.String()))
+			t.Logf("%s", liveLines(tsd.out.String()))
+			// Datagrams the kernel dropped, its socket buffer full, are reported apart (the
+			// summary names them); inside the command, every packet that came in must go out.
+			pin, pout := -1, -2
+			if m := regexp.MustCompile(`(\d+) packets in, (\d+) out`).FindStringSubmatch(tsd.out.String()); m != nil {
+				pin, _ = strconv.Atoi(m[1])
+				pout, _ = strconv.Atoi(m[2])
+			}
+			switch {
+			case pin <= 0 || pin != pout:
+				t.Errorf("%d packets in, %d out:\n%s", pin, pout, tsd.out.String())
+			case strings.Contains(tsd.out.String(), "dropped by the system"):
+				t.Logf("the kernel dropped datagrams at this rate: the output cannot be compared")
+			case code != 0 || n != loops*len(clear):
+				t.Errorf("%d bytes out of %d came out descrambled (negative: a wrong byte there); exit %d:\n%s", n, loops*len(clear), code, tsd.out.String())
+			}
+			if s := rd.Stats(); s.Dropped > 0 {
+				t.Logf("the test's receiver lost %d datagrams in its socket", s.Dropped)
+			}
+		})
+	}
+}
+
+// liveLines returns the summary's lines about the network ends.
+func liveLines(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "datagrams") || strings.Contains(l, "packets in") {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(out, "; ")
 }
