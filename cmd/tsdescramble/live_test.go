@@ -303,3 +303,71 @@ func TestLiveQuietInput(t *testing.T) {
 		t.Fatal(describe(res))
 	}
 }
+
+// RTP datagrams of the scrambled sample, lost, duplicated and swapped on purpose on their way
+// to the command: its statistics count what was done, and every packet that arrived comes out
+// as the file path makes the same packets.
+func TestLiveRTPDamage(t *testing.T) {
+	stream := readFile(t, demoScrambled)
+	const lost1, lost2, dup, swap = 100, 300, 200, 400
+	var order []int
+	n := (len(stream) + 7*188 - 1) / (7 * 188)
+	for i := 0; i < n; i++ {
+		switch i {
+		case lost1, lost2:
+		case dup:
+			order = append(order, i, i)
+		case swap:
+			order = append(order, i+1, i)
+			i++
+		default:
+			order = append(order, i)
+		}
+	}
+	var delivered []byte
+	for i := range n {
+		if i != lost1 && i != lost2 {
+			delivered = append(delivered, stream[i*7*188:min((i+1)*7*188, len(stream))]...)
+		}
+	}
+	want := run(t, delivered, "-cw-file", demoKeys, "-q")
+	if want.code != 0 {
+		t.Fatal(describe(want))
+	}
+
+	port := freeUDPPort(t)
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "stats.json")
+	r := startLive(t, "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", out, "-cw-file", demoKeys,
+		"-packets", fmt.Sprint(len(delivered)/188), "-stats", stats)
+	waitListening(t, port)
+	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for k, i := range order {
+		d := []byte{0x80, 33, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78}
+		seq := uint16(65300 + i) // through the wrap at 65535
+		d[2], d[3] = byte(seq>>8), byte(seq)
+		d = append(d, stream[i*7*188:min((i+1)*7*188, len(stream))]...)
+		if _, err := c.Write(d); err != nil {
+			t.Fatal(err)
+		}
+		if k%64 == 0 {
+			time.Sleep(time.Millisecond) // no bursts past the socket buffer
+		}
+	}
+	res := r.wait(t, 30*time.Second)
+	if res.code != 0 {
+		t.Fatal(describe(res))
+	}
+	sameBytes(t, "what arrived, descrambled", readFile(t, out), []byte(want.stdout), 188)
+	summaryHas(t, res.stderr, `RTP: 2 lost, 1 reordered, 0 late, 1 duplicates`)
+	js := string(readFile(t, stats))
+	for _, s := range []string{`"rtp_lost": 2,`, `"rtp_reordered": 1,`, `"rtp_duplicates": 1,`, fmt.Sprintf(`"datagrams": %d,`, len(order))} {
+		if !strings.Contains(js, s) {
+			t.Errorf("-stats has no %s:\n%s", s, js)
+		}
+	}
+}
