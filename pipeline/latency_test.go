@@ -183,3 +183,43 @@ func TestLatencyCancelQuiet(t *testing.T) {
 		t.Fatal("output differs")
 	}
 }
+
+// Continuity-counter errors are counted per PID: a packet lost, one repeated twice, a
+// discontinuity allowed, packets without payload that keep the counter, null packets ignored.
+func TestContinuityErrors(t *testing.T) {
+	pkt := func(pid uint16, cc byte, payload, disc bool) []byte {
+		p := make([]byte, ts.PacketSize)
+		p[0], p[1], p[2], p[3] = ts.SyncByte, byte(pid>>8), byte(pid), cc
+		if payload {
+			p[3] |= 0x10
+		}
+		if disc {
+			p[3] |= 0x20
+			p[4], p[5] = 1, 0x80
+		} else if !payload {
+			p[3] |= 0x20
+			p[4] = 183
+		}
+		return p
+	}
+	var in []byte
+	add := func(ps ...[]byte) {
+		for _, p := range ps {
+			in = append(in, p...)
+		}
+	}
+	// PID 0x100: 0 1 2 (lost 3) 4 4 (duplicate) 5, no payload keeps 5, 6 6 6 (one too many).
+	add(pkt(0x100, 0, true, false), pkt(0x100, 1, true, false), pkt(0x100, 2, true, false), pkt(0x100, 4, true, false),
+		pkt(0x100, 4, true, false), pkt(0x100, 5, true, false), pkt(0x100, 5, false, false), pkt(0x100, 6, true, false),
+		pkt(0x100, 6, true, false), pkt(0x100, 6, true, false))
+	// PID 0x101: 14 15 0 1, then a discontinuity to 9, then 10: no error. Null packets at random.
+	add(pkt(0x101, 14, true, false), pkt(0x101, 15, true, false), pkt(ts.NullPID, 3, true, false), pkt(0x101, 0, true, false),
+		pkt(0x101, 1, true, false), pkt(0x101, 9, true, true), pkt(ts.NullPID, 9, true, false), pkt(0x101, 10, true, false))
+	st, err := Run(context.Background(), bytes.NewReader(in), io.Discard, Options{Keys: keys.NewFixed([]byte{1, 2, 3, 6, 4, 5, 6, 15}, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CCErrors != 2 || pidStats(st, 0x100).CCErrors != 2 || pidStats(st, 0x101).CCErrors != 0 {
+		t.Fatalf("%d continuity errors (0x100: %d, 0x101: %d), want 2, 2 and 0", st.CCErrors, pidStats(st, 0x100).CCErrors, pidStats(st, 0x101).CCErrors)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +110,18 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 			fmt.Fprintf(w, "; %d single packets of the other parity inside a period left as they came", st.ParityGlitches)
 		}
 		fmt.Fprintln(w)
+	}
+	if st.CCErrors > 0 {
+		var pids []string
+		for _, ps := range st.PIDs {
+			if ps.CCErrors > 0 {
+				pids = append(pids, fmt.Sprintf("%#04x: %d", ps.PID, ps.CCErrors))
+			}
+		}
+		if len(pids) > 8 {
+			pids = append(pids[:8], fmt.Sprintf("%d more PIDs", len(pids)-8))
+		}
+		fmt.Fprintf(w, "  continuity errors (packets lost or out of place before the input): %d (%s)\n", st.CCErrors, strings.Join(pids, ", "))
 	}
 	if st.KeySyncs > 0 {
 		fmt.Fprintf(w, "  key list aligned or realigned %d times\n", st.KeySyncs)
