@@ -56,6 +56,8 @@ type feed struct {
 	// block while it is zero: the framer may want more bytes before it returns a packet of
 	// that block, and must not wait for them past the block's own deadline.
 	deadline time.Time
+	// report, when not zero, is when the next Options.Report is due: a deadline too.
+	report time.Time
 	// now is the time Read last looked at the clock: when it handed on a block, or found
 	// none by the deadline.
 	now time.Time
@@ -195,13 +197,17 @@ func (f *feed) arrivedAt(off int64) time.Time {
 // zero when there is none, or when the framer could not make a packet of what it holds
 // (stalled): then only more input can help.
 func due(held []*chunk, c *chunk, fr *ts.Framer, fd *feed, stalled bool) time.Time {
+	var t time.Time
 	switch {
 	case len(held) > 0:
-		return held[0].due
+		t = held[0].due
 	case c.n > 0:
-		return c.due
+		t = c.due
 	case !stalled && fr.Buffered() > 0:
-		return fd.arrivedAt(fr.BytesRead() - int64(fr.Buffered())).Add(fd.latency)
+		t = fd.arrivedAt(fr.BytesRead() - int64(fr.Buffered())).Add(fd.latency)
 	}
-	return time.Time{}
+	if !fd.report.IsZero() && (t.IsZero() || fd.report.Before(t)) {
+		t = fd.report // a report is due first
+	}
+	return t
 }

@@ -83,6 +83,12 @@ type Options struct {
 	// MaxPackets, when above 0, ends the run after that many packet units, as if the input
 	// ended there (a live input that never ends).
 	MaxPackets int64
+	// Report, when set, is called from the reading goroutine about every ReportEvery with the
+	// statistics so far (without Samples, and without the per-PID unit-start checks, which
+	// the final Stats have), for a monitor of a run that does not end. With a latency bound
+	// it is called on time even while the input is quiet.
+	Report      func(Stats)
+	ReportEvery time.Duration
 }
 
 // Output says how a run scrambles: with which system and control words, and how long a crypto
@@ -260,7 +266,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	work := make(chan *chunk, maxChunks)
 	done := make(chan *chunk, maxChunks)
 
-	var st Stats
+	var st Stats                // the reading goroutine's counters
+	var wst Stats               // the writer's: bytes and packets out, unit-start checks
+	var written writerCounts    // the writer's, for Options.Report
 	var pids [8192]*PIDStats    // the classifier's counters
 	var checks [8192]*pesChecks // the writer's unit-start checks
 	var readErr error
@@ -304,6 +312,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		}
 		fr := ts.NewFramer(src)
 		stalled := false // the framer said ts.ErrPending with no packet: wait for more input
+		nextReport := start.Add(opts.ReportEvery)
 		var seq int64
 		for {
 			var c *chunk
@@ -365,6 +374,15 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			st.Framing = fr.Framing()
 			if opts.Progress != nil {
 				opts.Progress(fr.BytesRead())
+			}
+			if opts.Report != nil {
+				if now := time.Now(); !now.Before(nextReport) {
+					opts.Report(snapshot(&st, &pids, &written, cl.tracker, start))
+					nextReport = now.Add(opts.ReportEvery)
+				}
+				if fd != nil {
+					fd.report = nextReport
+				}
 			}
 			if c.n > 0 {
 				held = append(held, c)
@@ -432,19 +450,22 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			}
 			pending[next%int64(maxChunks)] = nil
 			next++
-			tallyChecks(c, &st, &checks)
+			tallyChecks(c, &wst, &checks)
 			if writeErr == nil {
 				var m int
 				m, writeErr = w.Write(c.buf[:c.n])
 				// Only whole units count: a write cut short (a full disk) may end inside one.
 				size, units := c.whole(m)
-				st.BytesOut += int64(size)
-				st.PacketsOut += int64(units)
+				wst.BytesOut += int64(size)
+				wst.PacketsOut += int64(units)
 				if writeErr != nil {
 					cancel() // stop reading; the workers drain what is in flight
 				}
 			}
 			free <- c
+		}
+		if opts.Report != nil {
+			written.publish(&wst)
 		}
 		if flusher != nil && writeErr == nil {
 			if c := pending[next%int64(maxChunks)]; c == nil || c.seq != next {
@@ -456,33 +477,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	}
 	wg.Wait()
 	st.Elapsed = time.Since(start)
-	for _, svc := range cl.tracker.Services() {
-		st.Services = append(st.Services, svc.Number)
-	}
-	// The classifier is done: merge its counters with the writer's checks.
-	for pid, ps := range pids {
-		if ps == nil {
-			continue
-		}
-		if ck := checks[pid]; ck != nil {
-			ps.PESGood, ps.PESBad = ck.good, ck.bad
-		}
-		ps.Carriage = cl.tracker.Carriage(uint16(pid)).String()
-		switch {
-		case ps.Periods == 0:
-		case ps.PeriodsLeft == 0 && ps.PeriodsFit == 0:
-			ps.KeyFit = "unchecked"
-		case ps.PeriodsLeft == 0:
-			ps.KeyFit = "all"
-		case ps.PeriodsFit > 0:
-			ps.KeyFit = "some"
-		default:
-			ps.KeyFit = "none"
-		}
-		st.Periods += ps.Periods
-		st.PeriodsLeft += ps.PeriodsLeft
-		st.PIDs = append(st.PIDs, *ps)
-	}
+	// The classifier is done: merge its counters with the writer's.
+	st.BytesOut, st.PacketsOut, st.PESGood, st.PESBad = wst.BytesOut, wst.PacketsOut, wst.PESGood, wst.PESBad
+	summarize(&st, &pids, &checks, cl.tracker)
 	switch {
 	case writeErr != nil:
 		return st, writeErr

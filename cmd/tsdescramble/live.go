@@ -63,6 +63,8 @@ func readLiveFlags(c *cli.Context) (liveOptions, error) {
 		return o, usageErr("-packets: want a number of packets above 0")
 	case c.IsSet("timeout") && o.timeout <= 0:
 		return o, usageErr("-timeout: want a duration above 0 (5s, 1m)")
+	case c.IsSet("stats-interval") && (c.Duration("stats-interval") <= 0 || c.String("stats") == ""):
+		return o, usageErr("-stats-interval: want a duration above 0 (10s, 1m), with -stats FILE to write to")
 	case o.pace && c.IsSet("pace") && !live.IsAddress(c.String("out")):
 		return o, usageErr("-pace paces a network output: give -out udp://HOST:PORT or rtp://HOST:PORT, or leave -pace out")
 	}
@@ -234,7 +236,8 @@ type liveOutput struct {
 }
 
 // collectLive gathers the figures of the run's network ends, or returns nil when it has none.
-func collectLive(in *input, out *output, st *pipeline.Stats) *liveStats {
+// While the run goes on (final false) it leaves out the pacer's, which only the run may read.
+func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveStats {
 	if in.live == nil && out.net == nil {
 		return nil
 	}
@@ -250,7 +253,7 @@ func collectLive(in *input, out *output, st *pipeline.Stats) *liveStats {
 	if out.net != nil {
 		s := out.net.w.Stats()
 		ls.Out = &liveOutput{s.Datagrams, s.Bytes, s.Partial}
-		if out.net.pacer != nil {
+		if out.net.pacer != nil && final {
 			ls.PaceResets = out.net.pacer.Resets()
 		}
 	}

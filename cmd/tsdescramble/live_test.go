@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -372,5 +373,55 @@ func TestLiveRTPDamage(t *testing.T) {
 		if !strings.Contains(js, s) {
 			t.Errorf("-stats has no %s:\n%s", s, js)
 		}
+	}
+}
+
+// -stats-interval rewrites the -stats file while a live run goes on, whole each time.
+func TestLiveStatsInterval(t *testing.T) {
+	port := freeUDPPort(t)
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "stats.json")
+	r := startLive(t, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out, "-cw-file", demoKeys,
+		"-stats", stats, "-stats-interval", "50ms", "-duration", "1200ms")
+	waitListening(t, port)
+	stream := readFile(t, demoScrambled)
+	sendUDP(t, fmt.Sprintf("udp://127.0.0.1:%d", port), stream[:700*188], 0)
+	// The input is quiet now; the file goes on being rewritten, whole each time.
+	var seen []string
+	for end := time.Now().Add(700 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(stats)
+		if err != nil {
+			continue
+		}
+		var v struct {
+			Packets int64 `json:"packets"`
+			Elapsed int64 `json:"elapsed_ns"`
+			Live    struct {
+				In struct {
+					Datagrams int64 `json:"datagrams"`
+				} `json:"input"`
+			} `json:"live"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("a monitor read half a file: %v\n%s", err, b)
+		}
+		if s := fmt.Sprint(v.Elapsed); len(seen) == 0 || seen[len(seen)-1] != s {
+			seen = append(seen, s)
+		}
+		if v.Packets > 700 || v.Live.In.Datagrams > 100 {
+			t.Fatalf("report of %d packets, %d datagrams: more than was sent", v.Packets, v.Live.In.Datagrams)
+		}
+	}
+	if len(seen) < 5 {
+		t.Errorf("the statistics were rewritten %d times in 700 ms, every 50 ms asked", len(seen))
+	}
+	if res := r.wait(t, 10*time.Second); res.code != 0 {
+		t.Fatal(describe(res))
+	}
+	if b := readFile(t, stats); !strings.Contains(string(b), `"packets": 700,`) {
+		t.Errorf("final statistics:\n%s", b)
+	}
+	if names := dirNames(t, dir); len(names) != 2 {
+		t.Errorf("files left: %q", names)
 	}
 }

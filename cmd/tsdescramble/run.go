@@ -35,6 +35,7 @@ func tuningFlags() []cli.Flag {
 		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Category: catTuning, Usage: "`N` parallel cipher workers"},
 		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Category: catTuning, Usage: fmt.Sprintf("`N` packets per unit of work handed to a worker (with -workers, cut down, with a note, where the work in flight would take more than %d MiB)", pipeline.MaxMemory>>20)},
 		&cli.StringFlag{Name: "stats", TakesFile: true, Category: catReporting, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
+		&cli.DurationFlag{Name: "stats-interval", Category: catReporting, Usage: "with -stats, rewrite the file every `DURATION` while the run goes on (replaced at once: a monitor never reads half of one)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catReporting, Usage: "print details of the run"},
 		&cli.BoolFlag{Name: "show-keys", Category: catReporting, Usage: "with -v, print the control words (they are secrets: off by default)"},
@@ -237,6 +238,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	defer sig.stop()
 	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
+	var every *statsEvery
+	if d := c.Duration("stats-interval"); d > 0 {
+		every = newStatsEvery(c.String("stats"), in, out)
+		opts.Report, opts.ReportEvery = every.report, d
+	}
 	// -duration ends the input as its end would.
 	end := &ender{in: in, r: in}
 	if lo.duration > 0 {
@@ -244,6 +250,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		defer t.Stop()
 	}
 	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: end, f: printNotes}, out.w, opts)
+	if every != nil {
+		every.stop()
+	}
 	sig.finished()
 	bar.finish()
 	if runErr == nil && st.BytesIn == 0 {
@@ -253,7 +262,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	junk := notTransportStream(&st)
 	closeErr := out.close(runErr == nil && junk == "", st.BytesOut)
 
-	ls := collectLive(in, out, &st)
+	ls := collectLive(in, out, &st, true)
 	verdict := judgeKeys(&st)
 	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
