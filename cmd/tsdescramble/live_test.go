@@ -141,8 +141,13 @@ func TestLiveUsageErrors(t *testing.T) {
 		{[]string{"-in", demoScrambled, "-out", out, "-latency", "-1s"}, "-latency"},
 		{[]string{"-in", demoScrambled, "-out", out, "-packets", "0"}, "-packets"},
 		{[]string{"-in", demoScrambled, "-out", out, "-duration", "0s"}, "-duration"},
+		{[]string{"-in", demoScrambled, "-out", out, "-stats-interval", "10s"}, "-stats-interval"},
+		{[]string{"probe", "udp://@:5000"}, "never ends"},
 	} {
-		r := run(t, nil, append(c.args, "-cw-file", demoKeys)...)
+		if c.args[0] != "probe" {
+			c.args = append(c.args, "-cw-file", demoKeys)
+		}
+		r := run(t, nil, c.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%q: %s", c.args, describe(r))
 			continue
