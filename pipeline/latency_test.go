@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,5 +255,56 @@ func TestReport(t *testing.T) {
 	last := reports[len(reports)-1]
 	if len(reports) < 5 || last.Packets != 200 || last.PacketsOut != 200 || len(last.PIDs) == 0 || last.Elapsed < 200*time.Millisecond {
 		t.Fatalf("%d reports, the last: %d packets in, %d out, %d PIDs, %v", len(reports), last.Packets, last.PacketsOut, len(last.PIDs), last.Elapsed)
+	}
+}
+
+// triggerReader returns its bytes ten packets a read and calls at once when it has returned
+// at bytes.
+type triggerReader struct {
+	b     []byte
+	n, at int
+	f     func()
+}
+
+func (r *triggerReader) Read(p []byte) (int, error) {
+	if r.n >= len(r.b) {
+		return 0, io.EOF
+	}
+	m := copy(p, r.b[r.n:min(r.n+10*ts.PacketSize, len(r.b))])
+	if r.n < r.at && r.n+m >= r.at && r.f != nil {
+		r.f()
+	}
+	r.n += m
+	return m, nil
+}
+
+// A key schedule sent on Rekey replaces the run's between two units of work: a stream whose
+// later crypto periods use control words the first list lacks comes out clear once the list
+// that has them arrives.
+func TestRekey(t *testing.T) {
+	cws := append(append([][]byte{}, muxCWs...), foreignCW) // A B C D
+	clear, scrambled := muxStream(t, 1600, []muxPID{{pid: 0x100, streamType: 0x1B, cws: cws, period: 200}})
+	for _, rekey := range []bool{false, true} {
+		ch := make(chan *keys.Schedule, 1)
+		var out bytes.Buffer
+		var logs []string
+		r := &triggerReader{b: scrambled, at: 300 * ts.PacketSize, f: func() {
+			if rekey {
+				ch <- keys.NewList(cws)
+			}
+		}}
+		st, err := Run(context.Background(), r, &out, Options{Keys: keys.NewList(cws[:2]), Batch: 10, Workers: 2, Rekey: ch,
+			Log: func(s string) { logs = append(logs, s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !rekey && (bytes.Equal(out.Bytes(), clear) || st.PeriodsLeft == 0):
+			t.Fatalf("without the new keys, %d periods left scrambled: the test shows nothing", st.PeriodsLeft)
+		case rekey && !bytes.Equal(out.Bytes(), clear):
+			t.Fatalf("with the new keys: %d periods left scrambled, %d left packets; log %q", st.PeriodsLeft, st.LeftScrambled, logs)
+		case rekey && (len(logs) == 0 || !strings.HasPrefix(logs[0], "new keys from packet")):
+			t.Fatalf("log %q", logs)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
@@ -89,6 +90,12 @@ type Options struct {
 	// it is called on time even while the input is quiet.
 	Report      func(Stats)
 	ReportEvery time.Duration
+	// Rekey, when set, brings key schedules that replace Keys while the run goes on (a key
+	// file edited during a live run). A new schedule applies between two units of work: the
+	// crypto periods already begun are decided with the old one, and every PID then finds its
+	// key in the new one at its next unit start, as at the start of a stream. Options.Log says
+	// when one applies, or why it was refused.
+	Rekey <-chan *keys.Schedule
 }
 
 // Output says how a run scrambles: with which system and control words, and how long a crypto
@@ -315,6 +322,26 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		nextReport := start.Add(opts.ReportEvery)
 		var seq int64
 		for {
+			if opts.Rekey != nil {
+				select {
+				case s := <-opts.Rekey:
+					// The periods begun are decided with the keys they began with.
+					cl.finish()
+					dispatch()
+					err := errors.New("units of work still held") // cannot happen: all are decided
+					if len(held) == 0 {
+						err = cl.rekey(s)
+					}
+					switch {
+					case opts.Log == nil:
+					case err != nil:
+						opts.Log(fmt.Sprintf("new keys refused, the old ones kept: %v", err))
+					default:
+						opts.Log(fmt.Sprintf("new keys from packet %d on: %d control words", cl.packet+1, s.NumCWs()))
+					}
+				default:
+				}
+			}
 			var c *chunk
 			if len(held) > 0 && allocated < maxChunks {
 				// Reading on is what decides the held chunks' periods: never wait for a
