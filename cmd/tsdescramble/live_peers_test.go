@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -271,5 +272,53 @@ wait $tsd`, bin, c.in, out, demoKeys, demoPackets, demoScrambled, c.to)
 			}
 			sameBytes(t, "received from the group", readFile(t, out), readFile(t, demoClear), 188)
 		})
+	}
+}
+
+// SIGHUP makes a live run reread its key file: a list that lacks the later control words of the
+// sample, then the whole list, rewritten while the feed runs: the periods after it come out
+// clear.
+func TestLiveHangupRereadsKeys(t *testing.T) {
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	all := strings.Fields(string(readFile(t, demoKeys)))
+	var cws []string
+	for _, f := range all {
+		if len(f) == 16 {
+			cws = append(cws, f)
+		}
+	}
+	if len(cws) != 3 {
+		t.Fatalf("the sample's key file: %q", all)
+	}
+	keyFile := writeFile(t, dir, "keys.txt", []byte(cws[0]+"\n"))
+	port := freeUDPPort(t)
+	out := filepath.Join(dir, "out.ts")
+	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
+		"-cw-file", keyFile, "-packets", fmt.Sprint(demoPackets))
+	waitListening(t, port)
+	stream, clear := readFile(t, demoScrambled), readFile(t, demoClear)
+	url := fmt.Sprintf("udp://127.0.0.1:%d", port)
+	sendUDP(t, url, stream[:1700*188], time.Millisecond/4)
+	writeFile(t, dir, "keys.txt", []byte(strings.Join(cws, "\n")+"\n"))
+	tsd.cmd.Process.Signal(syscall.SIGHUP)
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(tsd.out.String(), "SIGHUP: "); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no note of the keys reread:\n%s", tsd.out.String())
+		}
+	}
+	sendUDP(t, url, stream[1700*188:], time.Millisecond/4)
+	// Some periods were left scrambled before the new keys came: exit status 3.
+	if code := tsd.wait(t, 30*time.Second); code != exitNoFit {
+		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	}
+	got := readFile(t, out)
+	if len(got) != len(clear) {
+		t.Fatalf("%d bytes out of %d", len(got), len(clear))
+	}
+	// From the fourth crypto period on (packet 2400), all of it is clear.
+	sameBytes(t, "after SIGHUP", got[2400*188:], clear[2400*188:], 188)
+	if !strings.Contains(tsd.out.String(), "new keys from packet") || bytes.Equal(got, clear) {
+		t.Errorf("the keys were not replaced during the run:\n%s", tsd.out.String())
 	}
 }

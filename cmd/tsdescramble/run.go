@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
@@ -227,6 +228,28 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 	}
 
+	// A live run rereads its key file on SIGHUP (key lists are edited while a feed runs);
+	// other runs stop, as when their terminal closes.
+	var hangup func()
+	if in.live != nil && opts.Mode != pipeline.Scramble && c.String("cw-file") != "" {
+		rekey := make(chan *keys.Schedule, 1)
+		opts.Rekey = rekey
+		hangup = func() {
+			ks, err := readKeys(c, "", sys)
+			if err != nil {
+				logf("SIGHUP: the keys were not reread, the old ones stay: " + err.Error())
+				return
+			}
+			for _, n := range ks.notes {
+				logf("SIGHUP: " + n)
+			}
+			select {
+			case <-rekey: // not applied yet: the newer list replaces it
+			default:
+			}
+			rekey <- ks.sched
+		}
+	}
 	ctx, sig := interruptible(in.interrupt, func(s os.Signal, msg string) {
 		// The run ends now, whatever is in flight: the output is put aside as it stands.
 		if partial := out.abort(); partial != "" {
@@ -234,7 +257,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 		fmt.Fprintln(env.Stderr, "tsdescramble: "+msg)
 		os.Exit(signalStatus(s))
-	})
+	}, hangup)
 	defer sig.stop()
 	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
