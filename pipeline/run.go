@@ -421,7 +421,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				// Packets are due: the unit of work was cut, and the crypto periods of those
 				// due are decided now.
 				err = nil
-				cl.expireDue(held, fd.now)
+				if fd != nil {
+					cl.expireDue(held, fd.now)
+				}
 			}
 			if fd != nil && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				err = io.EOF // stopped: the feed handed on every block it had read
