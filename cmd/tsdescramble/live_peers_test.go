@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -321,4 +322,62 @@ func TestLiveHangupRereadsKeys(t *testing.T) {
 	if !strings.Contains(tsd.out.String(), "new keys from packet") || bytes.Equal(got, clear) {
 		t.Errorf("the keys were not replaced during the run:\n%s", tsd.out.String())
 	}
+}
+
+// ffmpeg sends the clear sample as RTP (its rtp_mpegts muxer, which muxes the stream anew, so
+// the bytes are ffmpeg's own); the command scrambles what it receives, and the file path
+// descrambles that: every audio and video frame of the sample is there, in order, but for the
+// last ones, which ffmpeg's RTP muxer does not send.
+func TestPeerFFmpegSendsRTP(t *testing.T) {
+	needTool(t, "ffmpeg")
+	if testing.Short() {
+		t.Skip("ffmpeg sends for seconds")
+	}
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	port := freeUDPPort(t)
+	scr, clear := filepath.Join(dir, "scr.ts"), filepath.Join(dir, "clear.ts")
+	const cw = "11223366445566ff"
+	tsd := startProc(t, time.Minute, bin, "scramble", "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", scr, "-cw", cw, "-duration", "6s", "-stats", filepath.Join(dir, "stats.json"))
+	waitListening(t, port)
+	ff := startProc(t, time.Minute, "ffmpeg", "-v", "error", "-readrate", "10", "-i", demoClear, "-map", "0", "-c", "copy", "-f", "rtp_mpegts",
+		fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", port, freeUDPPort(t), freeUDPPort(t)))
+	ff.wait(t, 30*time.Second)
+	if code := tsd.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	}
+	if s := string(readFile(t, filepath.Join(dir, "stats.json"))); !strings.Contains(s, `"rtp_lost": 0,`) || strings.Contains(s, `"rtp": 0,`) {
+		t.Errorf("RTP figures:\n%s", s)
+	}
+	if b, err := exec.Command(bin, "-in", scr, "-out", clear, "-cw", cw).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	got, want := frameHashes(t, clear), frameHashes(t, demoClear)
+	for st, w := range want {
+		g := got[st]
+		if len(g) == 0 || len(g) > len(w) || len(w)-len(g) > 12 || !slices.Equal(g, w[:len(g)]) {
+			t.Errorf("stream %s: %d frames of the sample's %d, or not the same", st, len(g), len(w))
+		}
+	}
+}
+
+// frameHashes lists the size and MD5 of every frame of each elementary stream of a file
+// (ffmpeg's framemd5).
+func frameHashes(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-v", "error", "-i", path, "-map", "0", "-c", "copy", "-f", "framemd5", "-")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ffmpeg framemd5 %s: %v: %s", path, err, stderr.String())
+	}
+	m := map[string][]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ",")
+		if len(f) >= 6 && !strings.HasPrefix(l, "#") {
+			m[strings.TrimSpace(f[0])] = append(m[strings.TrimSpace(f[0])], strings.TrimSpace(f[4])+" "+strings.TrimSpace(f[5]))
+		}
+	}
+	return m
 }
