@@ -144,14 +144,14 @@ func TestPeerFFmpegReceivesUDP(t *testing.T) {
 		"-map", "0", "-c", "copy", "-f", "data", out)
 	waitListening(t, port)
 	time.Sleep(300 * time.Millisecond) // ffmpeg binds, then starts reading
-	// Paced at the PCR (the default from a file): the first 700 packets, 3 s. The rest as
-	// fast as it goes.
+	// Paced at the PCR (the default from a file): the first 240 packets, one second of it
+	// (with TSD_LONG=1, the whole 20 s).
 	want := readFile(t, demoClear)
-	pace := []string{"-packets", "700"}
+	pace := []string{"-packets", "240"}
 	if longTests() {
-		pace = nil // the whole 20 s
+		pace = nil
 	} else {
-		want = want[:700*188]
+		want = want[:240*188]
 	}
 	res, err := exec.Command(bin, append([]string{"-in", demoScrambled, "-out", fmt.Sprintf("udp://127.0.0.1:%d", port), "-cw-file", demoKeys}, pace...)...).CombinedOutput()
 	if err != nil {
@@ -179,7 +179,8 @@ func TestPeerSocatReceivesUDP(t *testing.T) {
 }
 
 // multicat sends the scrambled sample as RTP, paced by its PCR (ingests indexes it); the
-// command receives 2 s of it: the bytes that came are descrambled as the file path does, and
+// command receives a second of it (all 20 s with TSD_LONG=1): the bytes that came are
+// descrambled as the file path does, and
 // the RTP sequence shows no loss.
 func TestPeerMulticatSendsRTP(t *testing.T) {
 	needTool(t, "multicat", "ingests")
@@ -194,7 +195,7 @@ func TestPeerMulticatSendsRTP(t *testing.T) {
 	stats := filepath.Join(dir, "stats.json")
 	packets, limit := demoPackets, 40*time.Second
 	if !longTests() {
-		packets = 460 // two seconds of the stream
+		packets = 240 // a second of the stream
 	}
 	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", out,
 		"-cw-file", demoKeys, "-packets", fmt.Sprint(packets), "-stats", stats)
@@ -330,9 +331,7 @@ func TestLiveHangupRereadsKeys(t *testing.T) {
 // last ones, which ffmpeg's RTP muxer does not send.
 func TestPeerFFmpegSendsRTP(t *testing.T) {
 	needTool(t, "ffmpeg")
-	if testing.Short() {
-		t.Skip("ffmpeg sends for seconds")
-	}
+	needLong(t, "ffmpeg sends for seconds, then its RTP muxer lingers")
 	bin := buildBinary(t, "")
 	dir := t.TempDir()
 	port := freeUDPPort(t)

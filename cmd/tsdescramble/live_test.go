@@ -214,8 +214,8 @@ func TestLiveInAndOut(t *testing.T) {
 	}
 }
 
-// A regular file sent to an address is paced by its PCR by default: 460 packets of the sample
-// are two seconds of it.
+// A regular file sent to an address is paced by its PCR by default: 240 packets of the sample
+// are a second of it.
 func TestLivePacedByDefault(t *testing.T) {
 	rd, err := live.Listen(t.Context(), &live.Address{Scheme: "udp", Listen: true, Host: "127.0.0.1", Packets: 7, TOS: -1})
 	if err != nil {
@@ -227,11 +227,11 @@ func TestLivePacedByDefault(t *testing.T) {
 		flags    []string
 		min, max time.Duration
 	}{
-		{nil, 1500 * time.Millisecond, 10 * time.Second},
-		{[]string{"-pace=false"}, 0, 1500 * time.Millisecond},
+		{nil, 700 * time.Millisecond, 10 * time.Second},
+		{[]string{"-pace=false"}, 0, 700 * time.Millisecond},
 	} {
 		t0 := time.Now()
-		res := run(t, nil, append([]string{"-in", demoScrambled, "-out", url, "-cw-file", demoKeys, "-packets", "460"}, c.flags...)...)
+		res := run(t, nil, append([]string{"-in", demoScrambled, "-out", url, "-cw-file", demoKeys, "-packets", "240"}, c.flags...)...)
 		if d := time.Since(t0); res.code != 0 || d < c.min || d > c.max {
 			t.Errorf("%q: %v, want %v to %v: %s", c.flags, d, c.min, c.max, describe(res))
 		}
