@@ -180,8 +180,7 @@ func TestPeerSocatReceivesUDP(t *testing.T) {
 
 // multicat sends the scrambled sample as RTP, paced by its PCR (ingests indexes it); the
 // command receives a second of it (all 20 s with TSD_LONG=1): the bytes that came are
-// descrambled as the file path does, and
-// the RTP sequence shows no loss.
+// descrambled as the file path does, and the RTP sequence shows no loss.
 func TestPeerMulticatSendsRTP(t *testing.T) {
 	needTool(t, "multicat", "ingests")
 	bin := buildBinary(t, "")
