@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -173,6 +174,7 @@ type input struct {
 	file   *os.File     // the file to close, if this run opened one
 	poll   *os.File     // a pollable descriptor of a pipe, if reads go through one
 	live   *live.Reader // a network input
+	first  atomic.Int64 // when the run got its first bytes, in Unix nanoseconds (0: not yet)
 	closed bool
 }
 

@@ -204,7 +204,7 @@ func (e *ender) end() {
 type liveStats struct {
 	In  *liveInput  `json:"input,omitempty"`
 	Out *liveOutput `json:"output,omitempty"`
-	// InputBitrate is the input's TS bitrate in bits per second over the run.
+	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
 	InputBitrate float64 `json:"input_bitrate,omitempty"`
 	PaceResets   int64   `json:"pace_resets,omitempty"`
 }
@@ -247,8 +247,11 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveSt
 		ls.In = &liveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps,
 			s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer}
 	}
-	if st.Elapsed > 0 {
-		ls.InputBitrate = float64(st.BytesIn) * 8 / st.Elapsed.Seconds()
+	// The bitrate counts from the first bytes: a live run may wait long for its feed.
+	if first := in.first.Load(); first > 0 {
+		if d := time.Since(time.Unix(0, first)); d > 0 {
+			ls.InputBitrate = float64(st.BytesIn) * 8 / d.Seconds()
+		}
 	}
 	if out.net != nil {
 		s := out.net.w.Stats()

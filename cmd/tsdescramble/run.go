@@ -220,6 +220,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	// input: before a usage error, an input that cannot be opened or an empty one they would
 	// only bury the message that matters.
 	printNotes := func() {
+		in.first.Store(time.Now().UnixNano())
 		for _, n := range notes {
 			logf(n)
 		}
