@@ -174,6 +174,7 @@ func cpuName() string {
 // the command's peak RSS and the kernel's drops are logged.
 func TestLiveThroughput(t *testing.T) {
 	needLong(t, "streams 43 MB at up to 1 Gbit/s")
+	needTool(t, "time") // GNU time, for the peak RSS
 	bin := buildBinary(t, "")
 	scr, clear := readFile(t, demoScrambled), readFile(t, demoClear)
 	const loops = 50
