@@ -76,7 +76,7 @@ type Options struct {
 	// in a partial unit of work if need be, at most about that long after Run read it, and the
 	// output is flushed then (w's Flush method, if it has one: a live.Writer sends a partial
 	// datagram). Crypto periods still undecided when their oldest packet is due are decided with
-	// what is known, as they are holdPackets packets after they start (see the package doc).
+	// what is known, as they are 65536 packets after they start (see the package doc).
 	// The input is then read by a goroutine of its own, so that a read that blocks never holds
 	// packets back; it may still be waiting in r's Read when Run returns. 0 keeps the batching
 	// of files: a unit of work leaves when it holds Batch packets.
