@@ -23,6 +23,9 @@ const (
 	// feedBlocks is how many blocks may wait for the reading goroutine: with the framer's own
 	// buffer, the read-ahead of a run stays under 1 MiB.
 	feedBlocks = 8
+	// maxArrivals bounds the arrival times kept: far more blocks than the framer's buffer
+	// holds (256 kB: a few hundred datagrams).
+	maxArrivals = 4096
 )
 
 // feedBuf is one read of the input, with the time it returned.
@@ -118,6 +121,12 @@ func (f *feed) Read(p []byte) (int, error) {
 		f.cur, f.off = b, 0
 		f.read += int64(b.n)
 		f.arrivals = append(f.arrivals, arrival{end: f.read, at: b.at})
+		if len(f.arrivals)-f.head > maxArrivals {
+			// Bytes the framer holds that long are garbage it is skipping: forget when
+			// the oldest came, so that the list stays bounded.
+			f.head = len(f.arrivals) - maxArrivals
+		}
+		f.compact()
 		if f.deadline.IsZero() {
 			f.deadline = b.at.Add(f.latency)
 		}
@@ -185,14 +194,19 @@ func (f *feed) arrivedAt(off int64) time.Time {
 	for f.head < len(f.arrivals)-1 && f.arrivals[f.head].end <= off {
 		f.head++
 	}
-	if f.head > 64 && f.head*2 > len(f.arrivals) {
-		f.arrivals = f.arrivals[:copy(f.arrivals, f.arrivals[f.head:])]
-		f.head = 0
-	}
+	f.compact()
 	if f.head < len(f.arrivals) {
 		return f.arrivals[f.head].at
 	}
 	return f.now
+}
+
+// compact drops the arrivals forgotten, when they are most of the list.
+func (f *feed) compact() {
+	if f.head > 64 && f.head*2 > len(f.arrivals) {
+		f.arrivals = f.arrivals[:copy(f.arrivals, f.arrivals[f.head:])]
+		f.head = 0
+	}
 }
 
 // due returns the deadline of the next read of a run with a latency bound: when the oldest

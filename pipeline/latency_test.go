@@ -308,3 +308,28 @@ func TestRekey(t *testing.T) {
 		}
 	}
 }
+
+// tinyReader returns one byte a read, for ever.
+type tinyReader struct{}
+
+func (tinyReader) Read(p []byte) (int, error) { p[0] = 1; return 1, nil }
+
+// The feed's arrival times stay bounded while the framer holds bytes for long (garbage it
+// skips on a live input that never syncs).
+func TestFeedArrivalsBounded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFeed(ctx, tinyReader{}, time.Second)
+	buf := make([]byte, 16)
+	for range 3 * maxArrivals {
+		if _, err := f.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.arrivals); n > 2*maxArrivals+64 {
+		t.Fatalf("%d arrival times kept", n)
+	}
+	if at := f.arrivedAt(0); at.IsZero() {
+		t.Fatal("no arrival time")
+	}
+}
