@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -331,5 +332,29 @@ func TestFeedArrivalsBounded(t *testing.T) {
 	}
 	if at := f.arrivedAt(0); at.IsZero() {
 		t.Fatal("no arrival time")
+	}
+}
+
+// With a latency bound, no goroutine of a run outlives it when its input ends, when writing
+// fails or when it is cancelled.
+func TestLatencyLeavesNoGoroutine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
+	scrambled, _, _ := testStream(t, 3000, ts.Framing188, cws, 1000, rng)
+	before := runtime.NumGoroutine()
+	for range 3 {
+		o := Options{Keys: keys.NewList(cws), Workers: 2, Batch: 50, Latency: 5 * time.Millisecond}
+		Run(context.Background(), bytes.NewReader(scrambled), io.Discard, o)
+		Run(context.Background(), bytes.NewReader(scrambled), &failWriter{n: 5000}, o)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		Run(ctx, bytes.NewReader(scrambled), io.Discard, o)
+	}
+	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
