@@ -430,3 +430,21 @@ func TestLiveStatsInterval(t *testing.T) {
 		t.Errorf("files left: %q", names)
 	}
 }
+
+// IPv6: the sample received on udp://@[::1]:PORT comes out as the file path makes it.
+func TestLiveIPv6(t *testing.T) {
+	c, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	port := c.LocalAddr().(*net.UDPAddr).Port
+	c.Close()
+	out := filepath.Join(t.TempDir(), "out.ts")
+	r := startLive(t, "-in", fmt.Sprintf("udp://@[::1]:%d", port), "-out", out, "-cw-file", demoKeys, "-packets", fmt.Sprint(demoPackets))
+	waitListening(t, port)
+	sendUDP(t, fmt.Sprintf("udp://[::1]:%d", port), readFile(t, demoScrambled), 0)
+	if res := r.wait(t, 30*time.Second); res.code != 0 {
+		t.Fatal(describe(res))
+	}
+	sameBytes(t, "received over IPv6", readFile(t, out), readFile(t, demoClear), 188)
+}
