@@ -309,7 +309,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			cl.finish()
 			dispatch()
 		}
-		// With a latency bound the input comes through a feed (feed.go), whose deadline is
+		// With a latency bound the input comes through a feed (latency.go), whose deadline is
 		// when the oldest packet held is due.
 		var fd *feed
 		var src io.Reader = r
