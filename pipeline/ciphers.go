@@ -22,6 +22,8 @@ type ciphers struct {
 	outPeriod  int
 	minIn      int // shortest payload the input system changes
 	minOut     int
+	inLanes    int // payloads per processor call of the input system
+	outLanes   int
 	checkStart bool // PES starts can be checked after descrambling
 }
 
@@ -29,10 +31,14 @@ type ciphers struct {
 func newCiphers(o *Options) (*ciphers, error) {
 	cs := &ciphers{mode: o.Mode}
 	system := func(s scrambling.System) (scrambling.System, error) {
-		if s != nil {
-			return s, nil
+		if s == nil {
+			return scrambling.NewCSA2(o.Lanes)
 		}
-		return scrambling.NewCSA2(o.Lanes)
+		if s.Lanes() < 1 {
+			// The batcher cuts batches to this width: a system of another package could get it wrong.
+			return nil, fmt.Errorf("pipeline: system %s takes %d payloads per call, want 1 or more", s.Name(), s.Lanes())
+		}
+		return s, nil
 	}
 	var err error
 	if o.Mode != Scramble {
@@ -50,7 +56,7 @@ func newCiphers(o *Options) (*ciphers, error) {
 				return nil, fmt.Errorf("control word %d: %w", i+1, err)
 			}
 		}
-		cs.minIn = cs.in.MinPayload()
+		cs.minIn, cs.inLanes = cs.in.MinPayload(), cs.in.Lanes()
 		cs.checkStart = true
 	}
 	if o.Mode != Descramble {
@@ -68,7 +74,7 @@ func newCiphers(o *Options) (*ciphers, error) {
 			cs.outKeys = append(cs.outKeys, k)
 		}
 		cs.outPeriod = o.Out.PeriodPackets
-		cs.minOut = cs.out.MinPayload()
+		cs.minOut, cs.outLanes = cs.out.MinPayload(), cs.out.Lanes()
 	}
 	return cs, nil
 }
@@ -105,29 +111,29 @@ func (cs *ciphers) newWorker() *worker {
 	return w
 }
 
-// process runs the ciphers over the payloads of a chunk, grouped by key so that each call
-// gets as many payloads as the chunk has for that key.
+// process runs the ciphers over the payloads of a chunk, one batch of the batcher per call.
 func (w *worker) process(c *chunk) {
 	if w.in != nil {
-		w.group(c, false)
-		for _, g := range w.b.Groups() {
-			w.in.Decrypt(c.keys[g.Key], g.Payloads)
+		for _, b := range w.batches(c, false) {
+			w.in.Decrypt(c.keys[b.Key], b.Payloads)
 		}
-		w.b.Reset()
 		checkUnitStarts(c)
 	}
 	if w.out != nil {
-		w.group(c, true)
-		for _, g := range w.b.Groups() {
-			w.out.Encrypt(w.cs.outKeys[g.Key], g.Payloads)
+		for _, b := range w.batches(c, true) {
+			w.out.Encrypt(w.cs.outKeys[b.Key], b.Payloads)
 		}
-		w.b.Reset()
 	}
 }
 
-// group gathers the payloads of a chunk by input key, or by output key when out is set;
-// jobs without that key are left out.
-func (w *worker) group(c *chunk, out bool) {
+// batches cuts the payloads of a chunk into the batches of the input system, or of the output
+// system when out is set; jobs without a key of that system are left out.
+func (w *worker) batches(c *chunk, out bool) []batcher.Batch {
+	if out {
+		w.b.Start(w.cs.outLanes, w.cs.minOut)
+	} else {
+		w.b.Start(w.cs.inLanes, w.cs.minIn)
+	}
 	for i := range c.jobs {
 		j := &c.jobs[i]
 		k := j.key
@@ -138,6 +144,7 @@ func (w *worker) group(c *chunk, out bool) {
 			w.b.Add(k, c.buf[j.off:j.end])
 		}
 	}
+	return w.b.Flush()
 }
 
 // outputPeriod assigns the next scrambled packet of the output to its crypto period: it returns

@@ -7,9 +7,10 @@
 // One goroutine reads the input into chunks (units of work of Options.Batch packets), frames
 // the packets (188, 192 or 204 bytes, resynchronising after garbage) and classifies each one:
 // its PID, its scrambling control, its payload, and, to descramble, its PID's crypto period.
-// Workers run the ciphers over the payloads of whole chunks, grouped by key, and an ordered
-// writer puts the chunks back in sequence. Memory is bounded by the chunks in flight, and those
-// within MaxMemory, whatever Workers and Batch ask for (see Limits).
+// Workers take whole chunks; package batcher cuts each chunk's payloads into batches of one
+// key and the system's width (scrambling.System.Lanes), one processor call each, and an
+// ordered writer puts the chunks back in sequence. Memory is bounded by the chunks in flight,
+// and those within MaxMemory, whatever Workers and Batch ask for (see Limits).
 //
 // # Crypto periods and keys
 //
