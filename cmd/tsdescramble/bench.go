@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/tsdescramble/tsdescramble/internal/synth"
 	"io"
 	"runtime"
 	"time"
@@ -11,6 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
@@ -67,7 +68,7 @@ func bench(c *cli.Context, env Env) error {
 		return best, nil
 	}
 	fmt.Fprintf(w, "tsdescramble bench: %d packets (%s, made from %s in memory), best of %d runs, %d CPUs\n",
-		n, sizeString(size), sizeString(int64(len(block))), rounds, runtime.NumCPU())
+		n, units.Bytes(size, 1), units.Bytes(int64(len(block)), 1), rounds, runtime.NumCPU())
 	fmt.Fprintf(w, "%-34s %8s %8s %12s\n", "engine", "workers", "batch", "MB/s")
 	var bestCfg benchConfig
 	bestSpeed := 0.0
