@@ -148,11 +148,14 @@ func (e *Engine) String() string {
 	return "csa2: " + strconv.Itoa(e.lanes) + " lanes " + e.k.name
 }
 
-// Decrypt descrambles payloads in place with key k, Lanes at a time. Each
-// payload may be 0 to 184 bytes long, and lengths may differ; payloads
-// shorter than 8 bytes are left clear, as in [Key.Decrypt]. Payloads must
-// not overlap one another. A payload longer than 184 bytes is a caller
-// error and panics before any payload of its batch is changed.
+// Decrypt descrambles payloads in place with key k, Lanes at a time: a call
+// of at most Lanes payloads is one batch of the kernel (package batcher
+// cuts a stream's payloads that way); a longer call runs one batch per
+// Lanes payloads that change. Each payload may be 0 to 184 bytes long, and
+// lengths may differ; payloads shorter than 8 bytes are left clear, as in
+// [Key.Decrypt], and take no lane. Payloads must not overlap one another.
+// A payload longer than 184 bytes is a caller error and panics before any
+// payload of its batch is changed.
 func (e *Engine) Decrypt(k *Key, payloads [][]byte) { e.run(k, payloads, false) }
 
 // Encrypt scrambles payloads in place with key k; it is the inverse of
