@@ -4,6 +4,12 @@
 //
 // # Stages
 //
+//	io.Reader ──► reader, classifier ──► workers ──► ordered writer ──► io.Writer
+//	              (one goroutine:        (Workers    (chunks back
+//	              framer, PID, TSC,      goroutines: in sequence)
+//	              payload, crypto        batcher,
+//	              period and key)        ciphers)
+//
 // One goroutine reads the input into chunks (units of work of Options.Batch packets), frames
 // the packets (188, 192 or 204 bytes, resynchronising after garbage) and classifies each one:
 // its PID, its scrambling control, its payload, and, to descramble, its PID's crypto period.
