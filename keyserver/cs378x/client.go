@@ -7,16 +7,18 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/keyserver"
 )
 
 // Errors of a request that the server answered.
 var (
 	// ErrNotFound is the server's answer 0x44: it found no CW for the ECM.
-	ErrNotFound = errors.New("cs378x: the server found no control word for this ECM")
+	ErrNotFound = fmt.Errorf("cs378x: %w", keyserver.ErrNotFound)
 	// ErrNoCard is the server's answer 0x08: it has no card or reader for the CA system.
-	ErrNoCard = errors.New("cs378x: the server has no card for this CA system")
+	ErrNoCard = fmt.Errorf("cs378x: %w", keyserver.ErrNoCard)
 	// ErrTimeout is returned when the server did not answer an ECM within Config.Timeout.
-	ErrTimeout = errors.New("cs378x: no answer to the ECM in time")
+	ErrTimeout = fmt.Errorf("cs378x: %w", keyserver.ErrTimeout)
 )
 
 // Config says how to reach a server.
@@ -101,8 +103,9 @@ func (c *Client) ECM(ctx context.Context, req Request) (even, odd []byte, err er
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	c.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
+	conn := c.conn
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	if _, err := c.conn.Write(c.out); err != nil {
 		return nil, nil, c.fail(ctx, err)
@@ -134,6 +137,11 @@ func (c *Client) ECM(ctx context.Context, req Request) (even, odd []byte, err er
 		}
 	}
 	return nil, nil, c.fail(ctx, fmt.Errorf("cs378x: %d messages without the answer", maxSkipped))
+}
+
+// Answer implements keyserver.Answerer.
+func (c *Client) Answer(ctx context.Context, e keyserver.ECM) (even, odd []byte, err error) {
+	return c.ECM(ctx, Request{Section: e.Section, ServiceID: e.ServiceID, CAID: e.CAID, ProviderID: e.ProviderID, PID: e.PID})
 }
 
 // connect dials the server unless connected, after the backoff of the failures before.
@@ -168,6 +176,9 @@ func (c *Client) fail(ctx context.Context, err error) error {
 	c.backoff()
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded // the connection's deadline was the context's
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
