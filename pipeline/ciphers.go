@@ -17,6 +17,7 @@ type ciphers struct {
 	mode       Mode
 	in, out    scrambling.System
 	sched      *keys.Schedule
+	cw         func(int) []byte       // CW i of the input: the schedule's, or LiveKeys.Source's
 	inKeys     map[int]scrambling.Key // expanded input keys by CW index; the reader's alone
 	outKeys    []scrambling.Key
 	outPeriod  int
@@ -42,13 +43,22 @@ func newCiphers(o *Options) (*ciphers, error) {
 	}
 	var err error
 	if o.Mode != Scramble {
-		if o.Keys == nil {
+		if o.Keys == nil && o.LiveKeys == nil {
 			return nil, errors.New("pipeline: no key schedule to descramble with")
+		}
+		if o.LiveKeys != nil {
+			if o.LiveKeys.Source == nil {
+				return nil, errors.New("pipeline: LiveKeys without a key source")
+			}
+			o.Keys = keys.NewList(nil) // the key server's CWs are the source's
 		}
 		if cs.in, err = system(o.System); err != nil {
 			return nil, err
 		}
-		cs.sched, cs.inKeys = o.Keys, make(map[int]scrambling.Key)
+		cs.sched, cs.inKeys, cs.cw = o.Keys, make(map[int]scrambling.Key), o.Keys.CW
+		if o.LiveKeys != nil {
+			cs.cw = o.LiveKeys.Source.CW
+		}
 		sizes := cs.in.KeySizes()
 		for i := range o.Keys.NumCWs() {
 			if n := len(o.Keys.CW(i)); !slices.Contains(sizes, n) {
@@ -85,8 +95,8 @@ func (cs *ciphers) inKey(k int) scrambling.Key {
 	key, ok := cs.inKeys[k]
 	if !ok {
 		var err error
-		if key, err = cs.in.NewKey(cs.sched.CW(k)); err != nil {
-			panic("pipeline: " + err.Error()) // newCiphers checked every control word's size
+		if key, err = cs.in.NewKey(cs.cw(k)); err != nil {
+			panic("pipeline: " + err.Error()) // newCiphers (or liveDecide) checked every control word's size
 		}
 		cs.inKeys[k] = key
 	}

@@ -52,6 +52,8 @@ type classifier struct {
 	allES      bool
 	generation uint64
 	signal     *signaller // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+
+	live *liveState // keys that arrive while the stream runs (livekeys.go), or nil
 }
 
 func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
@@ -66,6 +68,9 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
 	}
 	cl.signal = newSignaller(o)
+	if o.LiveKeys != nil && o.Mode != Scramble {
+		cl.live = newLiveState(o, cs.in.KeySizes())
+	}
 	return cl
 }
 
@@ -128,6 +133,9 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	ps := cl.pid(pid)
 	ps.Packets++
 	cl.track(p, pid)
+	if cl.live != nil {
+		cl.livePacket(p, pid)
+	}
 	tsc := ts.TSC(p)
 	switch tsc {
 	case ts.Clear:
@@ -163,7 +171,12 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		ps.NoPayload++
 		return
 	}
-	idx := cl.periodOf(pid, tsc == ts.Odd)
+	var idx int32
+	if cl.live != nil {
+		idx = cl.livePeriodOf(pid, tsc == ts.Odd)
+	} else {
+		idx = cl.periodOf(pid, tsc == ts.Odd)
+	}
 	if odd := int8(tsc & 1); odd != cl.lastOdd {
 		if cl.lastOdd >= 0 {
 			st.KeyChanges++
@@ -183,7 +196,9 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
 			j.flags |= jobCheck
 			j.carriage = carriage
-			cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
+			if cl.live == nil { // a key server's keys are not searched
+				cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
+			}
 			if len(cl.st.Samples) < maxSamples {
 				cl.st.Samples = append(cl.st.Samples, Sample{PID: pid, Odd: tsc == ts.Odd,
 					Carriage: carriage, Payload: append([]byte(nil), p[off:]...)})
@@ -199,6 +214,9 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers
 // how far that is known, so a held chunk is scanned once in all.
 func (cl *classifier) decided(c *chunk) bool {
+	if cl.live != nil {
+		cl.livePoll()
+	}
 	for ; c.ready < len(c.jobs); c.ready++ {
 		if p := c.jobs[c.ready].period; p >= 0 && cl.periods[p].state == periodOpen {
 			return false

@@ -391,6 +391,10 @@ func (cl *classifier) fit(p *period, pk *pidKeys, pos int, moved bool) {
 func (cl *classifier) decide(p *period, state periodState) {
 	p.state = state
 	ps := cl.pid(p.pid)
+	if cl.live != nil {
+		cl.liveDecided(p, ps)
+		return
+	}
 	what := ""
 	switch state {
 	case periodFit:
@@ -434,6 +438,9 @@ func (cl *classifier) expire() {
 
 // finish decides every period still open at the end of the stream.
 func (cl *classifier) finish() {
+	if cl.live != nil {
+		cl.liveFinish()
+	}
 	for _, idx := range cl.open {
 		cl.end(idx)
 	}
@@ -444,6 +451,9 @@ func (cl *classifier) finish() {
 // current period nor the one a tentative period interrupts. Call it only when no chunk is held:
 // then every period is decided (each has a packet in a held chunk until it is).
 func (cl *classifier) compact() {
+	if cl.live != nil {
+		cl.liveResolve(false) // no chunk is held: every period waiting is decided; forget them
+	}
 	if len(cl.periods) < 4096 {
 		return
 	}

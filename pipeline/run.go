@@ -70,6 +70,9 @@ type Options struct {
 	// psi.ScramblingCSA2 no descriptor is added, only one already there set to it. It is
 	// ignored by the other modes. See signal.go for which PMTs can take it.
 	ScramblingMode psi.ScramblingMode
+	// LiveKeys, when set, takes the input's control words from a key server as they arrive,
+	// in place of Keys (see livekeys.go).
+	LiveKeys *LiveKeys
 }
 
 // Output says how a run scrambles: with which system and control words, and how long a crypto
@@ -392,6 +395,10 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	}
 	wg.Wait()
 	st.Elapsed = time.Since(start)
+	if cl.live != nil {
+		ls := cl.live.st
+		st.LiveKeys = &ls
+	}
 	for _, svc := range cl.tracker.Services() {
 		st.Services = append(st.Services, svc.Number)
 	}

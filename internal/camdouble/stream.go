@@ -21,19 +21,26 @@ type StreamSpec struct {
 	// LeadPackets is how many elementary stream packets before its period an ECM is sent
 	// (default half a period): a key server answers before the parity changes.
 	LeadPackets int
+	// RepeatPackets is how often, in elementary stream packets, the last ECM is sent again,
+	// as broadcasters repeat them for receivers that tune in (default 100).
+	RepeatPackets int
 }
 
 // ECMStream returns a clear stream of one service (PAT, PMT with a CA_descriptor of TestCAID
 // naming ECMPID, an MPEG-2 video PID ESPID of PES packets), with the test CA system's ECM of
 // each crypto period on ECMPID, LeadPackets before the period starts (the first at the start),
 // and the same stream with the elementary stream scrambled in DVB-CSA2 with the CW of each
-// period. ECM k has table_id 0x80 for an even period, 0x81 for an odd one, and carries period
+// period, the last ECM repeated every RepeatPackets. ECM k has table_id 0x80 for an even period, 0x81 for an odd one, and carries period
 // k's CW for its parity and period k-1's for the other (all zero for the first), as a card
 // answers: the current key and the next. It also returns the ECMs in stream order.
 func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 	lead := spec.LeadPackets
 	if lead <= 0 {
 		lead = spec.PeriodPackets / 2
+	}
+	repeat := spec.RepeatPackets
+	if repeat <= 0 {
+		repeat = 100
 	}
 	var cc [8192]byte
 	var out, scr []byte
@@ -105,6 +112,8 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 			e := ecm(next / spec.PeriodPackets)
 			ecms = append(ecms, e)
 			section(ECMPID, e)
+		} else if i%repeat == repeat-1 {
+			section(ECMPID, ecms[len(ecms)-1])
 		}
 		for j := range payload {
 			x ^= x << 13

@@ -12,12 +12,16 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/psi"
 )
 
 // Config says how to reach a server.
 type Config struct {
 	Addr string // host:port
 	Name string // the client's name in CLIENT_INFO (default "tsdescramble")
+	// ServiceID, when not 0, is the only service Tables sends; else every service with a CA
+	// descriptor.
+	ServiceID uint16
 	// Timeout bounds connecting and the handshake (default 3 s).
 	Timeout time.Duration
 	// MinBackoff and MaxBackoff bound the wait before connecting again after the connection
@@ -77,6 +81,7 @@ type Client struct {
 	told     map[string]bool
 	st       Stats
 	ecmSent  time.Time
+	svcsSet  time.Time // when SetServices last changed the services
 	rtts     []time.Duration
 	lastErr  error
 }
@@ -104,6 +109,7 @@ func (c *Client) SetServices(svcs []CAPMTService) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.services = slices.Clone(svcs)
+	c.svcsSet = time.Now()
 	for i := range c.services {
 		c.services[i].Demux = uint8(i)
 	}
@@ -392,4 +398,61 @@ func (c *Client) Stats() Stats {
 		st.RTTMedian, st.RTTMax = r[n/2], r[n-1]
 	}
 	return st
+}
+
+// Tables implements pipeline.SectionSink: the services with a CA descriptor (or only the one
+// Config.ServiceID names) become the CA PMTs sent to the server, when they change.
+func (c *Client) Tables(services []psi.Service) {
+	var svcs []CAPMTService
+	for _, svc := range services {
+		if !svc.PMTSeen || c.cfg.ServiceID != 0 && svc.Number != c.cfg.ServiceID {
+			continue
+		}
+		s := CAPMTService{ProgramNumber: svc.Number, Version: svc.Version, PMTPID: svc.PMTPID, CA: caDescriptors(svc.Descriptors)}
+		hasCA := len(s.CA) > 0
+		for _, es := range svc.Streams {
+			cs := CAPMTStream{Type: es.Type, PID: es.PID, CA: caDescriptors(es.Descriptors)}
+			hasCA = hasCA || len(cs.CA) > 0
+			s.Streams = append(s.Streams, cs)
+		}
+		if hasCA || c.cfg.ServiceID != 0 {
+			svcs = append(svcs, s)
+		}
+	}
+	c.mu.Lock()
+	same := slices.EqualFunc(svcs, c.services, func(a, b CAPMTService) bool {
+		return a.ProgramNumber == b.ProgramNumber && a.Version == b.Version && a.PMTPID == b.PMTPID && bytes.Equal(a.CA, b.CA) &&
+			slices.EqualFunc(a.Streams, b.Streams, func(x, y CAPMTStream) bool {
+				return x.Type == y.Type && x.PID == y.PID && bytes.Equal(x.CA, y.CA)
+			})
+	})
+	c.mu.Unlock()
+	if !same {
+		c.SetServices(svcs)
+	}
+}
+
+// caDescriptors returns the CA descriptors (tag 9) of a descriptor loop, as they are.
+func caDescriptors(loop []byte) []byte {
+	var out []byte
+	for tag, body := range psi.EachDescriptor(loop) {
+		if tag == 0x09 {
+			out = append(out, 0x09, byte(len(body)))
+			out = append(out, body...)
+		}
+	}
+	return out
+}
+
+// Busy implements pipeline.SectionSink: an ECM was sent less than Config.Timeout ago and no
+// key came since, or services were set less than Config.Timeout ago and the server has not
+// set its filters yet (connecting, or reading the CA PMT). A server stays silent after an ECM
+// that changes no key: the wait is bounded by the timeout, never longer.
+func (c *Client) Busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.services) > 0 && len(c.filters) == 0 && time.Since(c.svcsSet) < c.cfg.Timeout {
+		return true
+	}
+	return c.out != nil && !c.ecmSent.IsZero() && time.Since(c.ecmSent) < c.cfg.Timeout
 }
