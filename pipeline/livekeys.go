@@ -50,6 +50,8 @@ type LiveKeys struct {
 	FileInput bool
 	// Log, when set, receives a line when a period gives up waiting.
 	Log func(string)
+	// ShowKeys puts each period's CW in the lines of Options.KeyLog (keys are secrets).
+	ShowKeys bool
 }
 
 // LiveKeyStats counts what waiting for keys did.
@@ -61,6 +63,34 @@ type LiveKeyStats struct {
 	PassedNoKey int64         `json:"packets_passed"`   // their packets, passed as they came
 	BadSize     int64         `json:"cws_wrong_size"`   // CWs the input system cannot take, not used
 	ReaderWaits time.Duration `json:"reader_waited_ns"` // time the reader waited for the key server (file input)
+
+	// Server holds the key server client's counts, when the caller that runs the client
+	// fills it in.
+	Server *KeyServerStats `json:"key_server,omitempty"`
+}
+
+// KeyServerStats are a key server client's counts, for the run's statistics.
+type KeyServerStats struct {
+	Protocol  string        `json:"protocol"`
+	ECMsSent  int64         `json:"ecms_sent"`
+	Answers   int64         `json:"answers"`
+	NotFound  int64         `json:"not_found"`
+	NoCard    int64         `json:"no_card"`
+	Timeouts  int64         `json:"timeouts"`
+	Errors    int64         `json:"errors"`
+	CWs       int64         `json:"cws"`
+	Refused   int64         `json:"refused"` // CWs or modes the client did not use (not DVB-CSA2, out of range)
+	RTTMedian time.Duration `json:"ecm_rtt_median_ns"`
+	RTTMax    time.Duration `json:"ecm_rtt_max_ns"`
+	// Applied counts the crypto periods that got a CW from the key server, per PID and parity.
+	Applied []AppliedCWs `json:"applied"`
+}
+
+// AppliedCWs counts the periods of one PID and parity that got a CW from the key server.
+type AppliedCWs struct {
+	PID     uint16 `json:"pid"`
+	Odd     bool   `json:"odd"`
+	Periods int64  `json:"periods"`
 }
 
 // liveState is the classifier's state for LiveKeys.
@@ -332,6 +362,9 @@ func (cl *classifier) liveDecided(p *period, ps *PIDStats) {
 	default:
 		ps.PeriodsUnchecked++
 		what = fmt.Sprintf("key server CW %d", p.key+1)
+		if cl.live.cfg.ShowKeys {
+			what += fmt.Sprintf(" (%X)", cl.live.cfg.Source.CW(p.key))
+		}
 	}
 	ps.Periods++
 	if cl.keyLog != nil {

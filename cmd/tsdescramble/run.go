@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -41,6 +42,7 @@ func tuningFlags() []cli.Flag {
 
 func descrambleFlags() []cli.Flag {
 	f := append(ioFlags(), keyFlags()...)
+	f = append(f, keyServerFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
 		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
@@ -135,8 +137,15 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer la.close()
-	ks, err := readKeys(c, "", sys)
+	// Keys from a key server (keyserver.go) take the place of the key flags.
+	ksrv, err := keyServerFromFlags(c, env, mode)
 	if err != nil {
+		return err
+	}
+	var ks *keySet
+	if ksrv != nil {
+		ks = &keySet{sched: keys.NewList(nil)}
+	} else if ks, err = readKeys(c, "", sys); err != nil {
 		return err
 	}
 	notes := append(sysNotes, ks.notes...)
@@ -146,6 +155,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	switch mode {
 	case pipeline.Descramble:
 		opts.Keys, opts.System = ks.sched, sys
+		if ksrv != nil {
+			opts.LiveKeys = ksrv.lk
+		}
 		if osys != nil {
 			oks, err := readKeys(c, "rescramble-", osys)
 			if err != nil {
@@ -192,7 +204,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		for _, n := range notes {
 			logf(n)
 		}
-		if verbose && !quiet {
+		if verbose && !quiet && ksrv == nil {
 			describeKeys(env.Stderr, ks.cws(), c.Bool("show-keys"))
 		}
 	}
@@ -208,7 +220,13 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	defer sig.stop()
 	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
+	if ksrv != nil {
+		ksrv.start(ctx, in.size >= 0, logf)
+	}
 	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: in, f: printNotes}, out.w, opts)
+	if ksrv != nil {
+		ksrv.stop(&st)
+	}
 	sig.finished()
 	bar.finish()
 	if runErr == nil && st.BytesIn == 0 {
@@ -219,8 +237,12 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	closeErr := out.close(runErr == nil && junk == "", st.BytesOut)
 
 	verdict := judgeKeys(&st)
+	if ksrv != nil {
+		verdict = judgeKeyServer(&st, ksrv)
+	}
 	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
+		printKeyServerSummary(env.Stderr, &st)
 	}
 	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
 		logf(w)

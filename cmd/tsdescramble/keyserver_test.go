@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tsdescramble/tsdescramble/internal/camdouble"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+func keyServerStream(t *testing.T) (clear, scrambled []byte, in string) {
+	cws := [][]byte{mustCW(t, "11223366445566FF"), mustCW(t, "A1B2C316D4E5F6AF"), mustCW(t, "0102030604050610"), mustCW(t, "7F6E5D4A3C2B1A81")}
+	clear, scrambled, _ = camdouble.ECMStream(camdouble.StreamSpec{Packets: 4000, PeriodPackets: 1000, CWs: cws})
+	in = filepath.Join(t.TempDir(), "in.ts")
+	if err := os.WriteFile(in, scrambled, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return clear, scrambled, in
+}
+
+func TestKeyServerCS378x(t *testing.T) {
+	clear, _, in := keyServerStream(t)
+	srv := camdouble.NewCS378x(t, "alice", "pa55word")
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "st.json")
+	r := run(t, nil, "-key-server", "cs378x://alice:pa55word@"+srv.Addr+"?caid=0B00", "-in", in, "-out", out, "-stats", stats)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, out); !bytes.Equal(got, clear) {
+		t.Fatalf("output differs from the clear stream\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "pa55word") {
+		t.Fatalf("the password was printed: %s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "key server (cs378x): 4 ECMs sent, 4 answered") {
+		t.Fatalf("summary: %s", r.stderr)
+	}
+	var st struct {
+		LiveKeys pipeline.LiveKeyStats `json:"live_keys"`
+	}
+	if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.LiveKeys.Server == nil || st.LiveKeys.Server.ECMsSent != 4 || len(st.LiveKeys.Server.Applied) != 2 {
+		t.Fatalf("stats %+v", st.LiveKeys)
+	}
+	t.Log(strings.TrimSpace(r.stderr))
+}
+
+func TestKeyServerDVBAPIFromEnv(t *testing.T) {
+	clear, _, in := keyServerStream(t)
+	srv := camdouble.NewDVBAPI(t)
+	t.Setenv("TSD_TEST_KEY_SERVER", "dvbapi://"+srv.Addr)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	r := run(t, nil, "-key-server-env", "TSD_TEST_KEY_SERVER", "-in", in, "-out", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, out); !bytes.Equal(got, clear) {
+		t.Fatalf("output differs from the clear stream\n%s", r.stderr)
+	}
+	t.Log(strings.TrimSpace(r.stderr))
+}
+
+func TestKeyServerNoAnswer(t *testing.T) {
+	_, scrambled, in := keyServerStream(t)
+	srv := camdouble.NewCS378x(t, "u", "p")
+	srv.SetAnswer(func([]byte) (byte, [16]byte, bool) { return 0x44, [16]byte{}, false }) // not found
+	out := filepath.Join(t.TempDir(), "out.ts")
+	r := run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "50ms", "-in", in, "-out", out)
+	if r.code != exitNoFit {
+		t.Fatalf("exit %d, want %d: %s", r.code, exitNoFit, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "got no key from the key server") || !strings.Contains(r.stderr, "found no control word") {
+		t.Fatalf("message: %s", r.stderr)
+	}
+	// Every packet passed as it came.
+	if got := readFile(t, out); !bytes.Equal(got, scrambled) {
+		t.Fatal("packets without a key were changed")
+	}
+}
+
+func TestKeyServerFlagErrors(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.ts")
+	os.WriteFile(in, nullPacket(), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1"}, "needs a port"},
+		{[]string{"-key-server", "cs378x://127.0.0.1:1"}, "needs a user and a password"},
+		{[]string{"-key-server", "newcamd://u:secretpw@127.0.0.1:1"}, "unknown key server protocol"},
+		{[]string{"-key-server", "dvbapi://u:secretpw@127.0.0.1:1"}, "dvbapi takes no user"},
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1?caid=zz"}, "caid=zz"},
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-cw", "11223366445566FF"}, "one key source"},
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-missing-key", "keep"}, "-missing-key"},
+		{[]string{"-key-wait", "1s", "-cw", "11223366445566FF"}, "-key-wait needs -key-server"},
+		{[]string{"-key-server-env", "TSD_TEST_UNSET_VAR"}, "not set"},
+	} {
+		r := run(t, nil, append(c.args, "-in", in, "-out", filepath.Join(t.TempDir(), "o.ts"))...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		}
+		if strings.Contains(r.stderr, "secretpw") {
+			t.Errorf("%v: the password was printed: %s", c.args, r.stderr)
+		}
+	}
+}
