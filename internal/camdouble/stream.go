@@ -24,6 +24,9 @@ type StreamSpec struct {
 	// RepeatPackets is how often, in elementary stream packets, the last ECM is sent again,
 	// as broadcasters repeat them for receivers that tune in (default 100).
 	RepeatPackets int
+	// Encrypt scrambles a payload in place with a CW (default: this project's csa package);
+	// tests give libdvbcsa's to make the stream with an independent implementation.
+	Encrypt func(cw, payload []byte)
 }
 
 // ECMStream returns a clear stream of one service (PAT, PMT with a CA_descriptor of TestCAID
@@ -44,7 +47,7 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 	}
 	var cc [8192]byte
 	var out, scr []byte
-	add := func(pid uint16, pusi bool, payload []byte, key *csa.Key, odd bool) {
+	add := func(pid uint16, pusi bool, payload []byte, key *csa.Key, cw []byte, odd bool) {
 		p := make([]byte, ts.PacketSize)
 		p[0], p[1], p[2], p[3] = ts.SyncByte, byte(pid>>8)&0x1F, byte(pid), 0x10|cc[pid]&0x0F
 		if pusi {
@@ -57,7 +60,11 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 		}
 		out = append(out, p...)
 		if key != nil {
-			key.Encrypt(p[4:])
+			if spec.Encrypt != nil {
+				spec.Encrypt(cw, p[4:])
+			} else {
+				key.Encrypt(p[4:])
+			}
 			if odd {
 				ts.SetTSC(p, ts.Odd)
 			} else {
@@ -67,7 +74,7 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 		scr = append(scr, p...)
 	}
 	section := func(pid uint16, s []byte) {
-		add(pid, true, append([]byte{0}, s...), nil, false)
+		add(pid, true, append([]byte{0}, s...), nil, nil, false)
 	}
 	pat := Section(0x00, 1, []byte{0, ServiceID, 0xE0 | PMTPID>>8, PMTPID & 0xFF})
 	ca := CADescriptor(TestCAID, ECMPID)
@@ -126,7 +133,7 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 			copy(payload, []byte{0, 0, 1, 0xE0, 0, 0, 0x80, 0x80, 5, 0x21, byte(i >> 8), byte(i) | 1, 0, 1})
 		}
 		k := i / spec.PeriodPackets
-		add(ESPID, pusi, payload, keys[k%len(keys)], k%2 == 1)
+		add(ESPID, pusi, payload, keys[k%len(keys)], cwOf(k), k%2 == 1)
 	}
 	return out, scr, ecms
 }
