@@ -268,6 +268,9 @@ func (cl *classifier) resolve(c *chunk) {
 		st.Descrambled++
 		ps.Descrambled++
 	}
+	if cl.live != nil && cl.live.cfg.Drop {
+		cl.liveDrop(c)
+	}
 }
 
 // trial descrambles the start of a payload with CW k and says whether it starts a unit as the

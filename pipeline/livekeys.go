@@ -52,6 +52,9 @@ type LiveKeys struct {
 	Log func(string)
 	// ShowKeys puts each period's CW in the lines of Options.KeyLog (keys are secrets).
 	ShowKeys bool
+	// Drop drops the packets of a period whose key did not come in time, instead of passing
+	// them as they came (every other packet keeps its place and bytes).
+	Drop bool
 }
 
 // LiveKeyStats counts what waiting for keys did.
@@ -60,7 +63,8 @@ type LiveKeyStats struct {
 	Held        int64         `json:"packets_held"`     // their packets, held until the key came
 	HeldMax     time.Duration `json:"held_max_ns"`      // the longest such wait
 	GaveUp      int64         `json:"periods_no_key"`   // periods whose key never came in time
-	PassedNoKey int64         `json:"packets_passed"`   // their packets, passed as they came
+	PassedNoKey int64         `json:"packets_passed"`   // their packets, passed as they came (LiveKeys.Drop: dropped)
+	Dropped     int64         `json:"packets_dropped"`  // packets dropped for want of a key (LiveKeys.Drop)
 	BadSize     int64         `json:"cws_wrong_size"`   // CWs the input system cannot take, not used
 	ReaderWaits time.Duration `json:"reader_waited_ns"` // time the reader waited for the key server (file input)
 
@@ -308,11 +312,15 @@ func (cl *classifier) liveGiveUp(idx int32) {
 	p := &cl.periods[idx]
 	l := cl.live
 	l.st.GaveUp++
-	l.st.PassedNoKey += l.packets[idx]
+	what := "dropped" // counted as they go (liveDrop)
+	if !l.cfg.Drop {
+		l.st.PassedNoKey += l.packets[idx]
+		what = "passed scrambled"
+	}
 	delete(l.packets, idx)
 	if l.cfg.Log != nil {
-		l.cfg.Log(fmt.Sprintf("no key from the key server for PID %#04x crypto period %d (%s) after %v: its packets pass scrambled",
-			p.pid, p.number, parity(p.odd), l.cfg.Wait))
+		l.cfg.Log(fmt.Sprintf("no key from the key server for PID %#04x crypto period %d (%s) after %v: its packets are %s",
+			p.pid, p.number, parity(p.odd), l.cfg.Wait, what))
 	}
 	cl.decide(p, periodNoFit)
 }
@@ -382,4 +390,57 @@ func (cl *classifier) liveSettled(idx int32) {
 		l.st.PassedNoKey += l.packets[idx]
 	}
 	delete(l.packets, idx)
+}
+
+// liveDrop removes from a resolved chunk the packets of the periods that gave up waiting, with
+// LiveKeys.Drop: the packet units after them move down, and the jobs, the framing runs and
+// the chunk's length follow. Only the packets that carry a payload of such a period go (those
+// the period's jobs name); stream order is kept.
+func (cl *classifier) liveDrop(c *chunk) {
+	first := -1
+	for i := range c.jobs {
+		if p := c.jobs[i].period; p >= 0 && cl.periods[p].state == periodNoFit {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return
+	}
+	var runs []unitRun
+	w, ji := 0, 0
+	kept := c.jobs[:0]
+	for ri, r := range c.runs {
+		end := c.n
+		if ri+1 < len(c.runs) {
+			end = c.runs[ri+1].at
+		}
+		for u := r.at; u+r.size <= end; u += r.size {
+			drop := false
+			shift := int32(u - w)
+			for ji < len(c.jobs) && int(c.jobs[ji].pkt) < u+r.size {
+				j := c.jobs[ji]
+				ji++
+				if p := j.period; p >= 0 && cl.periods[p].state == periodNoFit {
+					drop = true
+					continue
+				}
+				j.pkt -= shift
+				j.off -= shift
+				j.end -= shift
+				kept = append(kept, j)
+			}
+			if drop {
+				cl.live.st.Dropped++
+				continue
+			}
+			if k := len(runs); k == 0 || runs[k-1].size != r.size {
+				runs = append(runs, unitRun{at: w, size: r.size})
+			}
+			copy(c.buf[w:w+r.size], c.buf[u:u+r.size])
+			w += r.size
+		}
+	}
+	c.jobs, c.runs, c.n = kept, runs, w
+	c.ready = len(c.jobs)
 }

@@ -143,3 +143,46 @@ func TestLiveKeysServerStops(t *testing.T) {
 	}
 	t.Logf("server stopped after 3 ECMs: %+v", *st.LiveKeys)
 }
+
+// With Drop, the packets of the periods without a key are dropped, every other packet kept in
+// order, whatever the batch.
+func TestLiveKeysDrop(t *testing.T) {
+	const period = 1000
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6000, PeriodPackets: period, CWs: liveCWs()})
+	// The clear stream without the elementary stream's packets of periods 3 to 5.
+	var want []byte
+	es := 0
+	for i := 0; i < len(clear); i += 188 {
+		p := clear[i : i+188]
+		if scrambled[i+3]&0xC0 != 0 {
+			es++
+			if (es-1)/period >= 3 {
+				continue
+			}
+		}
+		want = append(want, p...)
+	}
+	for _, batch := range []int{1, 300, 1024} {
+		srv := camdouble.NewCS378x(t, "u", "p")
+		answered := 0
+		srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
+			if answered++; answered > 3 {
+				return 0x44, [16]byte{}, false // not found
+			}
+			return camdouble.TestCAAnswer(ecm)
+		})
+		lk, _ := cs378xKeys(t, srv, 50*time.Millisecond)
+		lk.Drop = true
+		var out bytes.Buffer
+		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("batch %d: %d bytes out, want %d (%+v)", batch, out.Len(), len(want), *st.LiveKeys)
+		}
+		if st.LiveKeys.Dropped != 3*period || st.LiveKeys.PassedNoKey != 0 || st.PacketsOut != st.Packets-3*period {
+			t.Fatalf("batch %d: %+v, %d packets out of %d", batch, *st.LiveKeys, st.PacketsOut, st.Packets)
+		}
+	}
+}

@@ -28,7 +28,7 @@ func keyServerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "key-server", Category: catKeys, Usage: "take the keys from a key server that answers the stream's ECMs: `URL` cs378x://USER:PASS@HOST:PORT[?caid=HEX&ecm-pid=PID] (camd35 over TCP, as OSCam serves it) or dvbapi://HOST:PORT (OSCam's DVBAPI network protocol)"},
 		&cli.StringFlag{Name: "key-server-env", Category: catKeys, Usage: "read the -key-server URL from the environment variable `NAME` (keeps the password out of ps)"},
 		&cli.DurationFlag{Name: "key-wait", Value: 2 * time.Second, Category: catKeys, Usage: "how long a crypto period waits for its key from the key server (`DURATION`); a file input also waits while the server is busy"},
-		&cli.StringFlag{Name: "missing-key", Value: "pass", Category: catKeys, Usage: "what happens to the packets of a period whose key did not come in time: `pass` them as they came (counted)"},
+		&cli.StringFlag{Name: "missing-key", Value: "pass", Category: catKeys, Usage: "what happens to the packets of a period whose key did not come in time: `pass` them as they came, or drop them (counted either way)"},
 	}
 }
 
@@ -130,8 +130,9 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 			return nil, usageErr("give one key source: %s or -%s, not both", strings.Fields(flag)[0], name)
 		}
 	}
-	if m := c.String("missing-key"); m != "pass" {
-		return nil, usageErr("-missing-key: want pass (the packets of a period without its key pass as they came)")
+	m := c.String("missing-key")
+	if m != "pass" && m != "drop" {
+		return nil, usageErr("-missing-key: want pass (the packets of a period without its key pass as they came) or drop")
 	}
 	if d := c.Duration("key-wait"); d <= 0 || d > time.Hour {
 		return nil, usageErr("-key-wait: want a duration from 1ms to 1h, 2s for instance")
@@ -141,7 +142,7 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 		return nil, err
 	}
 	ks := &keyServer{url: u, live: keys.NewLive()}
-	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: c.Duration("key-wait"), ShowKeys: c.Bool("show-keys")}
+	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: c.Duration("key-wait"), ShowKeys: c.Bool("show-keys"), Drop: m == "drop"}
 	switch u.scheme {
 	case "cs378x":
 		ks.cs = cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password})
@@ -242,8 +243,8 @@ func printKeyServerSummary(w io.Writer, st *pipeline.Stats) {
 		line += fmt.Sprintf("; %d refused", s.Refused)
 	}
 	fmt.Fprintln(w, line)
-	fmt.Fprintf(w, "tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled)\n",
-		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey)
+	fmt.Fprintf(w, "tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)\n",
+		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
@@ -259,6 +260,10 @@ func judgeKeyServer(st *pipeline.Stats, ks *keyServer) keyVerdict {
 	if err := ks.lastError(); err != nil {
 		why = " (the key server's last answer: " + err.Error() + ")"
 	}
-	return keyVerdict{code: exitNoFit, line: fmt.Sprintf("%d crypto periods got no key from the key server within -key-wait %s: %d packets passed scrambled%s",
-		lk.GaveUp, ks.lk.Wait, lk.PassedNoKey, why)}
+	what := fmt.Sprintf("%d packets passed scrambled", lk.PassedNoKey)
+	if ks.lk.Drop {
+		what = fmt.Sprintf("%d packets dropped, %d passed scrambled", lk.Dropped, lk.PassedNoKey)
+	}
+	return keyVerdict{code: exitNoFit, line: fmt.Sprintf("%d crypto periods got no key from the key server within -key-wait %s: %s%s",
+		lk.GaveUp, ks.lk.Wait, what, why)}
 }

@@ -83,6 +83,20 @@ func TestKeyServerNoAnswer(t *testing.T) {
 	if got := readFile(t, out); !bytes.Equal(got, scrambled) {
 		t.Fatal("packets without a key were changed")
 	}
+	// -missing-key drop: only the clear packets are left.
+	r = run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "50ms", "-missing-key", "drop", "-in", in, "-out", out)
+	if r.code != exitNoFit || !strings.Contains(r.stderr, "4000 packets dropped") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var want []byte
+	for i := 0; i < len(scrambled); i += 188 {
+		if scrambled[i+3]&0xC0 == 0 {
+			want = append(want, scrambled[i:i+188]...)
+		}
+	}
+	if got := readFile(t, out); !bytes.Equal(got, want) {
+		t.Fatalf("%d bytes out, want the %d of the clear packets", len(got), len(want))
+	}
 }
 
 func TestKeyServerFlagErrors(t *testing.T) {
@@ -98,7 +112,7 @@ func TestKeyServerFlagErrors(t *testing.T) {
 		{[]string{"-key-server", "dvbapi://u:secretpw@127.0.0.1:1"}, "dvbapi takes no user"},
 		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1?caid=zz"}, "caid=zz"},
 		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-cw", "11223366445566FF"}, "one key source"},
-		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-missing-key", "keep"}, "-missing-key"},
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-missing-key", "keep"}, "-missing-key: want pass"},
 		{[]string{"-key-wait", "1s", "-cw", "11223366445566FF"}, "-key-wait needs -key-server"},
 		{[]string{"-key-server-env", "TSD_TEST_UNSET_VAR"}, "not set"},
 	} {
