@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +29,7 @@ func keyServerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "key-server", Category: catKeys, Usage: "take the keys from a key server that answers the stream's ECMs: `URL` cs378x://USER:PASS@HOST:PORT[?caid=HEX&ecm-pid=PID] (camd35 over TCP, as OSCam serves it) or dvbapi://HOST:PORT (OSCam's DVBAPI network protocol)"},
 		&cli.StringFlag{Name: "key-server-env", Category: catKeys, Usage: "read the -key-server URL from the environment variable `NAME` (keeps the password out of ps)"},
 		&cli.DurationFlag{Name: "key-wait", Value: 2 * time.Second, Category: catKeys, Usage: "how long a crypto period waits for its key from the key server (`DURATION`); a file input also waits while the server is busy"},
+		&cli.BoolFlag{Name: "follow", Category: catKeys, Usage: "with -cw-file, read an OSCam .cwl log (or EVEN ODD pairs) that another program is still writing, like tail -f: each key applies from the next crypto period of its parity"},
 		&cli.StringFlag{Name: "missing-key", Value: "pass", Category: catKeys, Usage: "what happens to the packets of a period whose key did not come in time: `pass` them as they came, or drop them (counted either way)"},
 	}
 }
@@ -90,7 +92,8 @@ func parseKeyServerURL(flag, s string) (*keyServerURL, error) {
 
 // keyServer is a running key server client and the pipeline's side of it.
 type keyServer struct {
-	url    *keyServerURL
+	url    *keyServerURL // nil for -follow
+	follow string        // the -cw-file that -follow reads
 	live   *keys.Live
 	lk     *pipeline.LiveKeys
 	feeder *keyserver.Feeder
@@ -114,6 +117,9 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 		}
 		raw, flag = v, "-key-server-env "+name
 	}
+	if c.Bool("follow") {
+		return followFromFlags(c, raw != "")
+	}
 	if raw == "" {
 		for _, name := range []string{"key-wait", "missing-key"} {
 			if c.IsSet(name) {
@@ -130,19 +136,15 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 			return nil, usageErr("give one key source: %s or -%s, not both", strings.Fields(flag)[0], name)
 		}
 	}
-	m := c.String("missing-key")
-	if m != "pass" && m != "drop" {
-		return nil, usageErr("-missing-key: want pass (the packets of a period without its key pass as they came) or drop")
-	}
-	if d := c.Duration("key-wait"); d <= 0 || d > time.Hour {
-		return nil, usageErr("-key-wait: want a duration from 1ms to 1h, 2s for instance")
-	}
 	u, err := parseKeyServerURL(flag, raw)
 	if err != nil {
 		return nil, err
 	}
-	ks := &keyServer{url: u, live: keys.NewLive()}
-	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: c.Duration("key-wait"), ShowKeys: c.Bool("show-keys"), Drop: m == "drop"}
+	ks, err := newLiveKeys(c)
+	if err != nil {
+		return nil, err
+	}
+	ks.url = u
 	switch u.scheme {
 	case "cs378x":
 		ks.cs = cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password})
@@ -162,6 +164,58 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 	return ks, nil
 }
 
+// newLiveKeys reads -key-wait and -missing-key into the run's LiveKeys.
+func newLiveKeys(c *cli.Context) (*keyServer, error) {
+	m := c.String("missing-key")
+	if m != "pass" && m != "drop" {
+		return nil, usageErr("-missing-key: want pass (the packets of a period without its key pass as they came) or drop")
+	}
+	if d := c.Duration("key-wait"); d <= 0 || d > time.Hour {
+		return nil, usageErr("-key-wait: want a duration from 1ms to 1h, 2s for instance")
+	}
+	ks := &keyServer{live: keys.NewLive()}
+	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: c.Duration("key-wait"), ShowKeys: c.Bool("show-keys"), Drop: m == "drop"}
+	return ks, nil
+}
+
+// followFromFlags reads -cw-file FILE -follow: keys from a log that grows while the run reads.
+func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
+	path := c.String("cw-file")
+	switch {
+	case server:
+		return nil, usageErr("-follow reads a growing -cw-file: give it or a key server, not both")
+	case path == "":
+		return nil, usageErr("-follow needs -cw-file FILE: the OSCam .cwl log (or file of EVEN ODD pairs) to follow")
+	}
+	for _, name := range []string{"cw", "cw-even", "cw-odd", "biss", "cw-env"} {
+		if c.String(name) != "" {
+			return nil, usageErr("give one key source: -cw-file or -%s, not both", name)
+		}
+	}
+	if c.String("cipher") != "csa2" {
+		return nil, usageErr("-follow reads DVB-CSA2 control words: use it with -cipher csa2")
+	}
+	kf, err := keys.LoadKeyFile(path, keys.CWSize)
+	switch {
+	case errors.Is(err, keys.ErrEmptyList):
+		// A log that has no key yet: its keys are still to come.
+	case err != nil:
+		var le *keys.LineError
+		if errors.As(err, &le) {
+			return nil, usageErr("%v", err)
+		}
+		return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
+	case kf.Format == keys.FormatList:
+		return nil, usageErr("-follow: %s is a list of control words, which has no parities to follow: follow an OSCam .cwl log or EVEN ODD pairs", path)
+	}
+	ks, err := newLiveKeys(c)
+	if err != nil {
+		return nil, err
+	}
+	ks.follow = path
+	return ks, nil
+}
+
 // start runs the client until stop; file says the input is a file, read ahead of real time.
 func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
 	ks.lk.FileInput, ks.lk.Log = file, logf
@@ -174,6 +228,11 @@ func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
 			ks.feeder.Run(ctx)
 		case ks.dv != nil:
 			ks.dv.Run(ctx)
+		case ks.follow != "":
+			err := keys.Follow(ctx, ks.follow, keys.CWSize, ks.live, 200*time.Millisecond, func(err error) { logf(err.Error()) })
+			if err != nil && ctx.Err() == nil {
+				logf(fmt.Sprintf("-follow: %v: no more keys are read", unwrapPath(err)))
+			}
 		}
 	}()
 }
@@ -185,7 +244,7 @@ func (ks *keyServer) stop(st *pipeline.Stats) {
 	if ks.cs != nil {
 		ks.cs.Close()
 	}
-	if st.LiveKeys == nil {
+	if st.LiveKeys == nil || ks.url == nil {
 		return
 	}
 	s := &pipeline.KeyServerStats{Protocol: ks.url.scheme}
@@ -218,19 +277,30 @@ func (ks *keyServer) stop(st *pipeline.Stats) {
 
 // lastError returns why the key server gave no key, if it said.
 func (ks *keyServer) lastError() error {
-	if ks.feeder != nil {
+	switch {
+	case ks.feeder != nil:
 		return ks.feeder.LastError()
+	case ks.dv != nil:
+		return ks.dv.LastError()
 	}
-	return ks.dv.LastError()
+	return nil
 }
 
 // printKeyServerSummary prints what the key server did; never a key or a password.
 func printKeyServerSummary(w io.Writer, st *pipeline.Stats) {
 	lk := st.LiveKeys
-	if lk == nil || lk.Server == nil {
+	if lk == nil {
 		return
 	}
-	s := lk.Server
+	if s := lk.Server; s != nil {
+		printServerLine(w, s)
+	}
+	fmt.Fprintf(w, "tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)\n",
+		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
+}
+
+// printServerLine prints the key server's counts.
+func printServerLine(w io.Writer, s *pipeline.KeyServerStats) {
 	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.ECMsSent)
 	if s.Protocol == "cs378x" {
 		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
@@ -243,8 +313,6 @@ func printKeyServerSummary(w io.Writer, st *pipeline.Stats) {
 		line += fmt.Sprintf("; %d refused", s.Refused)
 	}
 	fmt.Fprintln(w, line)
-	fmt.Fprintf(w, "tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)\n",
-		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
@@ -264,6 +332,10 @@ func judgeKeyServer(st *pipeline.Stats, ks *keyServer) keyVerdict {
 	if ks.lk.Drop {
 		what = fmt.Sprintf("%d packets dropped, %d passed scrambled", lk.Dropped, lk.PassedNoKey)
 	}
-	return keyVerdict{code: exitNoFit, line: fmt.Sprintf("%d crypto periods got no key from the key server within -key-wait %s: %s%s",
-		lk.GaveUp, ks.lk.Wait, what, why)}
+	source := "the key server"
+	if ks.url == nil {
+		source = ks.follow
+	}
+	return keyVerdict{code: exitNoFit, line: fmt.Sprintf("%d crypto periods got no key from %s within -key-wait %s: %s%s",
+		lk.GaveUp, source, ks.lk.Wait, what, why)}
 }

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/camdouble"
 	"github.com/tsdescramble/tsdescramble/pipeline"
@@ -115,6 +118,9 @@ func TestKeyServerFlagErrors(t *testing.T) {
 		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-missing-key", "keep"}, "-missing-key: want pass"},
 		{[]string{"-key-wait", "1s", "-cw", "11223366445566FF"}, "-key-wait needs -key-server"},
 		{[]string{"-key-server-env", "TSD_TEST_UNSET_VAR"}, "not set"},
+		{[]string{"-follow"}, "-follow needs -cw-file"},
+		{[]string{"-follow", "-cw-file", "../../samples/demo-keys.txt"}, "no parities to follow"},
+		{[]string{"-follow", "-cw-file", "../../samples/demo-keys.cwl", "-key-server", "dvbapi://127.0.0.1:1"}, "not both"},
 	} {
 		r := run(t, nil, append(c.args, "-in", in, "-out", filepath.Join(t.TempDir(), "o.ts"))...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
@@ -124,4 +130,64 @@ func TestKeyServerFlagErrors(t *testing.T) {
 			t.Errorf("%v: the password was printed: %s", c.args, r.stderr)
 		}
 	}
+}
+
+// -cw-file FILE -follow: the log grows while the stream comes through a pipe, each key written
+// before its crypto period's packets.
+func TestFollowGrowingLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("feeds a stream over a few seconds")
+	}
+	cws := []string{"11223366445566FF", "A1B2C316D4E5F6AF", "0102030604050610", "7F6E5D4A3C2B1A81"}
+	var keys [][]byte
+	for _, s := range cws {
+		keys = append(keys, mustCW(t, s))
+	}
+	const period = 500
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 4 * period, PeriodPackets: period, CWs: keys})
+	dir := t.TempDir()
+	logPath, out := filepath.Join(dir, "live.cwl"), filepath.Join(dir, "out.ts")
+	if err := os.WriteFile(logPath, []byte("# OSCam control word log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		defer pw.Close()
+		es := 0
+		for i := 0; i < len(scrambled); i += 188 {
+			if scrambled[i+3]&0xC0 != 0 {
+				if es%period == 0 {
+					k := es / period
+					f, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+					fmt.Fprintf(f, "%d %s # 12:00:%02d\n", k%2, spaced(cws[k]), k)
+					f.Close()
+					time.Sleep(400 * time.Millisecond) // more than the log's poll
+				}
+				es++
+			}
+			if _, err := pw.Write(scrambled[i : i+188]); err != nil {
+				return
+			}
+		}
+	}()
+	var stderr bytes.Buffer
+	code := runEnv(t, Env{Stdin: pr, Stdout: io.Discard, Stderr: &stderr}, "-cw-file", logPath, "-follow", "-in", "-", "-out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if got := readFile(t, out); !bytes.Equal(got, clear) {
+		t.Fatalf("output differs from the clear stream: %s", stderr.String())
+	}
+	t.Log(strings.TrimSpace(stderr.String()))
+}
+
+func spaced(hex string) string {
+	var b strings.Builder
+	for i := 0; i < len(hex); i += 2 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(hex[i : i+2])
+	}
+	return b.String()
 }
