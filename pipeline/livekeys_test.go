@@ -186,3 +186,46 @@ func TestLiveKeysDrop(t *testing.T) {
 		}
 	}
 }
+
+// pacedReader hands out a stream as a live input does: a few packets at a time, on a clock.
+type pacedReader struct {
+	r     *bytes.Reader
+	chunk int
+	every time.Duration
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	time.Sleep(p.every)
+	return p.r.Read(b[:min(len(b), p.chunk)])
+}
+
+// A live input (not read ahead): keys that come after their period started hold its packets
+// until they arrive, and the output is still the clear stream.
+func TestLiveKeysHeldOnLiveInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("paces a stream over a second")
+	}
+	const period = 1000
+	// ECMs only 20 packets ahead of their period (4 ms at this pace), answers after 50 ms:
+	// every period from the second on starts before its key.
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 5 * period, PeriodPackets: period, CWs: liveCWs(), LeadPackets: 20})
+	srv := camdouble.NewCS378x(t, "u", "p")
+	srv.SetDelay(50 * time.Millisecond)
+	lk, f := cs378xKeys(t, srv, 2*time.Second)
+	lk.FileInput = false
+	var out bytes.Buffer
+	in := &pacedReader{r: bytes.NewReader(scrambled), chunk: 50 * 188, every: 10 * time.Millisecond}
+	st, err := pipeline.Run(context.Background(), in, &out, pipeline.Options{LiveKeys: lk, Batch: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), clear) {
+		t.Fatalf("output differs from the clear stream: %+v", *st.LiveKeys)
+	}
+	if st.LiveKeys.Waited < int64(len(ecms)-1) || st.LiveKeys.Held < 100 || st.LiveKeys.GaveUp != 0 {
+		t.Fatalf("want every period after the first to wait for its key: %+v", *st.LiveKeys)
+	}
+	fs := f.Stats()
+	t.Logf("live input at 5000 packets/s, answers after 50 ms: %d periods waited, %d packets held, longest wait %v; ECM round trip median %v max %v",
+		st.LiveKeys.Waited, st.LiveKeys.Held, st.LiveKeys.HeldMax, fs.RTTMedian, fs.RTTMax)
+}
