@@ -45,7 +45,7 @@ func cs378xKeys(t *testing.T, srv *camdouble.CS378x, wait time.Duration) (*pipel
 }
 
 func TestLiveKeysThroughCS378x(t *testing.T) {
-	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6000, PeriodPackets: 1000, CWs: liveCWs()})
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 3000, PeriodPackets: 500, CWs: liveCWs()})
 	for _, batch := range []int{1, 7, 1024} {
 		t.Run(fmt.Sprint("batch ", batch), func(t *testing.T) {
 			srv := camdouble.NewCS378x(t, "u", "p")
@@ -75,7 +75,7 @@ func TestLiveKeysThroughCS378x(t *testing.T) {
 }
 
 func TestLiveKeysThroughDVBAPI(t *testing.T) {
-	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6000, PeriodPackets: 1000, CWs: liveCWs()})
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 3000, PeriodPackets: 500, CWs: liveCWs()})
 	srv := camdouble.NewDVBAPI(t)
 	live := keys.NewLive()
 	cl := dvbapi.NewClient(dvbapi.Config{Addr: srv.Addr, Timeout: time.Second, MinBackoff: 10 * time.Millisecond}, live)
@@ -100,8 +100,8 @@ func TestLiveKeysThroughDVBAPI(t *testing.T) {
 // With the server stopped in the middle of the run, the periods after the keys it gave pass
 // scrambled, and the counts say how many packets.
 func TestLiveKeysServerStops(t *testing.T) {
-	const period = 1000
-	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6000, PeriodPackets: period, CWs: liveCWs()})
+	const period = 500
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: liveCWs()})
 	srv := camdouble.NewCS378x(t, "u", "p")
 	// The server answers the first three ECMs (periods 0 to 2), then goes away.
 	answered := 0
@@ -147,8 +147,8 @@ func TestLiveKeysServerStops(t *testing.T) {
 // With Drop, the packets of the periods without a key are dropped, every other packet kept in
 // order, whatever the batch.
 func TestLiveKeysDrop(t *testing.T) {
-	const period = 1000
-	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6000, PeriodPackets: period, CWs: liveCWs()})
+	const period = 500
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: liveCWs()})
 	// The clear stream without the elementary stream's packets of periods 3 to 5.
 	var want []byte
 	es := 0
@@ -162,7 +162,7 @@ func TestLiveKeysDrop(t *testing.T) {
 		}
 		want = append(want, p...)
 	}
-	for _, batch := range []int{1, 300, 1024} {
+	for _, batch := range []int{1, 300, 1024} { // a chunk of one packet, of part of a period, of two periods
 		srv := camdouble.NewCS378x(t, "u", "p")
 		answered := 0
 		srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
