@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -65,6 +66,7 @@ type Feeder struct {
 	st      Stats
 	rtts    []time.Duration
 	lastErr error
+	log     func(string)
 }
 
 // Stats counts what a Feeder did.
@@ -88,6 +90,10 @@ type Stats struct {
 func NewFeeder(live *keys.Live, ans Answerer) *Feeder {
 	return &Feeder{live: live, ans: ans, seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
 }
+
+// SetLog makes the Feeder report, in one line each, the ECMs the server answered without a key
+// or did not answer (never a key, nor the ECM's bytes). Call it before Run.
+func (f *Feeder) SetLog(log func(string)) { f.log = log }
 
 // Offer hands the Feeder an ECM section of the stream; it copies what it keeps and never
 // blocks. An ECM identical to one already sent (or waiting) is not sent again, unless it failed.
@@ -169,6 +175,13 @@ func (f *Feeder) Run(ctx context.Context) {
 		if err != nil {
 			f.lastErr = err
 		}
+		log := f.log
+		f.mu.Unlock()
+		if err != nil && log != nil && ctx.Err() == nil {
+			log(fmt.Sprintf("ECM of service %d on PID %#04x (table %#02x, CA system %#04x): %v after %v",
+				e.ServiceID, e.PID, e.Section[0], e.CAID, err, rtt.Round(time.Microsecond)))
+		}
+		f.mu.Lock()
 		if len(f.rtts) > 1<<16 {
 			f.rtts = f.rtts[len(f.rtts)/2:] // the recent half is enough for the figures
 		}

@@ -92,15 +92,16 @@ func parseKeyServerURL(flag, s string) (*keyServerURL, error) {
 
 // keyServer is a running key server client and the pipeline's side of it.
 type keyServer struct {
-	url    *keyServerURL // nil for -follow
-	follow string        // the -cw-file that -follow reads
-	live   *keys.Live
-	lk     *pipeline.LiveKeys
-	feeder *keyserver.Feeder
-	cs     *cs378x.Client
-	dv     *dvbapi.Client
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
+	url     *keyServerURL // nil for -follow
+	follow  string        // the -cw-file that -follow reads
+	live    *keys.Live
+	lk      *pipeline.LiveKeys
+	feeder  *keyserver.Feeder
+	cs      *cs378x.Client
+	dv      *dvbapi.Client
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+	verbose bool // -v: a line for each ECM answered without a key
 }
 
 // keyServerFromFlags reads the key server flags: nil when none is given. It checks that no
@@ -149,6 +150,7 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 	case "cs378x":
 		ks.cs = cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password})
 		ks.feeder = keyserver.NewFeeder(ks.live, ks.cs)
+		ks.verbose = c.Bool("verbose")
 		if c.IsSet("service") {
 			u.choice.ServiceID = uint16(c.Int("service"))
 		}
@@ -219,6 +221,9 @@ func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
 // start runs the client until stop; file says the input is a file, read ahead of real time.
 func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
 	ks.lk.FileInput, ks.lk.Log = file, logf
+	if ks.feeder != nil && ks.verbose {
+		ks.feeder.SetLog(logf)
+	}
 	ctx, ks.cancel = context.WithCancel(ctx)
 	ks.wg.Add(1)
 	go func() {

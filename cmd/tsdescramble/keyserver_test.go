@@ -86,6 +86,11 @@ func TestKeyServerNoAnswer(t *testing.T) {
 	if got := readFile(t, out); !bytes.Equal(got, scrambled) {
 		t.Fatal("packets without a key were changed")
 	}
+	// -v: a line for each ECM answered without a key.
+	r = run(t, nil, "-v", "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "50ms", "-in", in, "-out", out)
+	if n := strings.Count(r.stderr, "found no control word for the ECM after"); n != 4 {
+		t.Fatalf("%d per-ECM lines, want 4: %s", n, r.stderr)
+	}
 	// -missing-key drop: only the clear packets are left.
 	r = run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "50ms", "-missing-key", "drop", "-in", in, "-out", out)
 	if r.code != exitNoFit || !strings.Contains(r.stderr, "4000 packets dropped") {
