@@ -1,6 +1,7 @@
 package camdouble
 
 import (
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ type CS378x struct {
 // Request is an ECM request the server received.
 type Request struct {
 	Msg  cs378x.Message // Data is a copy
+	Raw  []byte         // the request as it came: token and encrypted message
 	When time.Time
 }
 
@@ -135,8 +137,10 @@ func (s *CS378x) handle(c net.Conn) {
 	}()
 	buf := make([]byte, cs378x.MaxMessage+4)
 	var out []byte
+	rec := &recorder{r: c}
 	for {
-		m, err := s.codec.Read(c, buf)
+		rec.b = rec.b[:0]
+		m, err := s.codec.Read(rec, buf)
 		if err != nil {
 			return // another account's token, or the client went away
 		}
@@ -147,12 +151,12 @@ func (s *CS378x) handle(c net.Conn) {
 		if !m.CRCOK() {
 			s.badCRC++
 		}
-		rec := m
-		rec.Data = append([]byte(nil), m.Data...)
-		s.requests = append(s.requests, Request{Msg: rec, When: time.Now()})
+		msg := m
+		msg.Data = append([]byte(nil), m.Data...)
+		s.requests = append(s.requests, Request{Msg: msg, Raw: append([]byte(nil), rec.b...), When: time.Now()})
 		delay, answer := s.delay, s.answer
 		s.mu.Unlock()
-		cmd, cw, drop := answer(rec.Data)
+		cmd, cw, drop := answer(msg.Data)
 		if drop {
 			continue
 		}
@@ -183,4 +187,16 @@ func NewCS378xAt(t testing.TB, addr, user, password string) *CS378x {
 		t.Fatal(err)
 	}
 	return start(t, ln, user, password)
+}
+
+// recorder keeps the bytes read through it.
+type recorder struct {
+	r io.Reader
+	b []byte
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.b = append(r.b, p[:n]...)
+	return n, err
 }
