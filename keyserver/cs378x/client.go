@@ -19,6 +19,9 @@ var (
 	ErrNoCard = fmt.Errorf("cs378x: %w", keyserver.ErrNoCard)
 	// ErrTimeout is returned when the server did not answer an ECM within Config.Timeout.
 	ErrTimeout = fmt.Errorf("cs378x: %w", keyserver.ErrTimeout)
+	// ErrUnreachable is returned while the client waits to connect again after a connection
+	// attempt failed.
+	ErrUnreachable = errors.New("cs378x: the key server is unreachable")
 )
 
 // Config says how to reach a server.
@@ -29,8 +32,10 @@ type Config struct {
 	// Timeout bounds each ECM, from sending to its answer (default 3 s). A request that
 	// times out closes the connection: an answer that comes later would be out of step.
 	Timeout time.Duration
-	// MinBackoff and MaxBackoff bound the wait before connecting again after a failure,
-	// doubling from the first to the second at each failure in a row (defaults 100 ms, 10 s).
+	// MinBackoff and MaxBackoff bound the wait before connecting again after a connection
+	// attempt failed, doubling from the first to the second at each failure in a row
+	// (defaults 100 ms, 10 s). Requests in the meantime fail at once with ErrUnreachable, so
+	// that a server that is down costs a stream nothing but its keys.
 	MinBackoff, MaxBackoff time.Duration
 }
 
@@ -48,6 +53,7 @@ type Client struct {
 	msgID    uint16
 	failures int
 	retryAt  time.Time
+	dialErr  error // the last connection attempt's error, nil once one succeeds
 	dialer   net.Dialer
 }
 
@@ -80,9 +86,9 @@ const maxSkipped = 32
 
 // ECM sends the ECM of req and returns the server's CW pair: even, then odd (8 bytes each). An
 // all-zero CW means the server gave none for that parity. The error is ErrNotFound, ErrNoCard or
-// ErrTimeout when the server said so or kept silent, or a connection error; after a
-// connection error or a timeout, the next request connects again, once the backoff has passed
-// (ECM waits for it, within ctx).
+// ErrTimeout when the server said so or kept silent, ErrUnreachable while a failed connection
+// attempt's backoff runs, or a connection error; after a connection error or a timeout, the
+// next request connects again.
 func (c *Client) ECM(ctx context.Context, req Request) (even, odd []byte, err error) {
 	if len(req.Section) > MaxData {
 		return nil, nil, fmt.Errorf("cs378x: an ECM of %d bytes, at most %d fit a request", len(req.Section), MaxData)
@@ -149,31 +155,26 @@ func (c *Client) connect(ctx context.Context) error {
 	if c.conn != nil {
 		return nil
 	}
-	if wait := time.Until(c.retryAt); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
+	if wait := time.Until(c.retryAt); c.dialErr != nil && wait > 0 {
+		return fmt.Errorf("%w (%v); next attempt in %v", ErrUnreachable, c.dialErr, wait.Round(time.Millisecond))
 	}
 	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	conn, err := c.dialer.DialContext(dctx, "tcp", c.cfg.Addr)
 	if err != nil {
+		c.dialErr = err
 		c.backoff()
 		return fmt.Errorf("cs378x: connecting to the server: %w", err)
 	}
-	c.conn = conn
+	c.conn, c.dialErr, c.failures = conn, nil, 0
 	return nil
 }
 
-// fail closes the connection after an error and returns the error to report.
+// fail closes the connection after an error and returns the error to report; the next request
+// connects again.
 func (c *Client) fail(ctx context.Context, err error) error {
 	c.conn.Close()
 	c.conn = nil
-	c.backoff()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -72,7 +72,7 @@ func TestClientReconnects(t *testing.T) {
 	srv := camdouble.NewCS378x(t, "user", "pass")
 	addr := srv.Addr
 	cl := cs378x.NewClient(cs378x.Config{Addr: addr, User: "user", Password: "pass",
-		Timeout: 500 * time.Millisecond, MinBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		Timeout: 500 * time.Millisecond, MinBackoff: 300 * time.Millisecond, MaxBackoff: 300 * time.Millisecond})
 	defer cl.Close()
 	ecm := camdouble.ECM(0x80, even, odd, 1)
 	if _, _, err := cl.ECM(context.Background(), cs378x.Request{Section: ecm}); err != nil {
@@ -82,6 +82,14 @@ func TestClientReconnects(t *testing.T) {
 	if _, _, err := cl.ECM(context.Background(), cs378x.Request{Section: ecm}); err == nil {
 		t.Fatal("an answer from a stopped server")
 	}
+	// Connecting fails; until the backoff has passed, requests fail at once.
+	if _, _, err := cl.ECM(context.Background(), cs378x.Request{Section: ecm}); err == nil {
+		t.Fatal("an answer from a stopped server")
+	}
+	start := time.Now()
+	if _, _, err := cl.ECM(context.Background(), cs378x.Request{Section: ecm}); !errors.Is(err, cs378x.ErrUnreachable) || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("during the backoff: %v after %v", err, time.Since(start))
+	}
 	// A server again on the same port: the client connects to it after its backoff.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -90,10 +98,11 @@ func TestClientReconnects(t *testing.T) {
 	ln.Close()
 	srv2 := camdouble.NewCS378xAt(t, addr, "user", "pass")
 	var e []byte
-	for range 20 {
+	for range 100 {
 		if e, _, err = cl.ECM(context.Background(), cs378x.Request{Section: ecm}); err == nil {
 			break
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil || !bytes.Equal(e, even) || len(srv2.Requests()) == 0 {
 		t.Fatalf("after the server came back: %X %v", e, err)
