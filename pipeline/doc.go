@@ -47,6 +47,15 @@
 // package to it). In an audio or video stream a decision comes within a few packets (the next
 // PES start), so holding costs nothing measurable.
 //
+// # Keys that arrive while the stream runs
+//
+// With Options.LiveKeys, each PID's crypto periods take their control word from a keys.Source
+// (a key server's answers, a CW log that grows) at their first packet, and a period whose key
+// has not come is held until it does, or until LiveKeys.Wait, after which its packets pass as
+// they came (or are dropped); key trials are not made, the server says which key applies. The
+// sections of the PIDs the key server wants (ECMs, EMMs) go to LiveKeys.Sections, with the
+// services of the PAT and PMTs. See livekeys.go.
+//
 // # Statistics
 //
 // Stats counts packets by what happened to them, per PID and in all, crypto periods fitted,
