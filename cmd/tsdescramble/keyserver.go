@@ -291,14 +291,22 @@ func (ks *keyServer) lastError() error {
 	return nil
 }
 
-// printKeyServerSummary prints what the key server did; never a key or a password.
-func printKeyServerSummary(w io.Writer, st *pipeline.Stats) {
+// printKeyServerSummary prints what the key server did, with verbose the CWs applied per PID
+// and parity; never a key or a password.
+func printKeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 	lk := st.LiveKeys
 	if lk == nil {
 		return
 	}
 	if s := lk.Server; s != nil {
 		printServerLine(w, s)
+		if verbose && len(s.Applied) > 0 {
+			var parts []string
+			for _, a := range s.Applied {
+				parts = append(parts, fmt.Sprintf("PID %#04x %s %s", a.PID, map[bool]string{false: "even", true: "odd"}[a.Odd], plural(int(a.Periods), "period")))
+			}
+			fmt.Fprintf(w, "tsdescramble: key server CWs applied: %s\n", strings.Join(parts, ", "))
+		}
 	}
 	fmt.Fprintf(w, "tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)\n",
 		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)

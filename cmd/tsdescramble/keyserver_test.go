@@ -30,7 +30,7 @@ func TestKeyServerCS378x(t *testing.T) {
 	srv := camdouble.NewCS378x(t, "alice", "pa55word")
 	dir := t.TempDir()
 	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "st.json")
-	r := run(t, nil, "-key-server", "cs378x://alice:pa55word@"+srv.Addr+"?caid=0B00", "-in", in, "-out", out, "-stats", stats)
+	r := run(t, nil, "-v", "-key-server", "cs378x://alice:pa55word@"+srv.Addr+"?caid=0B00", "-in", in, "-out", out, "-stats", stats)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -40,7 +40,16 @@ func TestKeyServerCS378x(t *testing.T) {
 	if strings.Contains(r.stderr, "pa55word") {
 		t.Fatalf("the password was printed: %s", r.stderr)
 	}
-	if !strings.Contains(r.stderr, "key server (cs378x): 4 ECMs sent, 4 answered") {
+	if u := strings.ToUpper(r.stderr); strings.Contains(u, "11223366445566FF") || strings.Contains(u, "11 22 33 66") {
+		t.Fatalf("a control word was printed without -show-keys: %s", r.stderr)
+	}
+	// -v -show-keys prints the CW of each period.
+	r2 := run(t, nil, "-v", "-show-keys", "-key-server", "cs378x://alice:pa55word@"+srv.Addr, "-in", in, "-out", out)
+	if r2.code != 0 || !strings.Contains(strings.ToUpper(r2.stderr), "11223366445566FF") || strings.Contains(r2.stderr, "pa55word") {
+		t.Fatalf("-v -show-keys: exit %d: %s", r2.code, r2.stderr)
+	}
+	if !strings.Contains(r.stderr, "key server (cs378x): 4 ECMs sent, 4 answered") ||
+		!strings.Contains(r.stderr, "CWs applied: PID 0x0100 even 2 periods, PID 0x0100 odd 2 periods") {
 		t.Fatalf("summary: %s", r.stderr)
 	}
 	var st struct {

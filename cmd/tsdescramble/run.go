@@ -242,7 +242,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	}
 	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
-		printKeyServerSummary(env.Stderr, &st)
+		printKeyServerSummary(env.Stderr, &st, verbose)
 	}
 	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
 		logf(w)
