@@ -54,7 +54,7 @@ func newCiphers(o *Options) (*ciphers, error) {
 		cs.checkStart = true
 	}
 	if o.Mode != Descramble {
-		if o.Out == nil || len(o.Out.CWs) == 0 {
+		if o.Out == nil || len(o.Out.CWs) == 0 && o.Out.Feed == nil {
 			return nil, errors.New("pipeline: no control word to scramble with")
 		}
 		if cs.out, err = system(o.Out.System); err != nil {
@@ -118,8 +118,12 @@ func (w *worker) process(c *chunk) {
 	}
 	if w.out != nil {
 		w.group(c, true)
+		keys := w.cs.outKeys
+		if c.okeys != nil { // a PeriodFeed's keys (feed.go)
+			keys = c.okeys
+		}
 		for _, g := range w.b.Groups() {
-			w.out.Encrypt(w.cs.outKeys[g.Key], g.Payloads)
+			w.out.Encrypt(keys[g.Key], g.Payloads)
 		}
 		w.b.Reset()
 	}

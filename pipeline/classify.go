@@ -51,7 +51,8 @@ type classifier struct {
 	service    int
 	allES      bool
 	generation uint64
-	signal     *signaller // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+	signal     *signaller  // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+	fed        *fedPeriods // the output periods of a PeriodFeed (feed.go), nil without one
 }
 
 func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
@@ -66,6 +67,9 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
 	}
 	cl.signal = newSignaller(o)
+	if o.Mode == Scramble && o.Out != nil && o.Out.Feed != nil {
+		cl.fed = &fedPeriods{feed: o.Out.Feed}
+	}
 	return cl
 }
 
@@ -306,7 +310,17 @@ func (cl *classifier) scramble(c *chunk, at int, fr ts.Framing, p []byte, pid ui
 	if !ok {
 		return
 	}
-	k, odd := cl.cs.outputPeriod(cl.scrambled)
+	var k int32
+	var odd bool
+	if cl.fed != nil {
+		var key scrambling.Key
+		if key, odd = cl.fed.at(cl.cs, cl.packet); key == nil {
+			return // no period fed yet: the packet stays clear
+		}
+		k = cl.fed.slot(c)
+	} else {
+		k, odd = cl.cs.outputPeriod(cl.scrambled)
+	}
 	cl.scrambled++
 	cl.st.Scrambled++
 	ps.Scrambled++
