@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 
@@ -54,6 +55,7 @@ func scrambleCommand(env Env) *cli.Command {
 	f := append(ioFlags(), keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
+	f = append(f, simulcryptFlags()...)
 	f = append(f, tuningFlags()...)
 	return &cli.Command{
 		Name:      "scramble",
@@ -66,7 +68,9 @@ a terminal) and writes -out (or stdout, when it is not a terminal).
 Examples:
    tsdescramble scramble -in clear.ts -out scrambled.ts -cw 11223366445566ff
    tsdescramble scramble -i clear.ts -o s.ts -cw-file keys.txt -cp-packets 5000
-   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff`,
+   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff
+   tsdescramble scramble -i c.ts -o s.ts -cp-duration 10s -ecmg 127.0.0.1:2222 \
+       -super-cas-id 4ADC0000 -ecm-pid 0x1FF0 -cw-log s.cwl`,
 		Flags:  f,
 		Action: func(c *cli.Context) error { return process(c, env, pipeline.Scramble) },
 	}
@@ -112,6 +116,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if c.Int("cp-packets") < 0 {
 		return usageErr("-cp-packets: want 0 or more packets")
 	}
+	if mode == pipeline.Scramble {
+		if err := checkSCSFlags(c); err != nil {
+			return err
+		}
+	}
 	if c.Int("rescramble-cp-packets") < 0 {
 		return usageErr("-rescramble-cp-packets: want 0 or more packets")
 	}
@@ -135,9 +144,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer la.close()
-	ks, err := readKeys(c, "", sys)
-	if err != nil {
-		return err
+	ks := &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
+	if mode != pipeline.Scramble || !scsWanted(c) || anyKeyFlag(c) {
+		if ks, err = readKeys(c, "", sys); err != nil {
+			return err
+		}
 	}
 	notes := append(sysNotes, ks.notes...)
 	if n := limitsNote(opts.Workers, opts.Batch); n != "" {
@@ -177,6 +188,14 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer in.Close()
+	var input io.Reader = in
+	var simul *scsRun
+	if mode == pipeline.Scramble && scsWanted(c) {
+		if simul, err = startSCS(c, in, &opts, sys, ks, logf); err != nil {
+			return err
+		}
+		input = simul.stage
+	}
 	out, err := openOutput(outPath, env)
 	if err != nil {
 		return err
@@ -208,8 +227,12 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	defer sig.stop()
 	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
-	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: in, f: printNotes}, out.w, opts)
+	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: input, f: printNotes}, out.w, opts)
 	sig.finished()
+	var scsErr error
+	if simul != nil {
+		scsErr = simul.finish(logf, quiet)
+	}
 	bar.finish()
 	if runErr == nil && st.BytesIn == 0 {
 		// Not a byte: a wrong path or a producer that failed, as probe says too.
@@ -229,6 +252,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		if err := writeStats(path, &st); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
+	}
+	if scsErr != nil && runErr == nil {
+		return scsErr
 	}
 	switch {
 	case runErr != nil && sig.caught() != nil:

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/ecmgtest"
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/simulcrypt"
+	"github.com/tsdescramble/tsdescramble/ts"
+)
+
+const ecmPID = 0x1FF0
+
+// packets cuts a 188-byte stream into its packets.
+func packets(b []byte) [][]byte {
+	var out [][]byte
+	for i := 0; i+188 <= len(b); i += 188 {
+		out = append(out, b[i:i+188])
+	}
+	return out
+}
+
+// pcrTimes gives each packet's time from the PCRs of the first PID carrying them, placing the
+// packets between two PCRs at even spacing (ISO/IEC 13818-1's constant rate between PCRs).
+func pcrTimes(pkts [][]byte) []time.Duration {
+	type mark struct {
+		i   int
+		pcr int64
+	}
+	var marks []mark
+	pcrPID := -1
+	for i, p := range pkts {
+		if p[3]&0x20 == 0 || p[4] < 7 || p[5]&0x10 == 0 {
+			continue
+		}
+		if pcrPID < 0 {
+			pcrPID = int(ts.PID(p))
+		}
+		if int(ts.PID(p)) != pcrPID {
+			continue
+		}
+		base := int64(p[6])<<25 | int64(p[7])<<17 | int64(p[8])<<9 | int64(p[9])<<1 | int64(p[10])>>7
+		marks = append(marks, mark{i, base*300 + int64(p[10]&1)<<8 | int64(p[11])})
+	}
+	t := make([]time.Duration, len(pkts))
+	for k := 0; k+1 < len(marks); k++ {
+		a, b := marks[k], marks[k+1]
+		for i := a.i; i <= b.i; i++ {
+			ticks := a.pcr - marks[0].pcr + (b.pcr-a.pcr)*int64(i-a.i)/int64(b.i-a.i)
+			t[i] = time.Duration(ticks * 1000 / 27)
+		}
+	}
+	last := marks[len(marks)-1]
+	for i := last.i + 1; i < len(pkts); i++ {
+		t[i] = t[last.i]
+	}
+	return t
+}
+
+func percentile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+// TestSimulCryptClosedLoop scrambles a clear stream as a SimulCrypt SCS with random CWs and the
+// ECMs of the independent example ECMG, then checks the output from its own bytes: the PMT's
+// CA_descriptor, the ECMs (decoded with the ECMG's XOR key) against the CW log, the timing of
+// each ECM against each parity flip on the PCR clock, and that descrambling with the CW log
+// gives back the clear stream except the PMT and ECM packets.
+func TestSimulCryptClosedLoop(t *testing.T) {
+	addr := ecmgtest.Start(t)
+	dir := t.TempDir()
+	in := filepath.Join("..", "..", "samples", "demo-clear.ts")
+	clear := readFile(t, in)
+	scrambled, cwl, clean := filepath.Join(dir, "s.ts"), filepath.Join(dir, "s.cwl"), filepath.Join(dir, "d.ts")
+	r := run(t, nil, "scramble", "-i", in, "-o", scrambled, "-ecmg", addr, "-super-cas-id", "4ADC0000",
+		"-ecm-pid", fmt.Sprint(ecmPID), "-cp-duration", "2s", "-cw-log", cwl)
+	if r.code != 0 {
+		t.Fatalf("scramble: %s", describe(r))
+	}
+	for _, want := range []string{"delay_start 200ms", "ECM_rep_period 300ms", "lead_CW 1, CW_per_msg 2", "inserted", "CA_descriptor in"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if fi, err := os.Stat(cwl); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("CW log: %v, mode %v", err, fi.Mode())
+	}
+	kf, err := keys.LoadKeyFile(cwl, 8)
+	if err != nil || kf.Format != keys.FormatCWL {
+		t.Fatalf("CW log: %v", err)
+	}
+	var logged [][]byte
+	for _, p := range kf.Periods {
+		logged = append(logged, p.CW)
+	}
+
+	out := readFile(t, scrambled)
+	pkts := packets(out)
+	times := pcrTimes(pkts)
+	tr := psi.NewTracker()
+	var flips, ecmStarts []time.Duration
+	var ecmTimes []time.Duration
+	lastParity, lastTable := ts.Scrambling(0xFF), byte(0)
+	ecms := 0
+	for i, p := range pkts {
+		tr.Feed(p)
+		pid := ts.PID(p)
+		switch {
+		case pid == ecmPID:
+			if !ts.PUSI(p) || p[4] != 0 {
+				t.Fatalf("ECM packet %d without a section start", i)
+			}
+			sec := p[5:]
+			if sec[0] != 0x80 && sec[0] != 0x81 || int(binary.BigEndian.Uint16(sec[1:])&0xFFF) != 16 {
+				t.Fatalf("ECM packet %d: % X", i, sec[:19])
+			}
+			ecmTimes = append(ecmTimes, times[i])
+			if sec[0] != lastTable {
+				// The first ECM of crypto period n (parity of n in table_id): it carries the CW
+				// of n and n+1 in the even and odd slots.
+				n := ecms
+				var even, odd []byte
+				for j := range 8 {
+					even = append(even, sec[3+j]^ecmgtest.XORKey[j])
+					odd = append(odd, sec[11+j]^ecmgtest.XORKey[j])
+				}
+				cur, next := even, odd
+				if n%2 == 1 {
+					cur, next = odd, even
+				}
+				if n >= len(logged) || !bytes.Equal(cur, logged[n]) || n+1 < len(logged) && !bytes.Equal(next, logged[n+1]) {
+					t.Fatalf("ECM of period %d carries CWs %X %X, the log says otherwise", n, cur, next)
+				}
+				if int(sec[0]&1) != n%2 {
+					t.Fatalf("ECM of period %d has table_id %#x", n, sec[0])
+				}
+				ecms++
+				lastTable = sec[0]
+				ecmStarts = append(ecmStarts, times[i])
+			}
+		case ts.TSC(p) == ts.Even || ts.TSC(p) == ts.Odd:
+			if ts.TSC(p) != lastParity {
+				lastParity = ts.TSC(p)
+				flips = append(flips, times[i])
+			}
+		}
+	}
+	svcs := tr.Services()
+	if len(svcs) == 0 || len(svcs[0].CA) != 1 || svcs[0].CA[0].SystemID != 0x4ADC || svcs[0].CA[0].PID != ecmPID {
+		t.Fatalf("PMT: %+v", svcs)
+	}
+	if len(flips) < 8 || ecms < len(flips)-1 {
+		t.Fatalf("%d flips, %d ECM periods", len(flips), ecms)
+	}
+	// Timing: the first ECM opens the stream; the ECM of period n >= 1 goes out delay_start
+	// after its flip, within one repetition period.
+	var starts []time.Duration
+	for n := 1; n < min(len(flips), ecms); n++ {
+		d := ecmStarts[n] - flips[n]
+		starts = append(starts, d)
+		if d < ecmgtest.DelayStart-ecmgtest.RepPeriod || d > ecmgtest.DelayStart+ecmgtest.RepPeriod {
+			t.Errorf("period %d: ECM %v after the flip, want %v within %v", n, d, ecmgtest.DelayStart, ecmgtest.RepPeriod)
+		}
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(ecmTimes); i++ {
+		gaps = append(gaps, ecmTimes[i]-ecmTimes[i-1])
+	}
+	if m := slices.Max(gaps); m > ecmgtest.RepPeriod {
+		t.Errorf("an ECM repeats after %v, ECM_rep_period is %v", m, ecmgtest.RepPeriod)
+	}
+	t.Logf("%d crypto periods; ECM start after flip: p50 %v max %v min %v; ECM repetition: p50 %v max %v (ECM_rep_period %v)",
+		len(flips), percentile(starts, 0.5), slices.Max(starts), slices.Min(starts), percentile(gaps, 0.5), slices.Max(gaps), ecmgtest.RepPeriod)
+
+	// Descrambled with the log alone: the clear stream but for the PMT and the ECMs.
+	r = run(t, nil, "-i", scrambled, "-o", clean, "-cw-file", cwl)
+	if r.code != 0 {
+		t.Fatalf("descramble: %s", describe(r))
+	}
+	var got [][]byte
+	for _, p := range packets(readFile(t, clean)) {
+		if ts.PID(p) != ecmPID {
+			got = append(got, p)
+		}
+	}
+	want := packets(clear)
+	if len(got) != len(want) {
+		t.Fatalf("%d packets besides the ECMs, want %d", len(got), len(want))
+	}
+	pmtPID := svcs[0].PMTPID
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) && ts.PID(want[i]) != pmtPID {
+			t.Fatalf("packet %d (PID %#x) differs from the clear stream", i, ts.PID(want[i]))
+		}
+	}
+}
+
+// fakeECMG serves one SCS connection as a scripted ECMG: its ECMs are the example ECMG's (XOR),
+// it answers the CW_provision of crypto period errAt with a stream_error, and closes the
+// connection when asked for period closeAt.
+func fakeECMG(t *testing.T, errAt, closeAt int) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { l.Close(); <-done })
+	go func() {
+		defer close(done)
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		u16 := func(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
+		var buf []byte
+		tmp := make([]byte, 4096)
+		for {
+			m, n, err := simulcrypt.Parse(buf)
+			if err == simulcrypt.ErrShort {
+				k, err := conn.Read(tmp)
+				if err != nil {
+					return
+				}
+				buf = append(buf, tmp[:k]...)
+				continue
+			}
+			if err != nil {
+				return
+			}
+			buf = buf[n:]
+			reply := simulcrypt.Message{Version: m.Version}
+			switch m.Type {
+			case simulcrypt.ChannelSetup, simulcrypt.ChannelTest:
+				reply.Type = simulcrypt.ChannelStatus
+				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamSectionTSPkt, []byte{0}).
+					Add(simulcrypt.ParamDelayStart, u16(0)).Add(simulcrypt.ParamDelayStop, u16(0)).
+					Add(simulcrypt.ParamECMRepPeriod, u16(100)).Add(simulcrypt.ParamMaxStreams, u16(1)).
+					Add(simulcrypt.ParamMinCPDuration, u16(1)).Add(simulcrypt.ParamLeadCW, []byte{1}).
+					Add(simulcrypt.ParamCWPerMsg, []byte{2}).Add(simulcrypt.ParamMaxCompTime, u16(10))
+			case simulcrypt.StreamSetup:
+				reply.Type = simulcrypt.StreamStatus
+				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1)).
+					Add(simulcrypt.ParamECMID, u16(1)).Add(simulcrypt.ParamACTransferMode, []byte{1})
+			case simulcrypt.CWProvision:
+				cp, _ := m.Uint(simulcrypt.ParamCPNumber, 2)
+				if int(cp) == closeAt {
+					return
+				}
+				if int(cp) == errAt {
+					reply.Type = simulcrypt.StreamError
+					reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1)).
+						Add(simulcrypt.ParamErrorStatus, u16(0x000B))
+					break
+				}
+				sec := []byte{0x80 | byte(cp&1), 0x70, 16}
+				sec = append(sec, make([]byte, 16)...)
+				for _, c := range m.All(simulcrypt.ParamCPCWCombination) {
+					slot := 3 + 8*int(c[1]&1)
+					for j := range 8 {
+						sec[slot+j] = c[2+j] ^ ecmgtest.XORKey[j]
+					}
+				}
+				reply.Type = simulcrypt.ECMResponse
+				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1)).
+					Add(simulcrypt.ParamCPNumber, u16(uint16(cp))).Add(simulcrypt.ParamECMDatagram, sec)
+			default:
+				continue
+			}
+			if _, err := conn.Write(reply.Append(nil)); err != nil {
+				return
+			}
+		}
+	}()
+	return l.Addr().String()
+}
+
+// TestSimulCryptFaults: an ECMG that answers a CW_provision with an error and then closes the
+// connection mid-run never stops the stream: every packet goes out, the run says what happened
+// in words, the period whose ECM never came goes on with the last ECM repeating, and the
+// output still descrambles with the CW log to the clear stream.
+func TestSimulCryptFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		errAt, lost int
+		says        []string
+	}{
+		{"error reply", 3, -1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3", "keeps repeating"}},
+		{"closed mid-run", -1, 4, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := fakeECMG(t, tc.errAt, tc.lost)
+			dir := t.TempDir()
+			in := filepath.Join("..", "..", "samples", "demo-clear.ts")
+			clear := readFile(t, in)
+			scrambled, cwl, clean := filepath.Join(dir, "s.ts"), filepath.Join(dir, "s.cwl"), filepath.Join(dir, "d.ts")
+			r := run(t, nil, "scramble", "-i", in, "-o", scrambled, "-ecmg", addr, "-super-cas-id", "4ADC0000",
+				"-ecm-pid", fmt.Sprint(ecmPID), "-cp-duration", "1s", "-cw-log", cwl)
+			if r.code != 0 {
+				t.Fatalf("scramble: %s", describe(r))
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			r = run(t, nil, "-i", scrambled, "-o", clean, "-cw-file", cwl)
+			if r.code != 0 {
+				t.Fatalf("descramble: %s", describe(r))
+			}
+			var got [][]byte
+			for _, p := range packets(readFile(t, clean)) {
+				if ts.PID(p) != ecmPID && ts.PID(p) != 0x1000 {
+					got = append(got, p)
+				}
+			}
+			var want [][]byte
+			for _, p := range packets(clear) {
+				if ts.PID(p) != 0x1000 {
+					want = append(want, p)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d packets, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("packet %d differs", i)
+				}
+			}
+		})
+	}
+}
