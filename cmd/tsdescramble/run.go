@@ -44,6 +44,7 @@ func descrambleFlags() []cli.Flag {
 	f := append(ioFlags(), keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
+		&cli.StringFlag{Name: "ecm-xor", Category: catKeys, Usage: "read the CWs from the ECMs of a test CA system (VideoLAN's example ECMG): its 16 `HEX` digit XOR key; needs -in FILE"},
 		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
 		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
@@ -145,7 +146,12 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	}
 	defer la.close()
 	ks := &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
-	if mode != pipeline.Scramble || !scsWanted(c) || anyKeyFlag(c) {
+	switch {
+	case mode == pipeline.Descramble && c.String("ecm-xor") != "":
+		if ks, err = ecmKeys(c, sys); err != nil {
+			return err
+		}
+	case mode != pipeline.Scramble || !scsWanted(c) || anyKeyFlag(c):
 		if ks, err = readKeys(c, "", sys); err != nil {
 			return err
 		}

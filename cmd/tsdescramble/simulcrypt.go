@@ -21,6 +21,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/scrambling"
 	"github.com/tsdescramble/tsdescramble/scs"
 	"github.com/tsdescramble/tsdescramble/simulcrypt"
+	"github.com/tsdescramble/tsdescramble/testca"
 )
 
 // simulcryptFlags are the scrambler's flags for crypto periods in time and a SimulCrypt ECMG.
@@ -224,4 +225,41 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 		logf(fmt.Sprintf("closing the ECMG channel: %v", closeErr))
 	}
 	return nil
+}
+
+// ecmKeys reads the CWs of -ecm-xor from the ECMs of the input, in a pass before the run: the
+// pipeline then follows them per PID as it follows a .cwl log, each CW in force from the flip
+// to its period's parity.
+func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, error) {
+	if anyKeyFlag(c) {
+		return nil, usageErr("-ecm-xor reads the CWs from the stream: give no other key flag")
+	}
+	if sys.Name() != "csa2" {
+		return nil, usageErr("-ecm-xor carries 8-byte CWs: use it with -cipher csa2")
+	}
+	key, err := keys.ParseCW(c.String("ecm-xor"), 8)
+	if err != nil {
+		return nil, usageErr("-ecm-xor: %v (example: -ecm-xor 4212022421206688)", err)
+	}
+	path := c.String("in")
+	fi, err := os.Stat(path)
+	if path == "-" || err == nil && !fi.Mode().IsRegular() {
+		return nil, usageErr("-ecm-xor reads the ECMs in a pass of their own: give the input as -in FILE")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, failErr("cannot open the input: %v", unwrapPath(err))
+	}
+	defer f.Close()
+	res, err := testca.ReadCWs(f, key, c.Int("service"))
+	if err != nil {
+		return nil, failErr("%s: -ecm-xor: %v", path, err)
+	}
+	var pids []string
+	for _, p := range res.PIDs {
+		pids = append(pids, fmt.Sprintf("%#04x", p))
+	}
+	note := fmt.Sprintf("ECMs: %d read on PID %s, %d distinct: %d crypto periods' CWs", res.ECMs, strings.Join(pids, ", "), res.Distinct, len(res.Periods))
+	ks := &keySet{sched: keys.NewPeriods(res.Periods), notes: []string{note}, format: keys.FormatCWL}
+	return ks, nil
 }

@@ -184,25 +184,42 @@ func TestSimulCryptClosedLoop(t *testing.T) {
 	t.Logf("%d crypto periods; ECM start after flip: p50 %v max %v min %v; ECM repetition: p50 %v max %v (ECM_rep_period %v)",
 		len(flips), percentile(starts, 0.5), slices.Max(starts), slices.Min(starts), percentile(gaps, 0.5), slices.Max(gaps), ecmgtest.RepPeriod)
 
-	// Descrambled with the log alone: the clear stream but for the PMT and the ECMs.
+	// Descrambled with the log alone, and with the ECMs alone: the clear stream but for the PMT
+	// and the ECMs.
+	pmtPID := svcs[0].PMTPID
 	r = run(t, nil, "-i", scrambled, "-o", clean, "-cw-file", cwl)
 	if r.code != 0 {
-		t.Fatalf("descramble: %s", describe(r))
+		t.Fatalf("descramble with the CW log: %s", describe(r))
 	}
-	var got [][]byte
-	for _, p := range packets(readFile(t, clean)) {
+	sameAsClear(t, "descrambled with the CW log", clear, readFile(t, clean), pmtPID)
+	r = run(t, nil, "-i", scrambled, "-o", clean, "-ecm-xor", "4212022421206688")
+	if r.code != 0 {
+		t.Fatalf("descramble with -ecm-xor: %s", describe(r))
+	}
+	if !strings.Contains(r.stderr, fmt.Sprintf("ECMs: %d read on PID 0x1ff0, %d distinct", len(ecmTimes), ecms)) {
+		t.Errorf("the summary does not count the %d ECMs, %d distinct:\n%s", len(ecmTimes), ecms, r.stderr)
+	}
+	sameAsClear(t, "descrambled with -ecm-xor", clear, readFile(t, clean), pmtPID)
+	simulcryptOracle(t, readFile(t, scrambled), clear, logged, pmtPID)
+}
+
+// sameAsClear fails the test unless got, without its ECM packets, is the clear stream but for
+// the packets of the PMT.
+func sameAsClear(t *testing.T, what string, clear, got []byte, pmtPID uint16) {
+	t.Helper()
+	var g [][]byte
+	for _, p := range packets(got) {
 		if ts.PID(p) != ecmPID {
-			got = append(got, p)
+			g = append(g, p)
 		}
 	}
 	want := packets(clear)
-	if len(got) != len(want) {
-		t.Fatalf("%d packets besides the ECMs, want %d", len(got), len(want))
+	if len(g) != len(want) {
+		t.Fatalf("%s: %d packets besides the ECMs, want %d", what, len(g), len(want))
 	}
-	pmtPID := svcs[0].PMTPID
 	for i := range want {
-		if !bytes.Equal(got[i], want[i]) && ts.PID(want[i]) != pmtPID {
-			t.Fatalf("packet %d (PID %#x) differs from the clear stream", i, ts.PID(want[i]))
+		if !bytes.Equal(g[i], want[i]) && ts.PID(want[i]) != pmtPID {
+			t.Fatalf("%s: packet %d (PID %#x) differs from the clear stream", what, i, ts.PID(want[i]))
 		}
 	}
 }
@@ -321,26 +338,7 @@ func TestSimulCryptFaults(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("descramble: %s", describe(r))
 			}
-			var got [][]byte
-			for _, p := range packets(readFile(t, clean)) {
-				if ts.PID(p) != ecmPID && ts.PID(p) != 0x1000 {
-					got = append(got, p)
-				}
-			}
-			var want [][]byte
-			for _, p := range packets(clear) {
-				if ts.PID(p) != 0x1000 {
-					want = append(want, p)
-				}
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%d packets, want %d", len(got), len(want))
-			}
-			for i := range want {
-				if !bytes.Equal(got[i], want[i]) {
-					t.Fatalf("packet %d differs", i)
-				}
-			}
+			sameAsClear(t, "descrambled with the CW log", clear, readFile(t, clean), 0x1000)
 		})
 	}
 }
