@@ -399,6 +399,14 @@ func (s *Stage) ecmSchedule() error {
 	}
 	if next <= s.period+1 && s.now >= due {
 		datagram, ok := s.await(next)
+		if !ok && s.waited[next] && next+1 <= s.period+1 {
+			// The ECMG refused or lost this ECM: the next period's, when it came, carries the
+			// next CW, and receivers hold this period's CW from the ECM before.
+			if d, have := s.ecms[next+1]; have {
+				s.cfg.Log(fmt.Sprintf("the ECM of crypto period %d never came: the ECM of period %d follows the one of period %d", next, next+1, s.onAir))
+				datagram, ok, next = d, true, next+1
+			}
+		}
 		if ok {
 			s.onAir = next
 			s.queue(datagram)
@@ -438,6 +446,12 @@ func (s *Stage) await(n int64) ([]byte, bool) {
 			}
 		case err := <-s.client.Errors():
 			if s.report(err); s.client == nil {
+				return nil, false
+			}
+			var er *simulcrypt.ErrorReply
+			if asErrorReply(err, &er) && er.Type == simulcrypt.StreamError {
+				// The ECMG answers CW_provisions in turn: this was its answer.
+				s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
 				return nil, false
 			}
 		case <-timer.C:

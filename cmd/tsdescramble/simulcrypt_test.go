@@ -272,6 +272,9 @@ func fakeECMG(t *testing.T, errAt, closeAt int) string {
 				reply.Type = simulcrypt.StreamStatus
 				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1)).
 					Add(simulcrypt.ParamECMID, u16(1)).Add(simulcrypt.ParamACTransferMode, []byte{1})
+			case simulcrypt.StreamCloseRequest:
+				reply.Type = simulcrypt.StreamCloseResponse
+				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1))
 			case simulcrypt.CWProvision:
 				cp, _ := m.Uint(simulcrypt.ParamCPNumber, 2)
 				if int(cp) == closeAt {
@@ -315,7 +318,7 @@ func TestSimulCryptFaults(t *testing.T) {
 		errAt, lost int
 		says        []string
 	}{
-		{"error reply", 3, -1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3", "keeps repeating"}},
+		{"error reply", 3, -1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3", "keeps repeating", "the ECM of period 4 follows"}},
 		{"closed mid-run", -1, 4, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
