@@ -286,7 +286,7 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 		}
 		s.pending = s.pending[:0]
 	}
-	if s.tracker.Wants(pid) {
+	if s.cfg.ECMG != nil && s.tracker.Wants(pid) {
 		s.signalPMT(p, pid)
 	}
 	s.out = append(s.out, unit...)

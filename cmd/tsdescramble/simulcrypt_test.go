@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +12,9 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/ecmgtest"
+	"github.com/tsdescramble/tsdescramble/internal/fakeecmg"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
-	"github.com/tsdescramble/tsdescramble/simulcrypt"
 	"github.com/tsdescramble/tsdescramble/ts"
 )
 
@@ -224,90 +223,6 @@ func sameAsClear(t *testing.T, what string, clear, got []byte, pmtPID uint16) {
 	}
 }
 
-// fakeECMG serves one SCS connection as a scripted ECMG: its ECMs are the example ECMG's (XOR),
-// it answers the CW_provision of crypto period errAt with a stream_error, and closes the
-// connection when asked for period closeAt.
-func fakeECMG(t *testing.T, errAt, closeAt int) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { l.Close(); <-done })
-	go func() {
-		defer close(done)
-		conn, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(30 * time.Second))
-		u16 := func(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
-		var buf []byte
-		tmp := make([]byte, 4096)
-		for {
-			m, n, err := simulcrypt.Parse(buf)
-			if err == simulcrypt.ErrShort {
-				k, err := conn.Read(tmp)
-				if err != nil {
-					return
-				}
-				buf = append(buf, tmp[:k]...)
-				continue
-			}
-			if err != nil {
-				return
-			}
-			buf = buf[n:]
-			reply := simulcrypt.Message{Version: m.Version}
-			switch m.Type {
-			case simulcrypt.ChannelSetup, simulcrypt.ChannelTest:
-				reply.Type = simulcrypt.ChannelStatus
-				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamSectionTSPkt, []byte{0}).
-					Add(simulcrypt.ParamDelayStart, u16(0)).Add(simulcrypt.ParamDelayStop, u16(0)).
-					Add(simulcrypt.ParamECMRepPeriod, u16(100)).Add(simulcrypt.ParamMaxStreams, u16(1)).
-					Add(simulcrypt.ParamMinCPDuration, u16(1)).Add(simulcrypt.ParamLeadCW, []byte{1}).
-					Add(simulcrypt.ParamCWPerMsg, []byte{2}).Add(simulcrypt.ParamMaxCompTime, u16(10))
-			case simulcrypt.StreamSetup:
-				reply.Type = simulcrypt.StreamStatus
-				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1)).
-					Add(simulcrypt.ParamECMID, u16(1)).Add(simulcrypt.ParamACTransferMode, []byte{1})
-			case simulcrypt.StreamCloseRequest:
-				reply.Type = simulcrypt.StreamCloseResponse
-				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1))
-			case simulcrypt.CWProvision:
-				cp, _ := m.Uint(simulcrypt.ParamCPNumber, 2)
-				if int(cp) == closeAt {
-					return
-				}
-				if int(cp) == errAt {
-					reply.Type = simulcrypt.StreamError
-					reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1)).
-						Add(simulcrypt.ParamErrorStatus, u16(0x000B))
-					break
-				}
-				sec := []byte{0x80 | byte(cp&1), 0x70, 16}
-				sec = append(sec, make([]byte, 16)...)
-				for _, c := range m.All(simulcrypt.ParamCPCWCombination) {
-					slot := 3 + 8*int(c[1]&1)
-					for j := range 8 {
-						sec[slot+j] = c[2+j] ^ ecmgtest.XORKey[j]
-					}
-				}
-				reply.Type = simulcrypt.ECMResponse
-				reply.Add(simulcrypt.ParamECMChannelID, u16(1)).Add(simulcrypt.ParamECMStreamID, u16(1)).
-					Add(simulcrypt.ParamCPNumber, u16(uint16(cp))).Add(simulcrypt.ParamECMDatagram, sec)
-			default:
-				continue
-			}
-			if _, err := conn.Write(reply.Append(nil)); err != nil {
-				return
-			}
-		}
-	}()
-	return l.Addr().String()
-}
-
 // TestSimulCryptFaults: an ECMG that answers a CW_provision with an error and then closes the
 // connection mid-run never stops the stream: every packet goes out, the run says what happened
 // in words, the period whose ECM never came goes on with the last ECM repeating, and the
@@ -322,7 +237,7 @@ func TestSimulCryptFaults(t *testing.T) {
 		{"closed mid-run", -1, 4, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := fakeECMG(t, tc.errAt, tc.lost)
+			addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: tc.errAt, CloseAt: tc.lost, RepPeriod: 100 * time.Millisecond})
 			dir := t.TempDir()
 			in := filepath.Join("..", "..", "samples", "demo-clear.ts")
 			clear := readFile(t, in)
