@@ -128,7 +128,7 @@ func TestStageWithNulls(t *testing.T) {
 	const rate = 1000
 	for _, fr := range []ts.Framing{ts.Framing188, ts.Framing192, ts.Framing204} {
 		in := synthStream(5.5, rate, 7, fr, false)
-		addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, DelayStart: 200 * time.Millisecond, RepPeriod: 300 * time.Millisecond})
+		addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, DelayStart: 200 * time.Millisecond, RepPeriod: 300 * time.Millisecond})
 		out, s, starts := runStage(t, in, Config{CPDuration: time.Second, ECMPID: ecmPID,
 			ECMG: &simulcrypt.Config{Addr: addr, SuperCASID: 0x4ADC0000}})
 		st := s.Stats()
@@ -200,7 +200,7 @@ func TestStageNoECMG(t *testing.T) {
 		t.Fatalf("no PCR: %d periods", len(starts))
 	}
 	full := synthStream(1, 1000, 0, ts.Framing188, true)
-	addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1})
+	addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1})
 	out, s, _ = runStage(t, full, Config{CPDuration: time.Second, ECMPID: ecmPID, ECMG: &simulcrypt.Config{Addr: addr, SuperCASID: 0x4ADC0000}})
 	if st := s.Stats(); st.PMTLeft == 0 || st.PMTSignalled != 0 {
 		t.Fatalf("full PMT: %+v", st)

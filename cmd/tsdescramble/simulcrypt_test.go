@@ -229,15 +229,16 @@ func sameAsClear(t *testing.T, what string, clear, got []byte, pmtPID uint16) {
 // output still descrambles with the CW log to the clear stream.
 func TestSimulCryptFaults(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		errAt, lost int
-		says        []string
+		name              string
+		errAt, lost, late int
+		says              []string
 	}{
-		{"error reply", 3, -1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3", "keeps repeating", "the ECM of period 4 follows"}},
-		{"closed mid-run", -1, 4, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
+		{"late", -1, -1, 3, []string{"no ECM for crypto period 3 within 2s", "keeps repeating", "crypto periods prolonged"}},
+		{"error reply", 3, -1, -1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3", "keeps repeating", "the ECM of period 4 follows"}},
+		{"closed mid-run", -1, 4, -1, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: tc.errAt, CloseAt: tc.lost, RepPeriod: 100 * time.Millisecond})
+			addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: tc.errAt, CloseAt: tc.lost, LateAt: tc.late, Late: 3 * time.Second, RepPeriod: 100 * time.Millisecond})
 			dir := t.TempDir()
 			in := filepath.Join("..", "..", "samples", "demo-clear.ts")
 			clear := readFile(t, in)

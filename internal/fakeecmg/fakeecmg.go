@@ -17,6 +17,11 @@ type Config struct {
 	// ErrorAt is the crypto period whose CW_provision gets a stream_error (not enough control
 	// words), CloseAt the one at which the connection closes; -1 for none.
 	ErrorAt, CloseAt int
+	// LateAt is the crypto period whose ECM comes Late after its CW_provision (and the ECMs
+	// after it with it); -1 for none. The zero Config has every period on time only when
+	// ErrorAt, CloseAt and LateAt are set to -1.
+	LateAt int
+	Late   time.Duration
 	// DelayStart and RepPeriod are what its channel_status says (RepPeriod 0: 100 ms).
 	DelayStart, RepPeriod time.Duration
 }
@@ -78,6 +83,9 @@ func Start(t testing.TB, fc Config) string {
 				reply.Add(sc.ParamECMChannelID, u16(1)).Add(sc.ParamECMStreamID, u16(1))
 			case sc.CWProvision:
 				cp, _ := m.Uint(sc.ParamCPNumber, 2)
+				if int(cp) == fc.LateAt {
+					time.Sleep(fc.Late)
+				}
 				if int(cp) == closeAt {
 					return
 				}
