@@ -175,7 +175,9 @@ func (s *Stage) Read(p []byte) (int, error) {
 			return 0, s.err
 		}
 		s.out, s.pos = s.out[:0], 0
-		for len(s.out) == 0 && s.err == nil {
+		// Fill up to readSize, so that the reads are few; the pipeline's units of work are
+		// larger anyway.
+		for len(s.out) < readSize && s.err == nil {
 			unit, err := s.fr.Next()
 			if err != nil {
 				s.err = err
@@ -215,6 +217,9 @@ func (s *Stage) cw(n int64) ([]byte, error) {
 	delete(s.cws, n-8)
 	return cw, nil
 }
+
+// readSize is how much a Read prepares at most before it returns.
+const readSize = 64 << 10
 
 // maxHeld bounds the packets held for want of a PCR; past it they are placed at the rate of
 // the last PCRs.
