@@ -15,6 +15,7 @@ package scs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,6 +51,10 @@ type Config struct {
 	// Log receives one-line notes (the ECMG's errors, its loss, a PMT without room).
 	Log func(string)
 }
+
+// ErrECMPIDInUse is returned by Read when the input carries packets on the ECM PID: ECMs
+// mixed into another stream would break both.
+var ErrECMPIDInUse = errors.New("the input already carries packets on the ECM PID: choose a PID it does not use")
 
 // Stats says what a Stage did.
 type Stats struct {
@@ -250,6 +255,9 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 	p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
 	pid := ts.PID(p)
 	s.now = s.clk.at(idx)
+	if pid == s.cfg.ECMPID && s.cfg.ECMG != nil {
+		return fmt.Errorf("%w: PID %#04x", ErrECMPIDInUse, pid)
+	}
 
 	flip := false
 	if s.period < 0 {

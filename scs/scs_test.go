@@ -3,6 +3,7 @@ package scs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -209,5 +210,16 @@ func TestStageNoECMG(t *testing.T) {
 		if ts.PID(out[i:]) == pmtPID && !bytes.Equal(out[i:i+188], full[188:376]) {
 			t.Fatal("a PMT without room was changed")
 		}
+	}
+	// An ECM PID the input already uses is refused, not mixed in.
+	s, err := New(context.Background(), bytes.NewReader(full), Config{CPDuration: time.Second, ECMPID: esPID,
+		NextCW: func() ([]byte, error) { return make([]byte, 8), nil },
+		ECMG:   &simulcrypt.Config{Addr: fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1}), SuperCASID: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := io.ReadAll(s); !errors.Is(err, ErrECMPIDInUse) {
+		t.Fatalf("ECM PID in use: %v", err)
 	}
 }
