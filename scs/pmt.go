@@ -44,7 +44,7 @@ func (s *Stage) signalPMT(p []byte, pid uint16) {
 	w := copy(s.pkt[:], p[:q])
 	signalled, left := 0, 0
 	for q < ts.PacketSize && p[q] != 0xFF {
-		if q+3 > ts.PacketSize || q+3+int(p[q+1]&0x0F)<<8|int(p[q+2]) > ts.PacketSize {
+		if q+3 > ts.PacketSize || q+3+(int(p[q+1]&0x0F)<<8|int(p[q+2])) > ts.PacketSize {
 			if p[q] == 0x02 {
 				left++
 			}
