@@ -83,6 +83,9 @@ func TestSimulCryptClosedLoop(t *testing.T) {
 	in := filepath.Join("..", "..", "samples", "demo-clear.ts")
 	clear := readFile(t, in)
 	scrambled, cwl, clean := filepath.Join(dir, "s.ts"), filepath.Join(dir, "s.cwl"), filepath.Join(dir, "d.ts")
+	// A log left readable by an earlier run is made private too.
+	writeFile(t, dir, "s.cwl", []byte("old"))
+	os.Chmod(cwl, 0o644)
 	r := run(t, nil, "scramble", "-i", in, "-o", scrambled, "-ecmg", addr, "-super-cas-id", "4ADC0000",
 		"-ecm-pid", fmt.Sprint(ecmPID), "-cp-duration", "2s", "-cw-log", cwl)
 	if r.code != 0 {
