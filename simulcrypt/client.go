@@ -74,6 +74,7 @@ type Client struct {
 	streamStatus  []byte
 	dropped       atomic.Int64
 	why           atomic.Pointer[error] // set by keepAlive before it closes the connection
+	answered      atomic.Int64          // channel_test and stream_test of the ECMG answered
 }
 
 // Dial connects to the ECMG, sets up the channel (channel_setup, channel_status) and the
@@ -304,7 +305,9 @@ func (c *Client) handle(m *Message, raw []byte) {
 		if raw != nil {
 			c.wmu.Lock()
 			c.conn.SetWriteDeadline(time.Now().Add(c.cfg.timeout()))
-			c.conn.Write(raw)
+			if _, err := c.conn.Write(raw); err == nil {
+				c.answered.Add(1)
+			}
 			c.wmu.Unlock()
 		}
 	case ECMResponse:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -168,5 +169,48 @@ func fakeECMG(l net.Listener, silent bool) {
 				return
 			}
 		}
+	}
+}
+
+// TestRealECMGKeepAlive: the example ECMG answers our channel_test with channel_status, so a
+// client that sends one every 100 ms with a timeout of 300 ms stays up; and (with TSD_LONG=1)
+// after 10 s of silence the ECMG sends channel_test itself, which we answer, and the channel
+// still works.
+func TestRealECMGKeepAlive(t *testing.T) {
+	addr := ecmgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	keep := 100 * time.Millisecond
+	wait := time.Second
+	if os.Getenv("TSD_LONG") == "1" {
+		keep, wait = -1, 12*time.Second // no channel_test of ours: the ECMG's after 10 s
+	}
+	c, err := Dial(ctx, Config{Addr: addr, SuperCASID: 0x4ADC0000, Channel: 1, Stream: 1, Timeout: 300 * time.Millisecond, KeepAlive: keep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case <-c.Done():
+		t.Fatalf("lost: %v", c.Err())
+	case err := <-c.Errors():
+		t.Fatalf("error: %v", err)
+	case <-time.After(wait):
+	}
+	if keep < 0 && c.answered.Load() == 0 {
+		t.Fatal("the ECMG's channel_test went unanswered")
+	}
+	if err := c.Provide(0, []CPCW{{0, make([]byte, 8)}, {1, make([]byte, 8)}}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-c.ECMs():
+		if e.CP != 0 {
+			t.Fatalf("ECM of CP %d", e.CP)
+		}
+	case err := <-c.Errors():
+		t.Fatalf("error: %v", err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("no ECM after the silence")
 	}
 }
