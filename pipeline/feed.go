@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -19,6 +20,15 @@ type PeriodFeed struct {
 	mu     sync.Mutex
 	starts []feedStart
 	pushed atomic.Int64
+	err    error
+}
+
+// Err returns the first error of the run with the feed's periods: a control word the output
+// system refused. The packets of such a period pass clear, unmarked; check Err after Run.
+func (f *PeriodFeed) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 type feedStart struct {
@@ -38,11 +48,10 @@ func (f *PeriodFeed) Start(packet int64, cw []byte) {
 // fedPeriods is the classifier's side of a PeriodFeed: the period in force and its key.
 type fedPeriods struct {
 	feed   *PeriodFeed
-	seen   int64 // starts taken from the feed
-	next   int64 // packet of the first start not yet in force, 0 when none is queued
-	period int64 // periods begun, the current one included
-	key    scrambling.Key
-	err    error
+	seen   int64          // starts taken from the feed
+	next   int64          // packet of the first start not yet in force, 0 when none is queued
+	period int64          // periods begun, the current one included
+	key    scrambling.Key // nil before the first period and in a period whose CW was refused
 }
 
 // at returns the key and parity of the crypto period of the packet-th packet: a lock is taken
@@ -56,12 +65,10 @@ func (fp *fedPeriods) at(cs *ciphers, packet int64) (scrambling.Key, bool) {
 	fp.seen = f.pushed.Load()
 	for len(f.starts) > 0 && f.starts[0].packet <= packet {
 		k, err := cs.out.NewKey(f.starts[0].cw)
-		if err != nil && fp.err == nil {
-			fp.err = err
+		if err != nil && f.err == nil {
+			f.err = fmt.Errorf("crypto period %d: %w", fp.period+1, err)
 		}
-		if err == nil {
-			fp.key = k
-		}
+		fp.key = k // nil when refused: the period's packets stay clear
 		fp.period++
 		f.starts[0].cw = nil
 		f.starts = f.starts[1:]

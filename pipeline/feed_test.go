@@ -84,3 +84,30 @@ func TestPeriodFeed(t *testing.T) {
 		}
 	}
 }
+
+// TestPeriodFeedRefusedCW: a CW the system refuses leaves its period's packets clear and
+// unmarked, and Err says so; the periods around it are scrambled as usual.
+func TestPeriodFeedRefusedCW(t *testing.T) {
+	in := makeUnits(30, ts.Framing188, rand.New(rand.NewPCG(3, 4)))
+	for i := range 30 {
+		in[i*188+1], in[i*188+2] = 0x01, 0x00
+	}
+	feed := new(PeriodFeed)
+	feed.Start(1, []byte{1, 2, 3, 6, 5, 6, 7, 18})
+	feed.Start(11, []byte{1, 2, 3}) // too short for csa2
+	feed.Start(21, []byte{9, 8, 7, 24, 6, 5, 4, 15})
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), bytes.NewReader(in), &out, Options{Mode: Scramble, PIDs: []uint16{0x100}, Out: &Output{Feed: feed}}); err != nil {
+		t.Fatal(err)
+	}
+	if feed.Err() == nil {
+		t.Fatal("no error for the refused CW")
+	}
+	for i := range 30 {
+		got, orig := out.Bytes()[i*188:(i+1)*188], in[i*188:(i+1)*188]
+		clear := bytes.Equal(got, orig)
+		if want := i >= 10 && i < 20; clear != want {
+			t.Fatalf("packet %d: left clear %v", i+1, clear)
+		}
+	}
+}

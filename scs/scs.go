@@ -111,7 +111,7 @@ type Stage struct {
 	cc       uint8
 	lastNull time.Duration
 	hadNull  bool
-	lostAt   time.Time // when the ECMG was lost (zero while connected)
+	lostAt   time.Time // when the ECMG was last lost
 	lastTry  time.Time
 	redial   chan *simulcrypt.Client // a reconnection under way
 

@@ -55,6 +55,7 @@ func anyKeyFlag(c *cli.Context) bool {
 // scsRun is a scrambling run's SimulCrypt stage, with what it needs to end.
 type scsRun struct {
 	stage *scs.Stage
+	feed  *pipeline.PeriodFeed
 	log   *os.File
 	ecmg  string
 	pid   uint16
@@ -167,7 +168,7 @@ func startSCS(c *cli.Context, in io.Reader, opts *pipeline.Options, sys scrambli
 		return len(svc.Streams) > 0
 	}
 	feed := new(pipeline.PeriodFeed)
-	cfg.OnPeriod = feed.Start
+	cfg.OnPeriod, run.feed = feed.Start, feed
 	opts.Out = &pipeline.Output{System: sys, Feed: feed}
 	if path := c.String("cw-log"); path != "" {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -220,6 +221,9 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 	}
 	if logErr != nil {
 		return failErr("cannot write the CW log: %v", logErr)
+	}
+	if err := r.feed.Err(); err != nil {
+		return failErr("%v: that period's packets were left clear", err)
 	}
 	if closeErr != nil && st.Lost == 0 {
 		logf(fmt.Sprintf("closing the ECMG channel: %v", closeErr))
