@@ -253,3 +253,20 @@ func TestStageDelayStartSign(t *testing.T) {
 		}
 	}
 }
+
+// TestStageOnlyScrambledServices: the PMT of a service that is not scrambled keeps its bytes.
+func TestStageOnlyScrambledServices(t *testing.T) {
+	in := synthStream(1, 1000, 0, ts.Framing188, false)
+	addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1})
+	out, s, _ := runStage(t, in, Config{CPDuration: time.Second, ECMPID: ecmPID,
+		ECMG:      &simulcrypt.Config{Addr: addr, SuperCASID: 0x4ADC0000},
+		Scrambled: func(svc psi.Service) bool { return svc.Number != 1 }})
+	if st := s.Stats(); st.PMTSignalled != 0 || st.PMTLeft != 0 {
+		t.Fatalf("%+v", st)
+	}
+	for i := 0; i < len(out); i += 188 {
+		if ts.PID(out[i:]) == pmtPID && !bytes.Equal(out[i:i+188], in[188:376]) {
+			t.Fatal("the PMT of a service left clear was changed")
+		}
+	}
+}
