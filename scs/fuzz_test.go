@@ -44,8 +44,8 @@ func FuzzSignalPMT(f *testing.F) {
 // FuzzStage: whatever the input, a stage without an ECMG never panics and hands on the packets
 // the framer finds, every one, unchanged.
 func FuzzStage(f *testing.F) {
-	f.Add(synthStream(0.05, 1000, 5, ts.Framing188, false))
-	f.Add(synthStream(0.02, 1000, 0, ts.Framing204, true))
+	f.Add(synthStream(0.004, 1000, 5, ts.Framing188, false))
+	f.Add(synthStream(0.003, 1000, 0, ts.Framing204, true))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := New(context.Background(), bytes.NewReader(in), Config{CPDuration: 100e6,
 			NextCW: func() ([]byte, error) { return make([]byte, 8), nil }})
