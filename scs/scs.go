@@ -114,6 +114,7 @@ type Stage struct {
 	lostAt   time.Time // when the ECMG was last lost
 	lastTry  time.Time
 	redial   chan *simulcrypt.Client // a reconnection under way
+	refused  bool                    // a stream_error came that no awaited ECM has answered for yet
 
 	tracker    *psi.Tracker
 	generation uint64
@@ -448,6 +449,12 @@ func (s *Stage) await(n int64) ([]byte, bool) {
 		return nil, false
 	}
 	s.waited[n] = true
+	if s.refused {
+		// A stream_error came in place of an ECM: the ECMG answers CW_provisions in turn.
+		s.refused = false
+		s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
+		return nil, false
+	}
 	timer := time.NewTimer(s.cfg.ECMTimeout)
 	defer timer.Stop()
 	for {
@@ -461,9 +468,9 @@ func (s *Stage) await(n int64) ([]byte, bool) {
 			if s.report(err); s.client == nil {
 				return nil, false
 			}
-			var er *simulcrypt.ErrorReply
-			if asErrorReply(err, &er) && er.Type == simulcrypt.StreamError {
+			if s.refused {
 				// The ECMG answers CW_provisions in turn: this was its answer.
+				s.refused = false
 				s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
 				return nil, false
 			}
@@ -513,6 +520,7 @@ func (s *Stage) report(err error) {
 	switch {
 	case asErrorReply(err, &er):
 		s.st.ECMGErrors++
+		s.refused = s.refused || er.Type == simulcrypt.StreamError
 		if s.st.ECMGErrors <= 10 {
 			s.cfg.Log(err.Error())
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,6 +206,19 @@ func TestSimulCryptClosedLoop(t *testing.T) {
 	simulcryptOracle(t, readFile(t, scrambled), clear, logged, pmtPID)
 }
 
+// slowReader hands out data 16 kB at a time, 4 ms apart.
+type slowReader struct{ data []byte }
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(4 * time.Millisecond)
+	n := copy(p[:min(len(p), 16<<10)], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
 // sameAsClear fails the test unless got, without its ECM packets, is the clear stream but for
 // the packets of the PMT.
 func sameAsClear(t *testing.T, what string, clear, got []byte, pmtPID uint16) {
@@ -232,22 +246,28 @@ func sameAsClear(t *testing.T, what string, clear, got []byte, pmtPID uint16) {
 // output still descrambles with the CW log to the clear stream.
 func TestSimulCryptFaults(t *testing.T) {
 	for _, tc := range []struct {
-		name              string
-		errAt, lost, late int
-		says              []string
+		name                     string
+		errAt, lost, late, conns int
+		says                     []string
 	}{
-		{"late", -1, -1, 3, []string{"no ECM for crypto period 3 within 2s", "keeps repeating", "crypto periods prolonged"}},
-		{"error reply", 3, -1, -1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3", "keeps repeating", "the ECM of period 4 follows"}},
-		{"closed mid-run", -1, 4, -1, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
+		{"late", -1, -1, 3, 1, []string{"no ECM for crypto period 3 within 2s", "keeps repeating", "crypto periods prolonged"}},
+		{"error reply", 3, -1, -1, 1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3: the ECM of crypto period 2 keeps repeating", "the ECM of period 4 follows"}},
+		{"reconnected", -1, 4, -1, 2, []string{"the ECMG closed the connection", "the ECMG is back after", "lost 1 times (back 1)"}},
+		{"closed mid-run", -1, 4, -1, 1, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: tc.errAt, CloseAt: tc.lost, LateAt: tc.late, Late: 3 * time.Second, RepPeriod: 100 * time.Millisecond})
+			addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: tc.errAt, CloseAt: tc.lost, LateAt: tc.late, Late: 3 * time.Second, Connections: tc.conns, RepPeriod: 100 * time.Millisecond})
 			dir := t.TempDir()
 			in := filepath.Join("..", "..", "samples", "demo-clear.ts")
 			clear := readFile(t, in)
 			scrambled, cwl, clean := filepath.Join(dir, "s.ts"), filepath.Join(dir, "s.cwl"), filepath.Join(dir, "d.ts")
-			r := run(t, nil, "scramble", "-i", in, "-o", scrambled, "-ecmg", addr, "-super-cas-id", "4ADC0000",
+			// The input comes at about 70 times its real rate, so that a reconnection, which
+			// runs beside the stream, has the time to come back before the end.
+			var stdout, stderr bytes.Buffer
+			code := runEnv(t, Env{Stdin: &slowReader{data: clear}, Stdout: &stdout, Stderr: &stderr, IsTerminal: func(*os.File) bool { return false }},
+				"scramble", "-i", "-", "-o", scrambled, "-ecmg", addr, "-super-cas-id", "4ADC0000",
 				"-ecm-pid", fmt.Sprint(ecmPID), "-cp-duration", "1s", "-cw-log", cwl)
+			r := result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 			if r.code != 0 {
 				t.Fatalf("scramble: %s", describe(r))
 			}

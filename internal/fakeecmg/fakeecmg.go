@@ -24,9 +24,12 @@ type Config struct {
 	Late   time.Duration
 	// DelayStart and RepPeriod are what its channel_status says (RepPeriod 0: 100 ms).
 	DelayStart, RepPeriod time.Duration
+	// Connections is how many connections it serves one after the other (0: one); the
+	// script (ErrorAt, CloseAt, LateAt) applies to the first alone.
+	Connections int
 }
 
-// Start serves one SCS connection on 127.0.0.1 until t ends, as a scripted ECMG written in Go:
+// Start serves SCS connections on 127.0.0.1 until t ends, as a scripted ECMG written in Go:
 // its ECMs are the example ECMG's (the CWs XORed with ecmgtest.XORKey, table_id by the CP's parity),
 // lead_CW 1 and CW_per_msg 2. It returns the address.
 func Start(t testing.TB, fc Config) string {
@@ -40,13 +43,11 @@ func Start(t testing.TB, fc Config) string {
 	}
 	done := make(chan struct{})
 	t.Cleanup(func() { l.Close(); <-done })
-	go func() {
-		defer close(done)
-		conn, err := l.Accept()
-		if err != nil {
-			return
-		}
+	serve := func(conn net.Conn, first bool) {
 		defer conn.Close()
+		if !first {
+			errAt, closeAt, fc.LateAt = -1, -1, -1
+		}
 		conn.SetDeadline(time.Now().Add(30 * time.Second))
 		u16 := func(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
 		var buf []byte
@@ -112,6 +113,16 @@ func Start(t testing.TB, fc Config) string {
 			if _, err := conn.Write(reply.Append(nil)); err != nil {
 				return
 			}
+		}
+	}
+	go func() {
+		defer close(done)
+		for i := range max(1, fc.Connections) {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			serve(conn, i == 0)
 		}
 	}()
 	return l.Addr().String()
