@@ -70,7 +70,7 @@ func newCiphers(o *Options) (*ciphers, error) {
 		cs.checkStart = true
 	}
 	if o.Mode != Descramble {
-		if o.Out == nil || len(o.Out.CWs) == 0 {
+		if o.Out == nil || len(o.Out.CWs) == 0 && o.Out.Feed == nil {
 			return nil, errors.New("pipeline: no control word to scramble with")
 		}
 		if cs.out, err = system(o.Out.System); err != nil {
@@ -130,8 +130,12 @@ func (w *worker) process(c *chunk) {
 		checkUnitStarts(c)
 	}
 	if w.out != nil {
+		keys := w.cs.outKeys
+		if c.okeys != nil { // a PeriodFeed's keys (feed.go)
+			keys = c.okeys
+		}
 		for _, b := range w.batches(c, true) {
-			w.out.Encrypt(w.cs.outKeys[b.Key], b.Payloads)
+			w.out.Encrypt(keys[b.Key], b.Payloads)
 		}
 	}
 }

@@ -51,7 +51,8 @@ type classifier struct {
 	service    int
 	allES      bool
 	generation uint64
-	signal     *signaller // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+	signal     *signaller  // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+	fed        *fedPeriods // the output periods of a PeriodFeed (feed.go), nil without one
 
 	live *liveState // keys that arrive while the stream runs (livekeys.go), or nil
 }
@@ -70,6 +71,9 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 	cl.signal = newSignaller(o)
 	if o.LiveKeys != nil && o.Mode != Scramble {
 		cl.live = newLiveState(o, cs.in.KeySizes())
+	}
+	if o.Mode == Scramble && o.Out != nil && o.Out.Feed != nil {
+		cl.fed = &fedPeriods{feed: o.Out.Feed}
 	}
 	return cl
 }
@@ -327,7 +331,17 @@ func (cl *classifier) scramble(c *chunk, at int, fr ts.Framing, p []byte, pid ui
 	if !ok {
 		return
 	}
-	k, odd := cl.cs.outputPeriod(cl.scrambled)
+	var k int32
+	var odd bool
+	if cl.fed != nil {
+		var key scrambling.Key
+		if key, odd = cl.fed.at(cl.cs, cl.packet); key == nil {
+			return // no period fed yet: the packet stays clear
+		}
+		k = cl.fed.slot(c)
+	} else {
+		k, odd = cl.cs.outputPeriod(cl.scrambled)
+	}
 	cl.scrambled++
 	cl.st.Scrambled++
 	ps.Scrambled++

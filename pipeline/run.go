@@ -85,6 +85,9 @@ type Output struct {
 	// PeriodPackets is the length of a crypto period in scrambled packets; the parity
 	// alternates at each period, starting even. 0 means a single (even) crypto period.
 	PeriodPackets int
+	// Feed, when set, gives the crypto periods and their control words as the run goes,
+	// instead of CWs and PeriodPackets (see PeriodFeed).
+	Feed *PeriodFeed
 }
 
 // DefaultBatch is the default number of packets per unit of work.
@@ -180,6 +183,11 @@ type chunk struct {
 	// The input keys of the jobs: job.key indexes keys; cws holds their CW indexes.
 	keys []scrambling.Key
 	cws  []int
+	// okeys are the output keys of the jobs when a PeriodFeed gives them (job.okey indexes
+	// okeys then), valid while oseq is seq+1; operiod is the fed period of the last one.
+	okeys   []scrambling.Key
+	oseq    int64
+	operiod int64
 	// runs says where each framing starts among the packet units of buf (one run unless the
 	// input's framing changed inside the chunk), so that a write cut short can be counted in
 	// whole units.

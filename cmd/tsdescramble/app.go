@@ -18,6 +18,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
+	"github.com/tsdescramble/tsdescramble/scs"
 )
 
 // Exit statuses (the command-line contract).
@@ -114,6 +115,8 @@ func runError(err error, inPath, outPath string, out *output) error {
 		return failErr("%s: %v%s", name, err, saved)
 	case errors.Is(err, probe.ErrEmpty):
 		return failErr("%s: %v", name, err)
+	case errors.Is(err, scs.ErrECMPIDInUse):
+		return failErr("-ecm-pid: %v%s", err, saved)
 	case errors.Is(err, syscall.EPIPE) && out.stdout:
 		// The reader of our stdout went away (head, a closed player): nothing is wrong here.
 		return quietExit

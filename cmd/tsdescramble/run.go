@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 
@@ -45,6 +46,7 @@ func descrambleFlags() []cli.Flag {
 	f = append(f, keyServerFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
+		&cli.StringFlag{Name: "ecm-xor", Category: catKeys, Usage: "read the CWs from the ECMs of a test CA system (VideoLAN's example ECMG): its 16 `HEX` digit XOR key; needs -in FILE"},
 		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
 		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
@@ -56,6 +58,7 @@ func scrambleCommand(env Env) *cli.Command {
 	f := append(ioFlags(), keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
+	f = append(f, simulcryptFlags()...)
 	f = append(f, tuningFlags()...)
 	return &cli.Command{
 		Name:      "scramble",
@@ -68,7 +71,9 @@ a terminal) and writes -out (or stdout, when it is not a terminal).
 Examples:
    tsdescramble scramble -in clear.ts -out scrambled.ts -cw 11223366445566ff
    tsdescramble scramble -i clear.ts -o s.ts -cw-file keys.txt -cp-packets 5000
-   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff`,
+   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff
+   tsdescramble scramble -i c.ts -o s.ts -cp-duration 10s -ecmg 127.0.0.1:2222 \
+       -super-cas-id 4ADC0000 -ecm-pid 0x1FF0 -cw-log s.cwl`,
 		Flags:  f,
 		Action: func(c *cli.Context) error { return process(c, env, pipeline.Scramble) },
 	}
@@ -114,6 +119,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if c.Int("cp-packets") < 0 {
 		return usageErr("-cp-packets: want 0 or more packets")
 	}
+	if mode == pipeline.Scramble {
+		if err := checkSCSFlags(c); err != nil {
+			return err
+		}
+	}
 	if c.Int("rescramble-cp-packets") < 0 {
 		return usageErr("-rescramble-cp-packets: want 0 or more packets")
 	}
@@ -142,11 +152,21 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if err != nil {
 		return err
 	}
-	var ks *keySet
-	if ksrv != nil {
+	if ksrv != nil && c.String("ecm-xor") != "" {
+		return usageErr("-ecm-xor and -key-server are two sources of the same CWs: give one")
+	}
+	ks := &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
+	switch {
+	case ksrv != nil:
 		ks = &keySet{sched: keys.NewList(nil)}
-	} else if ks, err = readKeys(c, "", sys); err != nil {
-		return err
+	case mode == pipeline.Descramble && c.String("ecm-xor") != "":
+		if ks, err = ecmKeys(c, sys); err != nil {
+			return err
+		}
+	case mode != pipeline.Scramble || !scsWanted(c) || anyKeyFlag(c):
+		if ks, err = readKeys(c, "", sys); err != nil {
+			return err
+		}
 	}
 	notes := append(sysNotes, ks.notes...)
 	if n := limitsNote(opts.Workers, opts.Batch); n != "" {
@@ -189,6 +209,14 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer in.Close()
+	var input io.Reader = in
+	var simul *scsRun
+	if mode == pipeline.Scramble && scsWanted(c) {
+		if simul, err = startSCS(c, in, &opts, sys, ks, logf); err != nil {
+			return err
+		}
+		input = simul.stage
+	}
 	out, err := openOutput(outPath, env)
 	if err != nil {
 		return err
@@ -223,11 +251,15 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if ksrv != nil {
 		ksrv.start(ctx, in.size >= 0, logf)
 	}
-	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: in, f: printNotes}, out.w, opts)
+	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: input, f: printNotes}, out.w, opts)
 	if ksrv != nil {
 		ksrv.stop(&st)
 	}
 	sig.finished()
+	var scsErr error
+	if simul != nil {
+		scsErr = simul.finish(logf, quiet)
+	}
 	bar.finish()
 	if runErr == nil && st.BytesIn == 0 {
 		// Not a byte: a wrong path or a producer that failed, as probe says too.
@@ -251,6 +283,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		if err := writeStats(path, &st); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
+	}
+	if scsErr != nil && runErr == nil {
+		return scsErr
 	}
 	switch {
 	case runErr != nil && sig.caught() != nil:
