@@ -113,8 +113,8 @@ func streamKernelFrame(name, arg, isa string, init bool, mov func(src, dst Op), 
 
 // streamKernel emits the 32 rounds of the stream cipher for 256 lanes:
 // initialisation with IV bit-planes when init is set, keystream generation
-// otherwise. It mirrors streamRegs.round in kernel.go step by step; see
-// there for the algorithm.
+// otherwise. The round is emitted from its description, streamRoundProg in
+// round.go, from which the Go kernel's rounds are emitted too.
 func streamKernel(circuits [7]circuit, init bool) {
 	name, arg := "streamGenAVX2", "out"
 	if init {
@@ -125,121 +125,54 @@ func streamKernel(circuits [7]circuit, init bool) {
 		VMOVDQU(m, y)
 		return y
 	}
+	prog := streamRoundProg(init)
 	streamKernelFrame(name, arg, "", init, func(src, dst Op) { VMOVDQU(src, dst) }, func(rd streamRound, abs func(int) Mem) {
-		// T1: the new A1.
-		for b := 0; b < 4; b++ {
-			v := load(rd.aN(10, b))
-			VPXOR(abs(stateX+b), v, v)
-			if init {
-				VPXOR(abs(stateD+b), v, v)
-				VPXOR(rd.inA(b), v, v)
-			}
-			VMOVDQU(v, rd.aN(0, b))
-		}
-		// T2: the new B1, rotated left by one bit where p is set.
-		var nb [4]VecVirtual
-		for b := 0; b < 4; b++ {
-			nb[b] = load(rd.bN(7, b))
-			VPXOR(rd.bN(10, b), nb[b], nb[b])
-			VPXOR(abs(stateY+b), nb[b], nb[b])
-			if init {
-				VPXOR(rd.inB(b), nb[b], nb[b])
-			}
-		}
-		p := load(abs(stateP))
-		for b := 0; b < 4; b++ {
-			t := YMM()
-			VPXOR(nb[(b+3)%4], nb[b], t)
-			VPAND(p, t, t)
-			VPXOR(nb[b], t, t)
-			VMOVDQU(t, rd.bN(0, b))
-		}
-		// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over B.
-		var d [4]VecVirtual
-		for b := 0; b < 4; b++ {
-			d[b] = load(abs(stateE + b))
-			VPXOR(abs(stateZ+b), d[b], d[b])
-			for _, tap := range extraTaps[b] {
-				VPXOR(rd.bN(tap[0], tap[1]), d[b], d[b])
-			}
-			VMOVDQU(d[b], abs(stateD+b))
-		}
-		if !init {
-			// Two keystream bits, from the new D.
-			hi, lo := YMM(), YMM()
-			VPXOR(d[3], d[2], hi)
-			VPXOR(d[1], d[0], lo)
-			VMOVDQU(hi, rd.io(7-2*rd.u))
-			VMOVDQU(lo, rd.io(6-2*rd.u))
-		}
-		// T4: F = q ? Z+E+r : E, with the carry out in r; E takes the old F.
-		q := load(abs(stateQ))
-		c := load(abs(stateR))
-		for b := 0; b < 4; b++ {
-			z, e := load(abs(stateZ+b)), load(abs(stateE+b))
-			f := load(abs(stateF + b))
-			VMOVDQU(f, abs(stateE+b))
-			sum := YMM()
-			VPXOR(c, z, sum)
-			VPAND(q, sum, sum)
-			VPXOR(e, sum, sum)
-			VMOVDQU(sum, abs(stateF+b))
-			// carry = z&e | c&(z^e)
-			ze, t := YMM(), YMM()
-			VPXOR(e, z, ze)
-			VPAND(c, ze, ze)
-			VPAND(e, z, t)
-			nc := YMM()
-			VPOR(ze, t, nc)
-			c = nc
-		}
-		r := load(abs(stateR))
-		VPXOR(r, c, c)
-		VPAND(q, c, c)
-		VPXOR(r, c, c)
-		VMOVDQU(c, abs(stateR))
-
-		// The seven S-boxes: the next X, Y, Z, p and q.
-		for s, circ := range circuits {
-			vals := map[int]Op{}
-			for i := 0; i < numInputs; i++ {
-				tap := streamSboxTaps[s][4-i]
-				vals[i] = load(rd.aN(tap[0], tap[1]))
-			}
-			var ones VecVirtual
-			for gi, g := range circ.gates {
-				out := YMM()
-				x, y := g.a, g.b
-				if x == onesValue || y == onesValue {
-					if g.op != opXor {
-						panic("only XOR with all ones is expected")
-					}
-					if ones == nil {
-						ones = YMM()
-						VPCMPEQB(ones, ones, ones)
-					}
-					if x == onesValue {
-						x, y = y, x
-					}
-					VPXOR(ones, vals[x], out)
-				} else {
-					switch g.op {
-					case opAnd:
-						VPAND(vals[y], vals[x], out)
-					case opOr:
-						VPOR(vals[y], vals[x], out)
-					case opXor:
-						VPXOR(vals[y], vals[x], out)
-					case opAndNot: // x &^ y = ^y & x
-						VPANDN(vals[x], vals[y], out)
-					}
-				}
-				vals[firstGate+gi] = out
-			}
-			VMOVDQU(vals[circ.hi], abs(sboxState[sboxDest[s][0]]))
-			VMOVDQU(vals[circ.lo], abs(sboxState[sboxDest[s][1]]))
-		}
+		emitRoundAVX2(prog, func(l loc) Mem { return rd.planeMem(l, abs) }, func() { streamSboxesAVX2(circuits, rd, abs, load) })
 	})
+}
+
+// streamSboxesAVX2 emits the seven S-box circuits of the AVX2 stream
+// kernel: the next X, Y, Z, p and q from the taps of A.
+func streamSboxesAVX2(circuits [7]circuit, rd streamRound, abs func(int) Mem, load func(Mem) VecVirtual) {
+	for s, circ := range circuits {
+		vals := map[int]Op{}
+		for i := 0; i < numInputs; i++ {
+			tap := streamSboxTaps[s][4-i]
+			vals[i] = load(rd.aN(tap[0], tap[1]))
+		}
+		var ones VecVirtual
+		for gi, g := range circ.gates {
+			out := YMM()
+			x, y := g.a, g.b
+			if x == onesValue || y == onesValue {
+				if g.op != opXor {
+					panic("only XOR with all ones is expected")
+				}
+				if ones == nil {
+					ones = YMM()
+					VPCMPEQB(ones, ones, ones)
+				}
+				if x == onesValue {
+					x, y = y, x
+				}
+				VPXOR(ones, vals[x], out)
+			} else {
+				switch g.op {
+				case opAnd:
+					VPAND(vals[y], vals[x], out)
+				case opOr:
+					VPOR(vals[y], vals[x], out)
+				case opXor:
+					VPXOR(vals[y], vals[x], out)
+				case opAndNot: // x &^ y = ^y & x
+					VPANDN(vals[x], vals[y], out)
+				}
+			}
+			vals[firstGate+gi] = out
+		}
+		VMOVDQU(vals[circ.hi], abs(sboxState[sboxDest[s][0]]))
+		VMOVDQU(vals[circ.lo], abs(sboxState[sboxDest[s][1]]))
+	}
 }
 
 // Offsets in avx2Tables (csa_amd64.go), in 32-byte rows.
@@ -305,7 +238,8 @@ func blockKernelHeader(isa, tabType, count string, width int, decrypt bool) (nam
 // holds each one broadcast over 8 bytes), walked backwards to decrypt.
 func blockRounds(name string, kbase Register, decrypt bool, round func(u int, key Mem)) {
 	kp := GP64()
-	if decrypt {
+	backward := blockRoundOf[decrypt].keysBackward
+	if backward {
 		LEAQ(Mem{Base: kbase, Disp: 55 * 8}, kp)
 	} else {
 		MOVQ(kbase, kp)
@@ -314,13 +248,13 @@ func blockRounds(name string, kbase Register, decrypt bool, round func(u int, ke
 	MOVQ(U32(7), cnt)
 	Label(name + "_rounds")
 	for u := 0; u < 8; u++ {
-		if decrypt {
+		if backward {
 			round(u, Mem{Base: kp, Disp: -8 * u})
 		} else {
 			round(u, Mem{Base: kp, Disp: 8 * u})
 		}
 	}
-	if decrypt {
+	if backward {
 		SUBQ(U8(64), kp)
 	} else {
 		ADDQ(U8(64), kp)
@@ -329,31 +263,29 @@ func blockRounds(name string, kbase Register, decrypt bool, round func(u int, ke
 	JNZ(LabelRef(name + "_rounds"))
 }
 
-// blockRoundXors emits the XORs of one block cipher round after the S-box
-// output s and its bit permutation p are known, and renames R[1..8] for the
-// next round; xor is VPXOR or its EVEX form.
+// blockRoundXors emits the XOR network of one block cipher round (the
+// description blockRoundOf in round.go) once the S-box output s and its bit
+// permutation p are known, and renames R[1..8] for the next round; xor is
+// VPXOR or its EVEX form.
 func blockRoundXors(R *[9]VecVirtual, s, p VecVirtual, decrypt bool, xor func(a, b, dst Op)) {
-	if decrypt {
-		// R1' = R8^s, R2' = R1, R3' = R2^t, R4' = R3^t, R5' = R4^t,
-		// R6' = R5, R7' = R6^p, R8' = R7, with t = R8^s.
-		t := R[8]
-		xor(s, t, t)
-		xor(t, R[2], R[2])
-		xor(t, R[3], R[3])
-		xor(t, R[4], R[4])
-		xor(p, R[6], R[6])
-		*R = [9]VecVirtual{nil, t, R[1], R[2], R[3], R[4], R[5], R[6], R[7]}
-		return
+	br := blockRoundOf[decrypt]
+	src := func(i int) VecVirtual {
+		switch i {
+		case blockS:
+			return s
+		case blockP:
+			return p
+		}
+		return R[i]
 	}
-	// R1' = R2, R2' = R3^R1, R3' = R4^R1, R4' = R5^R1, R5' = R6,
-	// R6' = R7^p, R7' = R8, R8' = R1^s.
-	r1 := R[1]
-	xor(r1, R[3], R[3])
-	xor(r1, R[4], R[4])
-	xor(r1, R[5], R[5])
-	xor(p, R[7], R[7])
-	xor(s, r1, r1)
-	*R = [9]VecVirtual{nil, R[2], R[3], R[4], R[5], R[6], R[7], R[8], r1}
+	for _, st := range br.steps {
+		xor(src(st[1]), R[st[0]], R[st[0]])
+	}
+	var next [9]VecVirtual
+	for m := 1; m <= 8; m++ {
+		next[m] = R[br.next[m]]
+	}
+	*R = next
 }
 
 // blockKernel emits the byte-sliced block cipher for 32 lanes per YMM
@@ -381,11 +313,7 @@ func blockKernel(decrypt bool) {
 	blockRounds(name, kbase, decrypt, func(u int, key Mem) {
 		x := YMM()
 		VPBROADCASTQ(key, x)
-		if decrypt {
-			VPXOR(R[7], x, x)
-		} else {
-			VPXOR(R[8], x, x)
-		}
+		VPXOR(R[blockRoundOf[decrypt].in], x, x)
 		// S-box: 16 lookups, XORed in a tree per half to keep the
 		// dependency chain short.
 		var acc [2]VecVirtual
@@ -676,11 +604,7 @@ func blockKernelVBMI(decrypt bool) {
 		for g := range 2 {
 			x := ZMM()
 			VPBROADCASTQ(key, x)
-			if decrypt {
-				VPXORQ(R[g][7], x, x)
-			} else {
-				VPXORQ(R[g][8], x, x)
-			}
+			VPXORQ(R[g][blockRoundOf[decrypt].in], x, x)
 			hi := K()
 			VPMOVB2M(x, hi)
 			s := lookup(sbox, vtabSbox, x, hi)
