@@ -25,11 +25,11 @@ func benchCommand(env Env) *cli.Command {
 CPU supports, on one worker and on every CPU, then tries batch sizes for the fastest, and prints
 the throughput in MB/s of TS input and the flags that gave the best one. Example:
    tsdescramble bench -packets 100000`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "packets", Value: 50000, Usage: "`N` packets in the synthetic stream"},
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "`N` runs of each configuration; the best counts"},
-		},
-		Action: func(c *cli.Context) error { return bench(c, env) },
+		}, profileFlags()...),
+		Action: func(c *cli.Context) error { return profiled(c, func() error { return bench(c, env) }) },
 	}
 }
 

@@ -49,7 +49,8 @@ func descrambleFlags() []cli.Flag {
 		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
 	f = append(f, keySourceFlags("rescramble-", catScrambling, " (of the rescrambled output)")...)
-	return append(f, tuningFlags()...)
+	f = append(f, tuningFlags()...)
+	return append(f, profileFlags()...)
 }
 
 func scrambleCommand(env Env) *cli.Command {
@@ -57,6 +58,7 @@ func scrambleCommand(env Env) *cli.Command {
 	f = append(f, selectionFlags()...)
 	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
 	f = append(f, tuningFlags()...)
+	f = append(f, profileFlags()...)
 	return &cli.Command{
 		Name:      "scramble",
 		Usage:     "scramble the elementary streams of a transport stream",
@@ -70,7 +72,7 @@ Examples:
    tsdescramble scramble -i clear.ts -o s.ts -cw-file keys.txt -cp-packets 5000
    tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff`,
 		Flags:  f,
-		Action: func(c *cli.Context) error { return process(c, env, pipeline.Scramble) },
+		Action: profiledProcess(env, pipeline.Scramble),
 	}
 }
 
