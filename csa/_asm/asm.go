@@ -186,6 +186,9 @@ const (
 	// same-index bytes, and back.
 	tabToPairs   = 35
 	tabFromPairs = 36
+	// 37..42: swap masks (tabSwapMask); then 16 rows: S-box row i (the
+	// entries of high nibble i) in both 128-bit halves.
+	tabBlendRows = 43
 )
 
 // transposeWords8 transposes, within each 128-bit half, the 8×8 matrix of
@@ -288,15 +291,24 @@ func blockRoundXors(R *[9]VecVirtual, s, p VecVirtual, decrypt bool, xor func(a,
 	*R = next
 }
 
+// AVX2 block cipher S-box methods: which is faster depends on the CPU
+// (VPBLENDVB is one µop on AMD Zen, two or three on Intel cores), so csa
+// builds both and measures them at start-up.
+const (
+	sboxNibble = iota // 16 VPSHUFB of telescoped tables, selected by x-16i
+	sboxBlend         // 16 VPSHUFB of the S-box rows, a tree of 15 VPBLENDVB
+)
+
 // blockKernel emits the byte-sliced block cipher for 32 lanes per YMM
 // register: 56 rounds per group of 32 lanes, with the eight registers of
-// the group held in YMM registers. The S-box is 16 VPSHUFB nibble lookups:
-// x-16i selects table i in lanes whose high nibble is i, because VPSHUFB
-// zeroes lanes whose index has bit 7 set; tables are XOR-telescoped so that
-// every table up to the lane's own accumulates to the right entry, and the
-// two halves (high nibble below or above 8) are blended on bit 7 of x.
-func blockKernel(decrypt bool) {
-	name, src, dst, kbase, tab, groups := blockKernelHeader("AVX2", "avx2Tables", "groups", 32, decrypt)
+// the group held in YMM registers, and the S-box computed by method
+// (sboxNibble or sboxBlend).
+func blockKernel(decrypt bool, method int) {
+	isa := "AVX2"
+	if method == sboxBlend {
+		isa = "AVX2Blend"
+	}
+	name, src, dst, kbase, tab, groups := blockKernelHeader(isa, "avx2Tables", "groups", 32, decrypt)
 	tb := func(row int) Mem { return Mem{Base: tab, Disp: row * ymmBytes} }
 
 	Label(name + "_group")
@@ -314,34 +326,12 @@ func blockKernel(decrypt bool) {
 		x := YMM()
 		VPBROADCASTQ(key, x)
 		VPXOR(R[blockRoundOf[decrypt].in], x, x)
-		// S-box: 16 lookups, XORed in a tree per half to keep the
-		// dependency chain short.
-		var acc [2]VecVirtual
-		for h := 0; h < 2; h++ {
-			var t [8]VecVirtual
-			for j := 0; j < 8; j++ {
-				i := 8*h + j
-				t[j] = YMM()
-				VMOVDQU(tb(tabSbox+i), t[j])
-				if i == 0 {
-					VPSHUFB(x, t[j], t[j])
-					continue
-				}
-				xi := YMM()
-				VPSUBB(tb(tabSub+i), x, xi)
-				VPSHUFB(xi, t[j], t[j])
-				if j%2 == 1 {
-					VPXOR(t[j], t[j-1], t[j-1])
-				}
-			}
-			VPXOR(t[2], t[0], t[0])
-			VPXOR(t[6], t[4], t[4])
-			VPXOR(t[4], t[0], t[0])
-			acc[h] = t[0]
+		var s VecVirtual
+		if method == sboxBlend {
+			s = sboxBlendAVX2(x, tb)
+		} else {
+			s = sboxNibbleAVX2(x, tb)
 		}
-		accL, accH := acc[0], acc[1]
-		s := YMM()
-		VPBLENDVB(x, accH, accL, s)
 		// Bit permutation of s, one nibble at a time.
 		lo, hi := YMM(), YMM()
 		VPAND(tb(tabLow4), s, lo)
@@ -371,14 +361,94 @@ func blockKernel(decrypt bool) {
 	RET()
 }
 
+// sboxNibbleAVX2 returns the S-box of the bytes of x as 16 VPSHUFB nibble
+// lookups: x-16i selects table i in lanes whose high nibble is i, because
+// VPSHUFB zeroes lanes whose index has bit 7 set; tables are XOR-telescoped
+// so that every table up to the lane's own accumulates to the right entry,
+// and the two halves (high nibble below or above 8) are blended on bit 7 of
+// x. The lookups are XORed in a tree per half to keep the dependency chain
+// short.
+func sboxNibbleAVX2(x VecVirtual, tb func(int) Mem) VecVirtual {
+	var acc [2]VecVirtual
+	for h := 0; h < 2; h++ {
+		var t [8]VecVirtual
+		for j := 0; j < 8; j++ {
+			i := 8*h + j
+			t[j] = YMM()
+			VMOVDQU(tb(tabSbox+i), t[j])
+			if i == 0 {
+				VPSHUFB(x, t[j], t[j])
+				continue
+			}
+			xi := YMM()
+			VPSUBB(tb(tabSub+i), x, xi)
+			VPSHUFB(xi, t[j], t[j])
+			if j%2 == 1 {
+				VPXOR(t[j], t[j-1], t[j-1])
+			}
+		}
+		VPXOR(t[2], t[0], t[0])
+		VPXOR(t[6], t[4], t[4])
+		VPXOR(t[4], t[0], t[0])
+		acc[h] = t[0]
+	}
+	s := YMM()
+	VPBLENDVB(x, acc[1], acc[0], s)
+	return s
+}
+
+// sboxBlendAVX2 returns the S-box of the bytes of x as 16 VPSHUFB lookups
+// of the S-box rows (row i: the entries of high nibble i) by the low
+// nibble, joined by a tree of 15 VPBLENDVB on the high nibble's bits. The
+// leaves pair rows i and i+8 on bit 7 of x itself, the next level blends
+// on bit 6 (x shifted left by one, kept), the two above on bits 5 and 4
+// (shifted where needed): with the eight cipher registers, the tree fits
+// the 16 YMM registers.
+func sboxBlendAVX2(x VecVirtual, tb func(int) Mem) VecVirtual {
+	lo := YMM()
+	VPAND(tb(tabLow4), x, lo)
+	m6 := YMM()
+	VPSLLW(U8(1), x, m6)
+	// bitOf[level]: the value of the high nibble bit a level splits on;
+	// level 3 (the leaves' pairs) splits on bit 7.
+	// tree(level, row) blends the rows whose high nibble agrees with row on
+	// the bits below 1<<level; level l splits on bit 4+l of x.
+	var tree func(level, row int) VecVirtual
+	tree = func(level, row int) VecVirtual {
+		if level == 4 {
+			t := YMM()
+			VMOVDQU(tb(tabBlendRows+row), t)
+			VPSHUFB(lo, t, t)
+			return t
+		}
+		bit := 1 << level // of the high nibble: bit 4+level of x
+		a, b := tree(level+1, row), tree(level+1, row|bit)
+		var mask VecVirtual
+		switch level {
+		case 3:
+			mask = x
+		case 2:
+			mask = m6
+		default:
+			mask = YMM()
+			VPSLLW(U8(3-level), x, mask)
+		}
+		VPBLENDVB(mask, b, a, a) // a = b where the bit is set
+		return a
+	}
+	return tree(0, 0)
+}
+
 // writeAsm generates csa_amd64.s through avo's command line (-out).
 func writeAsm(circuits [7]circuit) {
 	Package("github.com/tsdescramble/tsdescramble/csa")
 	ConstraintExpr("amd64,gc,!purego")
 	streamKernel(circuits, true)
 	streamKernel(circuits, false)
-	blockKernel(true)
-	blockKernel(false)
+	blockKernel(true, sboxNibble)
+	blockKernel(false, sboxNibble)
+	blockKernel(true, sboxBlend)
+	blockKernel(false, sboxBlend)
 	blockKernelVBMI(true)
 	blockKernelVBMI(false)
 	tc := synthesizeTern()
