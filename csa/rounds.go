@@ -366,19 +366,19 @@ func (r *blockRows) decrypt(kb *[56]uint64, groups int) {
 			s, p := lo&0xffffffff|hi<<32, lo>>32|hi&^0xffffffff
 			v8 := r8[g]
 			v8 ^= s
+			r8[g] = v8
 			v2 := r2[g]
 			v2 ^= v8
+			r2[g] = v2
 			v3 := r3[g]
 			v3 ^= v8
+			r3[g] = v3
 			v4 := r4[g]
 			v4 ^= v8
+			r4[g] = v4
 			v6 := r6[g]
 			v6 ^= p
-			r2[g] = v2
-			r3[g] = v3
-			r4[g] = v4
 			r6[g] = v6
-			r8[g] = v8
 		}
 	}
 }
@@ -404,18 +404,18 @@ func (r *blockRows) encrypt(kb *[56]uint64, groups int) {
 			v1 := r1[g]
 			v3 := r3[g]
 			v3 ^= v1
+			r3[g] = v3
 			v4 := r4[g]
 			v4 ^= v1
+			r4[g] = v4
 			v5 := r5[g]
 			v5 ^= v1
+			r5[g] = v5
 			v7 := r7[g]
 			v7 ^= p
+			r7[g] = v7
 			v1 ^= s
 			r1[g] = v1
-			r3[g] = v3
-			r4[g] = v4
-			r5[g] = v5
-			r7[g] = v7
 		}
 	}
 }

@@ -150,9 +150,8 @@ func (r *blockRows) %s(kb *[56]uint64, groups int) {
 		k := %s
 `, name, doc, shift, name, key)
 	touched := map[int]bool{br.in: true}
-	modified := map[int]bool{}
 	for _, st := range br.steps {
-		touched[st[0]], modified[st[0]] = true, true
+		touched[st[0]] = true
 		if st[1] <= 8 {
 			touched[st[1]] = true
 		}
@@ -178,16 +177,20 @@ func (r *blockRows) %s(kb *[56]uint64, groups int) {
 			hi := t[0][uint8(x>>32)] | t[1][uint8(x>>40)] | t[2][uint8(x>>48)] | t[3][uint8(x>>56)]
 			s, p := lo&0xffffffff|hi<<32, lo>>32|hi&^0xffffffff
 `, br.in)
-	for _, st := range br.steps {
+	// Each register is stored as soon as no later step changes it.
+	lastStep := map[int]int{}
+	for i, st := range br.steps {
+		lastStep[st[0]] = i
+	}
+	for i, st := range br.steps {
 		src := map[int]string{blockS: "s", blockP: "p"}[st[1]]
 		if st[1] <= 8 {
 			src = use(st[1])
 		}
-		fmt.Fprintf(buf, "\t\t\t%s ^= %s\n", use(st[0]), src)
-	}
-	for m := 1; m <= 8; m++ {
-		if modified[m] {
-			fmt.Fprintf(buf, "\t\t\tr%d[g] = v%d\n", m, m)
+		d := use(st[0])
+		fmt.Fprintf(buf, "\t\t\t%s ^= %s\n", d, src)
+		if lastStep[st[0]] == i {
+			fmt.Fprintf(buf, "\t\t\tr%d[g] = %s\n", st[0], d)
 		}
 	}
 	buf.WriteString("\t\t}\n\t}\n}\n")
