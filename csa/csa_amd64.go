@@ -151,16 +151,16 @@ func lanesToPlanesAVX2(col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)
 func planesToLanesXorAVX2(planes *[64][4]uint64, col *[256]uint64, tab *avx2Tables)
 
 //go:noescape
-func blockDecryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
+func blockDecryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 
 //go:noescape
-func blockEncryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
+func blockEncryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 
 //go:noescape
-func blockDecryptAVX2Blend(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
+func blockDecryptAVX2Blend(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 
 //go:noescape
-func blockEncryptAVX2Blend(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
+func blockEncryptAVX2Blend(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 
 // The AVX2 block cipher has two S-box methods (csa/_asm/asm.go): 16
 // VPSHUFB lookups of telescoped nibble tables XORed together, or 16
@@ -176,20 +176,21 @@ const (
 var sboxNames = [...]string{sboxNibble: "nibble tables", sboxBlend: "blend tree"}
 
 // avx2BlockDecrypt and avx2BlockEncrypt run the AVX2 block cipher with an
-// S-box method.
-func avx2BlockDecrypt(method int, in, out *[256]uint64, kb *[56]uint64, groups int) {
+// S-box method on the first n lanes of in, 64 at a time (two groups of 32
+// lanes interleaved), so up to 63 lanes past n are computed too.
+func avx2BlockDecrypt(method int, in, out *[256]uint64, kb *[56]uint64, n int) {
 	if method == sboxBlend {
-		blockDecryptAVX2Blend(in, out, kb, &avx2Tab, groups)
+		blockDecryptAVX2Blend(in, out, kb, &avx2Tab, (n+63)/64)
 	} else {
-		blockDecryptAVX2(in, out, kb, &avx2Tab, groups)
+		blockDecryptAVX2(in, out, kb, &avx2Tab, (n+63)/64)
 	}
 }
 
-func avx2BlockEncrypt(method int, in, out *[256]uint64, kb *[56]uint64, groups int) {
+func avx2BlockEncrypt(method int, in, out *[256]uint64, kb *[56]uint64, n int) {
 	if method == sboxBlend {
-		blockEncryptAVX2Blend(in, out, kb, &avx2Tab, groups)
+		blockEncryptAVX2Blend(in, out, kb, &avx2Tab, (n+63)/64)
 	} else {
-		blockEncryptAVX2(in, out, kb, &avx2Tab, groups)
+		blockEncryptAVX2(in, out, kb, &avx2Tab, (n+63)/64)
 	}
 }
 
@@ -212,7 +213,7 @@ func measureSbox(method int) time.Duration {
 	k, _ := NewKey([]byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff})
 	start := time.Now()
 	for range 32 {
-		avx2BlockDecrypt(method, &in, &out, &k.bsBlock, 8)
+		avx2BlockDecrypt(method, &in, &out, &k.bsBlock, 256)
 		in[0] ^= out[255] // a dependency between calls
 	}
 	return time.Since(start)
@@ -284,11 +285,11 @@ func (x *avx2Kernel) streamXOR(col []uint64) {
 }
 
 func (x *avx2Kernel) blockDecrypt(k *Key, in, out []uint64, n int) {
-	avx2BlockDecrypt(x.sbox, (*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, (n+31)/32)
+	avx2BlockDecrypt(x.sbox, (*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, n)
 }
 
 func (x *avx2Kernel) blockEncrypt(k *Key, in, out []uint64, n int) {
-	avx2BlockEncrypt(x.sbox, (*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, (n+31)/32)
+	avx2BlockEncrypt(x.sbox, (*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, n)
 }
 
 // avx512Kernel is the AVX-512 kernel: the stream cipher on YMM registers

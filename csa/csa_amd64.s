@@ -2966,17 +2966,17 @@ streamGenAVX2_byte:
 	VZEROUPPER
 	RET
 
-// func blockDecryptAVX2(in *[256]uint64, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
+// func blockDecryptAVX2(in *[256]uint64, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 // Requires: AVX, AVX2
 TEXT ·blockDecryptAVX2(SB), NOSPLIT, $0-40
 	MOVQ in+0(FP), AX
 	MOVQ out+8(FP), CX
 	MOVQ kb+16(FP), DX
 	MOVQ tab+24(FP), BX
-	MOVQ groups+32(FP), SI
+	MOVQ pairs+32(FP), SI
 
-blockDecryptAVX2_group:
-	// Byte-slice 32 lanes: R[j+1] gets byte j of every lane.
+blockDecryptAVX2_groups:
+	// Byte-slice each group of 32 lanes: R[j+1] gets byte j of every lane.
 	VMOVDQU     (AX), Y0
 	VPSHUFB     1120(BX), Y0, Y0
 	VMOVDQU     32(AX), Y1
@@ -3017,689 +3017,1569 @@ blockDecryptAVX2_group:
 	VPUNPCKHQDQ Y5, Y8, Y5
 	VPUNPCKLQDQ Y4, Y0, Y8
 	VPUNPCKHQDQ Y4, Y0, Y0
+	VMOVDQU     Y6, (CX)
+	VMOVDQU     Y2, 32(CX)
+	VMOVDQU     Y7, 64(CX)
+	VMOVDQU     Y1, 96(CX)
+	VMOVDQU     Y3, 128(CX)
+	VMOVDQU     Y5, 160(CX)
+	VMOVDQU     Y8, 192(CX)
+	VMOVDQU     Y0, 224(CX)
+	VMOVDQU     256(AX), Y0
+	VPSHUFB     1120(BX), Y0, Y0
+	VMOVDQU     288(AX), Y1
+	VPSHUFB     1120(BX), Y1, Y1
+	VMOVDQU     320(AX), Y2
+	VPSHUFB     1120(BX), Y2, Y2
+	VMOVDQU     352(AX), Y3
+	VPSHUFB     1120(BX), Y3, Y3
+	VMOVDQU     384(AX), Y4
+	VPSHUFB     1120(BX), Y4, Y4
+	VMOVDQU     416(AX), Y5
+	VPSHUFB     1120(BX), Y5, Y5
+	VMOVDQU     448(AX), Y6
+	VPSHUFB     1120(BX), Y6, Y6
+	VMOVDQU     480(AX), Y7
+	VPSHUFB     1120(BX), Y7, Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VMOVDQU     Y6, 256(CX)
+	VMOVDQU     Y2, 288(CX)
+	VMOVDQU     Y7, 320(CX)
+	VMOVDQU     Y1, 352(CX)
+	VMOVDQU     Y3, 384(CX)
+	VMOVDQU     Y5, 416(CX)
+	VMOVDQU     Y8, 448(CX)
+	VMOVDQU     Y0, 480(CX)
 	LEAQ        440(DX), DI
 	MOVQ        $0x00000007, R8
 
 blockDecryptAVX2_rounds:
-	VPBROADCASTQ (DI), Y4
-	VPXOR        Y8, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y4, Y0, Y0
-	VPXOR        Y0, Y2, Y2
-	VPXOR        Y0, Y7, Y7
-	VPXOR        Y0, Y1, Y1
-	VPXOR        Y11, Y5, Y5
-	VPBROADCASTQ -8(DI), Y4
-	VPXOR        Y5, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y4, Y8, Y8
-	VPXOR        Y8, Y6, Y6
-	VPXOR        Y8, Y2, Y2
-	VPXOR        Y8, Y7, Y7
-	VPXOR        Y11, Y3, Y3
-	VPBROADCASTQ -16(DI), Y4
-	VPXOR        Y3, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y4, Y5, Y5
-	VPXOR        Y5, Y0, Y0
-	VPXOR        Y5, Y6, Y6
-	VPXOR        Y5, Y2, Y2
-	VPXOR        Y11, Y1, Y1
-	VPBROADCASTQ -24(DI), Y4
-	VPXOR        Y1, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
+	VPBROADCASTQ (DI), Y0
+	VPXOR        192(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
 	VPXOR        Y4, Y3, Y3
-	VPXOR        Y3, Y8, Y8
-	VPXOR        Y3, Y0, Y0
-	VPXOR        Y3, Y6, Y6
-	VPXOR        Y11, Y7, Y7
-	VPBROADCASTQ -32(DI), Y4
-	VPXOR        Y7, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y4, Y1, Y1
-	VPXOR        Y1, Y5, Y5
-	VPXOR        Y1, Y8, Y8
-	VPXOR        Y1, Y0, Y0
-	VPXOR        Y11, Y2, Y2
-	VPBROADCASTQ -40(DI), Y4
-	VPXOR        Y2, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y4, Y7, Y7
-	VPXOR        Y7, Y3, Y3
-	VPXOR        Y7, Y5, Y5
-	VPXOR        Y7, Y8, Y8
-	VPXOR        Y11, Y6, Y6
-	VPBROADCASTQ -48(DI), Y4
-	VPXOR        Y6, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
 	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      224(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      32(CX), Y1
 	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(CX), Y3
 	VPXOR        Y2, Y3, Y3
+	VMOVDQU      96(CX), Y5
 	VPXOR        Y2, Y5, Y5
-	VPXOR        Y11, Y0, Y0
-	VPBROADCASTQ -56(DI), Y4
-	VPXOR        Y0, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
+	VMOVDQU      160(CX), Y6
 	VPXOR        Y4, Y6, Y6
-	VPXOR        Y6, Y7, Y7
-	VPXOR        Y6, Y1, Y1
-	VPXOR        Y6, Y3, Y3
-	VPXOR        Y11, Y8, Y8
+	VMOVDQU      Y2, 224(CX)
+	VMOVDQU      Y1, 32(CX)
+	VMOVDQU      Y3, 64(CX)
+	VMOVDQU      Y5, 96(CX)
+	VMOVDQU      Y6, 160(CX)
+	VPXOR        448(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      480(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      288(CX), Y0
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      320(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      352(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      416(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      Y1, 480(CX)
+	VMOVDQU      Y0, 288(CX)
+	VMOVDQU      Y2, 320(CX)
+	VMOVDQU      Y4, 352(CX)
+	VMOVDQU      Y5, 416(CX)
+	VPBROADCASTQ -8(DI), Y0
+	VPXOR        160(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      192(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      (CX), Y1
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      32(CX), Y3
+	VPXOR        Y2, Y3, Y3
+	VMOVDQU      64(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      128(CX), Y6
+	VPXOR        Y4, Y6, Y6
+	VMOVDQU      Y2, 192(CX)
+	VMOVDQU      Y1, (CX)
+	VMOVDQU      Y3, 32(CX)
+	VMOVDQU      Y5, 64(CX)
+	VMOVDQU      Y6, 128(CX)
+	VPXOR        416(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      448(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      256(CX), Y0
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      288(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      320(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      384(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      Y1, 448(CX)
+	VMOVDQU      Y0, 256(CX)
+	VMOVDQU      Y2, 288(CX)
+	VMOVDQU      Y4, 320(CX)
+	VMOVDQU      Y5, 384(CX)
+	VPBROADCASTQ -16(DI), Y0
+	VPXOR        128(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      160(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      224(CX), Y1
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      (CX), Y3
+	VPXOR        Y2, Y3, Y3
+	VMOVDQU      32(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      96(CX), Y6
+	VPXOR        Y4, Y6, Y6
+	VMOVDQU      Y2, 160(CX)
+	VMOVDQU      Y1, 224(CX)
+	VMOVDQU      Y3, (CX)
+	VMOVDQU      Y5, 32(CX)
+	VMOVDQU      Y6, 96(CX)
+	VPXOR        384(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      416(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      480(CX), Y0
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      256(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      288(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      352(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      Y1, 416(CX)
+	VMOVDQU      Y0, 480(CX)
+	VMOVDQU      Y2, 256(CX)
+	VMOVDQU      Y4, 288(CX)
+	VMOVDQU      Y5, 352(CX)
+	VPBROADCASTQ -24(DI), Y0
+	VPXOR        96(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      128(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      192(CX), Y1
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      224(CX), Y3
+	VPXOR        Y2, Y3, Y3
+	VMOVDQU      (CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      64(CX), Y6
+	VPXOR        Y4, Y6, Y6
+	VMOVDQU      Y2, 128(CX)
+	VMOVDQU      Y1, 192(CX)
+	VMOVDQU      Y3, 224(CX)
+	VMOVDQU      Y5, (CX)
+	VMOVDQU      Y6, 64(CX)
+	VPXOR        352(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      384(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      448(CX), Y0
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      480(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      256(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      320(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      Y1, 384(CX)
+	VMOVDQU      Y0, 448(CX)
+	VMOVDQU      Y2, 480(CX)
+	VMOVDQU      Y4, 256(CX)
+	VMOVDQU      Y5, 320(CX)
+	VPBROADCASTQ -32(DI), Y0
+	VPXOR        64(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      96(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      160(CX), Y1
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      192(CX), Y3
+	VPXOR        Y2, Y3, Y3
+	VMOVDQU      224(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      32(CX), Y6
+	VPXOR        Y4, Y6, Y6
+	VMOVDQU      Y2, 96(CX)
+	VMOVDQU      Y1, 160(CX)
+	VMOVDQU      Y3, 192(CX)
+	VMOVDQU      Y5, 224(CX)
+	VMOVDQU      Y6, 32(CX)
+	VPXOR        320(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      352(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      416(CX), Y0
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      448(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      480(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      288(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      Y1, 352(CX)
+	VMOVDQU      Y0, 416(CX)
+	VMOVDQU      Y2, 448(CX)
+	VMOVDQU      Y4, 480(CX)
+	VMOVDQU      Y5, 288(CX)
+	VPBROADCASTQ -40(DI), Y0
+	VPXOR        32(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      64(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      128(CX), Y1
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      160(CX), Y3
+	VPXOR        Y2, Y3, Y3
+	VMOVDQU      192(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      (CX), Y6
+	VPXOR        Y4, Y6, Y6
+	VMOVDQU      Y2, 64(CX)
+	VMOVDQU      Y1, 128(CX)
+	VMOVDQU      Y3, 160(CX)
+	VMOVDQU      Y5, 192(CX)
+	VMOVDQU      Y6, (CX)
+	VPXOR        288(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      320(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      384(CX), Y0
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      416(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      448(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      256(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      Y1, 320(CX)
+	VMOVDQU      Y0, 384(CX)
+	VMOVDQU      Y2, 416(CX)
+	VMOVDQU      Y4, 448(CX)
+	VMOVDQU      Y5, 256(CX)
+	VPBROADCASTQ -48(DI), Y0
+	VPXOR        (CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      32(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      96(CX), Y1
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      128(CX), Y3
+	VPXOR        Y2, Y3, Y3
+	VMOVDQU      160(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      224(CX), Y6
+	VPXOR        Y4, Y6, Y6
+	VMOVDQU      Y2, 32(CX)
+	VMOVDQU      Y1, 96(CX)
+	VMOVDQU      Y3, 128(CX)
+	VMOVDQU      Y5, 160(CX)
+	VMOVDQU      Y6, 224(CX)
+	VPXOR        256(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      288(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      352(CX), Y0
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      384(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      416(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      480(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      Y1, 288(CX)
+	VMOVDQU      Y0, 352(CX)
+	VMOVDQU      Y2, 384(CX)
+	VMOVDQU      Y4, 416(CX)
+	VMOVDQU      Y5, 480(CX)
+	VPBROADCASTQ -56(DI), Y0
+	VPXOR        224(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      (CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      64(CX), Y1
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      96(CX), Y3
+	VPXOR        Y2, Y3, Y3
+	VMOVDQU      128(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      192(CX), Y6
+	VPXOR        Y4, Y6, Y6
+	VMOVDQU      Y2, (CX)
+	VMOVDQU      Y1, 64(CX)
+	VMOVDQU      Y3, 96(CX)
+	VMOVDQU      Y5, 128(CX)
+	VMOVDQU      Y6, 192(CX)
+	VPXOR        480(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      256(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      320(CX), Y0
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      352(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      384(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      448(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      Y1, 256(CX)
+	VMOVDQU      Y0, 320(CX)
+	VMOVDQU      Y2, 352(CX)
+	VMOVDQU      Y4, 384(CX)
+	VMOVDQU      Y5, 448(CX)
 	SUBQ         $0x40, DI
 	DECQ         R8
 	JNZ          blockDecryptAVX2_rounds
 
 	// Back to one block per lane.
-	VPUNPCKLWD  Y2, Y6, Y4
-	VPUNPCKHWD  Y2, Y6, Y2
-	VPUNPCKLWD  Y1, Y7, Y6
-	VPUNPCKHWD  Y1, Y7, Y1
-	VPUNPCKLWD  Y5, Y3, Y7
-	VPUNPCKHWD  Y5, Y3, Y3
-	VPUNPCKLWD  Y0, Y8, Y5
-	VPUNPCKHWD  Y0, Y8, Y0
-	VPUNPCKLDQ  Y6, Y4, Y8
+	VMOVDQU     (CX), Y0
+	VMOVDQU     32(CX), Y1
+	VMOVDQU     64(CX), Y2
+	VMOVDQU     96(CX), Y3
+	VMOVDQU     128(CX), Y4
+	VMOVDQU     160(CX), Y5
+	VMOVDQU     192(CX), Y6
+	VMOVDQU     224(CX), Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
 	VPUNPCKHDQ  Y6, Y4, Y4
-	VPUNPCKLDQ  Y1, Y2, Y6
-	VPUNPCKHDQ  Y1, Y2, Y1
-	VPUNPCKLDQ  Y5, Y7, Y2
-	VPUNPCKHDQ  Y5, Y7, Y5
-	VPUNPCKLDQ  Y0, Y3, Y7
-	VPUNPCKHDQ  Y0, Y3, Y0
-	VPUNPCKLQDQ Y2, Y8, Y3
-	VPUNPCKHQDQ Y2, Y8, Y2
-	VPUNPCKLQDQ Y5, Y4, Y8
-	VPUNPCKHQDQ Y5, Y4, Y4
-	VPUNPCKLQDQ Y7, Y6, Y5
-	VPUNPCKHQDQ Y7, Y6, Y6
-	VPUNPCKLQDQ Y0, Y1, Y7
-	VPUNPCKHQDQ Y0, Y1, Y0
-	VPSHUFB     1152(BX), Y3, Y3
-	VMOVDQU     Y3, (CX)
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VPSHUFB     1152(BX), Y6, Y6
+	VMOVDQU     Y6, (CX)
 	VPSHUFB     1152(BX), Y2, Y2
 	VMOVDQU     Y2, 32(CX)
-	VPSHUFB     1152(BX), Y8, Y8
-	VMOVDQU     Y8, 64(CX)
-	VPSHUFB     1152(BX), Y4, Y4
-	VMOVDQU     Y4, 96(CX)
-	VPSHUFB     1152(BX), Y5, Y5
-	VMOVDQU     Y5, 128(CX)
-	VPSHUFB     1152(BX), Y6, Y6
-	VMOVDQU     Y6, 160(CX)
 	VPSHUFB     1152(BX), Y7, Y7
-	VMOVDQU     Y7, 192(CX)
+	VMOVDQU     Y7, 64(CX)
+	VPSHUFB     1152(BX), Y1, Y1
+	VMOVDQU     Y1, 96(CX)
+	VPSHUFB     1152(BX), Y3, Y3
+	VMOVDQU     Y3, 128(CX)
+	VPSHUFB     1152(BX), Y5, Y5
+	VMOVDQU     Y5, 160(CX)
+	VPSHUFB     1152(BX), Y8, Y8
+	VMOVDQU     Y8, 192(CX)
 	VPSHUFB     1152(BX), Y0, Y0
 	VMOVDQU     Y0, 224(CX)
-	ADDQ        $0x00000100, AX
-	ADDQ        $0x00000100, CX
+	VMOVDQU     256(CX), Y0
+	VMOVDQU     288(CX), Y1
+	VMOVDQU     320(CX), Y2
+	VMOVDQU     352(CX), Y3
+	VMOVDQU     384(CX), Y4
+	VMOVDQU     416(CX), Y5
+	VMOVDQU     448(CX), Y6
+	VMOVDQU     480(CX), Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VPSHUFB     1152(BX), Y6, Y6
+	VMOVDQU     Y6, 256(CX)
+	VPSHUFB     1152(BX), Y2, Y2
+	VMOVDQU     Y2, 288(CX)
+	VPSHUFB     1152(BX), Y7, Y7
+	VMOVDQU     Y7, 320(CX)
+	VPSHUFB     1152(BX), Y1, Y1
+	VMOVDQU     Y1, 352(CX)
+	VPSHUFB     1152(BX), Y3, Y3
+	VMOVDQU     Y3, 384(CX)
+	VPSHUFB     1152(BX), Y5, Y5
+	VMOVDQU     Y5, 416(CX)
+	VPSHUFB     1152(BX), Y8, Y8
+	VMOVDQU     Y8, 448(CX)
+	VPSHUFB     1152(BX), Y0, Y0
+	VMOVDQU     Y0, 480(CX)
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x00000200, CX
 	DECQ        SI
-	JNZ         blockDecryptAVX2_group
+	JNZ         blockDecryptAVX2_groups
 	VZEROUPPER
 	RET
 
-// func blockEncryptAVX2(in *[256]uint64, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
+// func blockEncryptAVX2(in *[256]uint64, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 // Requires: AVX, AVX2
 TEXT ·blockEncryptAVX2(SB), NOSPLIT, $0-40
 	MOVQ in+0(FP), AX
 	MOVQ out+8(FP), CX
 	MOVQ kb+16(FP), DX
 	MOVQ tab+24(FP), BX
-	MOVQ groups+32(FP), SI
+	MOVQ pairs+32(FP), SI
 
-blockEncryptAVX2_group:
-	// Byte-slice 32 lanes: R[j+1] gets byte j of every lane.
+blockEncryptAVX2_groups:
+	// Byte-slice each group of 32 lanes: R[j+1] gets byte j of every lane.
 	VMOVDQU     (AX), Y0
 	VPSHUFB     1120(BX), Y0, Y0
 	VMOVDQU     32(AX), Y1
@@ -3740,689 +4620,1569 @@ blockEncryptAVX2_group:
 	VPUNPCKHQDQ Y5, Y8, Y5
 	VPUNPCKLQDQ Y4, Y0, Y8
 	VPUNPCKHQDQ Y4, Y0, Y0
+	VMOVDQU     Y6, (CX)
+	VMOVDQU     Y2, 32(CX)
+	VMOVDQU     Y7, 64(CX)
+	VMOVDQU     Y1, 96(CX)
+	VMOVDQU     Y3, 128(CX)
+	VMOVDQU     Y5, 160(CX)
+	VMOVDQU     Y8, 192(CX)
+	VMOVDQU     Y0, 224(CX)
+	VMOVDQU     256(AX), Y0
+	VPSHUFB     1120(BX), Y0, Y0
+	VMOVDQU     288(AX), Y1
+	VPSHUFB     1120(BX), Y1, Y1
+	VMOVDQU     320(AX), Y2
+	VPSHUFB     1120(BX), Y2, Y2
+	VMOVDQU     352(AX), Y3
+	VPSHUFB     1120(BX), Y3, Y3
+	VMOVDQU     384(AX), Y4
+	VPSHUFB     1120(BX), Y4, Y4
+	VMOVDQU     416(AX), Y5
+	VPSHUFB     1120(BX), Y5, Y5
+	VMOVDQU     448(AX), Y6
+	VPSHUFB     1120(BX), Y6, Y6
+	VMOVDQU     480(AX), Y7
+	VPSHUFB     1120(BX), Y7, Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VMOVDQU     Y6, 256(CX)
+	VMOVDQU     Y2, 288(CX)
+	VMOVDQU     Y7, 320(CX)
+	VMOVDQU     Y1, 352(CX)
+	VMOVDQU     Y3, 384(CX)
+	VMOVDQU     Y5, 416(CX)
+	VMOVDQU     Y8, 448(CX)
+	VMOVDQU     Y0, 480(CX)
 	MOVQ        DX, DI
 	MOVQ        $0x00000007, R8
 
 blockEncryptAVX2_rounds:
-	VPBROADCASTQ (DI), Y4
-	VPXOR        Y0, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y6, Y7, Y7
-	VPXOR        Y6, Y1, Y1
-	VPXOR        Y6, Y3, Y3
-	VPXOR        Y11, Y8, Y8
-	VPXOR        Y4, Y6, Y6
-	VPBROADCASTQ 8(DI), Y4
-	VPXOR        Y6, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y2, Y1, Y1
-	VPXOR        Y2, Y3, Y3
-	VPXOR        Y2, Y5, Y5
-	VPXOR        Y11, Y0, Y0
-	VPXOR        Y4, Y2, Y2
-	VPBROADCASTQ 16(DI), Y4
-	VPXOR        Y2, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y7, Y3, Y3
-	VPXOR        Y7, Y5, Y5
-	VPXOR        Y7, Y8, Y8
-	VPXOR        Y11, Y6, Y6
-	VPXOR        Y4, Y7, Y7
-	VPBROADCASTQ 24(DI), Y4
-	VPXOR        Y7, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y1, Y5, Y5
-	VPXOR        Y1, Y8, Y8
-	VPXOR        Y1, Y0, Y0
-	VPXOR        Y11, Y2, Y2
-	VPXOR        Y4, Y1, Y1
-	VPBROADCASTQ 32(DI), Y4
-	VPXOR        Y1, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y3, Y8, Y8
-	VPXOR        Y3, Y0, Y0
-	VPXOR        Y3, Y6, Y6
-	VPXOR        Y11, Y7, Y7
+	VPBROADCASTQ (DI), Y0
+	VPXOR        224(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
 	VPXOR        Y4, Y3, Y3
-	VPBROADCASTQ 40(DI), Y4
-	VPXOR        Y3, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y5, Y0, Y0
-	VPXOR        Y5, Y6, Y6
-	VPXOR        Y5, Y2, Y2
-	VPXOR        Y11, Y1, Y1
-	VPXOR        Y4, Y5, Y5
-	VPBROADCASTQ 48(DI), Y4
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
 	VPXOR        Y5, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
-	VPXOR        Y8, Y6, Y6
-	VPXOR        Y8, Y2, Y2
-	VPXOR        Y8, Y7, Y7
-	VPXOR        Y11, Y3, Y3
-	VPXOR        Y4, Y8, Y8
-	VPBROADCASTQ 56(DI), Y4
-	VPXOR        Y8, Y4, Y4
-	VMOVDQU      (BX), Y9
-	VPSHUFB      Y4, Y9, Y9
-	VMOVDQU      32(BX), Y10
-	VPSUBB       544(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VPXOR        Y10, Y9, Y9
-	VMOVDQU      64(BX), Y10
-	VPSUBB       576(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      96(BX), Y11
-	VPSUBB       608(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      128(BX), Y11
-	VPSUBB       640(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      160(BX), Y12
-	VPSUBB       672(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      192(BX), Y12
-	VPSUBB       704(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      224(BX), Y13
-	VPSUBB       736(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y10, Y9, Y9
-	VPXOR        Y12, Y11, Y11
-	VPXOR        Y11, Y9, Y9
-	VMOVDQU      256(BX), Y10
-	VPSUBB       768(BX), Y4, Y11
-	VPSHUFB      Y11, Y10, Y10
-	VMOVDQU      288(BX), Y11
-	VPSUBB       800(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VPXOR        Y11, Y10, Y10
-	VMOVDQU      320(BX), Y11
-	VPSUBB       832(BX), Y4, Y12
-	VPSHUFB      Y12, Y11, Y11
-	VMOVDQU      352(BX), Y12
-	VPSUBB       864(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VPXOR        Y12, Y11, Y11
-	VMOVDQU      384(BX), Y12
-	VPSUBB       896(BX), Y4, Y13
-	VPSHUFB      Y13, Y12, Y12
-	VMOVDQU      416(BX), Y13
-	VPSUBB       928(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VPXOR        Y13, Y12, Y12
-	VMOVDQU      448(BX), Y13
-	VPSUBB       960(BX), Y4, Y14
-	VPSHUFB      Y14, Y13, Y13
-	VMOVDQU      480(BX), Y14
-	VPSUBB       992(BX), Y4, Y15
-	VPSHUFB      Y15, Y14, Y14
-	VPXOR        Y14, Y13, Y13
-	VPXOR        Y11, Y10, Y10
-	VPXOR        Y13, Y12, Y12
-	VPXOR        Y12, Y10, Y10
-	VPBLENDVB    Y4, Y10, Y9, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSRLW       $0x04, Y4, Y10
-	VPAND        1088(BX), Y10, Y10
-	VMOVDQU      1024(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1056(BX), Y9
-	VPSHUFB      Y10, Y9, Y9
-	VPOR         Y11, Y9, Y11
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      64(CX), Y2
+	VMOVDQU      (CX), Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      96(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      128(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      192(CX), Y7
+	VPXOR        Y4, Y7, Y7
+	VPXOR        Y1, Y3, Y3
+	VMOVDQU      Y2, 64(CX)
+	VMOVDQU      Y5, 96(CX)
+	VMOVDQU      Y6, 128(CX)
+	VMOVDQU      Y7, 192(CX)
+	VMOVDQU      Y3, (CX)
+	VPXOR        480(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      320(CX), Y1
+	VMOVDQU      256(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      352(CX), Y4
+	VPXOR        Y2, Y4, Y4
+	VMOVDQU      384(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      448(CX), Y6
+	VPXOR        Y3, Y6, Y6
 	VPXOR        Y0, Y2, Y2
-	VPXOR        Y0, Y7, Y7
-	VPXOR        Y0, Y1, Y1
-	VPXOR        Y11, Y5, Y5
-	VPXOR        Y4, Y0, Y0
+	VMOVDQU      Y1, 320(CX)
+	VMOVDQU      Y4, 352(CX)
+	VMOVDQU      Y5, 384(CX)
+	VMOVDQU      Y6, 448(CX)
+	VMOVDQU      Y2, 256(CX)
+	VPBROADCASTQ 8(DI), Y0
+	VPXOR        (CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      96(CX), Y2
+	VMOVDQU      32(CX), Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      160(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      224(CX), Y7
+	VPXOR        Y4, Y7, Y7
+	VPXOR        Y1, Y3, Y3
+	VMOVDQU      Y2, 96(CX)
+	VMOVDQU      Y5, 128(CX)
+	VMOVDQU      Y6, 160(CX)
+	VMOVDQU      Y7, 224(CX)
+	VMOVDQU      Y3, 32(CX)
+	VPXOR        256(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      352(CX), Y1
+	VMOVDQU      288(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      384(CX), Y4
+	VPXOR        Y2, Y4, Y4
+	VMOVDQU      416(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      480(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VPXOR        Y0, Y2, Y2
+	VMOVDQU      Y1, 352(CX)
+	VMOVDQU      Y4, 384(CX)
+	VMOVDQU      Y5, 416(CX)
+	VMOVDQU      Y6, 480(CX)
+	VMOVDQU      Y2, 288(CX)
+	VPBROADCASTQ 16(DI), Y0
+	VPXOR        32(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      128(CX), Y2
+	VMOVDQU      64(CX), Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      160(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      192(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      (CX), Y7
+	VPXOR        Y4, Y7, Y7
+	VPXOR        Y1, Y3, Y3
+	VMOVDQU      Y2, 128(CX)
+	VMOVDQU      Y5, 160(CX)
+	VMOVDQU      Y6, 192(CX)
+	VMOVDQU      Y7, (CX)
+	VMOVDQU      Y3, 64(CX)
+	VPXOR        288(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      384(CX), Y1
+	VMOVDQU      320(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      416(CX), Y4
+	VPXOR        Y2, Y4, Y4
+	VMOVDQU      448(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      256(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VPXOR        Y0, Y2, Y2
+	VMOVDQU      Y1, 384(CX)
+	VMOVDQU      Y4, 416(CX)
+	VMOVDQU      Y5, 448(CX)
+	VMOVDQU      Y6, 256(CX)
+	VMOVDQU      Y2, 320(CX)
+	VPBROADCASTQ 24(DI), Y0
+	VPXOR        64(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      160(CX), Y2
+	VMOVDQU      96(CX), Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      192(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      224(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      32(CX), Y7
+	VPXOR        Y4, Y7, Y7
+	VPXOR        Y1, Y3, Y3
+	VMOVDQU      Y2, 160(CX)
+	VMOVDQU      Y5, 192(CX)
+	VMOVDQU      Y6, 224(CX)
+	VMOVDQU      Y7, 32(CX)
+	VMOVDQU      Y3, 96(CX)
+	VPXOR        320(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      416(CX), Y1
+	VMOVDQU      352(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      448(CX), Y4
+	VPXOR        Y2, Y4, Y4
+	VMOVDQU      480(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      288(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VPXOR        Y0, Y2, Y2
+	VMOVDQU      Y1, 416(CX)
+	VMOVDQU      Y4, 448(CX)
+	VMOVDQU      Y5, 480(CX)
+	VMOVDQU      Y6, 288(CX)
+	VMOVDQU      Y2, 352(CX)
+	VPBROADCASTQ 32(DI), Y0
+	VPXOR        96(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      192(CX), Y2
+	VMOVDQU      128(CX), Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      224(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      (CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      64(CX), Y7
+	VPXOR        Y4, Y7, Y7
+	VPXOR        Y1, Y3, Y3
+	VMOVDQU      Y2, 192(CX)
+	VMOVDQU      Y5, 224(CX)
+	VMOVDQU      Y6, (CX)
+	VMOVDQU      Y7, 64(CX)
+	VMOVDQU      Y3, 128(CX)
+	VPXOR        352(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      448(CX), Y1
+	VMOVDQU      384(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      480(CX), Y4
+	VPXOR        Y2, Y4, Y4
+	VMOVDQU      256(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      320(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VPXOR        Y0, Y2, Y2
+	VMOVDQU      Y1, 448(CX)
+	VMOVDQU      Y4, 480(CX)
+	VMOVDQU      Y5, 256(CX)
+	VMOVDQU      Y6, 320(CX)
+	VMOVDQU      Y2, 384(CX)
+	VPBROADCASTQ 40(DI), Y0
+	VPXOR        128(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      224(CX), Y2
+	VMOVDQU      160(CX), Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      (CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      32(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      96(CX), Y7
+	VPXOR        Y4, Y7, Y7
+	VPXOR        Y1, Y3, Y3
+	VMOVDQU      Y2, 224(CX)
+	VMOVDQU      Y5, (CX)
+	VMOVDQU      Y6, 32(CX)
+	VMOVDQU      Y7, 96(CX)
+	VMOVDQU      Y3, 160(CX)
+	VPXOR        384(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      480(CX), Y1
+	VMOVDQU      416(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      256(CX), Y4
+	VPXOR        Y2, Y4, Y4
+	VMOVDQU      288(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      352(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VPXOR        Y0, Y2, Y2
+	VMOVDQU      Y1, 480(CX)
+	VMOVDQU      Y4, 256(CX)
+	VMOVDQU      Y5, 288(CX)
+	VMOVDQU      Y6, 352(CX)
+	VMOVDQU      Y2, 416(CX)
+	VPBROADCASTQ 48(DI), Y0
+	VPXOR        160(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      (CX), Y2
+	VMOVDQU      192(CX), Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      32(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      64(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      128(CX), Y7
+	VPXOR        Y4, Y7, Y7
+	VPXOR        Y1, Y3, Y3
+	VMOVDQU      Y2, (CX)
+	VMOVDQU      Y5, 32(CX)
+	VMOVDQU      Y6, 64(CX)
+	VMOVDQU      Y7, 128(CX)
+	VMOVDQU      Y3, 192(CX)
+	VPXOR        416(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      256(CX), Y1
+	VMOVDQU      448(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      288(CX), Y4
+	VPXOR        Y2, Y4, Y4
+	VMOVDQU      320(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      384(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VPXOR        Y0, Y2, Y2
+	VMOVDQU      Y1, 256(CX)
+	VMOVDQU      Y4, 288(CX)
+	VMOVDQU      Y5, 320(CX)
+	VMOVDQU      Y6, 384(CX)
+	VMOVDQU      Y2, 448(CX)
+	VPBROADCASTQ 56(DI), Y0
+	VPXOR        192(CX), Y0, Y1
+	VMOVDQU      (BX), Y2
+	VPSHUFB      Y1, Y2, Y2
+	VMOVDQU      32(BX), Y3
+	VPSUBB       544(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(BX), Y3
+	VPSUBB       576(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      96(BX), Y4
+	VPSUBB       608(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      128(BX), Y4
+	VPSUBB       640(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      160(BX), Y5
+	VPSUBB       672(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VPSUBB       704(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      224(BX), Y6
+	VPSUBB       736(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      256(BX), Y3
+	VPSUBB       768(BX), Y1, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      288(BX), Y4
+	VPSUBB       800(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      320(BX), Y4
+	VPSUBB       832(BX), Y1, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      352(BX), Y5
+	VPSUBB       864(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      384(BX), Y5
+	VPSUBB       896(BX), Y1, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      416(BX), Y6
+	VPSUBB       928(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VMOVDQU      448(BX), Y6
+	VPSUBB       960(BX), Y1, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VMOVDQU      480(BX), Y7
+	VPSUBB       992(BX), Y1, Y8
+	VPSHUFB      Y8, Y7, Y7
+	VPXOR        Y7, Y6, Y6
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y5, Y3, Y3
+	VPBLENDVB    Y1, Y3, Y2, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSRLW       $0x04, Y1, Y3
+	VPAND        1088(BX), Y3, Y3
+	VMOVDQU      1024(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1056(BX), Y2
+	VPSHUFB      Y3, Y2, Y2
+	VPOR         Y4, Y2, Y4
+	VMOVDQU      32(CX), Y2
+	VMOVDQU      224(CX), Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      64(CX), Y5
+	VPXOR        Y3, Y5, Y5
+	VMOVDQU      96(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      160(CX), Y7
+	VPXOR        Y4, Y7, Y7
+	VPXOR        Y1, Y3, Y3
+	VMOVDQU      Y2, 32(CX)
+	VMOVDQU      Y5, 64(CX)
+	VMOVDQU      Y6, 96(CX)
+	VMOVDQU      Y7, 160(CX)
+	VMOVDQU      Y3, 224(CX)
+	VPXOR        448(CX), Y0, Y0
+	VMOVDQU      (BX), Y1
+	VPSHUFB      Y0, Y1, Y1
+	VMOVDQU      32(BX), Y2
+	VPSUBB       544(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(BX), Y2
+	VPSUBB       576(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      96(BX), Y3
+	VPSUBB       608(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      128(BX), Y3
+	VPSUBB       640(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      160(BX), Y4
+	VPSUBB       672(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      192(BX), Y4
+	VPSUBB       704(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      224(BX), Y5
+	VPSUBB       736(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y2, Y1, Y1
+	VPXOR        Y4, Y3, Y3
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      256(BX), Y2
+	VPSUBB       768(BX), Y0, Y3
+	VPSHUFB      Y3, Y2, Y2
+	VMOVDQU      288(BX), Y3
+	VPSUBB       800(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VPXOR        Y3, Y2, Y2
+	VMOVDQU      320(BX), Y3
+	VPSUBB       832(BX), Y0, Y4
+	VPSHUFB      Y4, Y3, Y3
+	VMOVDQU      352(BX), Y4
+	VPSUBB       864(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VPXOR        Y4, Y3, Y3
+	VMOVDQU      384(BX), Y4
+	VPSUBB       896(BX), Y0, Y5
+	VPSHUFB      Y5, Y4, Y4
+	VMOVDQU      416(BX), Y5
+	VPSUBB       928(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VPXOR        Y5, Y4, Y4
+	VMOVDQU      448(BX), Y5
+	VPSUBB       960(BX), Y0, Y6
+	VPSHUFB      Y6, Y5, Y5
+	VMOVDQU      480(BX), Y6
+	VPSUBB       992(BX), Y0, Y7
+	VPSHUFB      Y7, Y6, Y6
+	VPXOR        Y6, Y5, Y5
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y5, Y4, Y4
+	VPXOR        Y4, Y2, Y2
+	VPBLENDVB    Y0, Y2, Y1, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSRLW       $0x04, Y0, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      288(CX), Y1
+	VMOVDQU      480(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      320(CX), Y4
+	VPXOR        Y2, Y4, Y4
+	VMOVDQU      352(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      416(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VPXOR        Y0, Y2, Y2
+	VMOVDQU      Y1, 288(CX)
+	VMOVDQU      Y4, 320(CX)
+	VMOVDQU      Y5, 352(CX)
+	VMOVDQU      Y6, 416(CX)
+	VMOVDQU      Y2, 480(CX)
 	ADDQ         $0x40, DI
 	DECQ         R8
 	JNZ          blockEncryptAVX2_rounds
 
 	// Back to one block per lane.
-	VPUNPCKLWD  Y2, Y6, Y4
-	VPUNPCKHWD  Y2, Y6, Y2
-	VPUNPCKLWD  Y1, Y7, Y6
-	VPUNPCKHWD  Y1, Y7, Y1
-	VPUNPCKLWD  Y5, Y3, Y7
-	VPUNPCKHWD  Y5, Y3, Y3
-	VPUNPCKLWD  Y0, Y8, Y5
-	VPUNPCKHWD  Y0, Y8, Y0
-	VPUNPCKLDQ  Y6, Y4, Y8
+	VMOVDQU     (CX), Y0
+	VMOVDQU     32(CX), Y1
+	VMOVDQU     64(CX), Y2
+	VMOVDQU     96(CX), Y3
+	VMOVDQU     128(CX), Y4
+	VMOVDQU     160(CX), Y5
+	VMOVDQU     192(CX), Y6
+	VMOVDQU     224(CX), Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
 	VPUNPCKHDQ  Y6, Y4, Y4
-	VPUNPCKLDQ  Y1, Y2, Y6
-	VPUNPCKHDQ  Y1, Y2, Y1
-	VPUNPCKLDQ  Y5, Y7, Y2
-	VPUNPCKHDQ  Y5, Y7, Y5
-	VPUNPCKLDQ  Y0, Y3, Y7
-	VPUNPCKHDQ  Y0, Y3, Y0
-	VPUNPCKLQDQ Y2, Y8, Y3
-	VPUNPCKHQDQ Y2, Y8, Y2
-	VPUNPCKLQDQ Y5, Y4, Y8
-	VPUNPCKHQDQ Y5, Y4, Y4
-	VPUNPCKLQDQ Y7, Y6, Y5
-	VPUNPCKHQDQ Y7, Y6, Y6
-	VPUNPCKLQDQ Y0, Y1, Y7
-	VPUNPCKHQDQ Y0, Y1, Y0
-	VPSHUFB     1152(BX), Y3, Y3
-	VMOVDQU     Y3, (CX)
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VPSHUFB     1152(BX), Y6, Y6
+	VMOVDQU     Y6, (CX)
 	VPSHUFB     1152(BX), Y2, Y2
 	VMOVDQU     Y2, 32(CX)
-	VPSHUFB     1152(BX), Y8, Y8
-	VMOVDQU     Y8, 64(CX)
-	VPSHUFB     1152(BX), Y4, Y4
-	VMOVDQU     Y4, 96(CX)
-	VPSHUFB     1152(BX), Y5, Y5
-	VMOVDQU     Y5, 128(CX)
-	VPSHUFB     1152(BX), Y6, Y6
-	VMOVDQU     Y6, 160(CX)
 	VPSHUFB     1152(BX), Y7, Y7
-	VMOVDQU     Y7, 192(CX)
+	VMOVDQU     Y7, 64(CX)
+	VPSHUFB     1152(BX), Y1, Y1
+	VMOVDQU     Y1, 96(CX)
+	VPSHUFB     1152(BX), Y3, Y3
+	VMOVDQU     Y3, 128(CX)
+	VPSHUFB     1152(BX), Y5, Y5
+	VMOVDQU     Y5, 160(CX)
+	VPSHUFB     1152(BX), Y8, Y8
+	VMOVDQU     Y8, 192(CX)
 	VPSHUFB     1152(BX), Y0, Y0
 	VMOVDQU     Y0, 224(CX)
-	ADDQ        $0x00000100, AX
-	ADDQ        $0x00000100, CX
+	VMOVDQU     256(CX), Y0
+	VMOVDQU     288(CX), Y1
+	VMOVDQU     320(CX), Y2
+	VMOVDQU     352(CX), Y3
+	VMOVDQU     384(CX), Y4
+	VMOVDQU     416(CX), Y5
+	VMOVDQU     448(CX), Y6
+	VMOVDQU     480(CX), Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VPSHUFB     1152(BX), Y6, Y6
+	VMOVDQU     Y6, 256(CX)
+	VPSHUFB     1152(BX), Y2, Y2
+	VMOVDQU     Y2, 288(CX)
+	VPSHUFB     1152(BX), Y7, Y7
+	VMOVDQU     Y7, 320(CX)
+	VPSHUFB     1152(BX), Y1, Y1
+	VMOVDQU     Y1, 352(CX)
+	VPSHUFB     1152(BX), Y3, Y3
+	VMOVDQU     Y3, 384(CX)
+	VPSHUFB     1152(BX), Y5, Y5
+	VMOVDQU     Y5, 416(CX)
+	VPSHUFB     1152(BX), Y8, Y8
+	VMOVDQU     Y8, 448(CX)
+	VPSHUFB     1152(BX), Y0, Y0
+	VMOVDQU     Y0, 480(CX)
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x00000200, CX
 	DECQ        SI
-	JNZ         blockEncryptAVX2_group
+	JNZ         blockEncryptAVX2_groups
 	VZEROUPPER
 	RET
 
-// func blockDecryptAVX2Blend(in *[256]uint64, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
+// func blockDecryptAVX2Blend(in *[256]uint64, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 // Requires: AVX, AVX2
 TEXT ·blockDecryptAVX2Blend(SB), NOSPLIT, $0-40
 	MOVQ in+0(FP), AX
 	MOVQ out+8(FP), CX
 	MOVQ kb+16(FP), DX
 	MOVQ tab+24(FP), BX
-	MOVQ groups+32(FP), SI
+	MOVQ pairs+32(FP), SI
 
-blockDecryptAVX2Blend_group:
-	// Byte-slice 32 lanes: R[j+1] gets byte j of every lane.
+blockDecryptAVX2Blend_groups:
+	// Byte-slice each group of 32 lanes: R[j+1] gets byte j of every lane.
 	VMOVDQU     (AX), Y0
 	VPSHUFB     1120(BX), Y0, Y0
 	VMOVDQU     32(AX), Y1
@@ -4463,609 +6223,1409 @@ blockDecryptAVX2Blend_group:
 	VPUNPCKHQDQ Y5, Y8, Y5
 	VPUNPCKLQDQ Y4, Y0, Y8
 	VPUNPCKHQDQ Y4, Y0, Y0
+	VMOVDQU     Y6, (CX)
+	VMOVDQU     Y2, 32(CX)
+	VMOVDQU     Y7, 64(CX)
+	VMOVDQU     Y1, 96(CX)
+	VMOVDQU     Y3, 128(CX)
+	VMOVDQU     Y5, 160(CX)
+	VMOVDQU     Y8, 192(CX)
+	VMOVDQU     Y0, 224(CX)
+	VMOVDQU     256(AX), Y0
+	VPSHUFB     1120(BX), Y0, Y0
+	VMOVDQU     288(AX), Y1
+	VPSHUFB     1120(BX), Y1, Y1
+	VMOVDQU     320(AX), Y2
+	VPSHUFB     1120(BX), Y2, Y2
+	VMOVDQU     352(AX), Y3
+	VPSHUFB     1120(BX), Y3, Y3
+	VMOVDQU     384(AX), Y4
+	VPSHUFB     1120(BX), Y4, Y4
+	VMOVDQU     416(AX), Y5
+	VPSHUFB     1120(BX), Y5, Y5
+	VMOVDQU     448(AX), Y6
+	VPSHUFB     1120(BX), Y6, Y6
+	VMOVDQU     480(AX), Y7
+	VPSHUFB     1120(BX), Y7, Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VMOVDQU     Y6, 256(CX)
+	VMOVDQU     Y2, 288(CX)
+	VMOVDQU     Y7, 320(CX)
+	VMOVDQU     Y1, 352(CX)
+	VMOVDQU     Y3, 384(CX)
+	VMOVDQU     Y5, 416(CX)
+	VMOVDQU     Y8, 448(CX)
+	VMOVDQU     Y0, 480(CX)
 	LEAQ        440(DX), DI
 	MOVQ        $0x00000007, R8
 
 blockDecryptAVX2Blend_rounds:
-	VPBROADCASTQ (DI), Y4
-	VPXOR        Y8, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y11, Y0, Y0
-	VPXOR        Y0, Y2, Y2
-	VPXOR        Y0, Y7, Y7
-	VPXOR        Y0, Y1, Y1
-	VPXOR        Y10, Y5, Y5
-	VPBROADCASTQ -8(DI), Y4
-	VPXOR        Y5, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y11, Y8, Y8
-	VPXOR        Y8, Y6, Y6
-	VPXOR        Y8, Y2, Y2
-	VPXOR        Y8, Y7, Y7
-	VPXOR        Y10, Y3, Y3
-	VPBROADCASTQ -16(DI), Y4
-	VPXOR        Y3, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y11, Y5, Y5
-	VPXOR        Y5, Y0, Y0
-	VPXOR        Y5, Y6, Y6
-	VPXOR        Y5, Y2, Y2
-	VPXOR        Y10, Y1, Y1
-	VPBROADCASTQ -24(DI), Y4
+	VPBROADCASTQ (DI), Y0
+	VPXOR        192(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      224(CX), Y1
+	VPXOR        Y4, Y1, Y1
+	VMOVDQU      32(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      64(CX), Y4
 	VPXOR        Y1, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y11, Y3, Y3
-	VPXOR        Y3, Y8, Y8
-	VPXOR        Y3, Y0, Y0
-	VPXOR        Y3, Y6, Y6
-	VPXOR        Y10, Y7, Y7
-	VPBROADCASTQ -32(DI), Y4
-	VPXOR        Y7, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y11, Y1, Y1
+	VMOVDQU      96(CX), Y5
 	VPXOR        Y1, Y5, Y5
-	VPXOR        Y1, Y8, Y8
-	VPXOR        Y1, Y0, Y0
-	VPXOR        Y10, Y2, Y2
-	VPBROADCASTQ -40(DI), Y4
-	VPXOR        Y2, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y11, Y7, Y7
-	VPXOR        Y7, Y3, Y3
-	VPXOR        Y7, Y5, Y5
-	VPXOR        Y7, Y8, Y8
-	VPXOR        Y10, Y6, Y6
-	VPBROADCASTQ -48(DI), Y4
-	VPXOR        Y6, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y11, Y2, Y2
-	VPXOR        Y2, Y1, Y1
-	VPXOR        Y2, Y3, Y3
-	VPXOR        Y2, Y5, Y5
-	VPXOR        Y10, Y0, Y0
-	VPBROADCASTQ -56(DI), Y4
+	VMOVDQU      160(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      Y1, 224(CX)
+	VMOVDQU      Y2, 32(CX)
+	VMOVDQU      Y4, 64(CX)
+	VMOVDQU      Y5, 96(CX)
+	VMOVDQU      Y6, 160(CX)
+	VPXOR        448(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      480(CX), Y0
+	VPXOR        Y3, Y0, Y0
+	VMOVDQU      288(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      320(CX), Y3
+	VPXOR        Y0, Y3, Y3
+	VMOVDQU      352(CX), Y4
 	VPXOR        Y0, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y11, Y6, Y6
-	VPXOR        Y6, Y7, Y7
-	VPXOR        Y6, Y1, Y1
-	VPXOR        Y6, Y3, Y3
-	VPXOR        Y10, Y8, Y8
+	VMOVDQU      416(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      Y0, 480(CX)
+	VMOVDQU      Y1, 288(CX)
+	VMOVDQU      Y3, 320(CX)
+	VMOVDQU      Y4, 352(CX)
+	VMOVDQU      Y5, 416(CX)
+	VPBROADCASTQ -8(DI), Y0
+	VPXOR        160(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      192(CX), Y1
+	VPXOR        Y4, Y1, Y1
+	VMOVDQU      (CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      32(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      64(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      128(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      Y1, 192(CX)
+	VMOVDQU      Y2, (CX)
+	VMOVDQU      Y4, 32(CX)
+	VMOVDQU      Y5, 64(CX)
+	VMOVDQU      Y6, 128(CX)
+	VPXOR        416(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      448(CX), Y0
+	VPXOR        Y3, Y0, Y0
+	VMOVDQU      256(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      288(CX), Y3
+	VPXOR        Y0, Y3, Y3
+	VMOVDQU      320(CX), Y4
+	VPXOR        Y0, Y4, Y4
+	VMOVDQU      384(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      Y0, 448(CX)
+	VMOVDQU      Y1, 256(CX)
+	VMOVDQU      Y3, 288(CX)
+	VMOVDQU      Y4, 320(CX)
+	VMOVDQU      Y5, 384(CX)
+	VPBROADCASTQ -16(DI), Y0
+	VPXOR        128(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      160(CX), Y1
+	VPXOR        Y4, Y1, Y1
+	VMOVDQU      224(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      (CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      32(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      96(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      Y1, 160(CX)
+	VMOVDQU      Y2, 224(CX)
+	VMOVDQU      Y4, (CX)
+	VMOVDQU      Y5, 32(CX)
+	VMOVDQU      Y6, 96(CX)
+	VPXOR        384(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      416(CX), Y0
+	VPXOR        Y3, Y0, Y0
+	VMOVDQU      480(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      256(CX), Y3
+	VPXOR        Y0, Y3, Y3
+	VMOVDQU      288(CX), Y4
+	VPXOR        Y0, Y4, Y4
+	VMOVDQU      352(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      Y0, 416(CX)
+	VMOVDQU      Y1, 480(CX)
+	VMOVDQU      Y3, 256(CX)
+	VMOVDQU      Y4, 288(CX)
+	VMOVDQU      Y5, 352(CX)
+	VPBROADCASTQ -24(DI), Y0
+	VPXOR        96(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      128(CX), Y1
+	VPXOR        Y4, Y1, Y1
+	VMOVDQU      192(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      224(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      (CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      64(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      Y1, 128(CX)
+	VMOVDQU      Y2, 192(CX)
+	VMOVDQU      Y4, 224(CX)
+	VMOVDQU      Y5, (CX)
+	VMOVDQU      Y6, 64(CX)
+	VPXOR        352(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      384(CX), Y0
+	VPXOR        Y3, Y0, Y0
+	VMOVDQU      448(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      480(CX), Y3
+	VPXOR        Y0, Y3, Y3
+	VMOVDQU      256(CX), Y4
+	VPXOR        Y0, Y4, Y4
+	VMOVDQU      320(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      Y0, 384(CX)
+	VMOVDQU      Y1, 448(CX)
+	VMOVDQU      Y3, 480(CX)
+	VMOVDQU      Y4, 256(CX)
+	VMOVDQU      Y5, 320(CX)
+	VPBROADCASTQ -32(DI), Y0
+	VPXOR        64(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      96(CX), Y1
+	VPXOR        Y4, Y1, Y1
+	VMOVDQU      160(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      192(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      224(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      32(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      Y1, 96(CX)
+	VMOVDQU      Y2, 160(CX)
+	VMOVDQU      Y4, 192(CX)
+	VMOVDQU      Y5, 224(CX)
+	VMOVDQU      Y6, 32(CX)
+	VPXOR        320(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      352(CX), Y0
+	VPXOR        Y3, Y0, Y0
+	VMOVDQU      416(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      448(CX), Y3
+	VPXOR        Y0, Y3, Y3
+	VMOVDQU      480(CX), Y4
+	VPXOR        Y0, Y4, Y4
+	VMOVDQU      288(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      Y0, 352(CX)
+	VMOVDQU      Y1, 416(CX)
+	VMOVDQU      Y3, 448(CX)
+	VMOVDQU      Y4, 480(CX)
+	VMOVDQU      Y5, 288(CX)
+	VPBROADCASTQ -40(DI), Y0
+	VPXOR        32(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      64(CX), Y1
+	VPXOR        Y4, Y1, Y1
+	VMOVDQU      128(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      160(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      192(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      (CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      Y1, 64(CX)
+	VMOVDQU      Y2, 128(CX)
+	VMOVDQU      Y4, 160(CX)
+	VMOVDQU      Y5, 192(CX)
+	VMOVDQU      Y6, (CX)
+	VPXOR        288(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      320(CX), Y0
+	VPXOR        Y3, Y0, Y0
+	VMOVDQU      384(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      416(CX), Y3
+	VPXOR        Y0, Y3, Y3
+	VMOVDQU      448(CX), Y4
+	VPXOR        Y0, Y4, Y4
+	VMOVDQU      256(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      Y0, 320(CX)
+	VMOVDQU      Y1, 384(CX)
+	VMOVDQU      Y3, 416(CX)
+	VMOVDQU      Y4, 448(CX)
+	VMOVDQU      Y5, 256(CX)
+	VPBROADCASTQ -48(DI), Y0
+	VPXOR        (CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      32(CX), Y1
+	VPXOR        Y4, Y1, Y1
+	VMOVDQU      96(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      128(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      160(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      224(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      Y1, 32(CX)
+	VMOVDQU      Y2, 96(CX)
+	VMOVDQU      Y4, 128(CX)
+	VMOVDQU      Y5, 160(CX)
+	VMOVDQU      Y6, 224(CX)
+	VPXOR        256(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      288(CX), Y0
+	VPXOR        Y3, Y0, Y0
+	VMOVDQU      352(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      384(CX), Y3
+	VPXOR        Y0, Y3, Y3
+	VMOVDQU      416(CX), Y4
+	VPXOR        Y0, Y4, Y4
+	VMOVDQU      480(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      Y0, 288(CX)
+	VMOVDQU      Y1, 352(CX)
+	VMOVDQU      Y3, 384(CX)
+	VMOVDQU      Y4, 416(CX)
+	VMOVDQU      Y5, 480(CX)
+	VPBROADCASTQ -56(DI), Y0
+	VPXOR        224(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      (CX), Y1
+	VPXOR        Y4, Y1, Y1
+	VMOVDQU      64(CX), Y2
+	VPXOR        Y1, Y2, Y2
+	VMOVDQU      96(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      128(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      192(CX), Y6
+	VPXOR        Y3, Y6, Y6
+	VMOVDQU      Y1, (CX)
+	VMOVDQU      Y2, 64(CX)
+	VMOVDQU      Y4, 96(CX)
+	VMOVDQU      Y5, 128(CX)
+	VMOVDQU      Y6, 192(CX)
+	VPXOR        480(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      256(CX), Y0
+	VPXOR        Y3, Y0, Y0
+	VMOVDQU      320(CX), Y1
+	VPXOR        Y0, Y1, Y1
+	VMOVDQU      352(CX), Y3
+	VPXOR        Y0, Y3, Y3
+	VMOVDQU      384(CX), Y4
+	VPXOR        Y0, Y4, Y4
+	VMOVDQU      448(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      Y0, 256(CX)
+	VMOVDQU      Y1, 320(CX)
+	VMOVDQU      Y3, 352(CX)
+	VMOVDQU      Y4, 384(CX)
+	VMOVDQU      Y5, 448(CX)
 	SUBQ         $0x40, DI
 	DECQ         R8
 	JNZ          blockDecryptAVX2Blend_rounds
 
 	// Back to one block per lane.
-	VPUNPCKLWD  Y2, Y6, Y4
-	VPUNPCKHWD  Y2, Y6, Y2
-	VPUNPCKLWD  Y1, Y7, Y6
-	VPUNPCKHWD  Y1, Y7, Y1
-	VPUNPCKLWD  Y5, Y3, Y7
-	VPUNPCKHWD  Y5, Y3, Y3
-	VPUNPCKLWD  Y0, Y8, Y5
-	VPUNPCKHWD  Y0, Y8, Y0
-	VPUNPCKLDQ  Y6, Y4, Y8
+	VMOVDQU     (CX), Y0
+	VMOVDQU     32(CX), Y1
+	VMOVDQU     64(CX), Y2
+	VMOVDQU     96(CX), Y3
+	VMOVDQU     128(CX), Y4
+	VMOVDQU     160(CX), Y5
+	VMOVDQU     192(CX), Y6
+	VMOVDQU     224(CX), Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
 	VPUNPCKHDQ  Y6, Y4, Y4
-	VPUNPCKLDQ  Y1, Y2, Y6
-	VPUNPCKHDQ  Y1, Y2, Y1
-	VPUNPCKLDQ  Y5, Y7, Y2
-	VPUNPCKHDQ  Y5, Y7, Y5
-	VPUNPCKLDQ  Y0, Y3, Y7
-	VPUNPCKHDQ  Y0, Y3, Y0
-	VPUNPCKLQDQ Y2, Y8, Y3
-	VPUNPCKHQDQ Y2, Y8, Y2
-	VPUNPCKLQDQ Y5, Y4, Y8
-	VPUNPCKHQDQ Y5, Y4, Y4
-	VPUNPCKLQDQ Y7, Y6, Y5
-	VPUNPCKHQDQ Y7, Y6, Y6
-	VPUNPCKLQDQ Y0, Y1, Y7
-	VPUNPCKHQDQ Y0, Y1, Y0
-	VPSHUFB     1152(BX), Y3, Y3
-	VMOVDQU     Y3, (CX)
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VPSHUFB     1152(BX), Y6, Y6
+	VMOVDQU     Y6, (CX)
 	VPSHUFB     1152(BX), Y2, Y2
 	VMOVDQU     Y2, 32(CX)
-	VPSHUFB     1152(BX), Y8, Y8
-	VMOVDQU     Y8, 64(CX)
-	VPSHUFB     1152(BX), Y4, Y4
-	VMOVDQU     Y4, 96(CX)
-	VPSHUFB     1152(BX), Y5, Y5
-	VMOVDQU     Y5, 128(CX)
-	VPSHUFB     1152(BX), Y6, Y6
-	VMOVDQU     Y6, 160(CX)
 	VPSHUFB     1152(BX), Y7, Y7
-	VMOVDQU     Y7, 192(CX)
+	VMOVDQU     Y7, 64(CX)
+	VPSHUFB     1152(BX), Y1, Y1
+	VMOVDQU     Y1, 96(CX)
+	VPSHUFB     1152(BX), Y3, Y3
+	VMOVDQU     Y3, 128(CX)
+	VPSHUFB     1152(BX), Y5, Y5
+	VMOVDQU     Y5, 160(CX)
+	VPSHUFB     1152(BX), Y8, Y8
+	VMOVDQU     Y8, 192(CX)
 	VPSHUFB     1152(BX), Y0, Y0
 	VMOVDQU     Y0, 224(CX)
-	ADDQ        $0x00000100, AX
-	ADDQ        $0x00000100, CX
+	VMOVDQU     256(CX), Y0
+	VMOVDQU     288(CX), Y1
+	VMOVDQU     320(CX), Y2
+	VMOVDQU     352(CX), Y3
+	VMOVDQU     384(CX), Y4
+	VMOVDQU     416(CX), Y5
+	VMOVDQU     448(CX), Y6
+	VMOVDQU     480(CX), Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VPSHUFB     1152(BX), Y6, Y6
+	VMOVDQU     Y6, 256(CX)
+	VPSHUFB     1152(BX), Y2, Y2
+	VMOVDQU     Y2, 288(CX)
+	VPSHUFB     1152(BX), Y7, Y7
+	VMOVDQU     Y7, 320(CX)
+	VPSHUFB     1152(BX), Y1, Y1
+	VMOVDQU     Y1, 352(CX)
+	VPSHUFB     1152(BX), Y3, Y3
+	VMOVDQU     Y3, 384(CX)
+	VPSHUFB     1152(BX), Y5, Y5
+	VMOVDQU     Y5, 416(CX)
+	VPSHUFB     1152(BX), Y8, Y8
+	VMOVDQU     Y8, 448(CX)
+	VPSHUFB     1152(BX), Y0, Y0
+	VMOVDQU     Y0, 480(CX)
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x00000200, CX
 	DECQ        SI
-	JNZ         blockDecryptAVX2Blend_group
+	JNZ         blockDecryptAVX2Blend_groups
 	VZEROUPPER
 	RET
 
-// func blockEncryptAVX2Blend(in *[256]uint64, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, groups int)
+// func blockEncryptAVX2Blend(in *[256]uint64, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 // Requires: AVX, AVX2
 TEXT ·blockEncryptAVX2Blend(SB), NOSPLIT, $0-40
 	MOVQ in+0(FP), AX
 	MOVQ out+8(FP), CX
 	MOVQ kb+16(FP), DX
 	MOVQ tab+24(FP), BX
-	MOVQ groups+32(FP), SI
+	MOVQ pairs+32(FP), SI
 
-blockEncryptAVX2Blend_group:
-	// Byte-slice 32 lanes: R[j+1] gets byte j of every lane.
+blockEncryptAVX2Blend_groups:
+	// Byte-slice each group of 32 lanes: R[j+1] gets byte j of every lane.
 	VMOVDQU     (AX), Y0
 	VPSHUFB     1120(BX), Y0, Y0
 	VMOVDQU     32(AX), Y1
@@ -5106,595 +7666,1395 @@ blockEncryptAVX2Blend_group:
 	VPUNPCKHQDQ Y5, Y8, Y5
 	VPUNPCKLQDQ Y4, Y0, Y8
 	VPUNPCKHQDQ Y4, Y0, Y0
+	VMOVDQU     Y6, (CX)
+	VMOVDQU     Y2, 32(CX)
+	VMOVDQU     Y7, 64(CX)
+	VMOVDQU     Y1, 96(CX)
+	VMOVDQU     Y3, 128(CX)
+	VMOVDQU     Y5, 160(CX)
+	VMOVDQU     Y8, 192(CX)
+	VMOVDQU     Y0, 224(CX)
+	VMOVDQU     256(AX), Y0
+	VPSHUFB     1120(BX), Y0, Y0
+	VMOVDQU     288(AX), Y1
+	VPSHUFB     1120(BX), Y1, Y1
+	VMOVDQU     320(AX), Y2
+	VPSHUFB     1120(BX), Y2, Y2
+	VMOVDQU     352(AX), Y3
+	VPSHUFB     1120(BX), Y3, Y3
+	VMOVDQU     384(AX), Y4
+	VPSHUFB     1120(BX), Y4, Y4
+	VMOVDQU     416(AX), Y5
+	VPSHUFB     1120(BX), Y5, Y5
+	VMOVDQU     448(AX), Y6
+	VPSHUFB     1120(BX), Y6, Y6
+	VMOVDQU     480(AX), Y7
+	VPSHUFB     1120(BX), Y7, Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VMOVDQU     Y6, 256(CX)
+	VMOVDQU     Y2, 288(CX)
+	VMOVDQU     Y7, 320(CX)
+	VMOVDQU     Y1, 352(CX)
+	VMOVDQU     Y3, 384(CX)
+	VMOVDQU     Y5, 416(CX)
+	VMOVDQU     Y8, 448(CX)
+	VMOVDQU     Y0, 480(CX)
 	MOVQ        DX, DI
 	MOVQ        $0x00000007, R8
 
 blockEncryptAVX2Blend_rounds:
-	VPBROADCASTQ (DI), Y4
-	VPXOR        Y0, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y6, Y7, Y7
-	VPXOR        Y6, Y1, Y1
-	VPXOR        Y6, Y3, Y3
-	VPXOR        Y10, Y8, Y8
-	VPXOR        Y11, Y6, Y6
-	VPBROADCASTQ 8(DI), Y4
-	VPXOR        Y6, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
+	VPBROADCASTQ (DI), Y0
+	VPXOR        224(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      64(CX), Y1
+	VMOVDQU      (CX), Y2
 	VPXOR        Y2, Y1, Y1
-	VPXOR        Y2, Y3, Y3
+	VMOVDQU      96(CX), Y5
 	VPXOR        Y2, Y5, Y5
-	VPXOR        Y10, Y0, Y0
-	VPXOR        Y11, Y2, Y2
-	VPBROADCASTQ 16(DI), Y4
-	VPXOR        Y2, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y7, Y3, Y3
-	VPXOR        Y7, Y5, Y5
-	VPXOR        Y7, Y8, Y8
-	VPXOR        Y10, Y6, Y6
-	VPXOR        Y11, Y7, Y7
-	VPBROADCASTQ 24(DI), Y4
-	VPXOR        Y7, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y1, Y5, Y5
-	VPXOR        Y1, Y8, Y8
+	VMOVDQU      128(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VMOVDQU      192(CX), Y7
+	VPXOR        Y3, Y7, Y7
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      Y1, 64(CX)
+	VMOVDQU      Y5, 96(CX)
+	VMOVDQU      Y6, 128(CX)
+	VMOVDQU      Y7, 192(CX)
+	VMOVDQU      Y2, (CX)
+	VPXOR        480(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      320(CX), Y0
+	VMOVDQU      256(CX), Y1
 	VPXOR        Y1, Y0, Y0
-	VPXOR        Y10, Y2, Y2
-	VPXOR        Y11, Y1, Y1
-	VPBROADCASTQ 32(DI), Y4
+	VMOVDQU      352(CX), Y4
 	VPXOR        Y1, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y3, Y8, Y8
-	VPXOR        Y3, Y0, Y0
-	VPXOR        Y3, Y6, Y6
-	VPXOR        Y10, Y7, Y7
-	VPXOR        Y11, Y3, Y3
-	VPBROADCASTQ 40(DI), Y4
-	VPXOR        Y3, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y5, Y0, Y0
-	VPXOR        Y5, Y6, Y6
-	VPXOR        Y5, Y2, Y2
-	VPXOR        Y10, Y1, Y1
-	VPXOR        Y11, Y5, Y5
-	VPBROADCASTQ 48(DI), Y4
-	VPXOR        Y5, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y8, Y6, Y6
-	VPXOR        Y8, Y2, Y2
-	VPXOR        Y8, Y7, Y7
-	VPXOR        Y10, Y3, Y3
-	VPXOR        Y11, Y8, Y8
-	VPBROADCASTQ 56(DI), Y4
-	VPXOR        Y8, Y4, Y4
-	VPAND        1088(BX), Y4, Y9
-	VPSLLW       $0x01, Y4, Y10
-	VMOVDQU      1376(BX), Y11
-	VPSHUFB      Y9, Y11, Y11
-	VMOVDQU      1632(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VMOVDQU      1504(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1760(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VPBLENDVB    Y10, Y12, Y11, Y11
-	VMOVDQU      1440(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1696(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1568(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1824(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VPSLLW       $0x02, Y4, Y13
-	VPBLENDVB    Y13, Y12, Y11, Y11
-	VMOVDQU      1408(BX), Y12
-	VPSHUFB      Y9, Y12, Y12
-	VMOVDQU      1664(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VPBLENDVB    Y4, Y13, Y12, Y12
-	VMOVDQU      1536(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1792(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VPBLENDVB    Y10, Y13, Y12, Y12
-	VMOVDQU      1472(BX), Y13
-	VPSHUFB      Y9, Y13, Y13
-	VMOVDQU      1728(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VPBLENDVB    Y4, Y14, Y13, Y13
-	VMOVDQU      1600(BX), Y14
-	VPSHUFB      Y9, Y14, Y14
-	VMOVDQU      1856(BX), Y15
-	VPSHUFB      Y9, Y15, Y15
-	VPBLENDVB    Y4, Y15, Y14, Y14
-	VPBLENDVB    Y10, Y14, Y13, Y13
-	VPSLLW       $0x02, Y4, Y9
-	VPBLENDVB    Y9, Y13, Y12, Y12
-	VPSLLW       $0x03, Y4, Y4
-	VPBLENDVB    Y4, Y12, Y11, Y11
-	VPAND        1088(BX), Y11, Y4
-	VPSRLW       $0x04, Y11, Y9
-	VPAND        1088(BX), Y9, Y9
-	VMOVDQU      1024(BX), Y10
-	VPSHUFB      Y4, Y10, Y10
-	VMOVDQU      1056(BX), Y4
-	VPSHUFB      Y9, Y4, Y4
-	VPOR         Y10, Y4, Y10
-	VPXOR        Y0, Y2, Y2
-	VPXOR        Y0, Y7, Y7
-	VPXOR        Y0, Y1, Y1
-	VPXOR        Y10, Y5, Y5
-	VPXOR        Y11, Y0, Y0
+	VMOVDQU      384(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      448(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      Y0, 320(CX)
+	VMOVDQU      Y4, 352(CX)
+	VMOVDQU      Y5, 384(CX)
+	VMOVDQU      Y6, 448(CX)
+	VMOVDQU      Y1, 256(CX)
+	VPBROADCASTQ 8(DI), Y0
+	VPXOR        (CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      96(CX), Y1
+	VMOVDQU      32(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      128(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      160(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VMOVDQU      224(CX), Y7
+	VPXOR        Y3, Y7, Y7
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      Y1, 96(CX)
+	VMOVDQU      Y5, 128(CX)
+	VMOVDQU      Y6, 160(CX)
+	VMOVDQU      Y7, 224(CX)
+	VMOVDQU      Y2, 32(CX)
+	VPXOR        256(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      352(CX), Y0
+	VMOVDQU      288(CX), Y1
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      384(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      416(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      480(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      Y0, 352(CX)
+	VMOVDQU      Y4, 384(CX)
+	VMOVDQU      Y5, 416(CX)
+	VMOVDQU      Y6, 480(CX)
+	VMOVDQU      Y1, 288(CX)
+	VPBROADCASTQ 16(DI), Y0
+	VPXOR        32(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      128(CX), Y1
+	VMOVDQU      64(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      160(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      192(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VMOVDQU      (CX), Y7
+	VPXOR        Y3, Y7, Y7
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      Y1, 128(CX)
+	VMOVDQU      Y5, 160(CX)
+	VMOVDQU      Y6, 192(CX)
+	VMOVDQU      Y7, (CX)
+	VMOVDQU      Y2, 64(CX)
+	VPXOR        288(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      384(CX), Y0
+	VMOVDQU      320(CX), Y1
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      416(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      448(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      256(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      Y0, 384(CX)
+	VMOVDQU      Y4, 416(CX)
+	VMOVDQU      Y5, 448(CX)
+	VMOVDQU      Y6, 256(CX)
+	VMOVDQU      Y1, 320(CX)
+	VPBROADCASTQ 24(DI), Y0
+	VPXOR        64(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      160(CX), Y1
+	VMOVDQU      96(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      192(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      224(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VMOVDQU      32(CX), Y7
+	VPXOR        Y3, Y7, Y7
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      Y1, 160(CX)
+	VMOVDQU      Y5, 192(CX)
+	VMOVDQU      Y6, 224(CX)
+	VMOVDQU      Y7, 32(CX)
+	VMOVDQU      Y2, 96(CX)
+	VPXOR        320(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      416(CX), Y0
+	VMOVDQU      352(CX), Y1
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      448(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      480(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      288(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      Y0, 416(CX)
+	VMOVDQU      Y4, 448(CX)
+	VMOVDQU      Y5, 480(CX)
+	VMOVDQU      Y6, 288(CX)
+	VMOVDQU      Y1, 352(CX)
+	VPBROADCASTQ 32(DI), Y0
+	VPXOR        96(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      192(CX), Y1
+	VMOVDQU      128(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      224(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      (CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VMOVDQU      64(CX), Y7
+	VPXOR        Y3, Y7, Y7
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      Y1, 192(CX)
+	VMOVDQU      Y5, 224(CX)
+	VMOVDQU      Y6, (CX)
+	VMOVDQU      Y7, 64(CX)
+	VMOVDQU      Y2, 128(CX)
+	VPXOR        352(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      448(CX), Y0
+	VMOVDQU      384(CX), Y1
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      480(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      256(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      320(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      Y0, 448(CX)
+	VMOVDQU      Y4, 480(CX)
+	VMOVDQU      Y5, 256(CX)
+	VMOVDQU      Y6, 320(CX)
+	VMOVDQU      Y1, 384(CX)
+	VPBROADCASTQ 40(DI), Y0
+	VPXOR        128(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      224(CX), Y1
+	VMOVDQU      160(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      (CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      32(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VMOVDQU      96(CX), Y7
+	VPXOR        Y3, Y7, Y7
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      Y1, 224(CX)
+	VMOVDQU      Y5, (CX)
+	VMOVDQU      Y6, 32(CX)
+	VMOVDQU      Y7, 96(CX)
+	VMOVDQU      Y2, 160(CX)
+	VPXOR        384(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      480(CX), Y0
+	VMOVDQU      416(CX), Y1
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      256(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      288(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      352(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      Y0, 480(CX)
+	VMOVDQU      Y4, 256(CX)
+	VMOVDQU      Y5, 288(CX)
+	VMOVDQU      Y6, 352(CX)
+	VMOVDQU      Y1, 416(CX)
+	VPBROADCASTQ 48(DI), Y0
+	VPXOR        160(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      (CX), Y1
+	VMOVDQU      192(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      32(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      64(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VMOVDQU      128(CX), Y7
+	VPXOR        Y3, Y7, Y7
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      Y1, (CX)
+	VMOVDQU      Y5, 32(CX)
+	VMOVDQU      Y6, 64(CX)
+	VMOVDQU      Y7, 128(CX)
+	VMOVDQU      Y2, 192(CX)
+	VPXOR        416(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      256(CX), Y0
+	VMOVDQU      448(CX), Y1
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      288(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      320(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      384(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      Y0, 256(CX)
+	VMOVDQU      Y4, 288(CX)
+	VMOVDQU      Y5, 320(CX)
+	VMOVDQU      Y6, 384(CX)
+	VMOVDQU      Y1, 448(CX)
+	VPBROADCASTQ 56(DI), Y0
+	VPXOR        192(CX), Y0, Y1
+	VPAND        1088(BX), Y1, Y2
+	VPSLLW       $0x01, Y1, Y3
+	VMOVDQU      1376(BX), Y4
+	VPSHUFB      Y2, Y4, Y4
+	VMOVDQU      1632(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VMOVDQU      1504(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1760(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VPBLENDVB    Y3, Y5, Y4, Y4
+	VMOVDQU      1440(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1696(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1568(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1824(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VPSLLW       $0x02, Y1, Y6
+	VPBLENDVB    Y6, Y5, Y4, Y4
+	VMOVDQU      1408(BX), Y5
+	VPSHUFB      Y2, Y5, Y5
+	VMOVDQU      1664(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VPBLENDVB    Y1, Y6, Y5, Y5
+	VMOVDQU      1536(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1792(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VPBLENDVB    Y3, Y6, Y5, Y5
+	VMOVDQU      1472(BX), Y6
+	VPSHUFB      Y2, Y6, Y6
+	VMOVDQU      1728(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VPBLENDVB    Y1, Y7, Y6, Y6
+	VMOVDQU      1600(BX), Y7
+	VPSHUFB      Y2, Y7, Y7
+	VMOVDQU      1856(BX), Y8
+	VPSHUFB      Y2, Y8, Y8
+	VPBLENDVB    Y1, Y8, Y7, Y7
+	VPBLENDVB    Y3, Y7, Y6, Y6
+	VPSLLW       $0x02, Y1, Y2
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x03, Y1, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPAND        1088(BX), Y4, Y1
+	VPSRLW       $0x04, Y4, Y2
+	VPAND        1088(BX), Y2, Y2
+	VMOVDQU      1024(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1056(BX), Y1
+	VPSHUFB      Y2, Y1, Y1
+	VPOR         Y3, Y1, Y3
+	VMOVDQU      32(CX), Y1
+	VMOVDQU      224(CX), Y2
+	VPXOR        Y2, Y1, Y1
+	VMOVDQU      64(CX), Y5
+	VPXOR        Y2, Y5, Y5
+	VMOVDQU      96(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VMOVDQU      160(CX), Y7
+	VPXOR        Y3, Y7, Y7
+	VPXOR        Y4, Y2, Y2
+	VMOVDQU      Y1, 32(CX)
+	VMOVDQU      Y5, 64(CX)
+	VMOVDQU      Y6, 96(CX)
+	VMOVDQU      Y7, 160(CX)
+	VMOVDQU      Y2, 224(CX)
+	VPXOR        448(CX), Y0, Y0
+	VPAND        1088(BX), Y0, Y1
+	VPSLLW       $0x01, Y0, Y2
+	VMOVDQU      1376(BX), Y3
+	VPSHUFB      Y1, Y3, Y3
+	VMOVDQU      1632(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VMOVDQU      1504(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1760(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VPBLENDVB    Y2, Y4, Y3, Y3
+	VMOVDQU      1440(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1696(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1568(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1824(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VPSLLW       $0x02, Y0, Y5
+	VPBLENDVB    Y5, Y4, Y3, Y3
+	VMOVDQU      1408(BX), Y4
+	VPSHUFB      Y1, Y4, Y4
+	VMOVDQU      1664(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VPBLENDVB    Y0, Y5, Y4, Y4
+	VMOVDQU      1536(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1792(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VPBLENDVB    Y2, Y5, Y4, Y4
+	VMOVDQU      1472(BX), Y5
+	VPSHUFB      Y1, Y5, Y5
+	VMOVDQU      1728(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VPBLENDVB    Y0, Y6, Y5, Y5
+	VMOVDQU      1600(BX), Y6
+	VPSHUFB      Y1, Y6, Y6
+	VMOVDQU      1856(BX), Y7
+	VPSHUFB      Y1, Y7, Y7
+	VPBLENDVB    Y0, Y7, Y6, Y6
+	VPBLENDVB    Y2, Y6, Y5, Y5
+	VPSLLW       $0x02, Y0, Y1
+	VPBLENDVB    Y1, Y5, Y4, Y4
+	VPSLLW       $0x03, Y0, Y0
+	VPBLENDVB    Y0, Y4, Y3, Y3
+	VPAND        1088(BX), Y3, Y0
+	VPSRLW       $0x04, Y3, Y1
+	VPAND        1088(BX), Y1, Y1
+	VMOVDQU      1024(BX), Y2
+	VPSHUFB      Y0, Y2, Y2
+	VMOVDQU      1056(BX), Y0
+	VPSHUFB      Y1, Y0, Y0
+	VPOR         Y2, Y0, Y2
+	VMOVDQU      288(CX), Y0
+	VMOVDQU      480(CX), Y1
+	VPXOR        Y1, Y0, Y0
+	VMOVDQU      320(CX), Y4
+	VPXOR        Y1, Y4, Y4
+	VMOVDQU      352(CX), Y5
+	VPXOR        Y1, Y5, Y5
+	VMOVDQU      416(CX), Y6
+	VPXOR        Y2, Y6, Y6
+	VPXOR        Y3, Y1, Y1
+	VMOVDQU      Y0, 288(CX)
+	VMOVDQU      Y4, 320(CX)
+	VMOVDQU      Y5, 352(CX)
+	VMOVDQU      Y6, 416(CX)
+	VMOVDQU      Y1, 480(CX)
 	ADDQ         $0x40, DI
 	DECQ         R8
 	JNZ          blockEncryptAVX2Blend_rounds
 
 	// Back to one block per lane.
-	VPUNPCKLWD  Y2, Y6, Y4
-	VPUNPCKHWD  Y2, Y6, Y2
-	VPUNPCKLWD  Y1, Y7, Y6
-	VPUNPCKHWD  Y1, Y7, Y1
-	VPUNPCKLWD  Y5, Y3, Y7
-	VPUNPCKHWD  Y5, Y3, Y3
-	VPUNPCKLWD  Y0, Y8, Y5
-	VPUNPCKHWD  Y0, Y8, Y0
-	VPUNPCKLDQ  Y6, Y4, Y8
+	VMOVDQU     (CX), Y0
+	VMOVDQU     32(CX), Y1
+	VMOVDQU     64(CX), Y2
+	VMOVDQU     96(CX), Y3
+	VMOVDQU     128(CX), Y4
+	VMOVDQU     160(CX), Y5
+	VMOVDQU     192(CX), Y6
+	VMOVDQU     224(CX), Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
 	VPUNPCKHDQ  Y6, Y4, Y4
-	VPUNPCKLDQ  Y1, Y2, Y6
-	VPUNPCKHDQ  Y1, Y2, Y1
-	VPUNPCKLDQ  Y5, Y7, Y2
-	VPUNPCKHDQ  Y5, Y7, Y5
-	VPUNPCKLDQ  Y0, Y3, Y7
-	VPUNPCKHDQ  Y0, Y3, Y0
-	VPUNPCKLQDQ Y2, Y8, Y3
-	VPUNPCKHQDQ Y2, Y8, Y2
-	VPUNPCKLQDQ Y5, Y4, Y8
-	VPUNPCKHQDQ Y5, Y4, Y4
-	VPUNPCKLQDQ Y7, Y6, Y5
-	VPUNPCKHQDQ Y7, Y6, Y6
-	VPUNPCKLQDQ Y0, Y1, Y7
-	VPUNPCKHQDQ Y0, Y1, Y0
-	VPSHUFB     1152(BX), Y3, Y3
-	VMOVDQU     Y3, (CX)
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VPSHUFB     1152(BX), Y6, Y6
+	VMOVDQU     Y6, (CX)
 	VPSHUFB     1152(BX), Y2, Y2
 	VMOVDQU     Y2, 32(CX)
-	VPSHUFB     1152(BX), Y8, Y8
-	VMOVDQU     Y8, 64(CX)
-	VPSHUFB     1152(BX), Y4, Y4
-	VMOVDQU     Y4, 96(CX)
-	VPSHUFB     1152(BX), Y5, Y5
-	VMOVDQU     Y5, 128(CX)
-	VPSHUFB     1152(BX), Y6, Y6
-	VMOVDQU     Y6, 160(CX)
 	VPSHUFB     1152(BX), Y7, Y7
-	VMOVDQU     Y7, 192(CX)
+	VMOVDQU     Y7, 64(CX)
+	VPSHUFB     1152(BX), Y1, Y1
+	VMOVDQU     Y1, 96(CX)
+	VPSHUFB     1152(BX), Y3, Y3
+	VMOVDQU     Y3, 128(CX)
+	VPSHUFB     1152(BX), Y5, Y5
+	VMOVDQU     Y5, 160(CX)
+	VPSHUFB     1152(BX), Y8, Y8
+	VMOVDQU     Y8, 192(CX)
 	VPSHUFB     1152(BX), Y0, Y0
 	VMOVDQU     Y0, 224(CX)
-	ADDQ        $0x00000100, AX
-	ADDQ        $0x00000100, CX
+	VMOVDQU     256(CX), Y0
+	VMOVDQU     288(CX), Y1
+	VMOVDQU     320(CX), Y2
+	VMOVDQU     352(CX), Y3
+	VMOVDQU     384(CX), Y4
+	VMOVDQU     416(CX), Y5
+	VMOVDQU     448(CX), Y6
+	VMOVDQU     480(CX), Y7
+	VPUNPCKLWD  Y1, Y0, Y8
+	VPUNPCKHWD  Y1, Y0, Y0
+	VPUNPCKLWD  Y3, Y2, Y1
+	VPUNPCKHWD  Y3, Y2, Y2
+	VPUNPCKLWD  Y5, Y4, Y3
+	VPUNPCKHWD  Y5, Y4, Y4
+	VPUNPCKLWD  Y7, Y6, Y5
+	VPUNPCKHWD  Y7, Y6, Y6
+	VPUNPCKLDQ  Y1, Y8, Y7
+	VPUNPCKHDQ  Y1, Y8, Y1
+	VPUNPCKLDQ  Y2, Y0, Y8
+	VPUNPCKHDQ  Y2, Y0, Y0
+	VPUNPCKLDQ  Y5, Y3, Y2
+	VPUNPCKHDQ  Y5, Y3, Y3
+	VPUNPCKLDQ  Y6, Y4, Y5
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y2
+	VPUNPCKLQDQ Y3, Y1, Y7
+	VPUNPCKHQDQ Y3, Y1, Y1
+	VPUNPCKLQDQ Y5, Y8, Y3
+	VPUNPCKHQDQ Y5, Y8, Y5
+	VPUNPCKLQDQ Y4, Y0, Y8
+	VPUNPCKHQDQ Y4, Y0, Y0
+	VPSHUFB     1152(BX), Y6, Y6
+	VMOVDQU     Y6, 256(CX)
+	VPSHUFB     1152(BX), Y2, Y2
+	VMOVDQU     Y2, 288(CX)
+	VPSHUFB     1152(BX), Y7, Y7
+	VMOVDQU     Y7, 320(CX)
+	VPSHUFB     1152(BX), Y1, Y1
+	VMOVDQU     Y1, 352(CX)
+	VPSHUFB     1152(BX), Y3, Y3
+	VMOVDQU     Y3, 384(CX)
+	VPSHUFB     1152(BX), Y5, Y5
+	VMOVDQU     Y5, 416(CX)
+	VPSHUFB     1152(BX), Y8, Y8
+	VMOVDQU     Y8, 448(CX)
+	VPSHUFB     1152(BX), Y0, Y0
+	VMOVDQU     Y0, 480(CX)
+	ADDQ        $0x00000200, AX
+	ADDQ        $0x00000200, CX
 	DECQ        SI
-	JNZ         blockEncryptAVX2Blend_group
+	JNZ         blockEncryptAVX2Blend_groups
 	VZEROUPPER
 	RET
 

@@ -80,8 +80,8 @@ func BenchmarkBlockKernel(b *testing.B) {
 		in[l] = uint64(l) * 0x9e3779b97f4a7c15
 	}
 	benchKernels(b, "sbox", []kernelBench{
-		{"avx2-vpshufb", cpuHasAVX2(), func() { blockDecryptAVX2(&in, &out, &k.bsBlock, &avx2Tab, 8) }},
-		{"avx2-blend", cpuHasAVX2(), func() { blockDecryptAVX2Blend(&in, &out, &k.bsBlock, &avx2Tab, 8) }},
+		{"avx2-vpshufb", cpuHasAVX2(), func() { blockDecryptAVX2(&in, &out, &k.bsBlock, &avx2Tab, 4) }},
+		{"avx2-blend", cpuHasAVX2(), func() { blockDecryptAVX2Blend(&in, &out, &k.bsBlock, &avx2Tab, 4) }},
 		{"avx512-vpermi2b", cpuHasAVX512(), func() { blockDecryptVBMI(&in, &out, &k.bsBlock, &vbmiTab, 2) }},
 	})
 }
@@ -134,13 +134,13 @@ func TestSboxMutations(t *testing.T) {
 		first, end int // the table rows of the S-box
 	}{{sboxNibble, 0, 16}, {sboxBlend, 43, 59}} {
 		var want [256]uint64
-		avx2BlockDecrypt(m.method, &in, &want, &k.bsBlock, 8)
+		avx2BlockDecrypt(m.method, &in, &want, &k.bsBlock, 256)
 		missed := 0
 		for row := m.first; row < m.end; row++ {
 			for col := range 32 {
 				avx2Tab[row][col] ^= 0x10
 				var got [256]uint64
-				avx2BlockDecrypt(m.method, &in, &got, &k.bsBlock, 8)
+				avx2BlockDecrypt(m.method, &in, &got, &k.bsBlock, 256)
 				avx2Tab[row][col] ^= 0x10
 				if got == want {
 					missed++

@@ -299,64 +299,116 @@ const (
 	sboxBlend         // 16 VPSHUFB of the S-box rows, a tree of 15 VPBLENDVB
 )
 
+// blockGroups is the number of 32-lane groups the AVX2 block cipher runs
+// together.
+const blockGroups = 2
+
 // blockKernel emits the byte-sliced block cipher for 32 lanes per YMM
-// register: 56 rounds per group of 32 lanes, with the eight registers of
-// the group held in YMM registers, and the S-box computed by method
-// (sboxNibble or sboxBlend).
+// register, with the S-box computed by method (sboxNibble or sboxBlend).
+// A round of one group is a chain of dependent instructions, too short to
+// keep the processor busy, and the 16 YMM registers do not hold the eight
+// cipher registers of two groups besides the S-box's: so blockGroups groups
+// run their rounds interleaved, their cipher registers kept between rounds
+// in the groups' rows of out, which the round's loads and stores reach
+// from the store buffer. Renaming the registers after a round renames the
+// rows, which after eight rounds are back in place.
 func blockKernel(decrypt bool, method int) {
 	isa := "AVX2"
 	if method == sboxBlend {
 		isa = "AVX2Blend"
 	}
-	name, src, dst, kbase, tab, groups := blockKernelHeader(isa, "avx2Tables", "groups", 32, decrypt)
+	name, src, dst, kbase, tab, n := blockKernelHeader(isa, "avx2Tables", "pairs", 32*blockGroups, decrypt)
 	tb := func(row int) Mem { return Mem{Base: tab, Disp: row * ymmBytes} }
-
-	Label(name + "_group")
-	Comment("Byte-slice 32 lanes: R[j+1] gets byte j of every lane.")
-	var in [8]VecVirtual
-	for k := range in {
-		in[k] = YMM()
-		VMOVDQU(Mem{Base: src, Disp: k * ymmBytes}, in[k])
-		VPSHUFB(tb(tabToPairs), in[k], in[k])
-	}
-	rowsOut := transposeWords8(in)
-	var R [9]VecVirtual // R[1..8]
-	copy(R[1:], rowsOut[:])
-	blockRounds(name, kbase, decrypt, func(u int, key Mem) {
-		x := YMM()
-		VPBROADCASTQ(key, x)
-		VPXOR(R[blockRoundOf[decrypt].in], x, x)
-		var s VecVirtual
-		if method == sboxBlend {
-			s = sboxBlendAVX2(x, tb)
-		} else {
-			s = sboxNibbleAVX2(x, tb)
+	row := func(i int) Mem { return Mem{Base: dst, Disp: i * ymmBytes} }
+	// slot[g][m] is the row of out holding R[m] of group g.
+	var slot [blockGroups][9]int
+	for g := range slot {
+		for m := 1; m <= 8; m++ {
+			slot[g][m] = 8*g + m - 1
 		}
-		// Bit permutation of s, one nibble at a time.
-		lo, hi := YMM(), YMM()
-		VPAND(tb(tabLow4), s, lo)
-		VPSRLW(U8(4), s, hi)
-		VPAND(tb(tabLow4), hi, hi)
-		pl, ph := YMM(), YMM()
-		VMOVDQU(tb(tabPermLo), pl)
-		VPSHUFB(lo, pl, pl)
-		VMOVDQU(tb(tabPermHi), ph)
-		VPSHUFB(hi, ph, ph)
-		VPOR(pl, ph, pl) // pl = perm(s)
-		blockRoundXors(&R, s, pl, decrypt, VPXOR)
+	}
+
+	Label(name + "_groups")
+	Comment("Byte-slice each group of 32 lanes: R[j+1] gets byte j of every lane.")
+	for g := range blockGroups {
+		var in [8]VecVirtual
+		for k := range in {
+			in[k] = YMM()
+			VMOVDQU(Mem{Base: src, Disp: (8*g + k) * ymmBytes}, in[k])
+			VPSHUFB(tb(tabToPairs), in[k], in[k])
+		}
+		rows := transposeWords8(in)
+		for m := 1; m <= 8; m++ {
+			VMOVDQU(rows[m-1], row(slot[g][m]))
+		}
+	}
+	br := blockRoundOf[decrypt]
+	blockRounds(name, kbase, decrypt, func(u int, key Mem) {
+		k := YMM()
+		VPBROADCASTQ(key, k)
+		for g := range blockGroups {
+			x := YMM()
+			VPXOR(row(slot[g][br.in]), k, x)
+			var s VecVirtual
+			if method == sboxBlend {
+				s = sboxBlendAVX2(x, tb)
+			} else {
+				s = sboxNibbleAVX2(x, tb)
+			}
+			// Bit permutation of s, one nibble at a time.
+			lo, hi := YMM(), YMM()
+			VPAND(tb(tabLow4), s, lo)
+			VPSRLW(U8(4), s, hi)
+			VPAND(tb(tabLow4), hi, hi)
+			pl, ph := YMM(), YMM()
+			VMOVDQU(tb(tabPermLo), pl)
+			VPSHUFB(lo, pl, pl)
+			VMOVDQU(tb(tabPermHi), ph)
+			VPSHUFB(hi, ph, ph)
+			VPOR(pl, ph, pl) // pl = perm(s)
+			// The round's XOR network on the rows, each read once and
+			// written back once.
+			vals := map[int]VecVirtual{blockS: s, blockP: pl}
+			reg := func(m int) VecVirtual {
+				if v, ok := vals[m]; ok {
+					return v
+				}
+				v := YMM()
+				VMOVDQU(row(slot[g][m]), v)
+				vals[m] = v
+				return v
+			}
+			for _, st := range br.steps {
+				d := reg(st[0])
+				VPXOR(reg(st[1]), d, d)
+			}
+			for _, st := range br.steps {
+				VMOVDQU(vals[st[0]], row(slot[g][st[0]]))
+			}
+			var next [9]int
+			for m := 1; m <= 8; m++ {
+				next[m] = slot[g][br.next[m]]
+			}
+			slot[g] = next
+		}
 	})
 	Comment("Back to one block per lane.")
-	var rs [8]VecVirtual
-	copy(rs[:], R[1:])
-	blocks := transposeWords8(rs)
-	for k, y := range blocks {
-		VPSHUFB(tb(tabFromPairs), y, y)
-		VMOVDQU(y, Mem{Base: dst, Disp: k * ymmBytes})
+	for g := range blockGroups {
+		var rs [8]VecVirtual
+		for m := 1; m <= 8; m++ {
+			rs[m-1] = YMM()
+			VMOVDQU(row(slot[g][m]), rs[m-1])
+		}
+		blocks := transposeWords8(rs)
+		for k, y := range blocks {
+			VPSHUFB(tb(tabFromPairs), y, y)
+			VMOVDQU(y, Mem{Base: dst, Disp: (8*g + k) * ymmBytes})
+		}
 	}
-	ADDQ(U32(8*ymmBytes), src)
-	ADDQ(U32(8*ymmBytes), dst)
-	DECQ(groups)
-	JNZ(LabelRef(name + "_group"))
+	ADDQ(U32(8*blockGroups*ymmBytes), src)
+	ADDQ(U32(8*blockGroups*ymmBytes), dst)
+	DECQ(n)
+	JNZ(LabelRef(name + "_groups"))
 	VZEROUPPER()
 	RET()
 }
