@@ -148,6 +148,18 @@ func (e *Engine) String() string {
 	return "csa2: " + strconv.Itoa(e.lanes) + " lanes " + e.k.name
 }
 
+// Choice says which variant of its kernel the engine runs where the kernel
+// chooses one for the CPU, and why, for example "block S-box: blend tree,
+// measured 1.15× as fast as the nibble tables on this CPU" for the AVX2
+// kernel; it is empty for kernels without variants. The choice is made by
+// measurement once per process, the first time such an engine is made.
+func (e *Engine) Choice() string {
+	if e.k.choice == nil {
+		return ""
+	}
+	return e.k.choice()
+}
+
 // Decrypt descrambles payloads in place with key k, Lanes at a time: a call
 // of at most Lanes payloads is one batch of the kernel (package batcher
 // cuts a stream's payloads that way); a longer call runs one batch per

@@ -154,5 +154,9 @@ func version() string {
 	if err != nil {
 		return v
 	}
-	return fmt.Sprintf("%s (%s, %s/%s)", v, e, runtime.GOOS, runtime.GOARCH)
+	s := fmt.Sprintf("%s (%s, %s/%s)", v, e, runtime.GOOS, runtime.GOARCH)
+	if c := e.Choice(); c != "" {
+		s += "; " + c
+	}
+	return s
 }

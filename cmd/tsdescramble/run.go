@@ -51,7 +51,8 @@ func descrambleFlags() []cli.Flag {
 		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
 	f = append(f, keySourceFlags("rescramble-", catScrambling, " (of the rescrambled output)")...)
-	return append(f, tuningFlags()...)
+	f = append(f, tuningFlags()...)
+	return append(f, profileFlags()...)
 }
 
 func scrambleCommand(env Env) *cli.Command {
@@ -60,6 +61,7 @@ func scrambleCommand(env Env) *cli.Command {
 	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
 	f = append(f, simulcryptFlags()...)
 	f = append(f, tuningFlags()...)
+	f = append(f, profileFlags()...)
 	return &cli.Command{
 		Name:      "scramble",
 		Usage:     "scramble the elementary streams of a transport stream",
@@ -75,7 +77,7 @@ Examples:
    tsdescramble scramble -i c.ts -o s.ts -cp-duration 10s -ecmg 127.0.0.1:2222 \
        -super-cas-id 4ADC0000 -ecm-pid 0x1FF0 -cw-log s.cwl`,
 		Flags:  f,
-		Action: func(c *cli.Context) error { return process(c, env, pipeline.Scramble) },
+		Action: profiledProcess(env, pipeline.Scramble),
 	}
 }
 
