@@ -10,7 +10,7 @@ import (
 )
 
 // With the csafake tag, csa registers a 512-lane kernel that no CPU has (csa/kernel_fake.go).
-// The command takes the width from csa alone: -group accepts it and its help lists it, bench
+// The command takes the width from csa alone: -group accepts it, its help and -version list it, bench
 // measures it, and the output is the same as with the widths built in.
 func TestFakeKernelWidth(t *testing.T) {
 	clear, err := os.ReadFile("../../samples/demo-clear.ts")
@@ -28,6 +28,9 @@ func TestFakeKernelWidth(t *testing.T) {
 	}
 	if r := run(t, nil, "-help"); !strings.Contains(r.stdout+r.stderr, ", 512, or auto") {
 		t.Errorf("-help does not offer -group 512:\n%s", r.stdout+r.stderr)
+	}
+	if r := run(t, nil, "-version"); !strings.Contains(r.stdout, ", 512)") {
+		t.Errorf("-version does not list the 512-lane width: %s", r.stdout)
 	}
 	r = run(t, nil, "bench", "-packets", "1000", "-rounds", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "csa2: 512 lanes fake") {

@@ -154,7 +154,8 @@ func version() string {
 	if err != nil {
 		return v
 	}
-	s := fmt.Sprintf("%s (%s, %s/%s)", v, e, runtime.GOOS, runtime.GOARCH)
+	// The widths -group takes on this CPU, so that a report of a version says what it could run.
+	s := fmt.Sprintf("%s (%s, %s/%s; -group %s)", v, e, runtime.GOOS, runtime.GOARCH, groupChoices())
 	if c := e.Choice(); c != "" {
 		s += "; " + c
 	}
