@@ -54,7 +54,10 @@ type classifier struct {
 	service    int
 	allES      bool
 	generation uint64
-	signal     *signaller // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+	signal     *signaller  // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+	fed        *fedPeriods // the output periods of a PeriodFeed (feed.go), nil without one
+
+	live *liveState // keys that arrive while the stream runs (livekeys.go), or nil
 }
 
 func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
@@ -69,6 +72,12 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
 	}
 	cl.signal = newSignaller(o)
+	if o.LiveKeys != nil && o.Mode != Scramble {
+		cl.live = newLiveState(o, cs.in.KeySizes())
+	}
+	if o.Mode == Scramble && o.Out != nil && o.Out.Feed != nil {
+		cl.fed = &fedPeriods{feed: o.Out.Feed}
+	}
 	return cl
 }
 
@@ -132,6 +141,9 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	ps.Packets++
 	cl.continuity(p, pid, ps)
 	cl.track(p, pid)
+	if cl.live != nil {
+		cl.livePacket(p, pid)
+	}
 	tsc := ts.TSC(p)
 	switch tsc {
 	case ts.Clear:
@@ -167,7 +179,12 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		ps.NoPayload++
 		return
 	}
-	idx := cl.periodOf(pid, tsc == ts.Odd)
+	var idx int32
+	if cl.live != nil {
+		idx = cl.livePeriodOf(pid, tsc == ts.Odd)
+	} else {
+		idx = cl.periodOf(pid, tsc == ts.Odd)
+	}
 	if odd := int8(tsc & 1); odd != cl.lastOdd {
 		if cl.lastOdd >= 0 {
 			st.KeyChanges++
@@ -187,7 +204,9 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
 			j.flags |= jobCheck
 			j.carriage = carriage
-			cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
+			if cl.live == nil { // a key server's keys are not searched
+				cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
+			}
 			if len(cl.st.Samples) < maxSamples {
 				cl.st.Samples = append(cl.st.Samples, Sample{PID: pid, Odd: tsc == ts.Odd,
 					Carriage: carriage, Payload: append([]byte(nil), p[off:]...)})
@@ -239,6 +258,9 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) {
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers
 // how far that is known, so a held chunk is scanned once in all.
 func (cl *classifier) decided(c *chunk) bool {
+	if cl.live != nil {
+		cl.livePoll()
+	}
 	for ; c.ready < len(c.jobs); c.ready++ {
 		if p := c.jobs[c.ready].period; p >= 0 && cl.periods[p].state == periodOpen {
 			return false
@@ -289,6 +311,9 @@ func (cl *classifier) resolve(c *chunk) {
 		j.key = c.slot(cl.cs, p.key)
 		st.Descrambled++
 		ps.Descrambled++
+	}
+	if cl.live != nil && cl.live.cfg.Drop {
+		cl.liveDrop(c)
 	}
 }
 
@@ -346,7 +371,17 @@ func (cl *classifier) scramble(c *chunk, at int, fr ts.Framing, p []byte, pid ui
 	if !ok {
 		return
 	}
-	k, odd := cl.cs.outputPeriod(cl.scrambled)
+	var k int32
+	var odd bool
+	if cl.fed != nil {
+		var key scrambling.Key
+		if key, odd = cl.fed.at(cl.cs, cl.packet); key == nil {
+			return // no period fed yet: the packet stays clear
+		}
+		k = cl.fed.slot(c)
+	} else {
+		k, odd = cl.cs.outputPeriod(cl.scrambled)
+	}
 	cl.scrambled++
 	cl.st.Scrambled++
 	ps.Scrambled++

@@ -291,7 +291,8 @@ func TestRekey(t *testing.T) {
 		var logs []string
 		r := &triggerReader{b: scrambled, at: 300 * ts.PacketSize, f: func() {
 			if rekey {
-				ch <- keys.NewList(cws)
+				// The new list in another order: its indexes mean other control words.
+				ch <- keys.NewList([][]byte{cws[2], cws[3], cws[0], cws[1]})
 			}
 		}}
 		st, err := Run(context.Background(), r, &out, Options{Keys: keys.NewList(cws[:2]), Batch: 10, Workers: 2, Rekey: ch,

@@ -393,6 +393,10 @@ func (cl *classifier) fit(p *period, pk *pidKeys, pos int, moved bool) {
 func (cl *classifier) decide(p *period, state periodState) {
 	p.state = state
 	ps := cl.pid(p.pid)
+	if cl.live != nil {
+		cl.liveDecided(p, ps)
+		return
+	}
 	what := ""
 	switch state {
 	case periodFit:
@@ -438,6 +442,11 @@ func (cl *classifier) expire() {
 // packet is due by now (Options.Latency), as expire does for those open holdPackets packets.
 // Chunks are held in input order, so their due times are in order too.
 func (cl *classifier) expireDue(held []*chunk, now time.Time) {
+	if cl.live != nil {
+		// A period waiting for its key from a key server waits as LiveKeys.Wait says:
+		// decided without it, its packets would pass scrambled.
+		return
+	}
 	for _, c := range held {
 		if c.due.After(now) {
 			return
@@ -452,6 +461,9 @@ func (cl *classifier) expireDue(held []*chunk, now time.Time) {
 
 // finish decides every period still open at the end of the stream.
 func (cl *classifier) finish() {
+	if cl.live != nil {
+		cl.liveFinish()
+	}
 	for _, idx := range cl.open {
 		cl.end(idx)
 	}
@@ -462,6 +474,9 @@ func (cl *classifier) finish() {
 // current period nor the one a tentative period interrupts. Call it only when no chunk is held:
 // then every period is decided (each has a packet in a held chunk until it is).
 func (cl *classifier) compact() {
+	if cl.live != nil {
+		cl.liveResolve(false) // no chunk is held: every period waiting is decided; forget them
+	}
 	if len(cl.periods) < 4096 {
 		return
 	}

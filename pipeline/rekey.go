@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -19,6 +20,9 @@ func (cl *classifier) rekey(s *keys.Schedule) error {
 	if s == nil || cl.mode == Scramble {
 		return nil
 	}
+	if cl.live != nil {
+		return errors.New("the keys come from Options.LiveKeys")
+	}
 	sizes := cl.cs.in.KeySizes()
 	for i := range s.NumCWs() {
 		if n := len(s.CW(i)); !slices.Contains(sizes, n) {
@@ -26,7 +30,7 @@ func (cl *classifier) rekey(s *keys.Schedule) error {
 			return fmt.Errorf("control word %d: %w", i+1, err)
 		}
 	}
-	cl.cs.sched, cl.cs.inKeys = s, make(map[int]scrambling.Key)
+	cl.cs.sched, cl.cs.inKeys, cl.cs.cw = s, make(map[int]scrambling.Key), s.CW
 	cl.keys = s
 	cl.haveHint = false
 	for _, pk := range cl.pk {

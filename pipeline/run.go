@@ -96,6 +96,9 @@ type Options struct {
 	// key in the new one at its next unit start, as at the start of a stream. Options.Log says
 	// when one applies, or why it was refused.
 	Rekey <-chan *keys.Schedule
+	// LiveKeys, when set, takes the input's control words from a key server as they arrive,
+	// in place of Keys (see livekeys.go).
+	LiveKeys *LiveKeys
 }
 
 // Output says how a run scrambles: with which system and control words, and how long a crypto
@@ -108,6 +111,9 @@ type Output struct {
 	// PeriodPackets is the length of a crypto period in scrambled packets; the parity
 	// alternates at each period, starting even. 0 means a single (even) crypto period.
 	PeriodPackets int
+	// Feed, when set, gives the crypto periods and their control words as the run goes,
+	// instead of CWs and PeriodPackets (see PeriodFeed).
+	Feed *PeriodFeed
 }
 
 // DefaultBatch is the default number of packets per unit of work.
@@ -203,6 +209,11 @@ type chunk struct {
 	// The input keys of the jobs: job.key indexes keys; cws holds their CW indexes.
 	keys []scrambling.Key
 	cws  []int
+	// okeys are the output keys of the jobs when a PeriodFeed gives them (job.okey indexes
+	// okeys then), valid while oseq is seq+1; operiod is the fed period of the last one.
+	okeys   []scrambling.Key
+	oseq    int64
+	operiod int64
 	// runs says where each framing starts among the packet units of buf (one run unless the
 	// input's framing changed inside the chunk), so that a write cut short can be counted in
 	// whole units.
@@ -506,6 +517,10 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	}
 	wg.Wait()
 	st.Elapsed = time.Since(start)
+	if cl.live != nil {
+		ls := cl.live.st
+		st.LiveKeys = &ls
+	}
 	// The classifier is done: merge its counters with the writer's.
 	st.BytesOut, st.PacketsOut, st.PESGood, st.PESBad = wst.BytesOut, wst.PacketsOut, wst.PESGood, wst.PESBad
 	summarize(&st, &pids, &checks, cl.tracker)

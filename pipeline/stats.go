@@ -61,6 +61,9 @@ type Stats struct {
 	PIDs []PIDStats `json:"pids"`
 
 	Elapsed time.Duration `json:"elapsed_ns"` // wall time of the run
+
+	// LiveKeys counts the waits for keys from a key server, when Options.LiveKeys is set.
+	LiveKeys *LiveKeyStats `json:"live_keys,omitempty"`
 }
 
 // MBPerSecond returns the input throughput of the run in 10^6 bytes per second.

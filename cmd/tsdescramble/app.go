@@ -20,6 +20,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
+	"github.com/tsdescramble/tsdescramble/scs"
 )
 
 // Exit statuses (the command-line contract).
@@ -96,7 +97,7 @@ moves to the next, cyclically; the list is aligned to the stream on its first PE
 		OnUsageError:   onUsageError,
 		// urfave/cli adds -h only to an app without a help command of its own (helpCommand).
 		Flags:    append(descrambleFlags(), cli.HelpFlag),
-		Action:   func(c *cli.Context) error { return process(c, env, pipeline.Descramble) },
+		Action:   profiledProcess(env, pipeline.Descramble),
 		Commands: commands(scrambleCommand(env), probeCommand(env), benchCommand(env)),
 	}
 }
@@ -116,6 +117,8 @@ func runError(err error, inPath, outPath string, out *output) error {
 		return failErr("%s: %v%s", name, err, saved)
 	case errors.Is(err, probe.ErrEmpty):
 		return failErr("%s: %v", name, err)
+	case errors.Is(err, scs.ErrECMPIDInUse):
+		return failErr("-ecm-pid: %v%s", err, saved)
 	case errors.Is(err, syscall.EPIPE) && out.stdout:
 		// The reader of our stdout went away (head, a closed player): nothing is wrong here.
 		return quietExit

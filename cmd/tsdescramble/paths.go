@@ -33,6 +33,8 @@ var fileFlags = []fileFlag{
 	{name: "rescramble-cw-file"},
 	{name: "out", what: "output", stdio: true},
 	{name: "stats", what: "statistics", late: true},
+	{name: "cpuprofile", what: "CPU profile"},
+	{name: "memprofile", what: "heap profile", late: true},
 }
 
 // checkPaths refuses, before anything is read, file flags that would make a run destroy what

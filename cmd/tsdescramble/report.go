@@ -15,6 +15,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -80,7 +81,7 @@ func (o *onFirstBytes) Read(p []byte) (int, error) {
 // printSummary writes the short summary of a run to w.
 func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v keyVerdict) {
 	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
-		st.Packets, st.PacketsOut, st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
+		st.Packets, st.PacketsOut, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond())
 	if mode != pipeline.Scramble {
 		// What the keys did comes first: it is what a person must read.
 		if v.line != "" {
@@ -140,18 +141,6 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 	if st.Skipped > 0 || st.Truncated > 0 || verbose {
 		fmt.Fprintf(w, "  skipped %d bytes to regain sync; dropped a truncated last packet of %d bytes\n", st.Skipped, st.Truncated)
 	}
-}
-
-func sizeString(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // statsJSON is the document -stats writes: the run's statistics plus the throughput.
@@ -241,5 +230,10 @@ func version() string {
 	if err != nil {
 		return v
 	}
-	return fmt.Sprintf("%s (%s, %s/%s)", v, e, runtime.GOOS, runtime.GOARCH)
+	// The widths -group takes on this CPU, so that a report of a version says what it could run.
+	s := fmt.Sprintf("%s (%s, %s/%s; -group %s)", v, e, runtime.GOOS, runtime.GOARCH, groupChoices())
+	if c := e.Choice(); c != "" {
+		s += "; " + c
+	}
+	return s
 }

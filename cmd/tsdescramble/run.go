@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"time"
@@ -46,13 +47,16 @@ func tuningFlags() []cli.Flag {
 func descrambleFlags() []cli.Flag {
 	f := append(ioFlags(), liveFlags()...)
 	f = append(f, keyFlags()...)
+	f = append(f, keyServerFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
+		&cli.StringFlag{Name: "ecm-xor", Category: catKeys, Usage: "read the CWs from the ECMs of a test CA system (VideoLAN's example ECMG): its 16 `HEX` digit XOR key; needs -in FILE"},
 		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
 		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
 	f = append(f, keySourceFlags("rescramble-", catScrambling, " (of the rescrambled output)")...)
-	return append(f, tuningFlags()...)
+	f = append(f, tuningFlags()...)
+	return append(f, profileFlags()...)
 }
 
 func scrambleCommand(env Env) *cli.Command {
@@ -60,7 +64,9 @@ func scrambleCommand(env Env) *cli.Command {
 	f = append(f, keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
+	f = append(f, simulcryptFlags()...)
 	f = append(f, tuningFlags()...)
+	f = append(f, profileFlags()...)
 	return &cli.Command{
 		Name:      "scramble",
 		Usage:     "scramble the elementary streams of a transport stream",
@@ -72,9 +78,11 @@ a terminal) and writes -out (or stdout, when it is not a terminal).
 Examples:
    tsdescramble scramble -in clear.ts -out scrambled.ts -cw 11223366445566ff
    tsdescramble scramble -i clear.ts -o s.ts -cw-file keys.txt -cp-packets 5000
-   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff`,
+   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff
+   tsdescramble scramble -i c.ts -o s.ts -cp-duration 10s -ecmg 127.0.0.1:2222 \
+       -super-cas-id 4ADC0000 -ecm-pid 0x1FF0 -cw-log s.cwl`,
 		Flags:  f,
-		Action: func(c *cli.Context) error { return process(c, env, pipeline.Scramble) },
+		Action: profiledProcess(env, pipeline.Scramble),
 	}
 }
 
@@ -122,6 +130,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if c.Int("cp-packets") < 0 {
 		return usageErr("-cp-packets: want 0 or more packets")
 	}
+	if mode == pipeline.Scramble {
+		if err := checkSCSFlags(c); err != nil {
+			return err
+		}
+	}
 	if c.Int("rescramble-cp-packets") < 0 {
 		return usageErr("-rescramble-cp-packets: want 0 or more packets")
 	}
@@ -145,9 +158,26 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer la.close()
-	ks, err := readKeys(c, "", sys)
+	// Keys from a key server (keyserver.go) take the place of the key flags.
+	ksrv, err := keyServerFromFlags(c, env, mode)
 	if err != nil {
 		return err
+	}
+	if ksrv != nil && c.String("ecm-xor") != "" {
+		return usageErr("-ecm-xor and -key-server are two sources of the same CWs: give one")
+	}
+	ks := &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
+	switch {
+	case ksrv != nil:
+		ks = &keySet{sched: keys.NewList(nil)}
+	case mode == pipeline.Descramble && c.String("ecm-xor") != "":
+		if ks, err = ecmKeys(c, sys); err != nil {
+			return err
+		}
+	case mode != pipeline.Scramble || !scsWanted(c) || anyKeyFlag(c):
+		if ks, err = readKeys(c, "", sys); err != nil {
+			return err
+		}
 	}
 	notes := append(sysNotes, ks.notes...)
 	if n := limitsNote(opts.Workers, opts.Batch); n != "" {
@@ -156,6 +186,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	switch mode {
 	case pipeline.Descramble:
 		opts.Keys, opts.System = ks.sched, sys
+		if ksrv != nil {
+			opts.LiveKeys = ksrv.lk
+		}
 		if osys != nil {
 			oks, err := readKeys(c, "rescramble-", osys)
 			if err != nil {
@@ -203,6 +236,14 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 		in.live.SetIdleTimeout(lo.timeout)
 	}
+	var input io.Reader = in
+	var simul *scsRun
+	if mode == pipeline.Scramble && scsWanted(c) {
+		if simul, err = startSCS(c, in, &opts, sys, ks, logf); err != nil {
+			return err
+		}
+		input = simul.stage
+	}
 	out, err := openOutput(outPath, env, pace)
 	if err != nil {
 		return err
@@ -224,15 +265,16 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		for _, n := range notes {
 			logf(n)
 		}
-		if verbose && !quiet {
+		if verbose && !quiet && ksrv == nil {
 			describeKeys(env.Stderr, ks.cws(), c.Bool("show-keys"))
 		}
 	}
 
 	// A live run rereads its key file on SIGHUP (key lists are edited while a feed runs);
-	// other runs stop, as when their terminal closes.
+	// other runs stop, as when their terminal closes. A key server's keys, and a file followed
+	// as it grows (-follow), come in as they change already.
 	var hangup func()
-	if in.live != nil && opts.Mode != pipeline.Scramble && c.String("cw-file") != "" {
+	if in.live != nil && opts.Mode != pipeline.Scramble && c.String("cw-file") != "" && opts.LiveKeys == nil {
 		rekey := make(chan *keys.Schedule, 1)
 		opts.Rekey = rekey
 		hangup = func() {
@@ -268,16 +310,26 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		opts.Report, opts.ReportEvery = every.report, d
 	}
 	// -duration ends the input as its end would.
-	end := &ender{in: in, r: in}
+	end := &ender{in: in, r: input}
 	if lo.duration > 0 {
 		t := time.AfterFunc(lo.duration, end.end)
 		defer t.Stop()
+	}
+	if ksrv != nil {
+		ksrv.start(ctx, in.size >= 0, logf)
 	}
 	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: end, f: printNotes}, out.w, opts)
 	if every != nil {
 		every.stop()
 	}
+	if ksrv != nil {
+		ksrv.stop(&st)
+	}
 	sig.finished()
+	var scsErr error
+	if simul != nil {
+		scsErr = simul.finish(logf, quiet)
+	}
 	bar.finish()
 	if runErr == nil && st.BytesIn == 0 {
 		// Not a byte: a wrong path or a producer that failed, as probe says too.
@@ -288,9 +340,13 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 
 	ls := collectLive(in, out, &st, true)
 	verdict := judgeKeys(&st)
+	if ksrv != nil {
+		verdict = judgeKeyServer(&st, ksrv)
+	}
 	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
 		printLive(env.Stderr, ls)
+		printKeyServerSummary(env.Stderr, &st, verbose)
 	}
 	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
 		logf(w)
@@ -299,6 +355,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		if err := writeStats(path, &st, ls); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
+	}
+	if scsErr != nil && runErr == nil {
+		return scsErr
 	}
 	switch {
 	case runErr != nil && sig.caught() != nil:
