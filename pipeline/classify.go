@@ -40,6 +40,9 @@ type classifier struct {
 	scrambled int64
 	// packet counts the packets classified, from 1 for the first.
 	packet int64
+	// cc is each PID's last continuity counter, with ccSeen set once one was seen and ccDup
+	// when the last packet repeated the one before (see continuity).
+	cc [8192]uint8
 	// lastOdd is the parity of the last scrambled packet processed, for Stats.KeyChanges.
 	lastOdd int8
 
@@ -136,6 +139,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	pid := ts.PID(p)
 	ps := cl.pid(pid)
 	ps.Packets++
+	cl.continuity(p, pid, ps)
 	cl.track(p, pid)
 	if cl.live != nil {
 		cl.livePacket(p, pid)
@@ -213,6 +217,42 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	if len(cl.open) > 0 {
 		cl.expire()
 	}
+}
+
+const (
+	ccSeen = 0x80
+	ccDup  = 0x40
+)
+
+// continuity checks the continuity counter of a packet (ISO/IEC 13818-1, 2.4.3.3): it goes up
+// by one at each packet of the PID with a payload, stays the same in one without, and a packet
+// may be sent twice in a row; a discontinuity_indicator allows any value. Null packets are not
+// counted. An error is a packet lost, repeated or out of place upstream: the input is damaged,
+// which a live input, with loss on its way, needs to show.
+func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) {
+	if pid == ts.NullPID {
+		return
+	}
+	cc := p[3] & 0x0F
+	last := cl.cc[pid]
+	cl.cc[pid] = ccSeen | cc
+	if last&ccSeen == 0 || p[3]&0x20 != 0 && p[4] > 0 && p[5]&0x80 != 0 {
+		return // the PID's first packet, or a discontinuity
+	}
+	prev := last & 0x0F
+	switch {
+	case p[3]&0x10 == 0:
+		if cc == prev {
+			return
+		}
+	case cc == (prev+1)&0x0F:
+		return
+	case cc == prev && last&ccDup == 0:
+		cl.cc[pid] |= ccDup // a duplicate: allowed once
+		return
+	}
+	cl.st.CCErrors++
+	ps.CCErrors++
 }
 
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers

@@ -56,6 +56,16 @@
 // sections of the PIDs the key server wants (ECMs, EMMs) go to LiveKeys.Sections, with the
 // services of the PAT and PMTs. See livekeys.go.
 //
+// # Live input: the latency bound
+//
+// With Options.Latency, a run reads its input in a goroutine of its own and takes it with a
+// deadline: when its oldest packet held is due. The unit of work is then cut, however few
+// packets it holds, the crypto periods still open in the units due are decided with what is
+// known, as at the 65536-packet bound, and the output is flushed when the writer has caught up.
+// Such a decision depends on time as well as on the packets: a period whose first checkable unit
+// start comes after the bound takes the schedule's expected key unchecked. A regular file needs
+// no bound, and a run without one keeps the invariance above.
+//
 // # Statistics
 //
 // Stats counts packets by what happened to them, per PID and in all, crypto periods fitted,

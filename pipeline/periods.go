@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"fmt"
+	"time"
+
 	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -433,6 +435,27 @@ func (cl *classifier) expire() {
 			cl.end(idx)
 		}
 		cl.open = cl.open[1:]
+	}
+}
+
+// expireDue decides, with what is known, the periods still open in the held chunks whose first
+// packet is due by now (Options.Latency), as expire does for those open holdPackets packets.
+// Chunks are held in input order, so their due times are in order too.
+func (cl *classifier) expireDue(held []*chunk, now time.Time) {
+	if cl.live != nil {
+		// A period waiting for its key from a key server waits as LiveKeys.Wait says:
+		// decided without it, its packets would pass scrambled.
+		return
+	}
+	for _, c := range held {
+		if c.due.After(now) {
+			return
+		}
+		for i := c.ready; i < len(c.jobs); i++ {
+			if p := c.jobs[i].period; p >= 0 && cl.periods[p].state == periodOpen {
+				cl.end(p)
+			}
+		}
 	}
 }
 

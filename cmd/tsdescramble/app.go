@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
 	"github.com/tsdescramble/tsdescramble/scs"
@@ -122,6 +124,9 @@ func runError(err error, inPath, outPath string, out *output) error {
 		return quietExit
 	case errors.As(err, new(*writeError)):
 		return failErr("%v%s", err, saved)
+	case errors.Is(err, live.ErrIdle):
+		// -timeout: the message names the address and what to check.
+		return failErr("%v%s", err, saved)
 	}
 	return failErr("cannot read %s: %v%s", name, err, saved)
 }
@@ -168,21 +173,30 @@ func describeKeys(w io.Writer, list [][]byte, show bool) {
 // input is the stream a run reads, with a way to end a read that waits on an idle pipe.
 type input struct {
 	io.Reader
-	size   int64    // bytes, or -1 when not known (a pipe)
-	file   *os.File // the file to close, if this run opened one
-	poll   *os.File // a pollable descriptor of a pipe, if reads go through one
+	size   int64        // bytes, or -1 when not known (a pipe)
+	file   *os.File     // the file to close, if this run opened one
+	poll   *os.File     // a pollable descriptor of a pipe, if reads go through one
+	live   *live.Reader // a network input
+	first  atomic.Int64 // when the run got its first bytes, in Unix nanoseconds (0: not yet)
 	closed bool
 }
 
 // interrupt makes a read that waits for more input return at once, so that a run that must
 // stop does not hang on an idle pipe.
 func (in *input) interrupt() {
+	if in.live != nil {
+		// Read returns what the socket gave, then the end of the input.
+		in.live.Close()
+	}
 	if in.poll != nil {
 		in.poll.SetReadDeadline(time.Now())
 	}
 }
 
 func (in *input) Close() {
+	if in.live != nil {
+		in.live.Close()
+	}
 	if in.poll != nil {
 		in.poll.Close()
 	}
@@ -192,6 +206,9 @@ func (in *input) Close() {
 }
 
 func openInput(path string, env Env) (*input, error) {
+	if live.IsAddress(path) {
+		return openLiveInput(path)
+	}
 	in := &input{Reader: env.Stdin, size: -1}
 	f, ok := env.Stdin.(*os.File)
 	if path != "-" {

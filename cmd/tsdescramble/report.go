@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +113,18 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 		}
 		fmt.Fprintln(w)
 	}
+	if st.CCErrors > 0 {
+		var pids []string
+		for _, ps := range st.PIDs {
+			if ps.CCErrors > 0 {
+				pids = append(pids, fmt.Sprintf("%#04x: %d", ps.PID, ps.CCErrors))
+			}
+		}
+		if len(pids) > 8 {
+			pids = append(pids[:8], fmt.Sprintf("%d more PIDs", len(pids)-8))
+		}
+		fmt.Fprintf(w, "  continuity errors (packets lost or out of place before the input): %d (%s)\n", st.CCErrors, strings.Join(pids, ", "))
+	}
 	if st.KeySyncs > 0 {
 		fmt.Fprintf(w, "  key list aligned or realigned %d times\n", st.KeySyncs)
 	}
@@ -132,16 +146,78 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 // statsJSON is the document -stats writes: the run's statistics plus the throughput.
 type statsJSON struct {
 	*pipeline.Stats
-	MBPerSecond float64 `json:"mb_per_second"`
+	MBPerSecond float64    `json:"mb_per_second"`
+	Live        *liveStats `json:"live,omitempty"`
 }
 
-// writeStats writes the statistics of a run as indented JSON.
-func writeStats(path string, st *pipeline.Stats) error {
-	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond()}, "", "  ")
+// writeStats writes the statistics of a run as indented JSON. A regular file is replaced at
+// once (written under another name beside it, then renamed), so that a monitor reading it
+// while -stats-interval rewrites it never sees half of one.
+func writeStats(path string, st *pipeline.Stats, ls *liveStats) error {
+	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond(), ls}, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	b = append(b, '\n')
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return os.WriteFile(path, b, 0o644) // a device or a pipe: written in place
+	}
+	dir, base := filepath.Split(followLinks(path))
+	if dir == "" {
+		dir = "."
+	}
+	f, err := createTemp(dir, "."+base+".", ".tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, base))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// statsEvery rewrites the -stats file with each report of a run still going, from a goroutine
+// of its own so that a slow disk never holds the run up: a report that comes while the last is
+// being written waits, and a newer one replaces it.
+type statsEvery struct {
+	path    string
+	in      *input
+	out     *output
+	reports chan pipeline.Stats
+	done    chan struct{}
+}
+
+func newStatsEvery(path string, in *input, out *output) *statsEvery {
+	s := &statsEvery{path: path, in: in, out: out, reports: make(chan pipeline.Stats, 1), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for st := range s.reports {
+			writeStats(s.path, &st, collectLive(s.in, s.out, &st, false))
+		}
+	}()
+	return s
+}
+
+// report is the run's Options.Report.
+func (s *statsEvery) report(st pipeline.Stats) {
+	select {
+	case <-s.reports: // not written yet: the newer one replaces it
+	default:
+	}
+	s.reports <- st
+}
+
+// stop waits for the last report to be written, before the final statistics replace it.
+func (s *statsEvery) stop() {
+	close(s.reports)
+	<-s.done
 }
 
 // version returns the module version and the engine this CPU runs, for -version.

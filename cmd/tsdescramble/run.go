@@ -5,10 +5,12 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -17,8 +19,8 @@ import (
 // ioFlags, selectionFlags and tuningFlags are shared by the descrambler and the scrambler.
 func ioFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal)"},
-		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal)"},
+		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..."},
+		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal), or send it to udp://HOST:PORT, rtp://HOST:PORT (?ttl=N&pkts=N&iface=NAME...)"},
 	}
 }
 
@@ -35,6 +37,7 @@ func tuningFlags() []cli.Flag {
 		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Category: catTuning, Usage: "`N` parallel cipher workers"},
 		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Category: catTuning, Usage: fmt.Sprintf("`N` packets per unit of work handed to a worker (with -workers, cut down, with a note, where the work in flight would take more than %d MiB)", pipeline.MaxMemory>>20)},
 		&cli.StringFlag{Name: "stats", TakesFile: true, Category: catReporting, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
+		&cli.DurationFlag{Name: "stats-interval", Category: catReporting, Usage: "with -stats, rewrite the file every `DURATION` while the run goes on (replaced at once: a monitor never reads half of one)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catReporting, Usage: "print details of the run"},
 		&cli.BoolFlag{Name: "show-keys", Category: catReporting, Usage: "with -v, print the control words (they are secrets: off by default)"},
@@ -42,7 +45,8 @@ func tuningFlags() []cli.Flag {
 }
 
 func descrambleFlags() []cli.Flag {
-	f := append(ioFlags(), keyFlags()...)
+	f := append(ioFlags(), liveFlags()...)
+	f = append(f, keyFlags()...)
 	f = append(f, keyServerFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
@@ -56,7 +60,8 @@ func descrambleFlags() []cli.Flag {
 }
 
 func scrambleCommand(env Env) *cli.Command {
-	f := append(ioFlags(), keyFlags()...)
+	f := append(ioFlags(), liveFlags()...)
+	f = append(f, keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
 	f = append(f, simulcryptFlags()...)
@@ -96,6 +101,10 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return usageErr("-batch: want a number from 1 to %d", pipeline.MaxBatch)
 	}
 	lanes, err := parseGroup(c.String("group"))
+	if err != nil {
+		return err
+	}
+	lo, err := readLiveFlags(c)
 	if err != nil {
 		return err
 	}
@@ -211,6 +220,22 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer in.Close()
+	// A regular file is read in full units of work, as fast as it goes; a live input or a pipe
+	// with the latency bound. A file sent to a network output is paced by its PCR.
+	opts.Latency, opts.MaxPackets = lo.latency, lo.packets
+	if !lo.latencySet && in.size >= 0 {
+		opts.Latency = 0
+	}
+	pace := lo.pace
+	if !lo.paceSet {
+		pace = in.size >= 0 && live.IsAddress(outPath)
+	}
+	if lo.timeout > 0 {
+		if in.live == nil {
+			return usageErr("-timeout watches a network input: give -in udp://@:PORT or rtp://@:PORT, or leave -timeout out")
+		}
+		in.live.SetIdleTimeout(lo.timeout)
+	}
 	var input io.Reader = in
 	var simul *scsRun
 	if mode == pipeline.Scramble && scsWanted(c) {
@@ -219,10 +244,15 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 		input = simul.stage
 	}
-	out, err := openOutput(outPath, env)
+	out, err := openOutput(outPath, env, pace)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if out.net != nil {
+			out.net.w.Close() // a run that ended early; close after close is harmless
+		}
+	}()
 	// A run that must stop, by a signal or because the output failed, must not wait for an
 	// idle input pipe to send more.
 	out.onFail = in.interrupt
@@ -231,6 +261,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	// input: before a usage error, an input that cannot be opened or an empty one they would
 	// only bury the message that matters.
 	printNotes := func() {
+		in.first.Store(time.Now().UnixNano())
 		for _, n := range notes {
 			logf(n)
 		}
@@ -239,6 +270,29 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 	}
 
+	// A live run rereads its key file on SIGHUP (key lists are edited while a feed runs);
+	// other runs stop, as when their terminal closes. A key server's keys, and a file followed
+	// as it grows (-follow), come in as they change already.
+	var hangup func()
+	if in.live != nil && opts.Mode != pipeline.Scramble && c.String("cw-file") != "" && opts.LiveKeys == nil {
+		rekey := make(chan *keys.Schedule, 1)
+		opts.Rekey = rekey
+		hangup = func() {
+			ks, err := readKeys(c, "", sys)
+			if err != nil {
+				logf("SIGHUP: the keys were not reread, the old ones stay: " + err.Error())
+				return
+			}
+			for _, n := range ks.notes {
+				logf("SIGHUP: " + n)
+			}
+			select {
+			case <-rekey: // not applied yet: the newer list replaces it
+			default:
+			}
+			rekey <- ks.sched
+		}
+	}
 	ctx, sig := interruptible(in.interrupt, func(s os.Signal, msg string) {
 		// The run ends now, whatever is in flight: the output is put aside as it stands.
 		if partial := out.abort(); partial != "" {
@@ -246,14 +300,28 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 		fmt.Fprintln(env.Stderr, "tsdescramble: "+msg)
 		os.Exit(signalStatus(s))
-	})
+	}, hangup)
 	defer sig.stop()
 	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
+	var every *statsEvery
+	if d := c.Duration("stats-interval"); d > 0 {
+		every = newStatsEvery(c.String("stats"), in, out)
+		opts.Report, opts.ReportEvery = every.report, d
+	}
+	// -duration ends the input as its end would.
+	end := &ender{in: in, r: input}
+	if lo.duration > 0 {
+		t := time.AfterFunc(lo.duration, end.end)
+		defer t.Stop()
+	}
 	if ksrv != nil {
 		ksrv.start(ctx, in.size >= 0, logf)
 	}
-	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: input, f: printNotes}, out.w, opts)
+	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: end, f: printNotes}, out.w, opts)
+	if every != nil {
+		every.stop()
+	}
 	if ksrv != nil {
 		ksrv.stop(&st)
 	}
@@ -270,19 +338,21 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	junk := notTransportStream(&st)
 	closeErr := out.close(runErr == nil && junk == "", st.BytesOut)
 
+	ls := collectLive(in, out, &st, true)
 	verdict := judgeKeys(&st)
 	if ksrv != nil {
 		verdict = judgeKeyServer(&st, ksrv)
 	}
 	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
+		printLive(env.Stderr, ls)
 		printKeyServerSummary(env.Stderr, &st, verbose)
 	}
 	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
 		logf(w)
 	}
 	if path := c.String("stats"); path != "" {
-		if err := writeStats(path, &st); err != nil && runErr == nil {
+		if err := writeStats(path, &st, ls); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
 	}
