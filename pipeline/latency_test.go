@@ -290,7 +290,7 @@ func TestReport(t *testing.T) {
 	var reports []Stats
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), pr, io.Discard, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond,
+		_, err := Run(context.Background(), pr, io.Discard, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond, DecideOnTime: true,
 			ReportEvery: 20 * time.Millisecond, Report: func(s Stats) {
 				mu.Lock()
 				reports = append(reports, s)
