@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -140,19 +141,46 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// statsJSON is the document -stats writes: the run's statistics plus the throughput.
+// statsJSON is the document -stats writes: the run's statistics, the throughput, and the exit
+// status the run ended with.
 type statsJSON struct {
 	*pipeline.Stats
 	MBPerSecond float64 `json:"mb_per_second"`
+	ExitStatus  int     `json:"exit_status"`
 }
 
-// writeStats writes the statistics of a run as indented JSON.
-func writeStats(path string, st *pipeline.Stats) error {
-	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond()}, "", "  ")
+// writeStats writes the statistics of a run as indented JSON. A regular file is written under
+// a temporary name and renamed, so that a run stopped while writing it leaves no statistics
+// that a later run could take for complete.
+func writeStats(path string, st *pipeline.Stats, status int) error {
+	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond(), status}, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	b = append(b, '\n')
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return os.WriteFile(path, b, 0o644) // a device or a pipe: written in place
+	}
+	final := followLinks(path)
+	dir, base := filepath.Split(final)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := createTemp(dir, "."+base+".", ".tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), final)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // version returns the module version and the engine this CPU runs, for -version.

@@ -225,44 +225,49 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
 		logf(w)
 	}
+	// The statistics say how the run ended, so that a scheduler that retries runs can tell a
+	// finished one (batch.go).
+	status := func() error {
+		switch {
+		case runErr != nil && sig.caught() != nil:
+			// Stopped by a signal: every packet read before it was written out.
+			s := sig.caught()
+			saved := ""
+			if out.partial != "" {
+				saved = " to " + out.partial
+			}
+			return &exitError{code: signalStatus(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signalName(s), st.PacketsOut, saved)}
+		case runErr != nil:
+			return runError(runErr, inPath, outPath, out)
+		case closeErr != nil:
+			saved := ""
+			if out.partial != "" {
+				saved = "; the packets processed are in " + out.partial
+			}
+			return failErr("cannot write %s: %v%s", outPath, closeErr, saved)
+		case junk != "":
+			saved := ""
+			if out.partial != "" {
+				saved = "; the packets found are in " + out.partial
+			}
+			return failErr("%s%s", junk, saved)
+		case unseenSelection(&opts, &st) != "":
+			return failErr("%s; the output was written anyway", unseenSelection(&opts, &st))
+		case opts.Mode == pipeline.Scramble:
+		case verdict.code != exitOK:
+			// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
+			return &exitError{code: verdict.code, msg: verdict.line + keyAdvice(c, &st, sys, ks) + "; the output was written anyway"}
+		case st.PESGood == 0 && st.PESBad > 0:
+			return &exitError{code: exitNoFit, msg: fmt.Sprintf(
+				"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header%s; the output was written anyway",
+				st.PESBad, keyAdvice(c, &st, sys, ks))}
+		}
+		return nil
+	}()
 	if path := c.String("stats"); path != "" {
-		if err := writeStats(path, &st); err != nil && runErr == nil {
+		if err := writeStats(path, &st, errorCode(status)); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
 	}
-	switch {
-	case runErr != nil && sig.caught() != nil:
-		// Stopped by a signal: every packet read before it was written out.
-		s := sig.caught()
-		saved := ""
-		if out.partial != "" {
-			saved = " to " + out.partial
-		}
-		return &exitError{code: signalStatus(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signalName(s), st.PacketsOut, saved)}
-	case runErr != nil:
-		return runError(runErr, inPath, outPath, out)
-	case closeErr != nil:
-		saved := ""
-		if out.partial != "" {
-			saved = "; the packets processed are in " + out.partial
-		}
-		return failErr("cannot write %s: %v%s", outPath, closeErr, saved)
-	case junk != "":
-		saved := ""
-		if out.partial != "" {
-			saved = "; the packets found are in " + out.partial
-		}
-		return failErr("%s%s", junk, saved)
-	case unseenSelection(&opts, &st) != "":
-		return failErr("%s; the output was written anyway", unseenSelection(&opts, &st))
-	case opts.Mode == pipeline.Scramble:
-	case verdict.code != exitOK:
-		// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
-		return &exitError{code: verdict.code, msg: verdict.line + keyAdvice(c, &st, sys, ks) + "; the output was written anyway"}
-	case st.PESGood == 0 && st.PESBad > 0:
-		return &exitError{code: exitNoFit, msg: fmt.Sprintf(
-			"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header%s; the output was written anyway",
-			st.PESBad, keyAdvice(c, &st, sys, ks))}
-	}
-	return nil
+	return status
 }
