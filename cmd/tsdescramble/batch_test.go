@@ -293,3 +293,54 @@ func TestBatchManifestErrors(t *testing.T) {
 		t.Errorf("a bad key: %s", describe(r))
 	}
 }
+
+// TestBatchThroughput compares a batch over many small files with one job over a file of the
+// same bytes (TSD_LONG=1): the start of each job (the key file, the look at the PMT, the
+// output's temporary file) must not dominate. Runs alternate, and the best of each counts.
+func TestBatchThroughput(t *testing.T) {
+	needLong(t, "descrambles 2 x 100 MB three times")
+	const files, copies = 60, 2 // 60 files of 1.7 MB
+	demo := readFile(t, sample(t, "demo-scrambled.ts"))
+	keys := sample(t, "demo-keys.txt")
+	dir := t.TempDir()
+	small := bytes.Repeat(demo, copies) // the sample's key list ends where it began
+	var many, one strings.Builder
+	for i := range files {
+		in := writeFile(t, dir, fmt.Sprintf("in%d.ts", i), small)
+		many.WriteString(manifestLine(t, map[string]any{"in": in, "out": filepath.Join(dir, fmt.Sprintf("out%d.ts", i)), "cw-file": keys, "quiet": true}))
+	}
+	big := writeFile(t, dir, "big.ts", bytes.Repeat(demo, copies*files))
+	one.WriteString(manifestLine(t, map[string]any{"in": big, "out": filepath.Join(dir, "big-out.ts"), "cw-file": keys, "quiet": true}))
+	mMany := writeFile(t, dir, "many.jsonl", []byte(many.String()))
+	mOne := writeFile(t, dir, "one.jsonl", []byte(one.String()))
+	timeBatch := func(m string, args ...string) time.Duration {
+		start := time.Now()
+		if r := run(t, nil, append([]string{"batch", "-manifest", m}, args...)...); r.code != 0 {
+			t.Fatalf("batch %s: %s", m, describe(r))
+		}
+		return time.Since(start)
+	}
+	best := map[string]time.Duration{}
+	for range 3 {
+		for name, d := range map[string]time.Duration{
+			"one file":            timeBatch(mOne),
+			"many files":          timeBatch(mMany, "-jobs", "1"),
+			"many files, -jobs 2": timeBatch(mMany, "-jobs", "2"),
+		} {
+			if best[name] == 0 || d < best[name] {
+				best[name] = d
+			}
+		}
+	}
+	mb := float64(len(small)*files) / 1e6
+	for name, d := range best {
+		t.Logf("%s: %.0f MB in %v, %.0f MB/s", name, mb, d.Round(time.Millisecond), mb/d.Seconds())
+	}
+	ratio := best["one file"].Seconds() / best["many files"].Seconds()
+	t.Logf("%d files of %.1f MB against one file: %.2fx the throughput", files, float64(len(small))/1e6, ratio)
+	// The target is 0.9x; what is checked is a floor that a per-job cost out of proportion
+	// (a wait, a copy of the input) would break, on a machine that other work shares.
+	if ratio < 0.25 {
+		t.Errorf("a batch of small files runs at %.2fx one file's speed", ratio)
+	}
+}
