@@ -50,6 +50,8 @@ type Options struct {
 	// Progress, when set, is called from the reading goroutine with the number of input bytes
 	// read so far, about once per unit of work.
 	Progress func(bytesIn int64)
+	// Counters, when set, are kept up to date while the run goes, once per unit of work.
+	Counters *Counters
 	// Log, when set, receives one-line notes about the run (key synchronisation) as they happen.
 	Log func(msg string)
 	// KeyLog, when set, receives a line at each crypto period of the input: its number, its
@@ -324,6 +326,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			if opts.Progress != nil {
 				opts.Progress(fr.BytesRead())
 			}
+			if opts.Counters != nil {
+				opts.Counters.fromReader(&st, &pids)
+			}
 			if c.n > 0 {
 				held = append(held, c)
 			} else {
@@ -387,10 +392,17 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 					cancel() // stop reading; the workers drain what is in flight
 				}
 			}
+			if opts.Counters != nil {
+				opts.Counters.fromWriter(&st, &checks)
+			}
 			free <- c
 		}
 	}
 	wg.Wait()
+	if opts.Counters != nil {
+		// Stopping decides the periods still open: their packets count too.
+		opts.Counters.fromReader(&st, &pids)
+	}
 	st.Elapsed = time.Since(start)
 	for _, svc := range cl.tracker.Services() {
 		st.Services = append(st.Services, svc.Number)
