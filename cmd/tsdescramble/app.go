@@ -93,8 +93,10 @@ moves to the next, cyclically; the list is aligned to the stream on its first PE
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
 		// urfave/cli adds -h only to an app without a help command of its own (helpCommand).
-		Flags:    append(descrambleFlags(), cli.HelpFlag),
-		Action:   func(c *cli.Context) error { return process(c, env, pipeline.Descramble) },
+		Flags: append(descrambleFlags(), cli.HelpFlag),
+		Action: func(c *cli.Context) error {
+			return withLogFormat(c, env, func(env Env) error { return process(c, env, pipeline.Descramble) })
+		},
 		Commands: commands(scrambleCommand(env), probeCommand(env), benchCommand(env), batchCommand(env)),
 	}
 }

@@ -53,8 +53,11 @@ Examples:
 			&cli.IntFlag{Name: "jobs", Value: defaultJobs(), DefaultText: "one per 4 CPUs", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
 			&cli.StringFlag{Name: "stats-dir", TakesFile: true, Category: catReporting, Usage: "write each job's statistics to `DIR`/N.json, and skip the jobs they say are done"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors (and give each job -quiet)"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line, with the job's number)"},
 		},
-		Action: func(c *cli.Context) error { return runBatch(c, env, localFiles{}) },
+		Action: func(c *cli.Context) error {
+			return withLogFormat(c, env, func(env Env) error { return runBatch(c, env, localFiles{}) })
+		},
 	}
 }
 
@@ -212,6 +215,12 @@ func parseJob(text string, cmds map[string][]cli.Flag) (*job, error) {
 			return nil, fmt.Errorf("unknown %s (the keys are the flags %s lists, without the dash)", keyName(p.key), help)
 		}
 		primary := f.Names()[0]
+		switch primary {
+		case "metrics":
+			return nil, fmt.Errorf("%s: jobs that run side by side cannot listen on one address; -metrics is for a single run", keyName(p.key))
+		case "log-format":
+			return nil, fmt.Errorf("%s: the jobs' messages are the batch's: give -log-format to the batch", keyName(p.key))
+		}
 		if j.set[primary] {
 			return nil, fmt.Errorf("%s and another name of -%s are both given: give it once", keyName(p.key), primary)
 		}

@@ -265,6 +265,8 @@ func TestBatchManifestErrors(t *testing.T) {
 		{job(""), []string{"-index", "1"}, "job 1: the manifest lists jobs 0 to 0"},
 		{job(`, "stats": "s.json"`), []string{"-stats-dir", dir}, `"stats" and -stats-dir`},
 		{job(`, "1122334455667788": 1`), nil, "unknown a key"},
+		{job(`, "metrics": ":9400"`), nil, `key "metrics": jobs that run side by side`},
+		{job(`, "log-format": "json"`), nil, `give -log-format to the batch`},
 	} {
 		path := writeFile(t, dir, "m.jsonl", []byte(c.manifest))
 		r := run(t, nil, append([]string{"batch", "-manifest", path}, c.args...)...)

@@ -35,6 +35,8 @@ func tuningFlags() []cli.Flag {
 		&cli.StringFlag{Name: "stats", TakesFile: true, Category: catReporting, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catReporting, Usage: "print details of the run"},
+		&cli.StringFlag{Name: "metrics", Category: catReporting, Usage: "serve Prometheus metrics of the run on `ADDR` ([HOST]:PORT): /metrics, and /healthz (200 while packets come and the keys fit)"},
+		&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line)"},
 		&cli.BoolFlag{Name: "show-keys", Category: catReporting, Usage: "with -v, print the control words (they are secrets: off by default)"},
 	}
 }
@@ -67,8 +69,10 @@ Examples:
    tsdescramble scramble -in clear.ts -out scrambled.ts -cw 11223366445566ff
    tsdescramble scramble -i clear.ts -o s.ts -cw-file keys.txt -cp-packets 5000
    tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff`,
-		Flags:  f,
-		Action: func(c *cli.Context) error { return process(c, env, pipeline.Scramble) },
+		Flags: f,
+		Action: func(c *cli.Context) error {
+			return withLogFormat(c, env, func(env Env) error { return process(c, env, pipeline.Scramble) })
+		},
 	}
 }
 
@@ -126,6 +130,15 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 				return usageErr("-%s needs -rescramble SYSTEM", name)
 			}
 		}
+	}
+	if addr := c.String("metrics"); addr != "" {
+		// Served from before the input is opened: a live input may take a while to start.
+		opts.Counters = new(pipeline.Counters)
+		ms, err := serveMetrics(addr, opts.Counters)
+		if err != nil {
+			return err
+		}
+		defer ms.close()
 	}
 	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
 	// the input now (system_detect.go).
