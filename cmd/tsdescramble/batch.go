@@ -34,12 +34,12 @@ const indexEnv = "JOB_COMPLETION_INDEX"
 func batchCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "batch",
-		Usage:     "run the jobs of a manifest: all of them, or the one a scheduler's index names",
+		Usage:     "run the jobs of a manifest: all, or the one a scheduler's index names",
 		UsageText: "tsdescramble batch [flags]   (-manifest FILE [-index N] [-jobs J] [-stats-dir DIR])",
 		Description: `Runs the jobs a manifest lists, one JSON object per line whose keys are the flags of the
 command without the dash and whose values are theirs ("command": "scramble" for the scrambler):
    {"in": "rec1.ts", "out": "clear/rec1.ts", "cw-file": "rec1.cwl"}
-   {"command": "scramble", "in": "c.ts", "out": "s.ts", "cw": "11223366445566ff", "cp-packets": 5000}
+   {"command": "scramble", "in": "c.ts", "out": "s.ts", "cw-file": "k.txt", "cp-packets": 5000}
 Job N is the Nth object, from 0; paths are relative to the working directory. -index N (or the
 JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets) runs job N only; otherwise every
 job runs, -jobs at a time, each with its share of the workers. With -stats-dir each job's
