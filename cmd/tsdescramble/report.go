@@ -168,6 +168,10 @@ func writeStats(path string, st *pipeline.Stats, status int) error {
 	}
 	f, err := createTemp(dir, "."+base+".", ".tmp")
 	if err != nil {
+		if _, serr := os.Stat(final); serr == nil {
+			// A writable file in a directory that takes no new file: written in place.
+			return os.WriteFile(final, b, 0o644)
+		}
 		return err
 	}
 	_, err = f.Write(b)
