@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -354,17 +355,37 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	defer tuneGC(parallel)()
 
 	b := &batchRun{env: env, files: files, quiet: quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs))}
-	stop := make(chan os.Signal, 1)
+	// A stop signal stops the handing out of jobs. A job that has begun its run stops as the
+	// command does, by its own handler (signals.go); one still opening its input or reading
+	// its keys has none yet, and could wait on a stalled input for ever: the batch ends
+	// itself once the jobs have had their stopGrace, or at a second signal.
+	stop := make(chan os.Signal, 2)
 	signal.Notify(stop, stopSignals...)
 	defer signal.Stop(stop)
+	stopping, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case s := <-stop:
+			b.stopped.Store(&s)
+			close(stopping)
+			select {
+			case <-stop:
+			case <-time.After(stopGrace + time.Second):
+			case <-finished:
+				return
+			}
+			fmt.Fprintf(env.Stderr, "tsdescramble: batch stopped at once by %s: a job had not stopped\n", signalName(s))
+			os.Exit(signalStatus(s))
+		case <-finished:
+		}
+	}()
 	next := make(chan int)
 	go func() {
 		defer close(next)
 		for i := range jobs {
 			select {
 			case next <- i:
-			case s := <-stop:
-				b.stopped.Store(&s)
+			case <-stopping:
 				return
 			}
 		}
@@ -378,6 +399,7 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 		})
 	}
 	wg.Wait()
+	close(finished)
 	return b.result(jobs, index >= 0)
 }
 
