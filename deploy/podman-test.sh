@@ -26,7 +26,7 @@ if ! out=$(timeout 60 $PODMAN info 2>&1); then
 	skip "podman does not work on this machine: $(echo "$out" | tail -1)"
 fi
 timeout 900 deploy/build-image.sh "$image"
-trap 'rm -rf "$work"; podman rmi -f "$image" >/dev/null 2>&1 || true' EXIT
+trap 'podman rmi -f "$image" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 if ! out=$(timeout 60 $PODMAN run --rm "$image" -version 2>&1); then
 	skip "this machine does not run containers: $(echo "$out" | tail -1)"
 fi
