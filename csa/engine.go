@@ -38,6 +38,9 @@ type kernel struct {
 	// newFuncs returns the kernel's functions with scratch state for a
 	// batch of capacity lanes.
 	newFuncs func(capacity int) kernelFuncs
+	// choice, if set, says which variant of itself the kernel chose for
+	// this CPU and why ([Engine.Choice]).
+	choice func() string
 }
 
 // kernelFuncs are what a kernel supplies to the engine, bound to its

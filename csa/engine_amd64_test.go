@@ -5,7 +5,9 @@ package csa
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestDispatchAVX2 checks that NewEngine picks, for 128 and 256 lanes, the
@@ -78,7 +80,8 @@ func BenchmarkBlockKernel(b *testing.B) {
 		in[l] = uint64(l) * 0x9e3779b97f4a7c15
 	}
 	benchKernels(b, "sbox", []kernelBench{
-		{"avx2-vpshufb", cpuHasAVX2(), func() { blockDecryptAVX2(&in, &out, &k.bsBlock, &avx2Tab, 8) }},
+		{"avx2-vpshufb", cpuHasAVX2(), func() { blockDecryptAVX2(&in, &out, &k.bsBlock, &avx2Tab, 4) }},
+		{"avx2-blend", cpuHasAVX2(), func() { blockDecryptAVX2Blend(&in, &out, &k.bsBlock, &avx2Tab, 4) }},
 		{"avx512-vpermi2b", cpuHasAVX512(), func() { blockDecryptVBMI(&in, &out, &k.bsBlock, &vbmiTab, 2) }},
 	})
 }
@@ -95,4 +98,96 @@ func BenchmarkStreamKernel(b *testing.B) {
 		{"avx2", cpuHasAVX2(), func() { streamGenAVX2(&st, &planes) }},
 		{"avx512", cpuHasAVX512(), func() { streamGenAVX512(&st, &planes) }},
 	})
+}
+
+// The AVX2 kernel runs the S-box method it measured fastest; these test
+// kernels force each method, so that every engine test (vectors, the
+// lane-by-lane differential test against the scalar cipher, bulk,
+// fuzzing, allocations) runs both, whichever this CPU chose.
+func init() {
+	avx2 := func() bool { return useAVX2 }
+	for _, m := range []struct {
+		id     string
+		method int
+	}{{"avx2nibble_256", sboxNibble}, {"avx2blend_256", sboxBlend}} {
+		testKernels = append(testKernels, &kernel{id: m.id, name: "AVX2", lanes: 256, word: 256, supported: avx2,
+			newFuncs: func(int) kernelFuncs { return &avx2Kernel{sbox: m.method} }})
+	}
+}
+
+// TestSboxMutations changes one S-box table entry at a time, for every
+// entry each AVX2 S-box method reads, and checks that the kernel's output
+// changes: the differential tests would catch any wrong entry. One column
+// of 256 lanes runs 14336 S-box lookups, which reach every entry.
+func TestSboxMutations(t *testing.T) {
+	if !cpuHasAVX2() {
+		t.Skip("the CPU has no AVX2")
+	}
+	defer func(saved avx2Tables) { avx2Tab = saved }(avx2Tab)
+	k := mustKey(t, lengthTableCW)
+	var in [256]uint64
+	for l := range in {
+		in[l] = uint64(l) * 0x9e3779b97f4a7c15
+	}
+	for _, m := range []struct {
+		method     int
+		first, end int // the table rows of the S-box
+	}{{sboxNibble, 0, 16}, {sboxBlend, 43, 59}} {
+		var want [256]uint64
+		avx2BlockDecrypt(m.method, &in, &want, &k.bsBlock, 256)
+		missed := 0
+		for row := m.first; row < m.end; row++ {
+			for col := range 32 {
+				avx2Tab[row][col] ^= 0x10
+				var got [256]uint64
+				avx2BlockDecrypt(m.method, &in, &got, &k.bsBlock, 256)
+				avx2Tab[row][col] ^= 0x10
+				if got == want {
+					missed++
+					t.Errorf("%s: changing table row %d byte %d changes no output", sboxNames[m.method], row, col)
+				}
+			}
+		}
+		if missed > 3 {
+			t.Fatalf("%s: %d changed entries went unnoticed", sboxNames[m.method], missed)
+		}
+	}
+}
+
+// TestChooseSbox checks that the faster method by its best time wins,
+// that a tie keeps the nibble tables, and that the reason names both.
+func TestChooseSbox(t *testing.T) {
+	for _, c := range []struct {
+		nibble, blend []time.Duration
+		want          int
+	}{
+		{[]time.Duration{10, 12, 11}, []time.Duration{20, 8, 30}, sboxBlend},
+		{[]time.Duration{5, 12, 11}, []time.Duration{20, 8, 30}, sboxNibble},
+		{[]time.Duration{8}, []time.Duration{8}, sboxNibble},
+	} {
+		n := 0
+		got := chooseSbox(func(m int) time.Duration {
+			ts := c.nibble
+			if m == sboxBlend {
+				ts = c.blend
+			}
+			n++
+			return ts[(n/2)%len(ts)]
+		})
+		if got.method != c.want || !strings.Contains(got.why, sboxNames[c.want]) || !strings.Contains(got.why, sboxNames[1-c.want]) {
+			t.Errorf("nibble %v, blend %v: chose %q (%d), want %s", c.nibble, c.blend, got.why, got.method, sboxNames[c.want])
+		}
+	}
+	// The AVX2 engines say what they chose.
+	if cpuHasAVX2() {
+		defer func(a, v bool) { useAVX2, useAVX512 = a, v }(useAVX2, useAVX512)
+		useAVX512 = false
+		e, _ := NewEngine(256)
+		if !strings.HasPrefix(e.Choice(), "block S-box: ") {
+			t.Errorf("%v: Choice() = %q", e, e.Choice())
+		}
+	}
+	if e, _ := NewEngine(64); e.Choice() != "" {
+		t.Errorf("%v: Choice() = %q, want none", e, e.Choice())
+	}
 }

@@ -48,7 +48,7 @@ func runEngines(t *testing.T, f func(t *testing.T, e *Engine)) {
 }
 
 func TestNewEngine(t *testing.T) {
-	for _, lanes := range []int{-1, 1, 16, 48, 100, 512} {
+	for _, lanes := range []int{-1, 1, 16, 48, 100, 1024} {
 		if e, err := NewEngine(lanes); err == nil {
 			t.Errorf("NewEngine(%d) = %v, want an error", lanes, e)
 		}

@@ -50,3 +50,18 @@ func ExampleEngine_Decrypt() {
 	// a TS payload of more than one block
 	// a TS payload of more than one block
 }
+
+func ExampleEngine_Choice() {
+	engine, err := csa.NewEngine(0)
+	if err != nil {
+		panic(err)
+	}
+	// With AVX2 and no AVX-512, for example:
+	// csa2: 256 lanes AVX2: block S-box: nibble tables, measured 1.05× as
+	// fast as the blend tree on this CPU
+	if c := engine.Choice(); c != "" {
+		fmt.Printf("%v: %s\n", engine, c)
+	} else {
+		fmt.Println(engine)
+	}
+}

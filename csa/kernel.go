@@ -20,6 +20,8 @@ type sboxOut[W word] struct {
 // bit. The shift registers A and B live in rings of 42 nibbles: each round
 // writes the new first nibble just below the current ten, so nothing moves;
 // after 32 rounds the window has reached the bottom and is copied back up.
+// Its rounds, roundInit and roundGen in rounds.go, are generated from the
+// round description in csa/_asm/round.go, as the assembly kernels' are.
 type streamRegs[W word] struct {
 	a, b    [42][4]W // A[n] of the current window is a[w+n-1]
 	sb      sboxOut[W]
@@ -43,63 +45,6 @@ func (s *streamRegs[W]) reset(k *Key) {
 	}
 }
 
-// round advances the state by one round. A and B are the register windows
-// one nibble below the current one: A[1..10] are A1..A10 and the new A1 is
-// written to A[0]. While initialising, inA and inB are the IV nibbles fed
-// into the registers; otherwise they are nil. It returns the two keystream
-// bits of the round, high bit first.
-//
-// Every step reads the old X, Y, Z, D, E, F, p, q, r before it replaces
-// them, which is why the S-boxes come last: they overwrite X, Y, Z, p, q in
-// place.
-func (s *streamRegs[W]) round(A, B *[11][4]W, inA, inB *[4]W) (hi, lo W) {
-	o := &s.sb
-
-	// T1 and T2: the register feedback.
-	var na, nb [4]W
-	for i := range 4 {
-		na[i] = A[10][i] ^ o.x[i]
-		nb[i] = B[7][i] ^ B[10][i] ^ o.y[i]
-	}
-	if inA != nil {
-		for i := range 4 {
-			na[i] ^= s.d[i] ^ inA[i]
-			nb[i] ^= inB[i]
-		}
-	}
-	// If p is set, the new B nibble is rotated left by one bit.
-	p := o.p
-	nb[0], nb[1], nb[2], nb[3] =
-		nb[0]^(p&(nb[0]^nb[3])),
-		nb[1]^(p&(nb[1]^nb[0])),
-		nb[2]^(p&(nb[2]^nb[1])),
-		nb[3]^(p&(nb[3]^nb[2]))
-	A[0], B[0] = na, nb
-
-	// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over register B.
-	var extra [4]W
-	extra[3] = B[3][0] ^ B[6][1] ^ B[7][2] ^ B[9][3]
-	extra[2] = B[6][0] ^ B[8][1] ^ B[3][3] ^ B[4][2]
-	extra[1] = B[5][3] ^ B[8][2] ^ B[4][0] ^ B[5][1]
-	extra[0] = B[9][2] ^ B[6][3] ^ B[3][1] ^ B[8][0]
-
-	// T4: if q is set, F = Z + E + r with carry out to r, else F = E;
-	// E takes the old F.
-	q, c := o.q, s.r
-	for i := range 4 {
-		z, e := o.z[i], s.e[i]
-		s.d[i] = e ^ z ^ extra[i]
-		sum := z ^ c // the sum bit is e ^ sum
-		c = z&e | c&(z^e)
-		s.e[i] = s.f[i]
-		s.f[i] = e ^ (q & sum)
-	}
-	s.r ^= q & (c ^ s.r)
-
-	streamSboxes(A, o)
-	return s.d[3] ^ s.d[2], s.d[1] ^ s.d[0]
-}
-
 // wrap copies the register windows from the bottom of the rings back to
 // the top after 32 rounds.
 func (s *streamRegs[W]) wrap() {
@@ -119,9 +64,9 @@ func (s *streamRegs[W]) init(iv *[64]W) {
 		lo := (*[4]W)(iv[8*byteIdx : 8*byteIdx+4])
 		hi := (*[4]W)(iv[8*byteIdx+4 : 8*byteIdx+8])
 		if i%2 == 0 {
-			s.round(A, B, hi, lo)
+			s.roundInit(A, B, hi, lo)
 		} else {
-			s.round(A, B, lo, hi)
+			s.roundInit(A, B, lo, hi)
 		}
 	}
 	s.wrap()
@@ -135,7 +80,7 @@ func (s *streamRegs[W]) generate(out *[64]W) {
 		w := ringTop - 1 - i
 		A := (*[11][4]W)(s.a[w : w+11])
 		B := (*[11][4]W)(s.b[w : w+11])
-		hi, lo := s.round(A, B, nil, nil)
+		hi, lo := s.roundGen(A, B)
 		bit := 8*(i/4) + 7 - 2*(i%4)
 		out[bit&63], out[(bit-1)&63] = hi, lo
 	}
@@ -166,7 +111,9 @@ var sboxPerm4 = func() (t [4][256]uint64) {
 // its results into the slot the register leaves, so register Rm of round t
 // lives in row (m-1-t) mod 8 when deciphering and (m-1+t) mod 8 when
 // enciphering. Every round runs over all lane groups before the next,
-// which gives the processor many independent lookups.
+// which gives the processor many independent lookups. Its decrypt and
+// encrypt, in rounds.go, are generated from the round description in
+// csa/_asm/round.go.
 type blockRows [8][]uint64
 
 // newBlockRows returns rows for groups lane groups.
@@ -202,52 +149,6 @@ func (r *blockRows) store(out []uint64, groups int) {
 		}
 		transposeBytes8(&m)
 		*(*[8]uint64)(out[8*g : 8*g+8]) = m
-	}
-}
-
-// decrypt deciphers the first groups lane groups with the broadcast round
-// keys kb, and leaves R1..R8 in rows 0..7.
-func (r *blockRows) decrypt(kb *[56]uint64, groups int) {
-	t := &sboxPerm4
-	for n := 0; n < 56; n++ {
-		k := kb[55-n]
-		r2, r3, r4 := r[(1-n)&7][:groups], r[(2-n)&7][:groups], r[(3-n)&7][:groups]
-		r6, r7, r8 := r[(5-n)&7][:groups], r[(6-n)&7][:groups], r[(7-n)&7][:groups]
-		for g := range groups {
-			x := r7[g] ^ k
-			lo := t[0][uint8(x)] | t[1][uint8(x>>8)] | t[2][uint8(x>>16)] | t[3][uint8(x>>24)]
-			hi := t[0][uint8(x>>32)] | t[1][uint8(x>>40)] | t[2][uint8(x>>48)] | t[3][uint8(x>>56)]
-			s, p := lo&0xffffffff|hi<<32, lo>>32|hi&^0xffffffff
-			v := r8[g] ^ s
-			r8[g] = v // the new R1
-			r2[g] ^= v
-			r3[g] ^= v
-			r4[g] ^= v
-			r6[g] ^= p // the new R7
-		}
-	}
-	// After 56 rounds, Rm is in row (m-1-56) mod 8 = m-1: no fix-up needed.
-}
-
-// encrypt is the inverse of decrypt.
-func (r *blockRows) encrypt(kb *[56]uint64, groups int) {
-	t := &sboxPerm4
-	for n := 0; n < 56; n++ {
-		k := kb[n]
-		r1, r3, r4, r5 := r[n&7][:groups], r[(2+n)&7][:groups], r[(3+n)&7][:groups], r[(4+n)&7][:groups]
-		r7, r8 := r[(6+n)&7][:groups], r[(7+n)&7][:groups]
-		for g := range groups {
-			x := r8[g] ^ k
-			lo := t[0][uint8(x)] | t[1][uint8(x>>8)] | t[2][uint8(x>>16)] | t[3][uint8(x>>24)]
-			hi := t[0][uint8(x>>32)] | t[1][uint8(x>>40)] | t[2][uint8(x>>48)] | t[3][uint8(x>>56)]
-			s, p := lo&0xffffffff|hi<<32, lo>>32|hi&^0xffffffff
-			v := r1[g]
-			r3[g] ^= v // the new R2
-			r4[g] ^= v
-			r5[g] ^= v
-			r7[g] ^= p    // the new R6
-			r1[g] = v ^ s // the new R8
-		}
 	}
 }
 

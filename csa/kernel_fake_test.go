@@ -6,14 +6,6 @@ import (
 	"testing"
 )
 
-// fake512 is a kernel of a width no real kernel has: 512 lanes, run by the
-// portable 64-lane Go kernel eight stream passes at a time. It is what
-// adding a width takes: one registration, with no other edit to the
-// engine, NewEngine, Available or String. Listed in testKernels, it joins
-// every engine test (vectors, the lane-by-lane differential test, bulk,
-// fuzzing, allocations) beside the registered kernels.
-var fake512 = &kernel{id: "fake512", name: "fake", lanes: 512, word: 64, newFuncs: newGoKernel[uint64]}
-
 func init() { testKernels = append(testKernels, fake512) }
 
 // TestRegisterKernel registers fake512 for the duration of the test and

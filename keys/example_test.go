@@ -76,3 +76,24 @@ func ExampleSchedule() {
 	// odd=true  key 3 77777765888888A0
 	// parity changes: 3
 }
+
+func ExampleLive() {
+	// Keys from a key server arrive while the stream runs.
+	live := keys.NewLive()
+	// The stream's first period (even) starts before its key is known: it waits.
+	k, final := live.Begin(0x100, false)
+	fmt.Println(k, final)
+	// The answer to the ECM arrives: both CWs of the pair.
+	live.Set(0, false, []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF})
+	live.Set(0, true, []byte{0xAA, 0xBB, 0xCC, 0x31, 0xDD, 0xEE, 0xFF, 0xCA})
+	// The late key decides the waiting period, from its first packet.
+	k, final = live.Current(0x100)
+	fmt.Printf("%X %v\n", live.CW(k), final)
+	// The odd period that follows takes the odd key at once.
+	k, final = live.Begin(0x100, true)
+	fmt.Printf("%X %v\n", live.CW(k), final)
+	// Output:
+	// -1 false
+	// 11223366445566FF true
+	// AABBCC31DDEEFFCA true
+}

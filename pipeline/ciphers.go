@@ -17,11 +17,14 @@ type ciphers struct {
 	mode       Mode
 	in, out    scrambling.System
 	sched      *keys.Schedule
+	cw         func(int) []byte       // CW i of the input: the schedule's, or LiveKeys.Source's
 	inKeys     map[int]scrambling.Key // expanded input keys by CW index; the reader's alone
 	outKeys    []scrambling.Key
 	outPeriod  int
 	minIn      int // shortest payload the input system changes
 	minOut     int
+	inLanes    int // payloads per processor call of the input system
+	outLanes   int
 	checkStart bool // PES starts can be checked after descrambling
 }
 
@@ -29,20 +32,33 @@ type ciphers struct {
 func newCiphers(o *Options) (*ciphers, error) {
 	cs := &ciphers{mode: o.Mode}
 	system := func(s scrambling.System) (scrambling.System, error) {
-		if s != nil {
-			return s, nil
+		if s == nil {
+			return scrambling.NewCSA2(o.Lanes)
 		}
-		return scrambling.NewCSA2(o.Lanes)
+		if s.Lanes() < 1 {
+			// The batcher cuts batches to this width: a system of another package could get it wrong.
+			return nil, fmt.Errorf("pipeline: system %s takes %d payloads per call, want 1 or more", s.Name(), s.Lanes())
+		}
+		return s, nil
 	}
 	var err error
 	if o.Mode != Scramble {
-		if o.Keys == nil {
+		if o.Keys == nil && o.LiveKeys == nil {
 			return nil, errors.New("pipeline: no key schedule to descramble with")
+		}
+		if o.LiveKeys != nil {
+			if o.LiveKeys.Source == nil {
+				return nil, errors.New("pipeline: LiveKeys without a key source")
+			}
+			o.Keys = keys.NewList(nil) // the key server's CWs are the source's
 		}
 		if cs.in, err = system(o.System); err != nil {
 			return nil, err
 		}
-		cs.sched, cs.inKeys = o.Keys, make(map[int]scrambling.Key)
+		cs.sched, cs.inKeys, cs.cw = o.Keys, make(map[int]scrambling.Key), o.Keys.CW
+		if o.LiveKeys != nil {
+			cs.cw = o.LiveKeys.Source.CW
+		}
 		sizes := cs.in.KeySizes()
 		for i := range o.Keys.NumCWs() {
 			if n := len(o.Keys.CW(i)); !slices.Contains(sizes, n) {
@@ -50,11 +66,11 @@ func newCiphers(o *Options) (*ciphers, error) {
 				return nil, fmt.Errorf("control word %d: %w", i+1, err)
 			}
 		}
-		cs.minIn = cs.in.MinPayload()
+		cs.minIn, cs.inLanes = cs.in.MinPayload(), cs.in.Lanes()
 		cs.checkStart = true
 	}
 	if o.Mode != Descramble {
-		if o.Out == nil || len(o.Out.CWs) == 0 {
+		if o.Out == nil || len(o.Out.CWs) == 0 && o.Out.Feed == nil {
 			return nil, errors.New("pipeline: no control word to scramble with")
 		}
 		if cs.out, err = system(o.Out.System); err != nil {
@@ -68,7 +84,7 @@ func newCiphers(o *Options) (*ciphers, error) {
 			cs.outKeys = append(cs.outKeys, k)
 		}
 		cs.outPeriod = o.Out.PeriodPackets
-		cs.minOut = cs.out.MinPayload()
+		cs.minOut, cs.outLanes = cs.out.MinPayload(), cs.out.Lanes()
 	}
 	return cs, nil
 }
@@ -79,8 +95,8 @@ func (cs *ciphers) inKey(k int) scrambling.Key {
 	key, ok := cs.inKeys[k]
 	if !ok {
 		var err error
-		if key, err = cs.in.NewKey(cs.sched.CW(k)); err != nil {
-			panic("pipeline: " + err.Error()) // newCiphers checked every control word's size
+		if key, err = cs.in.NewKey(cs.cw(k)); err != nil {
+			panic("pipeline: " + err.Error()) // newCiphers (or liveDecide) checked every control word's size
 		}
 		cs.inKeys[k] = key
 	}
@@ -105,29 +121,33 @@ func (cs *ciphers) newWorker() *worker {
 	return w
 }
 
-// process runs the ciphers over the payloads of a chunk, grouped by key so that each call
-// gets as many payloads as the chunk has for that key.
+// process runs the ciphers over the payloads of a chunk, one batch of the batcher per call.
 func (w *worker) process(c *chunk) {
 	if w.in != nil {
-		w.group(c, false)
-		for _, g := range w.b.Groups() {
-			w.in.Decrypt(c.keys[g.Key], g.Payloads)
+		for _, b := range w.batches(c, false) {
+			w.in.Decrypt(c.keys[b.Key], b.Payloads)
 		}
-		w.b.Reset()
 		checkUnitStarts(c)
 	}
 	if w.out != nil {
-		w.group(c, true)
-		for _, g := range w.b.Groups() {
-			w.out.Encrypt(w.cs.outKeys[g.Key], g.Payloads)
+		keys := w.cs.outKeys
+		if c.okeys != nil { // a PeriodFeed's keys (feed.go)
+			keys = c.okeys
 		}
-		w.b.Reset()
+		for _, b := range w.batches(c, true) {
+			w.out.Encrypt(keys[b.Key], b.Payloads)
+		}
 	}
 }
 
-// group gathers the payloads of a chunk by input key, or by output key when out is set;
-// jobs without that key are left out.
-func (w *worker) group(c *chunk, out bool) {
+// batches cuts the payloads of a chunk into the batches of the input system, or of the output
+// system when out is set; jobs without a key of that system are left out.
+func (w *worker) batches(c *chunk, out bool) []batcher.Batch {
+	if out {
+		w.b.Start(w.cs.outLanes, w.cs.minOut)
+	} else {
+		w.b.Start(w.cs.inLanes, w.cs.minIn)
+	}
 	for i := range c.jobs {
 		j := &c.jobs[i]
 		k := j.key
@@ -138,6 +158,7 @@ func (w *worker) group(c *chunk, out bool) {
 			w.b.Add(k, c.buf[j.off:j.end])
 		}
 	}
+	return w.b.Flush()
 }
 
 // outputPeriod assigns the next scrambled packet of the output to its crypto period: it returns

@@ -40,6 +40,9 @@ type classifier struct {
 	scrambled int64
 	// packet counts the packets classified, from 1 for the first.
 	packet int64
+	// cc is each PID's last continuity counter, with ccSeen set once one was seen and ccDup
+	// when the last packet repeated the one before (see continuity).
+	cc [8192]uint8
 	// lastOdd is the parity of the last scrambled packet processed, for Stats.KeyChanges.
 	lastOdd int8
 
@@ -51,7 +54,10 @@ type classifier struct {
 	service    int
 	allES      bool
 	generation uint64
-	signal     *signaller // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+	signal     *signaller  // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
+	fed        *fedPeriods // the output periods of a PeriodFeed (feed.go), nil without one
+
+	live *liveState // keys that arrive while the stream runs (livekeys.go), or nil
 }
 
 func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
@@ -66,6 +72,12 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
 	}
 	cl.signal = newSignaller(o)
+	if o.LiveKeys != nil && o.Mode != Scramble {
+		cl.live = newLiveState(o, cs.in.KeySizes())
+	}
+	if o.Mode == Scramble && o.Out != nil && o.Out.Feed != nil {
+		cl.fed = &fedPeriods{feed: o.Out.Feed}
+	}
 	return cl
 }
 
@@ -127,7 +139,11 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	pid := ts.PID(p)
 	ps := cl.pid(pid)
 	ps.Packets++
+	cl.continuity(p, pid, ps)
 	cl.track(p, pid)
+	if cl.live != nil {
+		cl.livePacket(p, pid)
+	}
 	tsc := ts.TSC(p)
 	switch tsc {
 	case ts.Clear:
@@ -163,7 +179,12 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		ps.NoPayload++
 		return
 	}
-	idx := cl.periodOf(pid, tsc == ts.Odd)
+	var idx int32
+	if cl.live != nil {
+		idx = cl.livePeriodOf(pid, tsc == ts.Odd)
+	} else {
+		idx = cl.periodOf(pid, tsc == ts.Odd)
+	}
 	if odd := int8(tsc & 1); odd != cl.lastOdd {
 		if cl.lastOdd >= 0 {
 			st.KeyChanges++
@@ -183,7 +204,9 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
 			j.flags |= jobCheck
 			j.carriage = carriage
-			cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
+			if cl.live == nil { // a key server's keys are not searched
+				cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
+			}
 			if len(cl.st.Samples) < maxSamples {
 				cl.st.Samples = append(cl.st.Samples, Sample{PID: pid, Odd: tsc == ts.Odd,
 					Carriage: carriage, Payload: append([]byte(nil), p[off:]...)})
@@ -196,9 +219,48 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	}
 }
 
+const (
+	ccSeen = 0x80
+	ccDup  = 0x40
+)
+
+// continuity checks the continuity counter of a packet (ISO/IEC 13818-1, 2.4.3.3): it goes up
+// by one at each packet of the PID with a payload, stays the same in one without, and a packet
+// may be sent twice in a row; a discontinuity_indicator allows any value. Null packets are not
+// counted. An error is a packet lost, repeated or out of place upstream: the input is damaged,
+// which a live input, with loss on its way, needs to show.
+func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) {
+	if pid == ts.NullPID {
+		return
+	}
+	cc := p[3] & 0x0F
+	last := cl.cc[pid]
+	cl.cc[pid] = ccSeen | cc
+	if last&ccSeen == 0 || p[3]&0x20 != 0 && p[4] > 0 && p[5]&0x80 != 0 {
+		return // the PID's first packet, or a discontinuity
+	}
+	prev := last & 0x0F
+	switch {
+	case p[3]&0x10 == 0:
+		if cc == prev {
+			return
+		}
+	case cc == (prev+1)&0x0F:
+		return
+	case cc == prev && last&ccDup == 0:
+		cl.cc[pid] |= ccDup // a duplicate: allowed once
+		return
+	}
+	cl.st.CCErrors++
+	ps.CCErrors++
+}
+
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers
 // how far that is known, so a held chunk is scanned once in all.
 func (cl *classifier) decided(c *chunk) bool {
+	if cl.live != nil {
+		cl.livePoll()
+	}
 	for ; c.ready < len(c.jobs); c.ready++ {
 		if p := c.jobs[c.ready].period; p >= 0 && cl.periods[p].state == periodOpen {
 			return false
@@ -249,6 +311,9 @@ func (cl *classifier) resolve(c *chunk) {
 		j.key = c.slot(cl.cs, p.key)
 		st.Descrambled++
 		ps.Descrambled++
+	}
+	if cl.live != nil && cl.live.cfg.Drop {
+		cl.liveDrop(c)
 	}
 }
 
@@ -306,7 +371,17 @@ func (cl *classifier) scramble(c *chunk, at int, fr ts.Framing, p []byte, pid ui
 	if !ok {
 		return
 	}
-	k, odd := cl.cs.outputPeriod(cl.scrambled)
+	var k int32
+	var odd bool
+	if cl.fed != nil {
+		var key scrambling.Key
+		if key, odd = cl.fed.at(cl.cs, cl.packet); key == nil {
+			return // no period fed yet: the packet stays clear
+		}
+		k = cl.fed.slot(c)
+	} else {
+		k, odd = cl.cs.outputPeriod(cl.scrambled)
+	}
 	cl.scrambled++
 	cl.st.Scrambled++
 	ps.Scrambled++

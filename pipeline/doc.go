@@ -4,12 +4,19 @@
 //
 // # Stages
 //
+//	io.Reader ──► reader, classifier ──► workers ──► ordered writer ──► io.Writer
+//	              (one goroutine:        (Workers    (chunks back
+//	              framer, PID, TSC,      goroutines: in sequence)
+//	              payload, crypto        batcher,
+//	              period and key)        ciphers)
+//
 // One goroutine reads the input into chunks (units of work of Options.Batch packets), frames
 // the packets (188, 192 or 204 bytes, resynchronising after garbage) and classifies each one:
 // its PID, its scrambling control, its payload, and, to descramble, its PID's crypto period.
-// Workers run the ciphers over the payloads of whole chunks, grouped by key, and an ordered
-// writer puts the chunks back in sequence. Memory is bounded by the chunks in flight, and those
-// within MaxMemory, whatever Workers and Batch ask for (see Limits).
+// Workers take whole chunks; package batcher cuts each chunk's payloads into batches of one
+// key and the system's width (scrambling.System.Lanes), one processor call each, and an
+// ordered writer puts the chunks back in sequence. Memory is bounded by the chunks in flight,
+// and those within MaxMemory, whatever Workers and Batch ask for (see Limits).
 //
 // # Crypto periods and keys
 //
@@ -39,6 +46,25 @@
 // Workers and lane width, and however the input's reads are cut (FuzzBatchInvariance holds the
 // package to it). In an audio or video stream a decision comes within a few packets (the next
 // PES start), so holding costs nothing measurable.
+//
+// # Keys that arrive while the stream runs
+//
+// With Options.LiveKeys, each PID's crypto periods take their control word from a keys.Source
+// (a key server's answers, a CW log that grows) at their first packet, and a period whose key
+// has not come is held until it does, or until LiveKeys.Wait, after which its packets pass as
+// they came (or are dropped); key trials are not made, the server says which key applies. The
+// sections of the PIDs the key server wants (ECMs, EMMs) go to LiveKeys.Sections, with the
+// services of the PAT and PMTs. See livekeys.go.
+//
+// # Live input: the latency bound
+//
+// With Options.Latency, a run reads its input in a goroutine of its own and takes it with a
+// deadline: when its oldest packet held is due. The unit of work is then cut, however few
+// packets it holds, the crypto periods still open in the units due are decided with what is
+// known, as at the 65536-packet bound, and the output is flushed when the writer has caught up.
+// Such a decision depends on time as well as on the packets: a period whose first checkable unit
+// start comes after the bound takes the schedule's expected key unchecked. A regular file needs
+// no bound, and a run without one keeps the invariance above.
 //
 // # Statistics
 //

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"fmt"
+	"time"
+
 	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -391,6 +393,10 @@ func (cl *classifier) fit(p *period, pk *pidKeys, pos int, moved bool) {
 func (cl *classifier) decide(p *period, state periodState) {
 	p.state = state
 	ps := cl.pid(p.pid)
+	if cl.live != nil {
+		cl.liveDecided(p, ps)
+		return
+	}
 	what := ""
 	switch state {
 	case periodFit:
@@ -432,8 +438,32 @@ func (cl *classifier) expire() {
 	}
 }
 
+// expireDue decides, with what is known, the periods still open in the held chunks whose first
+// packet is due by now (Options.Latency), as expire does for those open holdPackets packets.
+// Chunks are held in input order, so their due times are in order too.
+func (cl *classifier) expireDue(held []*chunk, now time.Time) {
+	if cl.live != nil {
+		// A period waiting for its key from a key server waits as LiveKeys.Wait says:
+		// decided without it, its packets would pass scrambled.
+		return
+	}
+	for _, c := range held {
+		if c.due.After(now) {
+			return
+		}
+		for i := c.ready; i < len(c.jobs); i++ {
+			if p := c.jobs[i].period; p >= 0 && cl.periods[p].state == periodOpen {
+				cl.end(p)
+			}
+		}
+	}
+}
+
 // finish decides every period still open at the end of the stream.
 func (cl *classifier) finish() {
+	if cl.live != nil {
+		cl.liveFinish()
+	}
 	for _, idx := range cl.open {
 		cl.end(idx)
 	}
@@ -444,6 +474,9 @@ func (cl *classifier) finish() {
 // current period nor the one a tentative period interrupts. Call it only when no chunk is held:
 // then every period is decided (each has a packet in a held chunk until it is).
 func (cl *classifier) compact() {
+	if cl.live != nil {
+		cl.liveResolve(false) // no chunk is held: every period waiting is decided; forget them
+	}
 	if len(cl.periods) < 4096 {
 		return
 	}

@@ -2,7 +2,8 @@ package pipeline
 
 import (
 	"context"
-	"github.com/tsdescramble/tsdescramble/ts"
+	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Mode is what a run does to the packets it selects.
@@ -72,6 +74,33 @@ type Options struct {
 	// psi.ScramblingCSA2 no descriptor is added, only one already there set to it. It is
 	// ignored by the other modes. See signal.go for which PMTs can take it.
 	ScramblingMode psi.ScramblingMode
+	// Latency, when above 0, bounds the delay the run adds to a packet: a packet is written,
+	// in a partial unit of work if need be, at most about that long after Run read it, and the
+	// output is flushed then (w's Flush method, if it has one: a live.Writer sends a partial
+	// datagram). Crypto periods still undecided when their oldest packet is due are decided with
+	// what is known, as they are 65536 packets after they start (see the package doc).
+	// The input is then read by a goroutine of its own, so that a read that blocks never holds
+	// packets back; it may still be waiting in r's Read when Run returns. 0 keeps the batching
+	// of files: a unit of work leaves when it holds Batch packets.
+	Latency time.Duration
+	// MaxPackets, when above 0, ends the run after that many packet units, as if the input
+	// ended there (a live input that never ends).
+	MaxPackets int64
+	// Report, when set, is called from the reading goroutine about every ReportEvery with the
+	// statistics so far (without Samples, and without the per-PID unit-start checks, which
+	// the final Stats have), for a monitor of a run that does not end. With a latency bound
+	// it is called on time even while the input is quiet.
+	Report      func(Stats)
+	ReportEvery time.Duration
+	// Rekey, when set, brings key schedules that replace Keys while the run goes on (a key
+	// file edited during a live run). A new schedule applies between two units of work: the
+	// crypto periods already begun are decided with the old one, and every PID then finds its
+	// key in the new one at its next unit start, as at the start of a stream. Options.Log says
+	// when one applies, or why it was refused.
+	Rekey <-chan *keys.Schedule
+	// LiveKeys, when set, takes the input's control words from a key server as they arrive,
+	// in place of Keys (see livekeys.go).
+	LiveKeys *LiveKeys
 }
 
 // Output says how a run scrambles: with which system and control words, and how long a crypto
@@ -84,6 +113,9 @@ type Output struct {
 	// PeriodPackets is the length of a crypto period in scrambled packets; the parity
 	// alternates at each period, starting even. 0 means a single (even) crypto period.
 	PeriodPackets int
+	// Feed, when set, gives the crypto periods and their control words as the run goes,
+	// instead of CWs and PeriodPackets (see PeriodFeed).
+	Feed *PeriodFeed
 }
 
 // DefaultBatch is the default number of packets per unit of work.
@@ -179,10 +211,17 @@ type chunk struct {
 	// The input keys of the jobs: job.key indexes keys; cws holds their CW indexes.
 	keys []scrambling.Key
 	cws  []int
+	// okeys are the output keys of the jobs when a PeriodFeed gives them (job.okey indexes
+	// okeys then), valid while oseq is seq+1; operiod is the fed period of the last one.
+	okeys   []scrambling.Key
+	oseq    int64
+	operiod int64
 	// runs says where each framing starts among the packet units of buf (one run unless the
 	// input's framing changed inside the chunk), so that a write cut short can be counted in
 	// whole units.
 	runs []unitRun
+	// due is when its first packet must leave, with Options.Latency (zero without).
+	due time.Time
 }
 
 // unitRun is a stretch of a chunk's buffer, from byte at, holding units of size bytes.
@@ -247,7 +286,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	work := make(chan *chunk, maxChunks)
 	done := make(chan *chunk, maxChunks)
 
-	var st Stats
+	var st Stats                // the reading goroutine's counters
+	var wst Stats               // the writer's: bytes and packets out, unit-start checks
+	var written writerCounts    // the writer's, for Options.Report
 	var pids [8192]*PIDStats    // the classifier's counters
 	var checks [8192]*pesChecks // the writer's unit-start checks
 	var readErr error
@@ -281,9 +322,39 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			cl.finish()
 			dispatch()
 		}
-		fr := ts.NewFramer(r)
+		// With a latency bound the input comes through a feed (latency.go), whose deadline is
+		// when the oldest packet held is due.
+		var fd *feed
+		var src io.Reader = r
+		if opts.Latency > 0 {
+			fd = newFeed(ctx, r, opts.Latency)
+			src = fd
+		}
+		fr := ts.NewFramer(src)
+		stalled := false // the framer said ts.ErrPending with no packet: wait for more input
+		nextReport := start.Add(opts.ReportEvery)
 		var seq int64
 		for {
+			if opts.Rekey != nil {
+				select {
+				case s := <-opts.Rekey:
+					// The periods begun are decided with the keys they began with.
+					cl.finish()
+					dispatch()
+					err := errors.New("units of work still held") // cannot happen: all are decided
+					if len(held) == 0 {
+						err = cl.rekey(s)
+					}
+					switch {
+					case opts.Log == nil:
+					case err != nil:
+						opts.Log(fmt.Sprintf("new keys refused, the old ones kept: %v", err))
+					default:
+						opts.Log(fmt.Sprintf("new keys from packet %d on: %d control words", cl.packet+1, s.NumCWs()))
+					}
+				default:
+				}
+			}
 			var c *chunk
 			if len(held) > 0 && allocated < maxChunks {
 				// Reading on is what decides the held chunks' periods: never wait for a
@@ -305,13 +376,27 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			c.seq, c.n, c.jobs, c.ready = seq, 0, c.jobs[:0], 0
 			c.keys, c.cws = c.keys[:0], c.cws[:0]
 			c.runs = c.runs[:0]
+			c.due = time.Time{}
 			seq++
 			var err error
 			for n := 0; n < batch; n++ {
+				if opts.MaxPackets > 0 && fr.Packets() >= opts.MaxPackets {
+					err = io.EOF
+					break
+				}
+				if fd != nil {
+					fd.deadline = due(held, c, fr, fd, stalled)
+				}
 				var unit []byte
 				unit, err = fr.Next()
 				if err != nil {
+					stalled = err == ts.ErrPending && n == 0
 					break
+				}
+				stalled = false
+				if fd != nil && n == 0 {
+					at := fr.BytesRead() - int64(fr.Buffered()) - int64(len(unit))
+					c.due = fd.arrivedAt(at).Add(opts.Latency)
 				}
 				if k := len(c.runs); k == 0 || c.runs[k-1].size != len(unit) {
 					c.runs = append(c.runs, unitRun{at: c.n, size: len(unit)})
@@ -320,6 +405,10 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				cl.classify(c, c.n-len(unit), fr.Framing())
 			}
 			st.BytesIn = fr.BytesRead()
+			if opts.MaxPackets > 0 && fr.Packets() >= opts.MaxPackets {
+				// The bytes read ahead of the last packet are not the run's.
+				st.BytesIn -= int64(fr.Buffered())
+			}
 			st.Packets = fr.Packets()
 			st.Skipped, st.Truncated = fr.Skipped(), fr.Truncated()
 			st.Framing = fr.Framing()
@@ -329,11 +418,31 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			if opts.Counters != nil {
 				opts.Counters.fromReader(&st, &pids)
 			}
+			if opts.Report != nil {
+				if now := time.Now(); !now.Before(nextReport) {
+					opts.Report(snapshot(&st, &pids, &written, cl.tracker, start))
+					nextReport = now.Add(opts.ReportEvery)
+				}
+				if fd != nil {
+					fd.report = nextReport
+				}
+			}
 			if c.n > 0 {
 				held = append(held, c)
 			} else {
 				seq--
 				free <- c
+			}
+			if err == ts.ErrPending {
+				// Packets are due: the unit of work was cut, and the crypto periods of those
+				// due are decided now.
+				err = nil
+				if fd != nil {
+					cl.expireDue(held, fd.now)
+				}
+			}
+			if fd != nil && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				err = io.EOF // stopped: the feed handed on every block it had read
 			}
 			if err != nil || ctx.Err() != nil {
 				stop()
@@ -367,10 +476,16 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	}
 	go func() { wwg.Wait(); close(done) }()
 
-	// Ordered writer: chunks come back in any order and leave in sequence.
+	// Ordered writer: chunks come back in any order and leave in sequence. With a latency bound,
+	// the output is flushed whenever the writer has caught up, so that nothing it has taken
+	// waits for the next unit of work.
 	pending := make([]*chunk, maxChunks)
 	var next int64
 	var writeErr error
+	flusher, _ := w.(interface{ Flush() error })
+	if opts.Latency <= 0 {
+		flusher = nil
+	}
 	for c := range done {
 		pending[c.seq%int64(maxChunks)] = c
 		for {
@@ -380,22 +495,32 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			}
 			pending[next%int64(maxChunks)] = nil
 			next++
-			tallyChecks(c, &st, &checks)
+			tallyChecks(c, &wst, &checks)
 			if writeErr == nil {
 				var m int
 				m, writeErr = w.Write(c.buf[:c.n])
 				// Only whole units count: a write cut short (a full disk) may end inside one.
 				size, units := c.whole(m)
-				st.BytesOut += int64(size)
-				st.PacketsOut += int64(units)
+				wst.BytesOut += int64(size)
+				wst.PacketsOut += int64(units)
 				if writeErr != nil {
 					cancel() // stop reading; the workers drain what is in flight
 				}
 			}
 			if opts.Counters != nil {
-				opts.Counters.fromWriter(&st, &checks)
+				opts.Counters.fromWriter(&wst, &checks)
 			}
 			free <- c
+		}
+		if opts.Report != nil {
+			written.publish(&wst)
+		}
+		if flusher != nil && writeErr == nil {
+			if c := pending[next%int64(maxChunks)]; c == nil || c.seq != next {
+				if writeErr = flusher.Flush(); writeErr != nil {
+					cancel()
+				}
+			}
 		}
 	}
 	wg.Wait()
@@ -404,33 +529,13 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		opts.Counters.fromReader(&st, &pids)
 	}
 	st.Elapsed = time.Since(start)
-	for _, svc := range cl.tracker.Services() {
-		st.Services = append(st.Services, svc.Number)
+	if cl.live != nil {
+		ls := cl.live.st
+		st.LiveKeys = &ls
 	}
-	// The classifier is done: merge its counters with the writer's checks.
-	for pid, ps := range pids {
-		if ps == nil {
-			continue
-		}
-		if ck := checks[pid]; ck != nil {
-			ps.PESGood, ps.PESBad = ck.good, ck.bad
-		}
-		ps.Carriage = cl.tracker.Carriage(uint16(pid)).String()
-		switch {
-		case ps.Periods == 0:
-		case ps.PeriodsLeft == 0 && ps.PeriodsFit == 0:
-			ps.KeyFit = "unchecked"
-		case ps.PeriodsLeft == 0:
-			ps.KeyFit = "all"
-		case ps.PeriodsFit > 0:
-			ps.KeyFit = "some"
-		default:
-			ps.KeyFit = "none"
-		}
-		st.Periods += ps.Periods
-		st.PeriodsLeft += ps.PeriodsLeft
-		st.PIDs = append(st.PIDs, *ps)
-	}
+	// The classifier is done: merge its counters with the writer's.
+	st.BytesOut, st.PacketsOut, st.PESGood, st.PESBad = wst.BytesOut, wst.PacketsOut, wst.PESGood, wst.PESBad
+	summarize(&st, &pids, &checks, cl.tracker)
 	switch {
 	case writeErr != nil:
 		return st, writeErr

@@ -37,6 +37,10 @@ type Stats struct {
 	LeftScrambled  int64 `json:"left_scrambled"`  // scrambled packets of periods no key fitted, and glitches: untouched
 	ParityGlitches int64 `json:"parity_glitches"` // single packets of the other parity inside a period: untouched
 
+	// CCErrors counts continuity-counter errors over all PIDs: packets lost, repeated more
+	// than once or out of order before the input (null packets are not counted).
+	CCErrors int64 `json:"cc_errors"`
+
 	// Samples are copies of the first scrambled unit starts of the input, as they came, for
 	// a caller that wants to tell why keys did not fit (a swapped parity, an entropy-reduced
 	// CW, ...) by trying other keys on them. Not written to JSON.
@@ -57,6 +61,9 @@ type Stats struct {
 	PIDs []PIDStats `json:"pids"`
 
 	Elapsed time.Duration `json:"elapsed_ns"` // wall time of the run
+
+	// LiveKeys counts the waits for keys from a key server, when Options.LiveKeys is set.
+	LiveKeys *LiveKeyStats `json:"live_keys,omitempty"`
 }
 
 // MBPerSecond returns the input throughput of the run in 10^6 bytes per second.
@@ -89,6 +96,7 @@ type PIDStats struct {
 	PeriodsUnchecked int    `json:"periods_unchecked"`
 	PeriodsLeft      int    `json:"periods_left_scrambled"`
 	LeftScrambled    int64  `json:"left_scrambled"` // packets of periods left as they came, and glitches
+	CCErrors         int64  `json:"cc_errors"`      // continuity-counter errors (see Stats.CCErrors)
 	Carriage         string `json:"carriage"`       // what the PMT says the ts.PID carries: PES, sections, other or unknown
 	// KeyFit sums the periods up: "all" fitted (some may have taken the schedule's key
 	// unchecked), "unchecked" (none could be checked: the schedule's keys), "some" (others

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+
+	"github.com/tsdescramble/tsdescramble/internal/units"
 )
 
 // WriteText writes the report as text for people: a summary, the services with their streams
@@ -104,19 +106,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
-// byteSize writes n bytes in decimal units, with the exact count for small sizes.
+// byteSize writes n bytes in decimal units, with the exact count beside them.
 func byteSize(n int64) string {
-	units := []string{"kB", "MB", "GB", "TB"}
 	if n < 1000 {
-		return fmt.Sprintf("%d bytes", n)
+		return units.Bytes(n, 2)
 	}
-	f := float64(n)
-	i := -1
-	for f >= 1000 && i < len(units)-1 {
-		f /= 1000
-		i++
-	}
-	return fmt.Sprintf("%.2f %s (%d bytes)", f, units[i], n)
+	return fmt.Sprintf("%s (%d bytes)", units.Bytes(n, 2), n)
 }
 
 // bitRate writes a rate in bits per second in decimal units.

@@ -1,7 +1,8 @@
-// Package psi follows the program-specific information of an MPEG transport stream, the
-// program association table (PAT, PID 0) and the program map tables (PMT) it points to, to
-// tell which PIDs make up each service and which conditional-access systems protect them
-// (ISO/IEC 13818-1, 2.4.4).
+// Package psi reads the program-specific and service information of an MPEG transport
+// stream, the PAT, PMT, CAT and SDT sections, CRC-checked, and follows the program association
+// table (PAT, PID 0) and the program map tables (PMT) it points to, to tell which PIDs make up
+// each service and which conditional-access systems protect them (ISO/IEC 13818-1, 2.4.4;
+// ETSI EN 300 468).
 //
 // A Tracker is fed the stream's 188-byte packets by the caller, who does the framing (192- and
 // 204-byte packets are cut down to their 188-byte TS packet first) and may hand it every packet

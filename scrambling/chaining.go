@@ -9,13 +9,13 @@ import (
 // blockSize is the block size of every block cipher here: AES, DFC and Serpent.
 const blockSize = 16
 
-// maxPass is the most payloads ciphered in one pass over a batch. Longer calls are cut into
-// passes so that the payloads a CBC encryption pass walks at every step (about 6 KB of TS
-// packets) and its gather buffer stay in the L1 cache, and the buffer does not grow with the
-// caller's batch size. 32 blocks is also the widest kernel call (the DFC AVX-512 kernel), so
-// longer passes would not make the calls any wider: re-encrypting a stream takes less CPU time
-// in passes of 32 than of 256.
-const maxPass = 32
+// passLanes is the Lanes of every block-cipher system: the most payloads one CBC pass
+// ciphers, one block of each per step of an encryption pass. Each step's blocks make one
+// multi-block call, and the kernels gain little beyond a few dozen blocks per call (32 is the
+// widest, the DFC AVX-512 kernel), while more payloads per pass push the payloads the pass walks
+// at every step (about 6 KB of TS packets) and its gather buffer out of the L1 cache:
+// re-encrypting a stream takes less CPU time in passes of 32 than of 256.
+const passLanes = 32
 
 // blockGroup is a block count every multi-block kernel takes whole: the AVX-512 Serpent
 // kernel's group of 16, two of AES-NI's groups of 8, one of DFC's 8, 16 or 32-block calls.
@@ -45,7 +45,6 @@ type multiBlock interface {
 type chainSystem struct {
 	name  string
 	sizes []int
-	lanes int
 	iv    [blockSize]byte
 	// dvs042 selects the DVS-042 (ANSI/SCTE 52) rule: the residue is XORed with the forward
 	// cipher of the last ciphertext block, and a payload shorter than a block with the forward
@@ -56,7 +55,7 @@ type chainSystem struct {
 
 func (s *chainSystem) Name() string    { return s.name }
 func (s *chainSystem) KeySizes() []int { return append([]int(nil), s.sizes...) }
-func (s *chainSystem) Lanes() int      { return s.lanes }
+func (s *chainSystem) Lanes() int      { return passLanes }
 
 // MinPayload is one block for CBC with a clear residue, one byte for DVS-042 chaining, whose
 // short-payload rule scrambles payloads under a block too.
@@ -128,8 +127,9 @@ func (p *chainProcessor) scratch(n int) []byte {
 // key stream is the encryption of block i-1, the ciphertext step i-1 has just produced.
 func (p *chainProcessor) Encrypt(k Key, payloads [][]byte) {
 	key := p.key(k)
+	// A batcher's batch is one pass; a longer call is cut here, one pass at a time.
 	for len(payloads) > 0 {
-		n := min(len(payloads), maxPass)
+		n := min(len(payloads), passLanes)
 		p.encrypt(key, payloads[:n])
 		payloads = payloads[n:]
 	}
@@ -214,7 +214,7 @@ func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 func (p *chainProcessor) Decrypt(k Key, payloads [][]byte) {
 	key := p.key(k)
 	for len(payloads) > 0 {
-		n := min(len(payloads), maxPass)
+		n := min(len(payloads), passLanes)
 		p.decrypt(key, payloads[:n])
 		payloads = payloads[n:]
 	}

@@ -6,12 +6,6 @@ import (
 	"github.com/tsdescramble/tsdescramble/serpent"
 )
 
-// blockLanes is the batch width of the 128-bit block-cipher systems. Each CBC encryption step
-// ciphers one block of every payload of a batch in one multi-block call; the DFC and Serpent
-// kernels take 8 blocks per AVX2 pass and gain little beyond a few dozen blocks per call, while
-// larger batches only grow the gather buffer out of the L1 cache.
-const blockLanes = 64
-
 // dvbCISSAIV is the fixed IV of DVB-CISSA, the ASCII string "DVBTMCPTAESCISSA"
 // (ETSI TS 103 127; TSDuck tsDVBCISSA.cpp uses the same value).
 var dvbCISSAIV = [blockSize]byte{
@@ -23,7 +17,6 @@ var dvbCISSAIV = [blockSize]byte{
 var dvbCISSA = &chainSystem{
 	name:      "dvb-cissa",
 	sizes:     []int{16},
-	lanes:     blockLanes,
 	iv:        dvbCISSAIV,
 	newCipher: newAES,
 }
@@ -33,7 +26,6 @@ var dvbCISSA = &chainSystem{
 var atisIDSA = &chainSystem{
 	name:      "atis-idsa",
 	sizes:     []int{16},
-	lanes:     blockLanes,
 	dvs042:    true,
 	newCipher: newAES,
 }
@@ -42,7 +34,6 @@ var atisIDSA = &chainSystem{
 var dfcSystem = &chainSystem{
 	name:      "dfc",
 	sizes:     []int{16, 24, 32},
-	lanes:     blockLanes,
 	dvs042:    true,
 	newCipher: asMultiBlock(dfc.NewCipher),
 }
@@ -51,7 +42,6 @@ var dfcSystem = &chainSystem{
 var serpentSystem = &chainSystem{
 	name:      "serpent",
 	sizes:     []int{16, 24, 32},
-	lanes:     blockLanes,
 	dvs042:    true,
 	newCipher: asMultiBlock(serpent.NewCipher),
 }

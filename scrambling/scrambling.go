@@ -6,9 +6,9 @@
 // A System expands control words into Keys and makes Processors. A Key is immutable and may be
 // shared by any number of goroutines; a Processor holds the scratch memory of one goroutine and
 // (de)scrambles a batch of payloads in place with one key, without allocating once it is warm.
-// Batches of System.Lanes payloads use the fast paths best: the bitsliced CSA2 engines, and the
-// multi-block paths of the 128-bit block ciphers, which process block i of every payload of the
-// batch together.
+// A call of System.Lanes payloads is one pass of the fast paths: a batch of the bitsliced CSA2
+// engines, or a CBC pass of the 128-bit block ciphers, which process block i of every payload of
+// the pass together. Package batcher cuts a unit of work into such batches.
 //
 // A payload is the part of a TS packet after its header and adaptation field, 0 to 184 bytes.
 // What csa2, dvb-cissa and atis-idsa leave clear follows TSDuck, the reference the project
@@ -35,8 +35,9 @@ type System interface {
 	Name() string
 	// KeySizes returns the accepted control-word sizes in bytes, in ascending order.
 	KeySizes() []int
-	// Lanes returns the preferred number of payloads per Processor call: the engine width
-	// for csa2, the batch over which the block ciphers reach their full speed for the others.
+	// Lanes returns the most payloads a Processor call processes in one pass: the engine
+	// width for csa2, the payloads of one CBC pass for the others. A call with more is
+	// processed Lanes payloads at a time.
 	Lanes() int
 	// MinPayload returns the length of the shortest payload the system changes: shorter
 	// payloads stay clear even in a packet marked scrambled (8 for csa2, 16 for dvb-cissa,

@@ -35,6 +35,12 @@ func (f Framing) String() string {
 	return strconv.Itoa(f.Size)
 }
 
+// ErrPending is what a reader returns from Read when it has no bytes to give yet and the caller
+// should not wait for them (a live input whose latency bound has come). The Framer passes it on
+// from Next, after any whole packet it can return without looking further ahead, and keeps its
+// state: a later Next reads on. It is not an end of the input.
+var ErrPending = errors.New("ts: no input yet")
+
 // ErrNoSync is returned when an input holds bytes but not a single transport stream packet.
 var ErrNoSync = errors.New("no MPEG-TS sync found: the input is not a transport stream (188, 192 or 204-byte packets)")
 
@@ -62,6 +68,7 @@ type Framer struct {
 	start, end int // unread bytes are buf[start:end]
 	eof        bool
 	err        error // read error other than io.EOF, reported once the buffer is drained
+	pending    bool  // the last read returned ErrPending: no more bytes for now
 	framing    Framing
 	synced     bool
 
@@ -96,8 +103,13 @@ func (f *Framer) BytesRead() int64 { return f.bytesRead }
 // Packets returns the number of packet units returned so far.
 func (f *Framer) Packets() int64 { return f.packets }
 
-// fill reads until at least n bytes are buffered or the input ends.
+// Buffered returns the number of bytes read from the input and not yet returned in a packet or
+// skipped.
+func (f *Framer) Buffered() int { return f.end - f.start }
+
+// fill reads until at least n bytes are buffered, the input ends, or the reader says ErrPending.
 func (f *Framer) fill(n int) {
+	f.pending = false
 	if f.end-f.start >= n || f.eof {
 		return
 	}
@@ -109,6 +121,10 @@ func (f *Framer) fill(n int) {
 		m, err := f.r.Read(f.buf[f.end:])
 		f.end += m
 		f.bytesRead += int64(m)
+		if err == ErrPending {
+			f.pending = true
+			return
+		}
 		if err != nil {
 			f.eof = true
 			if err != io.EOF {
@@ -121,11 +137,23 @@ func (f *Framer) fill(n int) {
 // Next returns the next packet unit: Framing().Size bytes with the sync byte at Framing().Prefix.
 // The slice is valid until the following call. At the end of the input it returns io.EOF, or
 // ErrNoSync if the input held bytes but no packet, or the read error that ended the input.
+//
+// When the reader returns ErrPending, Next returns a whole packet already buffered if the stream
+// is in sync, or if a full chain of sync bytes (three packets) finds it, judging on the bytes it
+// has rather than on the ones after them; otherwise it returns ErrPending. Only a stream that
+// loses sync or changes framing just then can be cut differently than it would be with every
+// byte at hand.
 func (f *Framer) Next() ([]byte, error) {
 	for {
 		f.fill(minBuffered)
 		avail := f.end - f.start
+		if f.pending && f.synced && avail < f.framing.Size {
+			return nil, ErrPending
+		}
 		if avail == 0 || (!f.synced && !f.resync()) {
+			if f.pending {
+				return nil, ErrPending
+			}
 			return nil, f.endErr()
 		}
 		fr := f.framing
@@ -200,6 +228,9 @@ func (f *Framer) resync() bool {
 			f.start = f.end
 			return false
 		}
+		if f.pending {
+			return false // Next says ErrPending; a later call reads on
+		}
 		// Nothing confirmed before stop: drop what can no longer start a packet (keeping room
 		// for a 192-byte unit's prefix) and read on.
 		if keep := stop - 4; keep > f.start {
@@ -207,6 +238,9 @@ func (f *Framer) resync() bool {
 			f.start = keep
 		}
 		f.fill(f.end - f.start + 1)
+		if f.pending {
+			return false
+		}
 	}
 }
 
@@ -225,7 +259,7 @@ func (f *Framer) findUnit(lo, hi int, strict bool) (unit int, ok bool, stop int)
 			return 0, false, hi
 		}
 		q += i
-		if !f.eof && f.end-q < lookahead {
+		if !f.eof && !f.pending && f.end-q < lookahead {
 			return 0, false, q // not enough data to confirm; the caller reads more
 		}
 		best, bestSeen := -1, 0

@@ -371,3 +371,61 @@ func TestFramerChangeToPrefixWithSyncByte(t *testing.T) {
 		t.Fatalf("%d bytes out (want %d), %d packets, skipped %d, framing %v, err %v", len(out), len(in), f.Packets(), f.Skipped(), f.Framing(), err)
 	}
 }
+
+// pendingReader returns its bytes in pieces, with ErrPending between them, as a live input
+// whose deadline comes between datagrams.
+type pendingReader struct {
+	b       []byte
+	piece   int
+	pending bool
+}
+
+func (r *pendingReader) Read(p []byte) (int, error) {
+	if r.pending = !r.pending; r.pending {
+		return 0, ErrPending
+	}
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[:min(r.piece, len(r.b))])
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// A reader that says ErrPending between its pieces gets every whole packet back as soon as it
+// is read (three, to find sync), the same packets as a reader without it, and the framer reads
+// on after each ErrPending.
+func TestFramerPending(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, fr := range framings {
+		in := makeUnits(40, fr, rng)
+		for _, piece := range []int{1, 100, fr.Size, 7 * fr.Size} {
+			f := NewFramer(&pendingReader{b: in, piece: piece})
+			var out []byte
+			pendings := 0
+			for {
+				u, err := f.Next()
+				if err == ErrPending {
+					if pendings++; pendings > 2*len(in) {
+						t.Fatalf("%v piece %d: ErrPending without end", fr, piece)
+					}
+					// Every whole packet read once sync is found has been returned.
+					if got := len(out); f.BytesRead() >= int64(3*fr.Size) && int64(got)+int64(f.Buffered()) != f.BytesRead() || f.Buffered() >= fr.Size && got > 0 {
+						t.Fatalf("%v piece %d: %d bytes out, %d buffered, %d read", fr, piece, got, f.Buffered(), f.BytesRead())
+					}
+					continue
+				}
+				if err != nil {
+					if err != io.EOF {
+						t.Fatal(err)
+					}
+					break
+				}
+				out = append(out, u...)
+			}
+			if !bytes.Equal(out, in) {
+				t.Fatalf("%v piece %d: %d bytes out of %d, or different", fr, piece, len(out), len(in))
+			}
+		}
+	}
+}

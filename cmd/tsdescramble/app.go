@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
+	"github.com/tsdescramble/tsdescramble/scs"
 )
 
 // Exit statuses (the command-line contract).
@@ -93,10 +96,8 @@ moves to the next, cyclically; the list is aligned to the stream on its first PE
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
 		// urfave/cli adds -h only to an app without a help command of its own (helpCommand).
-		Flags: append(descrambleFlags(), cli.HelpFlag),
-		Action: func(c *cli.Context) error {
-			return withLogFormat(c, env, func(env Env) error { return process(c, env, pipeline.Descramble) })
-		},
+		Flags:    append(descrambleFlags(), cli.HelpFlag),
+		Action:   profiledProcess(env, pipeline.Descramble),
 		Commands: commands(scrambleCommand(env), probeCommand(env), benchCommand(env), batchCommand(env)),
 	}
 }
@@ -116,10 +117,15 @@ func runError(err error, inPath, outPath string, out *output) error {
 		return failErr("%s: %v%s", name, err, saved)
 	case errors.Is(err, probe.ErrEmpty):
 		return failErr("%s: %v", name, err)
+	case errors.Is(err, scs.ErrECMPIDInUse):
+		return failErr("-ecm-pid: %v%s", err, saved)
 	case errors.Is(err, syscall.EPIPE) && out.stdout:
 		// The reader of our stdout went away (head, a closed player): nothing is wrong here.
 		return quietExit
 	case errors.As(err, new(*writeError)):
+		return failErr("%v%s", err, saved)
+	case errors.Is(err, live.ErrIdle):
+		// -timeout: the message names the address and what to check.
 		return failErr("%v%s", err, saved)
 	}
 	return failErr("cannot read %s: %v%s", name, err, saved)
@@ -167,21 +173,30 @@ func describeKeys(w io.Writer, list [][]byte, show bool) {
 // input is the stream a run reads, with a way to end a read that waits on an idle pipe.
 type input struct {
 	io.Reader
-	size   int64    // bytes, or -1 when not known (a pipe)
-	file   *os.File // the file to close, if this run opened one
-	poll   *os.File // a pollable descriptor of a pipe, if reads go through one
+	size   int64        // bytes, or -1 when not known (a pipe)
+	file   *os.File     // the file to close, if this run opened one
+	poll   *os.File     // a pollable descriptor of a pipe, if reads go through one
+	live   *live.Reader // a network input
+	first  atomic.Int64 // when the run got its first bytes, in Unix nanoseconds (0: not yet)
 	closed bool
 }
 
 // interrupt makes a read that waits for more input return at once, so that a run that must
 // stop does not hang on an idle pipe.
 func (in *input) interrupt() {
+	if in.live != nil {
+		// Read returns what the socket gave, then the end of the input.
+		in.live.Close()
+	}
 	if in.poll != nil {
 		in.poll.SetReadDeadline(time.Now())
 	}
 }
 
 func (in *input) Close() {
+	if in.live != nil {
+		in.live.Close()
+	}
 	if in.poll != nil {
 		in.poll.Close()
 	}
@@ -191,6 +206,9 @@ func (in *input) Close() {
 }
 
 func openInput(path string, env Env) (*input, error) {
+	if live.IsAddress(path) {
+		return openLiveInput(path)
+	}
 	in := &input{Reader: env.Stdin, size: -1}
 	f, ok := env.Stdin.(*os.File)
 	if path != "-" {

@@ -222,6 +222,8 @@ func parseJob(text string, cmds map[string][]cli.Flag) (*job, error) {
 		switch primary {
 		case "metrics":
 			return nil, fmt.Errorf("%s: jobs that run side by side cannot listen on one address; -metrics is for a single run", keyName(p.key))
+		case "cpuprofile", "memprofile":
+			return nil, fmt.Errorf("%s: a profile is of the whole process, and jobs run side by side in it", keyName(p.key))
 		case "log-format":
 			return nil, fmt.Errorf("%s: the jobs' messages are the batch's: give -log-format to the batch", keyName(p.key))
 		}

@@ -3,14 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/tsdescramble/tsdescramble/internal/synth"
 	"io"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
@@ -24,11 +26,11 @@ func benchCommand(env Env) *cli.Command {
 CPU supports, on one worker and on every CPU, then tries batch sizes for the fastest, and prints
 the throughput in MB/s of TS input and the flags that gave the best one. Example:
    tsdescramble bench -packets 100000`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "packets", Value: 50000, Usage: "`N` packets in the synthetic stream"},
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "`N` runs of each configuration; the best counts"},
-		},
-		Action: func(c *cli.Context) error { return bench(c, env) },
+		}, profileFlags()...),
+		Action: func(c *cli.Context) error { return profiled(c, func() error { return bench(c, env) }) },
 	}
 }
 
@@ -67,8 +69,9 @@ func bench(c *cli.Context, env Env) error {
 		return best, nil
 	}
 	fmt.Fprintf(w, "tsdescramble bench: %d packets (%s, made from %s in memory), best of %d runs, %d CPUs\n",
-		n, sizeString(size), sizeString(int64(len(block))), rounds, runtime.NumCPU())
+		n, units.Bytes(size, 1), units.Bytes(int64(len(block)), 1), rounds, runtime.NumCPU())
 	fmt.Fprintf(w, "%-34s %8s %8s %12s\n", "engine", "workers", "batch", "MB/s")
+	var choices []string // what the engines chose for this CPU, said once after the table
 	var bestCfg benchConfig
 	bestSpeed := 0.0
 	try := func(cfg benchConfig) error {
@@ -78,6 +81,9 @@ func bench(c *cli.Context, env Env) error {
 		}
 		e, _ := csa.NewEngine(cfg.lanes)
 		fmt.Fprintf(w, "%-34s %8d %8d %12.1f\n", e, cfg.workers, cfg.batch, speed)
+		if c := e.Choice(); c != "" && !slices.Contains(choices, c) {
+			choices = append(choices, c)
+		}
 		if speed > bestSpeed {
 			bestSpeed, bestCfg = speed, cfg
 		}
@@ -98,6 +104,9 @@ func bench(c *cli.Context, env Env) error {
 		if err := try(benchConfig{bestCfg.lanes, bestCfg.workers, batch}); err != nil {
 			return err
 		}
+	}
+	for _, c := range choices {
+		fmt.Fprintf(w, "chosen for this CPU: %s\n", c)
 	}
 	fmt.Fprintf(w, "fastest: %.1f MB/s (%.0f Mbit/s) with -group %d -workers %d -batch %d\n",
 		bestSpeed, bestSpeed*8, bestCfg.lanes, bestCfg.workers, bestCfg.batch)

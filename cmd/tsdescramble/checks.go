@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -22,7 +23,7 @@ func notTransportStream(st *pipeline.Stats) string {
 		return ""
 	}
 	return fmt.Sprintf("the input is not a transport stream: only %s (%s) found in %s, the rest skipped (188, 192 or 204-byte packets expected)",
-		plural(int(st.Packets), "packet"), sizeString(packetBytes), sizeString(st.BytesIn))
+		plural(int(st.Packets), "packet"), units.Bytes(packetBytes, 1), units.Bytes(st.BytesIn, 1))
 }
 
 // mostlyNotTransportStream returns a warning when more than half of the input was skipped to
@@ -32,7 +33,7 @@ func mostlyNotTransportStream(st *pipeline.Stats) string {
 		return ""
 	}
 	return fmt.Sprintf("the input is mostly not a transport stream: %.0f%% of it (%s) was skipped to find packets",
-		100*float64(st.Skipped)/float64(st.BytesIn), sizeString(st.Skipped))
+		100*float64(st.Skipped)/float64(st.BytesIn), units.Bytes(st.Skipped, 1))
 }
 
 // unseenSelection returns why a run with -service or -pid processed nothing: the service or

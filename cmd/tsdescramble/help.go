@@ -22,6 +22,7 @@ const helpWidth = 99
 // Flag categories, in the order the help lists them.
 const (
 	catIO         = "input and output"
+	catLive       = "live streams"
 	catKeys       = "keys"
 	catSelection  = "selection"
 	catScrambling = "scrambling"
@@ -30,7 +31,7 @@ const (
 	catHelp       = "help"
 )
 
-var categoryOrder = []string{catIO, catKeys, catSelection, catScrambling, catTuning, catReporting, catHelp}
+var categoryOrder = []string{catIO, catLive, catKeys, catSelection, catScrambling, catTuning, catReporting, catHelp}
 
 func init() {
 	// urfave/cli's default -v for the version would take -v from -verbose.

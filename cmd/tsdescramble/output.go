@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/live"
 )
 
 // writeError names the output that failed.
@@ -48,17 +50,35 @@ func (n namedWriter) Write(p []byte) (int, error) {
 	if err == nil {
 		n.o.written.Add(int64(m))
 	} else {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		err = &writeError{name: n.name, err: err}
-		if f := n.o.onFail; f != nil {
-			n.o.onFail = nil
-			f()
-		}
+		err = n.failed(err)
 	}
 	return m, err
+}
+
+// Flush flushes the writer behind, if it buffers: a network output sends its partial datagram.
+func (n namedWriter) Flush() error {
+	f, ok := n.w.(interface{ Flush() error })
+	if !ok {
+		return nil
+	}
+	if err := f.Flush(); err != nil {
+		return n.failed(err)
+	}
+	return nil
+}
+
+// failed names the output in a write error and tells o.onFail, once.
+func (n namedWriter) failed(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	err = &writeError{name: n.name, err: err}
+	if f := n.o.onFail; f != nil {
+		n.o.onFail = nil
+		f()
+	}
+	return err
 }
 
 // output is where the packets go. A regular file is written under a temporary name beside it and
@@ -68,17 +88,23 @@ type output struct {
 	w       io.Writer
 	onFail  func() // called when a write fails
 	f       *os.File
-	tmp     string // temporary name, "" when writing in place
-	final   string // the file the temporary one replaces: -out, or the file its links lead to
-	partial string // set when a failed run's output was kept
-	stdout  bool   // the packets go to the command's stdout: -out -, or a path that names it
+	tmp     string     // temporary name, "" when writing in place
+	final   string     // the file the temporary one replaces: -out, or the file its links lead to
+	partial string     // set when a failed run's output was kept
+	stdout  bool       // the packets go to the command's stdout: -out -, or a path that names it
+	net     *netOutput // a network output (live.go)
 
 	mu      sync.Mutex   // held by writes to the temporary file, by close and by abort
 	closed  atomic.Bool  // the temporary file was put in place, kept or removed: no more writes
 	written atomic.Int64 // bytes of the writes that completed
 }
 
-func openOutput(path string, env Env) (*output, error) {
+// openOutput opens the output -out names; pace says whether a network output is paced by the
+// PCR.
+func openOutput(path string, env Env, pace bool) (*output, error) {
+	if live.IsAddress(path) {
+		return openLiveOutput(path, pace)
+	}
 	if path == "-" {
 		return stdoutOutput("stdout", env), nil
 	}
@@ -181,6 +207,9 @@ func createTemp(dir, prefix, suffix string) (*os.File, error) {
 // replaces, if any; after a failure it keeps the first keep bytes (whole packets) as
 // NAME.partial, or removes the temporary file when there are none.
 func (o *output) close(ok bool, keep int64) error {
+	if o.net != nil {
+		return o.net.close()
+	}
 	if o.f == nil {
 		return nil
 	}

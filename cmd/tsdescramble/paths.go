@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tsdescramble/tsdescramble/live"
 )
 
 // fileFlag is a flag whose value names a file the run reads or writes.
@@ -31,6 +33,8 @@ var fileFlags = []fileFlag{
 	{name: "rescramble-cw-file"},
 	{name: "out", what: "output", stdio: true},
 	{name: "stats", what: "statistics", late: true},
+	{name: "cpuprofile", what: "CPU profile"},
+	{name: "memprofile", what: "heap profile", late: true},
 }
 
 // checkPaths refuses, before anything is read, file flags that would make a run destroy what
@@ -44,12 +48,25 @@ func checkPaths(value func(name string) string) error {
 		path string
 	}
 	var files []given
+	addrs := map[string]*live.Address{}
 	for _, f := range fileFlags {
 		p := value(f.name)
 		if p == "" || f.stdio && p == "-" {
 			continue
 		}
+		if f.stdio && live.IsAddress(p) {
+			// A network address (live.go): no file to compare.
+			a, err := checkAddress(f.name, p)
+			if err != nil {
+				return err
+			}
+			addrs[f.name] = a
+			continue
+		}
 		files = append(files, given{f, p})
+	}
+	if in, out := addrs["in"], addrs["out"]; in != nil && out != nil && sendsToItself(in, out) {
+		return usageErr("-in %s and -out %s: the run would receive what it sends; send to another port", value("in"), value("out"))
 	}
 	for j, b := range files {
 		for _, a := range files[:j] {

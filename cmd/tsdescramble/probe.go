@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/probe"
 )
 
@@ -62,6 +63,10 @@ func runProbe(c *cli.Context, env Env) error {
 		if f, ok := env.Stdin.(*os.File); ok && env.IsTerminal(f) {
 			return usageErr("probe: give a PATH, or pipe a stream in: tsdescramble probe [-json] PATH|-")
 		}
+	}
+	if live.IsAddress(path) {
+		// A report covers a whole input, and a live one never ends.
+		return usageErr("probe: reads a file or a pipe to its end, and %s never ends: record some of it first (tsdescramble -in %s -out rec.ts -duration 10s, with the stream's keys), then probe rec.ts", path, path)
 	}
 	in, err := openInput(path, env)
 	if err != nil {

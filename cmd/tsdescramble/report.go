@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -79,7 +81,7 @@ func (o *onFirstBytes) Read(p []byte) (int, error) {
 // printSummary writes the short summary of a run to w.
 func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v keyVerdict) {
 	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
-		st.Packets, st.PacketsOut, st.Framing, sizeString(st.BytesIn), st.Elapsed.Seconds(), st.MBPerSecond())
+		st.Packets, st.PacketsOut, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond())
 	if mode != pipeline.Scramble {
 		// What the keys did comes first: it is what a person must read.
 		if v.line != "" {
@@ -111,6 +113,18 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 		}
 		fmt.Fprintln(w)
 	}
+	if st.CCErrors > 0 {
+		var pids []string
+		for _, ps := range st.PIDs {
+			if ps.CCErrors > 0 {
+				pids = append(pids, fmt.Sprintf("%#04x: %d", ps.PID, ps.CCErrors))
+			}
+		}
+		if len(pids) > 8 {
+			pids = append(pids[:8], fmt.Sprintf("%d more PIDs", len(pids)-8))
+		}
+		fmt.Fprintf(w, "  continuity errors (packets lost or out of place before the input): %d (%s)\n", st.CCErrors, strings.Join(pids, ", "))
+	}
 	if st.KeySyncs > 0 {
 		fmt.Fprintf(w, "  key list aligned or realigned %d times\n", st.KeySyncs)
 	}
@@ -141,19 +155,29 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// statsJSON is the document -stats writes: the run's statistics, the throughput, and the exit
-// status the run ended with.
+// statsJSON is the document -stats writes: the run's statistics, the throughput, the live
+// statistics, and once the run is over, the exit status it ended with.
 type statsJSON struct {
 	*pipeline.Stats
-	MBPerSecond float64 `json:"mb_per_second"`
-	ExitStatus  int     `json:"exit_status"`
+	MBPerSecond float64    `json:"mb_per_second"`
+	Live        *liveStats `json:"live,omitempty"`
+	ExitStatus  *int       `json:"exit_status,omitempty"`
 }
 
-// writeStats writes the statistics of a run as indented JSON. A regular file is written under
-// a temporary name and renamed, so that a run stopped while writing it leaves no statistics
-// that a later run could take for complete.
-func writeStats(path string, st *pipeline.Stats, status int) error {
-	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond(), status}, "", "  ")
+// runGoingOn is the status writeStats is given for a report of a run not yet over: the
+// document then has no exit_status (batch.go reads it to skip finished jobs).
+const runGoingOn = -1
+
+// writeStats writes the statistics of a run as indented JSON. A regular file is replaced at
+// once (written under another name beside it, then renamed), so that a monitor reading it
+// while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
+// leaves none that a later run could take for complete.
+func writeStats(path string, st *pipeline.Stats, ls *liveStats, status int) error {
+	doc := statsJSON{st, st.MBPerSecond(), ls, nil}
+	if status != runGoingOn {
+		doc.ExitStatus = &status
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -187,6 +211,43 @@ func writeStats(path string, st *pipeline.Stats, status int) error {
 	return err
 }
 
+// statsEvery rewrites the -stats file with each report of a run still going, from a goroutine
+// of its own so that a slow disk never holds the run up: a report that comes while the last is
+// being written waits, and a newer one replaces it.
+type statsEvery struct {
+	path    string
+	in      *input
+	out     *output
+	reports chan pipeline.Stats
+	done    chan struct{}
+}
+
+func newStatsEvery(path string, in *input, out *output) *statsEvery {
+	s := &statsEvery{path: path, in: in, out: out, reports: make(chan pipeline.Stats, 1), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for st := range s.reports {
+			writeStats(s.path, &st, collectLive(s.in, s.out, &st, false), runGoingOn)
+		}
+	}()
+	return s
+}
+
+// report is the run's Options.Report.
+func (s *statsEvery) report(st pipeline.Stats) {
+	select {
+	case <-s.reports: // not written yet: the newer one replaces it
+	default:
+	}
+	s.reports <- st
+}
+
+// stop waits for the last report to be written, before the final statistics replace it.
+func (s *statsEvery) stop() {
+	close(s.reports)
+	<-s.done
+}
+
 // version returns the module version and the engine this CPU runs, for -version.
 func version() string {
 	v := "(devel)"
@@ -197,5 +258,10 @@ func version() string {
 	if err != nil {
 		return v
 	}
-	return fmt.Sprintf("%s (%s, %s/%s)", v, e, runtime.GOOS, runtime.GOARCH)
+	// The widths -group takes on this CPU, so that a report of a version says what it could run.
+	s := fmt.Sprintf("%s (%s, %s/%s; -group %s)", v, e, runtime.GOOS, runtime.GOARCH, groupChoices())
+	if c := e.Choice(); c != "" {
+		s += "; " + c
+	}
+	return s
 }

@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/probe"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -15,8 +19,8 @@ import (
 // ioFlags, selectionFlags and tuningFlags are shared by the descrambler and the scrambler.
 func ioFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal)"},
-		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal)"},
+		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..."},
+		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal), or send it to udp://HOST:PORT, rtp://HOST:PORT (?ttl=N&pkts=N&iface=NAME...)"},
 	}
 }
 
@@ -33,6 +37,7 @@ func tuningFlags() []cli.Flag {
 		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Category: catTuning, Usage: "`N` parallel cipher workers"},
 		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Category: catTuning, Usage: fmt.Sprintf("`N` packets per unit of work handed to a worker (with -workers, cut down, with a note, where the work in flight would take more than %d MiB)", pipeline.MaxMemory>>20)},
 		&cli.StringFlag{Name: "stats", TakesFile: true, Category: catReporting, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
+		&cli.DurationFlag{Name: "stats-interval", Category: catReporting, Usage: "with -stats, rewrite the file every `DURATION` while the run goes on (replaced at once: a monitor never reads half of one)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catReporting, Usage: "print details of the run"},
 		&cli.StringFlag{Name: "metrics", Category: catReporting, Usage: "serve Prometheus metrics of the run on `ADDR` ([HOST]:PORT): /metrics, and /healthz (200 while packets come and the keys fit)"},
@@ -42,21 +47,28 @@ func tuningFlags() []cli.Flag {
 }
 
 func descrambleFlags() []cli.Flag {
-	f := append(ioFlags(), keyFlags()...)
+	f := append(ioFlags(), liveFlags()...)
+	f = append(f, keyFlags()...)
+	f = append(f, keyServerFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
+		&cli.StringFlag{Name: "ecm-xor", Category: catKeys, Usage: "read the CWs from the ECMs of a test CA system (VideoLAN's example ECMG): its 16 `HEX` digit XOR key; needs -in FILE"},
 		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
 		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
 	f = append(f, keySourceFlags("rescramble-", catScrambling, " (of the rescrambled output)")...)
-	return append(f, tuningFlags()...)
+	f = append(f, tuningFlags()...)
+	return append(f, profileFlags()...)
 }
 
 func scrambleCommand(env Env) *cli.Command {
-	f := append(ioFlags(), keyFlags()...)
+	f := append(ioFlags(), liveFlags()...)
+	f = append(f, keyFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
+	f = append(f, simulcryptFlags()...)
 	f = append(f, tuningFlags()...)
+	f = append(f, profileFlags()...)
 	return &cli.Command{
 		Name:      "scramble",
 		Usage:     "scramble the elementary streams of a transport stream",
@@ -68,11 +80,11 @@ a terminal) and writes -out (or stdout, when it is not a terminal).
 Examples:
    tsdescramble scramble -in clear.ts -out scrambled.ts -cw 11223366445566ff
    tsdescramble scramble -i clear.ts -o s.ts -cw-file keys.txt -cp-packets 5000
-   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff`,
-		Flags: f,
-		Action: func(c *cli.Context) error {
-			return withLogFormat(c, env, func(env Env) error { return process(c, env, pipeline.Scramble) })
-		},
+   tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff
+   tsdescramble scramble -i c.ts -o s.ts -cp-duration 10s -ecmg 127.0.0.1:2222 \
+       -super-cas-id 4ADC0000 -ecm-pid 0x1FF0 -cw-log s.cwl`,
+		Flags:  f,
+		Action: profiledProcess(env, pipeline.Scramble),
 	}
 }
 
@@ -91,6 +103,10 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return usageErr("-batch: want a number from 1 to %d", pipeline.MaxBatch)
 	}
 	lanes, err := parseGroup(c.String("group"))
+	if err != nil {
+		return err
+	}
+	lo, err := readLiveFlags(c)
 	if err != nil {
 		return err
 	}
@@ -115,6 +131,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	}
 	if c.Int("cp-packets") < 0 {
 		return usageErr("-cp-packets: want 0 or more packets")
+	}
+	if mode == pipeline.Scramble {
+		if err := checkSCSFlags(c); err != nil {
+			return err
+		}
 	}
 	if c.Int("rescramble-cp-packets") < 0 {
 		return usageErr("-rescramble-cp-packets: want 0 or more packets")
@@ -148,9 +169,26 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer la.close()
-	ks, err := readKeys(c, "", sys)
+	// Keys from a key server (keyserver.go) take the place of the key flags.
+	ksrv, err := keyServerFromFlags(c, env, mode)
 	if err != nil {
 		return err
+	}
+	if ksrv != nil && c.String("ecm-xor") != "" {
+		return usageErr("-ecm-xor and -key-server are two sources of the same CWs: give one")
+	}
+	ks := &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
+	switch {
+	case ksrv != nil:
+		ks = &keySet{sched: keys.NewList(nil)}
+	case mode == pipeline.Descramble && c.String("ecm-xor") != "":
+		if ks, err = ecmKeys(c, sys); err != nil {
+			return err
+		}
+	case mode != pipeline.Scramble || !scsWanted(c) || anyKeyFlag(c):
+		if ks, err = readKeys(c, "", sys); err != nil {
+			return err
+		}
 	}
 	notes := append(sysNotes, ks.notes...)
 	if n := limitsNote(opts.Workers, opts.Batch); n != "" {
@@ -159,6 +197,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	switch mode {
 	case pipeline.Descramble:
 		opts.Keys, opts.System = ks.sched, sys
+		if ksrv != nil {
+			opts.LiveKeys = ksrv.lk
+		}
 		if osys != nil {
 			oks, err := readKeys(c, "rescramble-", osys)
 			if err != nil {
@@ -190,10 +231,39 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return err
 	}
 	defer in.Close()
-	out, err := openOutput(outPath, env)
+	// A regular file is read in full units of work, as fast as it goes; a live input or a pipe
+	// with the latency bound. A file sent to a network output is paced by its PCR.
+	opts.Latency, opts.MaxPackets = lo.latency, lo.packets
+	if !lo.latencySet && in.size >= 0 {
+		opts.Latency = 0
+	}
+	pace := lo.pace
+	if !lo.paceSet {
+		pace = in.size >= 0 && live.IsAddress(outPath)
+	}
+	if lo.timeout > 0 {
+		if in.live == nil {
+			return usageErr("-timeout watches a network input: give -in udp://@:PORT or rtp://@:PORT, or leave -timeout out")
+		}
+		in.live.SetIdleTimeout(lo.timeout)
+	}
+	var input io.Reader = in
+	var simul *scsRun
+	if mode == pipeline.Scramble && scsWanted(c) {
+		if simul, err = startSCS(c, in, &opts, sys, ks, logf); err != nil {
+			return err
+		}
+		input = simul.stage
+	}
+	out, err := openOutput(outPath, env, pace)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if out.net != nil {
+			out.net.w.Close() // a run that ended early; close after close is harmless
+		}
+	}()
 	// A run that must stop, by a signal or because the output failed, must not wait for an
 	// idle input pipe to send more.
 	out.onFail = in.interrupt
@@ -202,14 +272,38 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	// input: before a usage error, an input that cannot be opened or an empty one they would
 	// only bury the message that matters.
 	printNotes := func() {
+		in.first.Store(time.Now().UnixNano())
 		for _, n := range notes {
 			logf(n)
 		}
-		if verbose && !quiet {
+		if verbose && !quiet && ksrv == nil {
 			describeKeys(env.Stderr, ks.cws(), c.Bool("show-keys"))
 		}
 	}
 
+	// A live run rereads its key file on SIGHUP (key lists are edited while a feed runs);
+	// other runs stop, as when their terminal closes. A key server's keys, and a file followed
+	// as it grows (-follow), come in as they change already.
+	var hangup func()
+	if in.live != nil && opts.Mode != pipeline.Scramble && c.String("cw-file") != "" && opts.LiveKeys == nil {
+		rekey := make(chan *keys.Schedule, 1)
+		opts.Rekey = rekey
+		hangup = func() {
+			ks, err := readKeys(c, "", sys)
+			if err != nil {
+				logf("SIGHUP: the keys were not reread, the old ones stay: " + err.Error())
+				return
+			}
+			for _, n := range ks.notes {
+				logf("SIGHUP: " + n)
+			}
+			select {
+			case <-rekey: // not applied yet: the newer list replaces it
+			default:
+			}
+			rekey <- ks.sched
+		}
+	}
 	ctx, sig := interruptible(in.interrupt, func(s os.Signal, msg string) {
 		// The run ends now, whatever is in flight: the output is put aside as it stands.
 		if partial := out.abort(); partial != "" {
@@ -217,12 +311,36 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 		fmt.Fprintln(env.Stderr, "tsdescramble: "+msg)
 		os.Exit(signalStatus(s))
-	})
+	}, hangup)
 	defer sig.stop()
 	bar := newProgress(env, in.size, quiet, mode)
 	opts.Progress = bar.set
-	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: in, f: printNotes}, out.w, opts)
+	var every *statsEvery
+	if d := c.Duration("stats-interval"); d > 0 {
+		every = newStatsEvery(c.String("stats"), in, out)
+		opts.Report, opts.ReportEvery = every.report, d
+	}
+	// -duration ends the input as its end would.
+	end := &ender{in: in, r: input}
+	if lo.duration > 0 {
+		t := time.AfterFunc(lo.duration, end.end)
+		defer t.Stop()
+	}
+	if ksrv != nil {
+		ksrv.start(ctx, in.size >= 0, logf)
+	}
+	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: end, f: printNotes}, out.w, opts)
+	if every != nil {
+		every.stop()
+	}
+	if ksrv != nil {
+		ksrv.stop(&st)
+	}
 	sig.finished()
+	var scsErr error
+	if simul != nil {
+		scsErr = simul.finish(logf, quiet)
+	}
 	bar.finish()
 	if runErr == nil && st.BytesIn == 0 {
 		// Not a byte: a wrong path or a producer that failed, as probe says too.
@@ -231,9 +349,15 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	junk := notTransportStream(&st)
 	closeErr := out.close(runErr == nil && junk == "", st.BytesOut)
 
+	ls := collectLive(in, out, &st, true)
 	verdict := judgeKeys(&st)
+	if ksrv != nil {
+		verdict = judgeKeyServer(&st, ksrv)
+	}
 	if !quiet && (runErr == nil || st.Packets > 0) {
 		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
+		printLive(env.Stderr, ls)
+		printKeyServerSummary(env.Stderr, &st, verbose)
 	}
 	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
 		logf(w)
@@ -241,6 +365,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	// The statistics say how the run ended, so that a scheduler that retries runs can tell a
 	// finished one (batch.go).
 	status := func() error {
+		if scsErr != nil && runErr == nil {
+			return scsErr
+		}
 		switch {
 		case runErr != nil && sig.caught() != nil:
 			// Stopped by a signal: every packet read before it was written out.
@@ -278,7 +405,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return nil
 	}()
 	if path := c.String("stats"); path != "" {
-		if err := writeStats(path, &st, errorCode(status)); err != nil && runErr == nil {
+		if err := writeStats(path, &st, ls, errorCode(status)); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
 	}

@@ -38,8 +38,9 @@ type signals struct {
 
 // interruptible returns a context cancelled by the first stop signal; onSignal runs then too.
 // Signals the command was started with ignored (nohup, a background job of a script) stay
-// ignored.
-func interruptible(onSignal func(), quit func(sig os.Signal, msg string)) (context.Context, *signals) {
+// ignored. When hangup is not nil, SIGHUP calls it instead of stopping the run (a live run
+// rereads its key file).
+func interruptible(onSignal func(), quit func(sig os.Signal, msg string), hangup func()) (context.Context, *signals) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &signals{c: make(chan os.Signal, 4), cancel: cancel, ran: make(chan struct{}), done: make(chan struct{}), quit: quit}
 	for _, sig := range append(slices.Clone(stopSignals), quitSignals...) {
@@ -53,6 +54,10 @@ func interruptible(onSignal func(), quit func(sig os.Signal, msg string)) (conte
 		for {
 			select {
 			case sig := <-s.c:
+				if sig == syscall.SIGHUP && hangup != nil {
+					hangup()
+					continue
+				}
 				first := s.caught() == nil
 				if first {
 					s.mu.Lock()

@@ -335,7 +335,7 @@ func TestSignalsInProcess(t *testing.T) {
 	}
 	quit := make(chan string, 1)
 	var stopped atomic.Bool
-	ctx, s := interruptible(func() { stopped.Store(true) }, func(sig os.Signal, msg string) { quit <- msg })
+	ctx, s := interruptible(func() { stopped.Store(true) }, func(sig os.Signal, msg string) { quit <- msg }, nil)
 	defer s.stop()
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	select {
@@ -362,7 +362,7 @@ func TestSignalsInProcess(t *testing.T) {
 func TestOutputAbort(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.ts")
-	o, err := openOutput(path, Env{Stdout: io.Discard})
+	o, err := openOutput(path, Env{Stdout: io.Discard}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

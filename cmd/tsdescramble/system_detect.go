@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -192,6 +193,11 @@ func peekServices(in *input) []psi.Service {
 	if in.poll != nil {
 		rec.deadline = in.poll
 	}
+	if in.live != nil {
+		// A live feed that never shows its PMTs must not hold its first packets back for long.
+		rec.deadline = idleDeadline{in.live}
+		rec.until = time.Now().Add(peekLive)
+	}
 	fr := ts.NewFramer(rec)
 	tr := psi.NewTracker()
 	var gen uint64
@@ -220,7 +226,7 @@ func peekServices(in *input) []psi.Service {
 		readers = append(readers, bytes.NewReader(c))
 	}
 	rest := in.Reader
-	if err := rec.err; err != nil && err != io.EOF && !errors.Is(err, os.ErrDeadlineExceeded) {
+	if err := rec.err; err != nil && err != io.EOF && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, live.ErrIdle) {
 		rest = errReader{err}
 	}
 	in.Reader = io.MultiReader(append(readers, rest)...)
@@ -247,6 +253,7 @@ func allPMTsRead(tr *psi.Tracker) bool {
 type recorder struct {
 	r        io.Reader
 	deadline interface{ SetReadDeadline(time.Time) error }
+	until    time.Time // when not zero, the end of the look-ahead
 	chunks   [][]byte
 	n, limit int
 	err      error // the error that ended a read of r, io.EOF included
@@ -260,7 +267,7 @@ func (r *recorder) Read(p []byte) (int, error) {
 		return 0, r.err
 	}
 	room := r.limit - r.n
-	if room <= 0 {
+	if room <= 0 || !r.until.IsZero() && time.Now().After(r.until) {
 		return 0, io.EOF
 	}
 	p = p[:min(len(p), room)]
@@ -282,6 +289,18 @@ func (r *recorder) Read(p []byte) (int, error) {
 		r.err = err
 	}
 	return n, err
+}
+
+// idleDeadline gives a live.Reader the read deadline a recorder sets, as an idle timeout.
+type idleDeadline struct{ r *live.Reader }
+
+func (d idleDeadline) SetReadDeadline(t time.Time) error {
+	if t.IsZero() {
+		d.r.SetIdleTimeout(0)
+	} else {
+		d.r.SetIdleTimeout(max(time.Until(t), time.Millisecond))
+	}
+	return nil
 }
 
 // errReader returns its error from every read.

@@ -113,8 +113,8 @@ func streamKernelFrame(name, arg, isa string, init bool, mov func(src, dst Op), 
 
 // streamKernel emits the 32 rounds of the stream cipher for 256 lanes:
 // initialisation with IV bit-planes when init is set, keystream generation
-// otherwise. It mirrors streamRegs.round in kernel.go step by step; see
-// there for the algorithm.
+// otherwise. The round is emitted from its description, streamRoundProg in
+// round.go, from which the Go kernel's rounds are emitted too.
 func streamKernel(circuits [7]circuit, init bool) {
 	name, arg := "streamGenAVX2", "out"
 	if init {
@@ -125,121 +125,54 @@ func streamKernel(circuits [7]circuit, init bool) {
 		VMOVDQU(m, y)
 		return y
 	}
+	prog := streamRoundProg(init)
 	streamKernelFrame(name, arg, "", init, func(src, dst Op) { VMOVDQU(src, dst) }, func(rd streamRound, abs func(int) Mem) {
-		// T1: the new A1.
-		for b := 0; b < 4; b++ {
-			v := load(rd.aN(10, b))
-			VPXOR(abs(stateX+b), v, v)
-			if init {
-				VPXOR(abs(stateD+b), v, v)
-				VPXOR(rd.inA(b), v, v)
-			}
-			VMOVDQU(v, rd.aN(0, b))
-		}
-		// T2: the new B1, rotated left by one bit where p is set.
-		var nb [4]VecVirtual
-		for b := 0; b < 4; b++ {
-			nb[b] = load(rd.bN(7, b))
-			VPXOR(rd.bN(10, b), nb[b], nb[b])
-			VPXOR(abs(stateY+b), nb[b], nb[b])
-			if init {
-				VPXOR(rd.inB(b), nb[b], nb[b])
-			}
-		}
-		p := load(abs(stateP))
-		for b := 0; b < 4; b++ {
-			t := YMM()
-			VPXOR(nb[(b+3)%4], nb[b], t)
-			VPAND(p, t, t)
-			VPXOR(nb[b], t, t)
-			VMOVDQU(t, rd.bN(0, b))
-		}
-		// T3: D = E ^ Z ^ extra, extra being a 4x4 XOR over B.
-		var d [4]VecVirtual
-		for b := 0; b < 4; b++ {
-			d[b] = load(abs(stateE + b))
-			VPXOR(abs(stateZ+b), d[b], d[b])
-			for _, tap := range extraTaps[b] {
-				VPXOR(rd.bN(tap[0], tap[1]), d[b], d[b])
-			}
-			VMOVDQU(d[b], abs(stateD+b))
-		}
-		if !init {
-			// Two keystream bits, from the new D.
-			hi, lo := YMM(), YMM()
-			VPXOR(d[3], d[2], hi)
-			VPXOR(d[1], d[0], lo)
-			VMOVDQU(hi, rd.io(7-2*rd.u))
-			VMOVDQU(lo, rd.io(6-2*rd.u))
-		}
-		// T4: F = q ? Z+E+r : E, with the carry out in r; E takes the old F.
-		q := load(abs(stateQ))
-		c := load(abs(stateR))
-		for b := 0; b < 4; b++ {
-			z, e := load(abs(stateZ+b)), load(abs(stateE+b))
-			f := load(abs(stateF + b))
-			VMOVDQU(f, abs(stateE+b))
-			sum := YMM()
-			VPXOR(c, z, sum)
-			VPAND(q, sum, sum)
-			VPXOR(e, sum, sum)
-			VMOVDQU(sum, abs(stateF+b))
-			// carry = z&e | c&(z^e)
-			ze, t := YMM(), YMM()
-			VPXOR(e, z, ze)
-			VPAND(c, ze, ze)
-			VPAND(e, z, t)
-			nc := YMM()
-			VPOR(ze, t, nc)
-			c = nc
-		}
-		r := load(abs(stateR))
-		VPXOR(r, c, c)
-		VPAND(q, c, c)
-		VPXOR(r, c, c)
-		VMOVDQU(c, abs(stateR))
-
-		// The seven S-boxes: the next X, Y, Z, p and q.
-		for s, circ := range circuits {
-			vals := map[int]Op{}
-			for i := 0; i < numInputs; i++ {
-				tap := streamSboxTaps[s][4-i]
-				vals[i] = load(rd.aN(tap[0], tap[1]))
-			}
-			var ones VecVirtual
-			for gi, g := range circ.gates {
-				out := YMM()
-				x, y := g.a, g.b
-				if x == onesValue || y == onesValue {
-					if g.op != opXor {
-						panic("only XOR with all ones is expected")
-					}
-					if ones == nil {
-						ones = YMM()
-						VPCMPEQB(ones, ones, ones)
-					}
-					if x == onesValue {
-						x, y = y, x
-					}
-					VPXOR(ones, vals[x], out)
-				} else {
-					switch g.op {
-					case opAnd:
-						VPAND(vals[y], vals[x], out)
-					case opOr:
-						VPOR(vals[y], vals[x], out)
-					case opXor:
-						VPXOR(vals[y], vals[x], out)
-					case opAndNot: // x &^ y = ^y & x
-						VPANDN(vals[x], vals[y], out)
-					}
-				}
-				vals[firstGate+gi] = out
-			}
-			VMOVDQU(vals[circ.hi], abs(sboxState[sboxDest[s][0]]))
-			VMOVDQU(vals[circ.lo], abs(sboxState[sboxDest[s][1]]))
-		}
+		emitRoundAVX2(prog, func(l loc) Mem { return rd.planeMem(l, abs) }, func() { streamSboxesAVX2(circuits, rd, abs, load) })
 	})
+}
+
+// streamSboxesAVX2 emits the seven S-box circuits of the AVX2 stream
+// kernel: the next X, Y, Z, p and q from the taps of A.
+func streamSboxesAVX2(circuits [7]circuit, rd streamRound, abs func(int) Mem, load func(Mem) VecVirtual) {
+	for s, circ := range circuits {
+		vals := map[int]Op{}
+		for i := 0; i < numInputs; i++ {
+			tap := streamSboxTaps[s][4-i]
+			vals[i] = load(rd.aN(tap[0], tap[1]))
+		}
+		var ones VecVirtual
+		for gi, g := range circ.gates {
+			out := YMM()
+			x, y := g.a, g.b
+			if x == onesValue || y == onesValue {
+				if g.op != opXor {
+					panic("only XOR with all ones is expected")
+				}
+				if ones == nil {
+					ones = YMM()
+					VPCMPEQB(ones, ones, ones)
+				}
+				if x == onesValue {
+					x, y = y, x
+				}
+				VPXOR(ones, vals[x], out)
+			} else {
+				switch g.op {
+				case opAnd:
+					VPAND(vals[y], vals[x], out)
+				case opOr:
+					VPOR(vals[y], vals[x], out)
+				case opXor:
+					VPXOR(vals[y], vals[x], out)
+				case opAndNot: // x &^ y = ^y & x
+					VPANDN(vals[x], vals[y], out)
+				}
+			}
+			vals[firstGate+gi] = out
+		}
+		VMOVDQU(vals[circ.hi], abs(sboxState[sboxDest[s][0]]))
+		VMOVDQU(vals[circ.lo], abs(sboxState[sboxDest[s][1]]))
+	}
 }
 
 // Offsets in avx2Tables (csa_amd64.go), in 32-byte rows.
@@ -253,6 +186,9 @@ const (
 	// same-index bytes, and back.
 	tabToPairs   = 35
 	tabFromPairs = 36
+	// 37..42: swap masks (tabSwapMask); then 16 rows: S-box row i (the
+	// entries of high nibble i) in both 128-bit halves.
+	tabBlendRows = 43
 )
 
 // transposeWords8 transposes, within each 128-bit half, the 8×8 matrix of
@@ -305,7 +241,8 @@ func blockKernelHeader(isa, tabType, count string, width int, decrypt bool) (nam
 // holds each one broadcast over 8 bytes), walked backwards to decrypt.
 func blockRounds(name string, kbase Register, decrypt bool, round func(u int, key Mem)) {
 	kp := GP64()
-	if decrypt {
+	backward := blockRoundOf[decrypt].keysBackward
+	if backward {
 		LEAQ(Mem{Base: kbase, Disp: 55 * 8}, kp)
 	} else {
 		MOVQ(kbase, kp)
@@ -314,13 +251,13 @@ func blockRounds(name string, kbase Register, decrypt bool, round func(u int, ke
 	MOVQ(U32(7), cnt)
 	Label(name + "_rounds")
 	for u := 0; u < 8; u++ {
-		if decrypt {
+		if backward {
 			round(u, Mem{Base: kp, Disp: -8 * u})
 		} else {
 			round(u, Mem{Base: kp, Disp: 8 * u})
 		}
 	}
-	if decrypt {
+	if backward {
 		SUBQ(U8(64), kp)
 	} else {
 		ADDQ(U8(64), kp)
@@ -329,118 +266,229 @@ func blockRounds(name string, kbase Register, decrypt bool, round func(u int, ke
 	JNZ(LabelRef(name + "_rounds"))
 }
 
-// blockRoundXors emits the XORs of one block cipher round after the S-box
-// output s and its bit permutation p are known, and renames R[1..8] for the
-// next round; xor is VPXOR or its EVEX form.
+// blockRoundXors emits the XOR network of one block cipher round (the
+// description blockRoundOf in round.go) once the S-box output s and its bit
+// permutation p are known, and renames R[1..8] for the next round; xor is
+// VPXOR or its EVEX form.
 func blockRoundXors(R *[9]VecVirtual, s, p VecVirtual, decrypt bool, xor func(a, b, dst Op)) {
-	if decrypt {
-		// R1' = R8^s, R2' = R1, R3' = R2^t, R4' = R3^t, R5' = R4^t,
-		// R6' = R5, R7' = R6^p, R8' = R7, with t = R8^s.
-		t := R[8]
-		xor(s, t, t)
-		xor(t, R[2], R[2])
-		xor(t, R[3], R[3])
-		xor(t, R[4], R[4])
-		xor(p, R[6], R[6])
-		*R = [9]VecVirtual{nil, t, R[1], R[2], R[3], R[4], R[5], R[6], R[7]}
-		return
+	br := blockRoundOf[decrypt]
+	src := func(i int) VecVirtual {
+		switch i {
+		case blockS:
+			return s
+		case blockP:
+			return p
+		}
+		return R[i]
 	}
-	// R1' = R2, R2' = R3^R1, R3' = R4^R1, R4' = R5^R1, R5' = R6,
-	// R6' = R7^p, R7' = R8, R8' = R1^s.
-	r1 := R[1]
-	xor(r1, R[3], R[3])
-	xor(r1, R[4], R[4])
-	xor(r1, R[5], R[5])
-	xor(p, R[7], R[7])
-	xor(s, r1, r1)
-	*R = [9]VecVirtual{nil, R[2], R[3], R[4], R[5], R[6], R[7], R[8], r1}
+	for _, st := range br.steps {
+		xor(src(st[1]), R[st[0]], R[st[0]])
+	}
+	var next [9]VecVirtual
+	for m := 1; m <= 8; m++ {
+		next[m] = R[br.next[m]]
+	}
+	*R = next
 }
 
-// blockKernel emits the byte-sliced block cipher for 32 lanes per YMM
-// register: 56 rounds per group of 32 lanes, with the eight registers of
-// the group held in YMM registers. The S-box is 16 VPSHUFB nibble lookups:
-// x-16i selects table i in lanes whose high nibble is i, because VPSHUFB
-// zeroes lanes whose index has bit 7 set; tables are XOR-telescoped so that
-// every table up to the lane's own accumulates to the right entry, and the
-// two halves (high nibble below or above 8) are blended on bit 7 of x.
-func blockKernel(decrypt bool) {
-	name, src, dst, kbase, tab, groups := blockKernelHeader("AVX2", "avx2Tables", "groups", 32, decrypt)
-	tb := func(row int) Mem { return Mem{Base: tab, Disp: row * ymmBytes} }
+// AVX2 block cipher S-box methods: which is faster depends on the CPU
+// (VPBLENDVB is one µop on AMD Zen, two or three on Intel cores), so csa
+// builds both and measures them at start-up.
+const (
+	sboxNibble = iota // 16 VPSHUFB of telescoped tables, selected by x-16i
+	sboxBlend         // 16 VPSHUFB of the S-box rows, a tree of 15 VPBLENDVB
+)
 
-	Label(name + "_group")
-	Comment("Byte-slice 32 lanes: R[j+1] gets byte j of every lane.")
-	var in [8]VecVirtual
-	for k := range in {
-		in[k] = YMM()
-		VMOVDQU(Mem{Base: src, Disp: k * ymmBytes}, in[k])
-		VPSHUFB(tb(tabToPairs), in[k], in[k])
+// blockGroups is the number of 32-lane groups the AVX2 block cipher runs
+// together.
+const blockGroups = 2
+
+// blockKernel emits the byte-sliced block cipher for 32 lanes per YMM
+// register, with the S-box computed by method (sboxNibble or sboxBlend).
+// A round of one group is a chain of dependent instructions, too short to
+// keep the processor busy, and the 16 YMM registers do not hold the eight
+// cipher registers of two groups besides the S-box's: so blockGroups groups
+// run their rounds interleaved, their cipher registers kept between rounds
+// in the groups' rows of out, which the round's loads and stores reach
+// from the store buffer. Renaming the registers after a round renames the
+// rows, which after eight rounds are back in place.
+func blockKernel(decrypt bool, method int) {
+	isa := "AVX2"
+	if method == sboxBlend {
+		isa = "AVX2Blend"
 	}
-	rowsOut := transposeWords8(in)
-	var R [9]VecVirtual // R[1..8]
-	copy(R[1:], rowsOut[:])
+	name, src, dst, kbase, tab, n := blockKernelHeader(isa, "avx2Tables", "pairs", 32*blockGroups, decrypt)
+	tb := func(row int) Mem { return Mem{Base: tab, Disp: row * ymmBytes} }
+	row := func(i int) Mem { return Mem{Base: dst, Disp: i * ymmBytes} }
+	// slot[g][m] is the row of out holding R[m] of group g.
+	var slot [blockGroups][9]int
+	for g := range slot {
+		for m := 1; m <= 8; m++ {
+			slot[g][m] = 8*g + m - 1
+		}
+	}
+
+	Label(name + "_groups")
+	Comment("Byte-slice each group of 32 lanes: R[j+1] gets byte j of every lane.")
+	for g := range blockGroups {
+		var in [8]VecVirtual
+		for k := range in {
+			in[k] = YMM()
+			VMOVDQU(Mem{Base: src, Disp: (8*g + k) * ymmBytes}, in[k])
+			VPSHUFB(tb(tabToPairs), in[k], in[k])
+		}
+		rows := transposeWords8(in)
+		for m := 1; m <= 8; m++ {
+			VMOVDQU(rows[m-1], row(slot[g][m]))
+		}
+	}
+	br := blockRoundOf[decrypt]
 	blockRounds(name, kbase, decrypt, func(u int, key Mem) {
-		x := YMM()
-		VPBROADCASTQ(key, x)
-		if decrypt {
-			VPXOR(R[7], x, x)
-		} else {
-			VPXOR(R[8], x, x)
-		}
-		// S-box: 16 lookups, XORed in a tree per half to keep the
-		// dependency chain short.
-		var acc [2]VecVirtual
-		for h := 0; h < 2; h++ {
-			var t [8]VecVirtual
-			for j := 0; j < 8; j++ {
-				i := 8*h + j
-				t[j] = YMM()
-				VMOVDQU(tb(tabSbox+i), t[j])
-				if i == 0 {
-					VPSHUFB(x, t[j], t[j])
-					continue
-				}
-				xi := YMM()
-				VPSUBB(tb(tabSub+i), x, xi)
-				VPSHUFB(xi, t[j], t[j])
-				if j%2 == 1 {
-					VPXOR(t[j], t[j-1], t[j-1])
-				}
+		k := YMM()
+		VPBROADCASTQ(key, k)
+		for g := range blockGroups {
+			x := YMM()
+			VPXOR(row(slot[g][br.in]), k, x)
+			var s VecVirtual
+			if method == sboxBlend {
+				s = sboxBlendAVX2(x, tb)
+			} else {
+				s = sboxNibbleAVX2(x, tb)
 			}
-			VPXOR(t[2], t[0], t[0])
-			VPXOR(t[6], t[4], t[4])
-			VPXOR(t[4], t[0], t[0])
-			acc[h] = t[0]
+			// Bit permutation of s, one nibble at a time.
+			lo, hi := YMM(), YMM()
+			VPAND(tb(tabLow4), s, lo)
+			VPSRLW(U8(4), s, hi)
+			VPAND(tb(tabLow4), hi, hi)
+			pl, ph := YMM(), YMM()
+			VMOVDQU(tb(tabPermLo), pl)
+			VPSHUFB(lo, pl, pl)
+			VMOVDQU(tb(tabPermHi), ph)
+			VPSHUFB(hi, ph, ph)
+			VPOR(pl, ph, pl) // pl = perm(s)
+			// The round's XOR network on the rows, each read once and
+			// written back once.
+			vals := map[int]VecVirtual{blockS: s, blockP: pl}
+			reg := func(m int) VecVirtual {
+				if v, ok := vals[m]; ok {
+					return v
+				}
+				v := YMM()
+				VMOVDQU(row(slot[g][m]), v)
+				vals[m] = v
+				return v
+			}
+			for _, st := range br.steps {
+				d := reg(st[0])
+				VPXOR(reg(st[1]), d, d)
+			}
+			for _, st := range br.steps {
+				VMOVDQU(vals[st[0]], row(slot[g][st[0]]))
+			}
+			var next [9]int
+			for m := 1; m <= 8; m++ {
+				next[m] = slot[g][br.next[m]]
+			}
+			slot[g] = next
 		}
-		accL, accH := acc[0], acc[1]
-		s := YMM()
-		VPBLENDVB(x, accH, accL, s)
-		// Bit permutation of s, one nibble at a time.
-		lo, hi := YMM(), YMM()
-		VPAND(tb(tabLow4), s, lo)
-		VPSRLW(U8(4), s, hi)
-		VPAND(tb(tabLow4), hi, hi)
-		pl, ph := YMM(), YMM()
-		VMOVDQU(tb(tabPermLo), pl)
-		VPSHUFB(lo, pl, pl)
-		VMOVDQU(tb(tabPermHi), ph)
-		VPSHUFB(hi, ph, ph)
-		VPOR(pl, ph, pl) // pl = perm(s)
-		blockRoundXors(&R, s, pl, decrypt, VPXOR)
 	})
 	Comment("Back to one block per lane.")
-	var rs [8]VecVirtual
-	copy(rs[:], R[1:])
-	blocks := transposeWords8(rs)
-	for k, y := range blocks {
-		VPSHUFB(tb(tabFromPairs), y, y)
-		VMOVDQU(y, Mem{Base: dst, Disp: k * ymmBytes})
+	for g := range blockGroups {
+		var rs [8]VecVirtual
+		for m := 1; m <= 8; m++ {
+			rs[m-1] = YMM()
+			VMOVDQU(row(slot[g][m]), rs[m-1])
+		}
+		blocks := transposeWords8(rs)
+		for k, y := range blocks {
+			VPSHUFB(tb(tabFromPairs), y, y)
+			VMOVDQU(y, Mem{Base: dst, Disp: (8*g + k) * ymmBytes})
+		}
 	}
-	ADDQ(U32(8*ymmBytes), src)
-	ADDQ(U32(8*ymmBytes), dst)
-	DECQ(groups)
-	JNZ(LabelRef(name + "_group"))
+	ADDQ(U32(8*blockGroups*ymmBytes), src)
+	ADDQ(U32(8*blockGroups*ymmBytes), dst)
+	DECQ(n)
+	JNZ(LabelRef(name + "_groups"))
 	VZEROUPPER()
 	RET()
+}
+
+// sboxNibbleAVX2 returns the S-box of the bytes of x as 16 VPSHUFB nibble
+// lookups: x-16i selects table i in lanes whose high nibble is i, because
+// VPSHUFB zeroes lanes whose index has bit 7 set; tables are XOR-telescoped
+// so that every table up to the lane's own accumulates to the right entry,
+// and the two halves (high nibble below or above 8) are blended on bit 7 of
+// x. The lookups are XORed in a tree per half to keep the dependency chain
+// short.
+func sboxNibbleAVX2(x VecVirtual, tb func(int) Mem) VecVirtual {
+	var acc [2]VecVirtual
+	for h := 0; h < 2; h++ {
+		var t [8]VecVirtual
+		for j := 0; j < 8; j++ {
+			i := 8*h + j
+			t[j] = YMM()
+			VMOVDQU(tb(tabSbox+i), t[j])
+			if i == 0 {
+				VPSHUFB(x, t[j], t[j])
+				continue
+			}
+			xi := YMM()
+			VPSUBB(tb(tabSub+i), x, xi)
+			VPSHUFB(xi, t[j], t[j])
+			if j%2 == 1 {
+				VPXOR(t[j], t[j-1], t[j-1])
+			}
+		}
+		VPXOR(t[2], t[0], t[0])
+		VPXOR(t[6], t[4], t[4])
+		VPXOR(t[4], t[0], t[0])
+		acc[h] = t[0]
+	}
+	s := YMM()
+	VPBLENDVB(x, acc[1], acc[0], s)
+	return s
+}
+
+// sboxBlendAVX2 returns the S-box of the bytes of x as 16 VPSHUFB lookups
+// of the S-box rows (row i: the entries of high nibble i) by the low
+// nibble, joined by a tree of 15 VPBLENDVB on the high nibble's bits. The
+// leaves pair rows i and i+8 on bit 7 of x itself, the next level blends
+// on bit 6 (x shifted left by one, kept), the two above on bits 5 and 4
+// (shifted where needed): with the eight cipher registers, the tree fits
+// the 16 YMM registers.
+func sboxBlendAVX2(x VecVirtual, tb func(int) Mem) VecVirtual {
+	lo := YMM()
+	VPAND(tb(tabLow4), x, lo)
+	m6 := YMM()
+	VPSLLW(U8(1), x, m6)
+	// bitOf[level]: the value of the high nibble bit a level splits on;
+	// level 3 (the leaves' pairs) splits on bit 7.
+	// tree(level, row) blends the rows whose high nibble agrees with row on
+	// the bits below 1<<level; level l splits on bit 4+l of x.
+	var tree func(level, row int) VecVirtual
+	tree = func(level, row int) VecVirtual {
+		if level == 4 {
+			t := YMM()
+			VMOVDQU(tb(tabBlendRows+row), t)
+			VPSHUFB(lo, t, t)
+			return t
+		}
+		bit := 1 << level // of the high nibble: bit 4+level of x
+		a, b := tree(level+1, row), tree(level+1, row|bit)
+		var mask VecVirtual
+		switch level {
+		case 3:
+			mask = x
+		case 2:
+			mask = m6
+		default:
+			mask = YMM()
+			VPSLLW(U8(3-level), x, mask)
+		}
+		VPBLENDVB(mask, b, a, a) // a = b where the bit is set
+		return a
+	}
+	return tree(0, 0)
 }
 
 // writeAsm generates csa_amd64.s through avo's command line (-out).
@@ -449,8 +497,10 @@ func writeAsm(circuits [7]circuit) {
 	ConstraintExpr("amd64,gc,!purego")
 	streamKernel(circuits, true)
 	streamKernel(circuits, false)
-	blockKernel(true)
-	blockKernel(false)
+	blockKernel(true, sboxNibble)
+	blockKernel(false, sboxNibble)
+	blockKernel(true, sboxBlend)
+	blockKernel(false, sboxBlend)
 	blockKernelVBMI(true)
 	blockKernelVBMI(false)
 	tc := synthesizeTern()
@@ -676,11 +726,7 @@ func blockKernelVBMI(decrypt bool) {
 		for g := range 2 {
 			x := ZMM()
 			VPBROADCASTQ(key, x)
-			if decrypt {
-				VPXORQ(R[g][7], x, x)
-			} else {
-				VPXORQ(R[g][8], x, x)
-			}
+			VPXORQ(R[g][blockRoundOf[decrypt].in], x, x)
 			hi := K()
 			VPMOVB2M(x, hi)
 			s := lookup(sbox, vtabSbox, x, hi)

@@ -1,5 +1,7 @@
 // Command _asm generates code for package csa: the stream S-box circuits
-// in Go (streamsbox.go) and, with avo, the AVX2 kernels (csa_amd64.s).
+// in Go (streamsbox.go), the rounds of both ciphers in Go (rounds.go) and,
+// with avo, the AVX2 and AVX-512 kernels (csa_amd64.s). The rounds are
+// described once, in round.go, and emitted to every target.
 //
 // Run it with go generate in this directory.
 package main
@@ -10,12 +12,19 @@ import (
 )
 
 //go:generate go run . -go ../streamsbox.go
+//go:generate go run . -rounds ../rounds.go
 //go:generate go run . -out ../csa_amd64.s -pkg csa
 //go:generate go run . -blockcircuit ../blocksbox_circuit_test.go
 
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "-blockcircuit" {
 		if err := writeBlockCircuit(os.Args[2]); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if len(os.Args) == 3 && os.Args[1] == "-rounds" {
+		if err := writeGoRounds(os.Args[2]); err != nil {
 			log.Fatal(err)
 		}
 		return

@@ -1,9 +1,5 @@
 //go:build dvbcsa
 
-// Package streamtest checks tsdescramble on whole streams: clear streams made with ffmpeg,
-// scrambled by libdvbcsa (an independent DVB-CSA2 implementation) with CW lists and several
-// crypto periods, in every framing, must come out byte-identical through files and pipes.
-// It needs ffmpeg and libdvbcsa-dev (the dvbcsa build tag); .ci/run installs both.
 package streamtest
 
 import (

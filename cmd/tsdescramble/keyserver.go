@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver"
+	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
+	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// keyServerFlags are the flags of keys that come from a key server while the stream runs.
+func keyServerFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "key-server", Category: catKeys, Usage: "take the keys from a key server that answers the stream's ECMs: `URL` cs378x://USER:PASS@HOST:PORT[?caid=HEX&ecm-pid=PID] (camd35 over TCP, as OSCam serves it) or dvbapi://HOST:PORT (OSCam's DVBAPI network protocol)"},
+		&cli.StringFlag{Name: "key-server-env", Category: catKeys, Usage: "read the -key-server URL from the environment variable `NAME` (keeps the password out of ps)"},
+		&cli.DurationFlag{Name: "key-wait", Value: 2 * time.Second, Category: catKeys, Usage: "how long a crypto period waits for its key from the key server (`DURATION`); a file input also waits while the server is busy"},
+		&cli.BoolFlag{Name: "follow", Category: catKeys, Usage: "with -cw-file, read an OSCam .cwl log (or EVEN ODD pairs) that another program is still writing, like tail -f: each key applies from the next crypto period of its parity"},
+		&cli.StringFlag{Name: "missing-key", Value: "pass", Category: catKeys, Usage: "what happens to the packets of a period whose key did not come in time: `pass` them as they came, or drop them (counted either way)"},
+	}
+}
+
+// keyServerURL is a parsed -key-server URL.
+type keyServerURL struct {
+	scheme         string // cs378x or dvbapi
+	user, password string
+	addr           string
+	choice         keyserver.Choice
+}
+
+// parseKeyServerURL reads a key server URL. Its errors never show the URL: it may hold a
+// password.
+func parseKeyServerURL(flag, s string) (*keyServerURL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return nil, usageErr("%s: not a key server URL: want cs378x://USER:PASS@HOST:PORT or dvbapi://HOST:PORT", flag)
+	}
+	k := &keyServerURL{scheme: strings.ToLower(u.Scheme), addr: u.Host}
+	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
+		return nil, usageErr("%s: the key server's address needs a port: HOST:PORT", flag)
+	}
+	switch k.scheme {
+	case "cs378x":
+		if u.User == nil || u.User.Username() == "" {
+			return nil, usageErr("%s: cs378x needs a user and a password: cs378x://USER:PASS@HOST:PORT", flag)
+		}
+		k.user = u.User.Username()
+		k.password, _ = u.User.Password()
+		q := u.Query()
+		for name := range q {
+			if name != "caid" && name != "ecm-pid" {
+				return nil, usageErr("%s: unknown option %q: cs378x takes caid=HEX and ecm-pid=PID", flag, name)
+			}
+		}
+		if v := q.Get("caid"); v != "" {
+			n, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(v), "0x"), 16, 16)
+			if err != nil || n == 0 {
+				return nil, usageErr("%s: caid=%s: want the CA system id in hex, 0B00 for instance", flag, v)
+			}
+			k.choice.CAID = uint16(n)
+		}
+		if v := q.Get("ecm-pid"); v != "" {
+			n, err := strconv.ParseUint(v, 0, 16)
+			if err != nil || n == 0 || n > 0x1FFE {
+				return nil, usageErr("%s: ecm-pid=%s: want a PID from 1 to 0x1FFE, decimal or 0x hex", flag, v)
+			}
+			k.choice.ECMPID = uint16(n)
+		}
+	case "dvbapi":
+		if u.User != nil || u.RawQuery != "" {
+			return nil, usageErr("%s: dvbapi takes no user, password or options: dvbapi://HOST:PORT", flag)
+		}
+	default:
+		return nil, usageErr("%s: unknown key server protocol: want cs378x:// or dvbapi://", flag)
+	}
+	return k, nil
+}
+
+// keyServer is a running key server client and the pipeline's side of it.
+type keyServer struct {
+	url     *keyServerURL // nil for -follow
+	follow  string        // the -cw-file that -follow reads
+	live    *keys.Live
+	lk      *pipeline.LiveKeys
+	feeder  *keyserver.Feeder
+	cs      *cs378x.Client
+	dv      *dvbapi.Client
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+	verbose bool // -v: a line for each ECM answered without a key
+}
+
+// keyServerFromFlags reads the key server flags: nil when none is given. It checks that no
+// other key flag is.
+func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer, error) {
+	raw, flag := c.String("key-server"), "-key-server"
+	if name := c.String("key-server-env"); name != "" {
+		if raw != "" {
+			return nil, usageErr("give -key-server or -key-server-env, not both")
+		}
+		v, ok := os.LookupEnv(name)
+		if !ok || v == "" {
+			return nil, usageErr("-key-server-env: the environment variable %s is not set or empty", name)
+		}
+		raw, flag = v, "-key-server-env "+name
+	}
+	if c.Bool("follow") {
+		return followFromFlags(c, raw != "")
+	}
+	if raw == "" {
+		for _, name := range []string{"key-wait", "missing-key"} {
+			if c.IsSet(name) {
+				return nil, usageErr("-%s needs -key-server or -key-server-env", name)
+			}
+		}
+		return nil, nil
+	}
+	if mode == pipeline.Scramble {
+		return nil, usageErr("a key server gives keys to descramble with: scramble takes -cw, -cw-file and the like")
+	}
+	for _, name := range []string{"cw", "cw-even", "cw-odd", "cw-file", "biss", "cw-env"} {
+		if c.String(name) != "" {
+			return nil, usageErr("give one key source: %s or -%s, not both", strings.Fields(flag)[0], name)
+		}
+	}
+	u, err := parseKeyServerURL(flag, raw)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := newLiveKeys(c)
+	if err != nil {
+		return nil, err
+	}
+	ks.url = u
+	switch u.scheme {
+	case "cs378x":
+		ks.cs = cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password})
+		ks.feeder = keyserver.NewFeeder(ks.live, ks.cs)
+		ks.verbose = c.Bool("verbose")
+		if c.IsSet("service") {
+			u.choice.ServiceID = uint16(c.Int("service"))
+		}
+		ks.lk.Sections = keyserver.NewECMSink(ks.feeder, u.choice)
+	case "dvbapi":
+		cfg := dvbapi.Config{Addr: u.addr}
+		if c.IsSet("service") {
+			cfg.ServiceID = uint16(c.Int("service"))
+		}
+		ks.dv = dvbapi.NewClient(cfg, ks.live)
+		ks.lk.Sections = ks.dv
+	}
+	return ks, nil
+}
+
+// newLiveKeys reads -key-wait and -missing-key into the run's LiveKeys.
+func newLiveKeys(c *cli.Context) (*keyServer, error) {
+	m := c.String("missing-key")
+	if m != "pass" && m != "drop" {
+		return nil, usageErr("-missing-key: want pass (the packets of a period without its key pass as they came) or drop")
+	}
+	if d := c.Duration("key-wait"); d <= 0 || d > time.Hour {
+		return nil, usageErr("-key-wait: want a duration from 1ms to 1h, 2s for instance")
+	}
+	ks := &keyServer{live: keys.NewLive()}
+	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: c.Duration("key-wait"), ShowKeys: c.Bool("show-keys"), Drop: m == "drop"}
+	return ks, nil
+}
+
+// followFromFlags reads -cw-file FILE -follow: keys from a log that grows while the run reads.
+func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
+	path := c.String("cw-file")
+	switch {
+	case server:
+		return nil, usageErr("-follow reads a growing -cw-file: give it or a key server, not both")
+	case path == "":
+		return nil, usageErr("-follow needs -cw-file FILE: the OSCam .cwl log (or file of EVEN ODD pairs) to follow")
+	}
+	for _, name := range []string{"cw", "cw-even", "cw-odd", "biss", "cw-env"} {
+		if c.String(name) != "" {
+			return nil, usageErr("give one key source: -cw-file or -%s, not both", name)
+		}
+	}
+	if c.String("cipher") != "csa2" {
+		return nil, usageErr("-follow reads DVB-CSA2 control words: use it with -cipher csa2")
+	}
+	kf, err := keys.LoadKeyFile(path, keys.CWSize)
+	switch {
+	case errors.Is(err, keys.ErrEmptyList):
+		// A log that has no key yet: its keys are still to come.
+	case err != nil:
+		var le *keys.LineError
+		if errors.As(err, &le) {
+			return nil, usageErr("%v", err)
+		}
+		return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
+	case kf.Format == keys.FormatList:
+		return nil, usageErr("-follow: %s is a list of control words, which has no parities to follow: follow an OSCam .cwl log or EVEN ODD pairs", path)
+	}
+	ks, err := newLiveKeys(c)
+	if err != nil {
+		return nil, err
+	}
+	ks.follow = path
+	return ks, nil
+}
+
+// start runs the client until stop; file says the input is a file, read ahead of real time.
+func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
+	ks.lk.FileInput, ks.lk.Log = file, logf
+	if ks.feeder != nil && ks.verbose {
+		ks.feeder.SetLog(logf)
+	}
+	ctx, ks.cancel = context.WithCancel(ctx)
+	ks.wg.Add(1)
+	go func() {
+		defer ks.wg.Done()
+		switch {
+		case ks.feeder != nil:
+			ks.feeder.Run(ctx)
+		case ks.dv != nil:
+			ks.dv.Run(ctx)
+		case ks.follow != "":
+			err := keys.Follow(ctx, ks.follow, keys.CWSize, ks.live, 200*time.Millisecond, func(err error) { logf(err.Error()) })
+			if err != nil && ctx.Err() == nil {
+				logf(fmt.Sprintf("-follow: %v: no more keys are read", unwrapPath(err)))
+			}
+		}
+	}()
+}
+
+// stop ends the client and fills in its counts.
+func (ks *keyServer) stop(st *pipeline.Stats) {
+	ks.cancel()
+	ks.wg.Wait()
+	if ks.cs != nil {
+		ks.cs.Close()
+	}
+	if st.LiveKeys == nil || ks.url == nil {
+		return
+	}
+	s := &pipeline.KeyServerStats{Protocol: ks.url.scheme}
+	switch {
+	case ks.feeder != nil:
+		f := ks.feeder.Stats()
+		s.ECMsSent, s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors = f.Sent, f.Answers, f.NotFound, f.NoCard, f.Timeouts, f.Errors
+		s.CWs, s.RTTMedian, s.RTTMax = f.CWs, f.RTTMedian, f.RTTMax
+	case ks.dv != nil:
+		d := ks.dv.Stats()
+		s.ECMsSent, s.CWs, s.Refused, s.RTTMedian, s.RTTMax = d.ECMs, d.CWs, d.KeysRefused+d.ModeRefused, d.RTTMedian, d.RTTMax
+	}
+	for k, n := range ks.live.Applied() {
+		s.Applied = append(s.Applied, pipeline.AppliedCWs{PID: k.PID, Odd: k.Odd, Periods: n})
+	}
+	slices.SortFunc(s.Applied, func(a, b pipeline.AppliedCWs) int {
+		if a.PID != b.PID {
+			return int(a.PID) - int(b.PID)
+		}
+		if a.Odd == b.Odd {
+			return 0
+		}
+		if a.Odd {
+			return 1
+		}
+		return -1
+	})
+	st.LiveKeys.Server = s
+}
+
+// lastError returns why the key server gave no key, if it said.
+func (ks *keyServer) lastError() error {
+	switch {
+	case ks.feeder != nil:
+		return ks.feeder.LastError()
+	case ks.dv != nil:
+		return ks.dv.LastError()
+	}
+	return nil
+}
+
+// printKeyServerSummary prints what the key server did, with verbose the CWs applied per PID
+// and parity; never a key or a password.
+func printKeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
+	lk := st.LiveKeys
+	if lk == nil {
+		return
+	}
+	if s := lk.Server; s != nil {
+		printServerLine(w, s)
+		if verbose && len(s.Applied) > 0 {
+			var parts []string
+			for _, a := range s.Applied {
+				parts = append(parts, fmt.Sprintf("PID %#04x %s %s", a.PID, map[bool]string{false: "even", true: "odd"}[a.Odd], plural(int(a.Periods), "period")))
+			}
+			fmt.Fprintf(w, "tsdescramble: key server CWs applied: %s\n", strings.Join(parts, ", "))
+		}
+	}
+	fmt.Fprintf(w, "tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)\n",
+		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
+}
+
+// printServerLine prints the key server's counts.
+func printServerLine(w io.Writer, s *pipeline.KeyServerStats) {
+	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.ECMsSent)
+	if s.Protocol == "cs378x" {
+		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
+	}
+	line += fmt.Sprintf("; %d CWs", s.CWs)
+	if s.RTTMax > 0 {
+		line += fmt.Sprintf("; ECM round trip median %s, max %s", ms(s.RTTMedian), ms(s.RTTMax))
+	}
+	if s.Refused > 0 {
+		line += fmt.Sprintf("; %d refused", s.Refused)
+	}
+	fmt.Fprintln(w, line)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// judgeKeyServer is judgeKeys for keys from a key server: periods whose key did not come in
+// time make the run a failure (exit 3), and the line says why, with the server's last error.
+func judgeKeyServer(st *pipeline.Stats, ks *keyServer) keyVerdict {
+	lk := st.LiveKeys
+	if lk == nil || lk.GaveUp == 0 {
+		return keyVerdict{code: exitOK}
+	}
+	why := ""
+	if err := ks.lastError(); err != nil {
+		why = " (the key server's last answer: " + err.Error() + ")"
+	}
+	what := fmt.Sprintf("%d packets passed scrambled", lk.PassedNoKey)
+	if ks.lk.Drop {
+		what = fmt.Sprintf("%d packets dropped, %d passed scrambled", lk.Dropped, lk.PassedNoKey)
+	}
+	source := "the key server"
+	if ks.url == nil {
+		source = ks.follow
+	}
+	return keyVerdict{code: exitNoFit, line: fmt.Sprintf("%d crypto periods got no key from %s within -key-wait %s: %s%s",
+		lk.GaveUp, source, ks.lk.Wait, what, why)}
+}

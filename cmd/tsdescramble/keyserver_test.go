@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/camdouble"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+func keyServerStream(t *testing.T) (clear, scrambled []byte, in string) {
+	cws := [][]byte{mustCW(t, "11223366445566FF"), mustCW(t, "A1B2C316D4E5F6AF"), mustCW(t, "0102030604050610"), mustCW(t, "7F6E5D4A3C2B1A81")}
+	clear, scrambled, _ = camdouble.ECMStream(camdouble.StreamSpec{Packets: 4000, PeriodPackets: 1000, CWs: cws})
+	in = filepath.Join(t.TempDir(), "in.ts")
+	if err := os.WriteFile(in, scrambled, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return clear, scrambled, in
+}
+
+func TestKeyServerCS378x(t *testing.T) {
+	clear, _, in := keyServerStream(t)
+	srv := camdouble.NewCS378x(t, "alice", "pa55word")
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "st.json")
+	r := run(t, nil, "-v", "-key-server", "cs378x://alice:pa55word@"+srv.Addr+"?caid=0B00", "-in", in, "-out", out, "-stats", stats)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, out); !bytes.Equal(got, clear) {
+		t.Fatalf("output differs from the clear stream\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "pa55word") {
+		t.Fatalf("the password was printed: %s", r.stderr)
+	}
+	if u := strings.ToUpper(r.stderr); strings.Contains(u, "11223366445566FF") || strings.Contains(u, "11 22 33 66") {
+		t.Fatalf("a control word was printed without -show-keys: %s", r.stderr)
+	}
+	// -v -show-keys prints the CW of each period.
+	r2 := run(t, nil, "-v", "-show-keys", "-key-server", "cs378x://alice:pa55word@"+srv.Addr, "-in", in, "-out", out)
+	if r2.code != 0 || !strings.Contains(strings.ToUpper(r2.stderr), "11223366445566FF") || strings.Contains(r2.stderr, "pa55word") {
+		t.Fatalf("-v -show-keys: exit %d: %s", r2.code, r2.stderr)
+	}
+	if !strings.Contains(r.stderr, "key server (cs378x): 4 ECMs sent, 4 answered") ||
+		!strings.Contains(r.stderr, "CWs applied: PID 0x0100 even 2 periods, PID 0x0100 odd 2 periods") {
+		t.Fatalf("summary: %s", r.stderr)
+	}
+	var st struct {
+		LiveKeys pipeline.LiveKeyStats `json:"live_keys"`
+	}
+	if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.LiveKeys.Server == nil || st.LiveKeys.Server.ECMsSent != 4 || len(st.LiveKeys.Server.Applied) != 2 {
+		t.Fatalf("stats %+v", st.LiveKeys)
+	}
+	t.Log(strings.TrimSpace(r.stderr))
+}
+
+func TestKeyServerDVBAPIFromEnv(t *testing.T) {
+	clear, _, in := keyServerStream(t)
+	srv := camdouble.NewDVBAPI(t)
+	t.Setenv("TSD_TEST_KEY_SERVER", "dvbapi://"+srv.Addr)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	r := run(t, nil, "-key-server-env", "TSD_TEST_KEY_SERVER", "-in", in, "-out", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if got := readFile(t, out); !bytes.Equal(got, clear) {
+		t.Fatalf("output differs from the clear stream\n%s", r.stderr)
+	}
+	t.Log(strings.TrimSpace(r.stderr))
+}
+
+func TestKeyServerNoAnswer(t *testing.T) {
+	_, scrambled, in := keyServerStream(t)
+	srv := camdouble.NewCS378x(t, "u", "p")
+	srv.SetAnswer(func([]byte) (byte, [16]byte, bool) { return 0x44, [16]byte{}, false }) // not found
+	out := filepath.Join(t.TempDir(), "out.ts")
+	r := run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "50ms", "-in", in, "-out", out)
+	if r.code != exitNoFit {
+		t.Fatalf("exit %d, want %d: %s", r.code, exitNoFit, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "got no key from the key server") || !strings.Contains(r.stderr, "found no control word") {
+		t.Fatalf("message: %s", r.stderr)
+	}
+	// Every packet passed as it came.
+	if got := readFile(t, out); !bytes.Equal(got, scrambled) {
+		t.Fatal("packets without a key were changed")
+	}
+	// -v: a line for each ECM answered without a key.
+	r = run(t, nil, "-v", "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "50ms", "-in", in, "-out", out)
+	if n := strings.Count(r.stderr, "found no control word for the ECM after"); n != 4 {
+		t.Fatalf("%d per-ECM lines, want 4: %s", n, r.stderr)
+	}
+	// -missing-key drop: only the clear packets are left.
+	r = run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "50ms", "-missing-key", "drop", "-in", in, "-out", out)
+	if r.code != exitNoFit || !strings.Contains(r.stderr, "4000 packets dropped") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var want []byte
+	for i := 0; i < len(scrambled); i += 188 {
+		if scrambled[i+3]&0xC0 == 0 {
+			want = append(want, scrambled[i:i+188]...)
+		}
+	}
+	if got := readFile(t, out); !bytes.Equal(got, want) {
+		t.Fatalf("%d bytes out, want the %d of the clear packets", len(got), len(want))
+	}
+}
+
+func TestKeyServerFlagErrors(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.ts")
+	os.WriteFile(in, nullPacket(), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1"}, "needs a port"},
+		{[]string{"-key-server", "cs378x://127.0.0.1:1"}, "needs a user and a password"},
+		{[]string{"-key-server", "newcamd://u:secretpw@127.0.0.1:1"}, "unknown key server protocol"},
+		{[]string{"-key-server", "dvbapi://u:secretpw@127.0.0.1:1"}, "dvbapi takes no user"},
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1?caid=zz"}, "caid=zz"},
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-cw", "11223366445566FF"}, "one key source"},
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-missing-key", "keep"}, "-missing-key: want pass"},
+		{[]string{"-key-wait", "1s", "-cw", "11223366445566FF"}, "-key-wait needs -key-server"},
+		{[]string{"-key-server-env", "TSD_TEST_UNSET_VAR"}, "not set"},
+		{[]string{"-follow"}, "-follow needs -cw-file"},
+		{[]string{"-follow", "-cw-file", "../../samples/demo-keys.txt"}, "no parities to follow"},
+		{[]string{"-follow", "-cw-file", "../../samples/demo-keys.cwl", "-key-server", "dvbapi://127.0.0.1:1"}, "not both"},
+	} {
+		r := run(t, nil, append(c.args, "-in", in, "-out", filepath.Join(t.TempDir(), "o.ts"))...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		}
+		if strings.Contains(r.stderr, "secretpw") {
+			t.Errorf("%v: the password was printed: %s", c.args, r.stderr)
+		}
+	}
+}
+
+// -cw-file FILE -follow: the log grows while the stream comes through a pipe, each key written
+// before its crypto period's packets.
+func TestFollowGrowingLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("feeds a stream over a few seconds")
+	}
+	cws := []string{"11223366445566FF", "A1B2C316D4E5F6AF", "0102030604050610", "7F6E5D4A3C2B1A81"}
+	var keys [][]byte
+	for _, s := range cws {
+		keys = append(keys, mustCW(t, s))
+	}
+	const period = 500
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 4 * period, PeriodPackets: period, CWs: keys})
+	dir := t.TempDir()
+	logPath, out := filepath.Join(dir, "live.cwl"), filepath.Join(dir, "out.ts")
+	if err := os.WriteFile(logPath, []byte("# OSCam control word log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		defer pw.Close()
+		es := 0
+		for i := 0; i < len(scrambled); i += 188 {
+			if scrambled[i+3]&0xC0 != 0 {
+				if es%period == 0 {
+					k := es / period
+					f, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+					fmt.Fprintf(f, "%d %s # 12:00:%02d\n", k%2, spaced(cws[k]), k)
+					f.Close()
+					time.Sleep(400 * time.Millisecond) // more than the log's poll
+				}
+				es++
+			}
+			if _, err := pw.Write(scrambled[i : i+188]); err != nil {
+				return
+			}
+		}
+	}()
+	var stderr bytes.Buffer
+	code := runEnv(t, Env{Stdin: pr, Stdout: io.Discard, Stderr: &stderr}, "-cw-file", logPath, "-follow", "-in", "-", "-out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if got := readFile(t, out); !bytes.Equal(got, clear) {
+		t.Fatalf("output differs from the clear stream: %s", stderr.String())
+	}
+	t.Log(strings.TrimSpace(stderr.String()))
+}
+
+func spaced(hex string) string {
+	var b strings.Builder
+	for i := 0; i < len(hex); i += 2 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(hex[i : i+2])
+	}
+	return b.String()
+}

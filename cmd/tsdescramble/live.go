@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// Live streams: -in and -out take udp:// and rtp:// addresses beside files (see package live),
+// and these flags bound what a live run adds and how long it lasts.
+
+// defaultLatency is the latency bound of a run whose input is not a regular file.
+const defaultLatency = 50 * time.Millisecond
+
+// peekLive bounds the look-ahead for the PMTs on a network input (system_detect.go): a feed
+// without a PAT must not hold its first packets back for long.
+const peekLive = time.Second
+
+func liveFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "latency", Value: defaultLatency, Category: catLive,
+			Usage: "a packet leaves at most `DURATION` after it came in, in a partial unit of work and datagram if need be (default 50ms; for a regular file 0: full units only)"},
+		&cli.BoolFlag{Name: "pace", Category: catLive,
+			Usage: "send at the rate the stream's PCR says it plays (default: on from a regular file to an address; -pace=false sends as fast as it reads)"},
+		&cli.DurationFlag{Name: "duration", Category: catLive, Usage: "end the run, as at the end of the input, after `DURATION` (a live input never ends)"},
+		&cli.Int64Flag{Name: "packets", Category: catLive, Usage: "end the run, as at the end of the input, after `N` packets"},
+		&cli.DurationFlag{Name: "timeout", Category: catLive, Usage: "fail (exit 1) when the input sends nothing for `DURATION` (default: wait for ever)"},
+	}
+}
+
+// liveOptions are the live flags, checked.
+type liveOptions struct {
+	latency, duration, timeout time.Duration
+	latencySet, pace, paceSet  bool
+	packets                    int64
+}
+
+// readLiveFlags checks the live flags; their errors are usage errors.
+func readLiveFlags(c *cli.Context) (liveOptions, error) {
+	o := liveOptions{
+		latency: c.Duration("latency"), latencySet: c.IsSet("latency"),
+		pace: c.Bool("pace"), paceSet: c.IsSet("pace"),
+		duration: c.Duration("duration"), packets: c.Int64("packets"), timeout: c.Duration("timeout"),
+	}
+	switch {
+	case o.latency < 0:
+		return o, usageErr("-latency: want a duration of 0 or more (50ms, 1s; 0 sends full units of work only)")
+	case c.IsSet("duration") && o.duration <= 0:
+		return o, usageErr("-duration: want a duration above 0 (10s, 5m, 2h)")
+	case c.IsSet("packets") && o.packets <= 0:
+		return o, usageErr("-packets: want a number of packets above 0")
+	case c.IsSet("timeout") && o.timeout <= 0:
+		return o, usageErr("-timeout: want a duration above 0 (5s, 1m)")
+	case c.IsSet("stats-interval") && (c.Duration("stats-interval") <= 0 || c.String("stats") == ""):
+		return o, usageErr("-stats-interval: want a duration above 0 (10s, 1m), with -stats FILE to write to")
+	case o.pace && c.IsSet("pace") && !live.IsAddress(c.String("out")):
+		return o, usageErr("-pace paces a network output: give -out udp://HOST:PORT or rtp://HOST:PORT, or leave -pace out")
+	}
+	return o, nil
+}
+
+// checkAddress parses the address of flag name (-in or -out), which must be one to receive on
+// or to send to as the flag says.
+func checkAddress(name, s string) (*live.Address, error) {
+	a, err := live.ParseAddress(s)
+	if err != nil {
+		return nil, usageErr("-%s: %v", name, err)
+	}
+	switch {
+	case name == "in" && !a.CanListen():
+		return nil, usageErr("-in %s names a destination: to receive, write %s://@:%d (every local address), %s://@HOST:%d or a multicast group", s, a.Scheme, a.Port, a.Scheme, a.Port)
+	case name == "out" && !a.CanSend():
+		return nil, usageErr("-out %s is an address to listen on: to send, name the destination, %s://HOST:%d (without '@')", s, a.Scheme, a.Port)
+	}
+	return a, nil
+}
+
+// sendsToItself reports whether an output address would reach the port the input listens on,
+// on this machine: the run would read what it writes.
+func sendsToItself(in, out *live.Address) bool {
+	if in.Port != out.Port {
+		return false
+	}
+	oip := out.IP()
+	if oip.IsMulticast() {
+		return in.IP() == oip
+	}
+	if !oip.IsLoopback() && !isLocalAddr(oip) {
+		return false
+	}
+	iip := in.IP()
+	return !iip.IsValid() || iip.IsUnspecified() || iip == oip || iip.IsLoopback() && oip.IsLoopback()
+}
+
+// isLocalAddr reports whether ip is an address of this machine.
+func isLocalAddr(ip netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if x, ok := netip.AddrFromSlice(n.IP); ok && x.Unmap() == ip.Unmap() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// openLiveInput listens on a checked address.
+func openLiveInput(path string) (*input, error) {
+	a, err := checkAddress("in", path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := live.Listen(context.Background(), a)
+	if err != nil {
+		return nil, failErr("cannot open the input: %v", err)
+	}
+	return &input{Reader: r, size: -1, live: r}, nil
+}
+
+// netOutput is a network output: the Writer, and the Pacer before it when the run paces.
+type netOutput struct {
+	w     *live.Writer
+	pacer *live.Pacer
+}
+
+// openLiveOutput opens a checked address for sending.
+func openLiveOutput(path string, pace bool) (*output, error) {
+	a, err := checkAddress("out", path)
+	if err != nil {
+		return nil, err
+	}
+	w, err := live.Dial(a)
+	if err != nil {
+		return nil, failErr("cannot open the output: %v", err)
+	}
+	o := &output{net: &netOutput{w: w}}
+	var dst io.Writer = w
+	if pace {
+		o.net.pacer = live.NewPacer(w, a.Packets)
+		dst = o.net.pacer
+	}
+	o.w = namedWriter{path, dst, o}
+	return o, nil
+}
+
+// close sends what waits and closes the socket.
+func (n *netOutput) close() error {
+	var err error
+	if n.pacer != nil {
+		err = n.pacer.Flush()
+	}
+	if cerr := n.w.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ender ends the input of a run as if it had ended there: after -duration, or when a run on a
+// never-ending input is told to stop. Reads after it return io.EOF; a read waiting on an idle
+// pipe or socket is woken.
+type ender struct {
+	in    *input
+	r     io.Reader
+	ended atomic.Bool
+	once  sync.Once
+}
+
+func (e *ender) Read(p []byte) (int, error) {
+	if e.ended.Load() {
+		return 0, io.EOF
+	}
+	n, err := e.r.Read(p)
+	if err != nil && e.ended.Load() && (errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, live.ErrIdle)) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// end ends the input.
+func (e *ender) end() {
+	e.once.Do(func() {
+		e.ended.Store(true)
+		e.in.interrupt()
+	})
+}
+
+// liveStats are the figures of a network input and output, for the summary and -stats.
+type liveStats struct {
+	In  *liveInput  `json:"input,omitempty"`
+	Out *liveOutput `json:"output,omitempty"`
+	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
+	InputBitrate float64 `json:"input_bitrate,omitempty"`
+	PaceResets   int64   `json:"pace_resets,omitempty"`
+}
+
+// liveInput is what a network input received (see live.Stats).
+type liveInput struct {
+	Datagrams  int64   `json:"datagrams"`
+	Bytes      int64   `json:"bytes"`
+	RTP        int64   `json:"rtp"`
+	Lost       int64   `json:"rtp_lost"`
+	Reordered  int64   `json:"rtp_reordered"`
+	Late       int64   `json:"rtp_late"`
+	Duplicates int64   `json:"rtp_duplicates"`
+	Jumps      int64   `json:"rtp_jumps"`
+	OtherPT    int64   `json:"rtp_other_payload_type"`
+	OtherPTs   []uint8 `json:"rtp_other_payload_types,omitempty"`
+	NotRTP     int64   `json:"not_rtp"`
+	Unaligned  int64   `json:"unaligned"`
+	Truncated  int64   `json:"truncated"`
+	Dropped    int64   `json:"dropped_by_system"`
+	Buffer     int     `json:"socket_buffer"`
+}
+
+// liveOutput is what a network output sent (see live.WriterStats).
+type liveOutput struct {
+	Datagrams int64 `json:"datagrams"`
+	Bytes     int64 `json:"bytes"`
+	Partial   int64 `json:"short_datagrams"`
+}
+
+// collectLive gathers the figures of the run's network ends, or returns nil when it has none.
+// While the run goes on (final false) it leaves out the pacer's, which only the run may read.
+func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveStats {
+	if in.live == nil && out.net == nil {
+		return nil
+	}
+	ls := &liveStats{}
+	if in.live != nil {
+		s := in.live.Stats()
+		ls.In = &liveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps,
+			s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer}
+	}
+	// The bitrate counts from the first bytes: a live run may wait long for its feed.
+	if first := in.first.Load(); first > 0 {
+		if d := time.Since(time.Unix(0, first)); d > 0 {
+			ls.InputBitrate = float64(st.BytesIn) * 8 / d.Seconds()
+		}
+	}
+	if out.net != nil {
+		s := out.net.w.Stats()
+		ls.Out = &liveOutput{s.Datagrams, s.Bytes, s.Partial}
+		if out.net.pacer != nil && final {
+			ls.PaceResets = out.net.pacer.Resets()
+		}
+	}
+	return ls
+}
+
+// printLive writes the live figures of the summary.
+func printLive(w io.Writer, ls *liveStats) {
+	if ls == nil {
+		return
+	}
+	if s := ls.In; s != nil {
+		fmt.Fprintf(w, "  input: %d datagrams, %.2f Mbit/s", s.Datagrams, ls.InputBitrate/1e6)
+		if s.RTP > 0 {
+			fmt.Fprintf(w, "; RTP: %d lost, %d reordered, %d late, %d duplicates, %d sequence jumps", s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps)
+			if s.OtherPT > 0 {
+				fmt.Fprintf(w, ", %d with payload types %v (not 33, MP2T)", s.OtherPT, s.OtherPTs)
+			}
+		}
+		if s.Dropped > 0 {
+			fmt.Fprintf(w, "; %d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", s.Dropped, s.Buffer)
+		}
+		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
+			fmt.Fprintf(w, "; %d not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
+		}
+		fmt.Fprintln(w)
+	}
+	if s := ls.Out; s != nil {
+		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
+		if ls.PaceResets > 0 {
+			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,381 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The command's live input and output against real peers from Debian, on loopback: ffmpeg
+// sends and receives UDP, multicat sends PCR-paced RTP, socat receives UDP, tsdecrypt
+// descrambles our RTP, and a multicast group inside a network namespace the test makes. Each
+// test skips, naming the Debian package, when its tool is missing.
+
+// needTool skips the test when a tool is missing, naming the package that has it.
+func needTool(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			pkg := map[string]string{"ingests": "multicat", "unshare": "util-linux", "ip": "iproute2"}[tool]
+			if pkg == "" {
+				pkg = tool
+			}
+			t.Skipf("%s is not installed (apt-get install -y %s); skipping the test against it", tool, pkg)
+		}
+	}
+}
+
+// proc is a process a test started; the test's cleanup kills it by its pid.
+type proc struct {
+	cmd  *exec.Cmd
+	out  syncBuffer
+	done chan error
+}
+
+func startProc(t *testing.T, limit time.Duration, name string, args ...string) *proc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	p := &proc{cmd: exec.CommandContext(ctx, name, args...), done: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.cmd.WaitDelay = time.Second
+	if err := p.cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait(); cancel() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		select {
+		case err := <-p.done:
+			p.done <- err
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s (pid %d) did not stop", name, p.cmd.Process.Pid)
+		}
+	})
+	return p
+}
+
+// wait waits for the process to end by itself and returns its exit status.
+func (p *proc) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", p.cmd.Path, err, p.out.String())
+		}
+		return 0
+	case <-time.After(limit):
+		t.Fatalf("%s did not finish in %v\n%s", p.cmd.Path, limit, p.out.String())
+		return -1
+	}
+}
+
+// term sends SIGTERM, which makes tsdecrypt write the packets it still holds, and waits.
+func (p *proc) term(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not stop on SIGTERM", p.cmd.Path)
+	}
+}
+
+// waitFile waits until a file holds n bytes.
+func waitFile(t *testing.T, path string, n int64, limit time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if st, err := os.Stat(path); err == nil && st.Size() >= n {
+			return
+		}
+	}
+	st, _ := os.Stat(path)
+	t.Fatalf("%s did not reach %d bytes in %v (%v)", path, n, limit, st)
+}
+
+// ffmpeg sends the scrambled sample's exact bytes as UDP (the mpegtsraw demuxer, the data
+// muxer); the command receives and descrambles them: the output is the file path's, byte for
+// byte (-packets ends the run at the sample's last packet).
+func TestPeerFFmpegSendsUDP(t *testing.T) {
+	needTool(t, "ffmpeg")
+	if testing.Short() {
+		t.Skip("ffmpeg sends or receives for seconds")
+	}
+	bin := buildBinary(t, "")
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
+		"-cw-file", demoKeys, "-packets", fmt.Sprint(demoPackets))
+	waitListening(t, port)
+	startProc(t, time.Minute, "ffmpeg", "-v", "error", "-readrate", "10", "-f", "mpegtsraw", "-i", demoScrambled,
+		"-flush_packets", "0", "-map", "0", "-c", "copy", "-f", "data", fmt.Sprintf("udp://127.0.0.1:%d?pkt_size=1316", port))
+	if code := tsd.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	}
+	sameBytes(t, "sent by ffmpeg, descrambled", readFile(t, out), readFile(t, demoClear), 188)
+}
+
+// ffmpeg receives the command's UDP output and writes its exact bytes: the file path's output.
+func TestPeerFFmpegReceivesUDP(t *testing.T) {
+	needTool(t, "ffmpeg")
+	if testing.Short() {
+		t.Skip("ffmpeg sends or receives for seconds")
+	}
+	bin := buildBinary(t, "")
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	ff := startProc(t, time.Minute, "ffmpeg", "-v", "error", "-f", "mpegtsraw",
+		"-i", fmt.Sprintf("udp://127.0.0.1:%d?timeout=1500000&buffer_size=16777216&fifo_size=100000", port),
+		"-map", "0", "-c", "copy", "-f", "data", out)
+	waitListening(t, port)
+	time.Sleep(300 * time.Millisecond) // ffmpeg binds, then starts reading
+	// Paced at the PCR (the default from a file): the first 240 packets, one second of it
+	// (with TSD_LONG=1, the whole 20 s).
+	want := readFile(t, demoClear)
+	pace := []string{"-packets", "240"}
+	if longTests() {
+		pace = nil
+	} else {
+		want = want[:240*188]
+	}
+	res, err := exec.Command(bin, append([]string{"-in", demoScrambled, "-out", fmt.Sprintf("udp://127.0.0.1:%d", port), "-cw-file", demoKeys}, pace...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	ff.wait(t, 30*time.Second) // its receive timeout ends it
+	sameBytes(t, "received by ffmpeg", readFile(t, out), want, 188)
+}
+
+// socat receives the command's UDP output, a datagram at a time: the file path's output.
+func TestPeerSocatReceivesUDP(t *testing.T) {
+	needTool(t, "socat")
+	bin := buildBinary(t, "")
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	startProc(t, time.Minute, "socat", "-u", fmt.Sprintf("UDP4-RECV:%d,bind=127.0.0.1,rcvbuf=8388608", port), "CREATE:"+out)
+	waitListening(t, port)
+	want := readFile(t, demoClear)
+	res, err := exec.Command(bin, "-in", demoScrambled, "-out", fmt.Sprintf("udp://127.0.0.1:%d", port), "-cw-file", demoKeys, "-pace=false").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	waitFile(t, out, int64(len(want)), 10*time.Second)
+	sameBytes(t, "received by socat", readFile(t, out), want, 188)
+}
+
+// multicat sends the scrambled sample as RTP, paced by its PCR (ingests indexes it); the
+// command receives a second of it (all 20 s with TSD_LONG=1): the bytes that came are
+// descrambled as the file path does, and the RTP sequence shows no loss.
+func TestPeerMulticatSendsRTP(t *testing.T) {
+	needTool(t, "multicat", "ingests")
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	src := writeFile(t, dir, "in.ts", readFile(t, demoScrambled))
+	if b, err := exec.Command("ingests", "-p", "256", src).CombinedOutput(); err != nil {
+		t.Fatalf("ingests: %v\n%s", err, b)
+	}
+	port := freeUDPPort(t)
+	out := filepath.Join(dir, "out.ts")
+	stats := filepath.Join(dir, "stats.json")
+	packets, limit := demoPackets, 40*time.Second
+	if !longTests() {
+		packets = 240 // a second of the stream
+	}
+	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", out,
+		"-cw-file", demoKeys, "-packets", fmt.Sprint(packets), "-stats", stats)
+	waitListening(t, port)
+	startProc(t, time.Minute, "multicat", "-p", "256", src, fmt.Sprintf("127.0.0.1:%d", port))
+	if code := tsd.wait(t, limit); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	}
+	sameBytes(t, "sent by multicat, descrambled", readFile(t, out), readFile(t, demoClear)[:packets*188], 188)
+	if s := string(readFile(t, stats)); !strings.Contains(s, `"rtp_lost": 0,`) || strings.Contains(s, `"rtp": 0,`) {
+		t.Errorf("RTP figures:\n%s", s)
+	}
+}
+
+// tsdecrypt, a second live descrambler, receives the command's scrambled RTP output and
+// descrambles it with the same control word: the clear stream again.
+func TestPeerTsdecryptReceivesRTP(t *testing.T) {
+	needTool(t, "tsdecrypt")
+	bin := buildBinary(t, "")
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "out.ts")
+	const cw = "11223366445566ff"
+	td := startProc(t, time.Minute, "tsdecrypt", "-I", fmt.Sprintf("127.0.0.1:%d", port), "-R", "-O", "file://"+out, "-Y", cw+cw, "-p", "-z")
+	waitListening(t, port)
+	want := readFile(t, demoClear)[:1000*188]
+	res, err := exec.Command(bin, "scramble", "-in", demoClear, "-out", fmt.Sprintf("rtp://127.0.0.1:%d", port), "-cw", cw, "-packets", "1000", "-pace=false").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	// tsdecrypt descrambles full batches of 128 packets and writes a partial one only now and
+	// then when it stops: every packet it wrote must be the clear stream's, and the full
+	// batches must all be there.
+	waitFile(t, out, 7*128*188, 20*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	td.term(t)
+	got := readFile(t, out)
+	sameBytes(t, "scrambled by us, descrambled by tsdecrypt", got, want[:min(len(got), len(want))], 188)
+}
+
+// Multicast, any-source and source-specific, inside a network namespace the test makes (as
+// root, with unshare): the command joins the group, socat sends the scrambled sample to it, and
+// the output is the file path's. (IPv4 only: a namespace's loopback, the one interface it has
+// without the dummy module, does not carry IPv6 multicast.)
+func TestPeerMulticastInNamespace(t *testing.T) {
+	needTool(t, "unshare", "ip", "socat")
+	if os.Geteuid() != 0 {
+		t.Skip("making a network namespace needs root (.ci/run runs the tests as root)")
+	}
+	if err := exec.Command("unshare", "-n", "true").Run(); err != nil {
+		t.Skipf("this machine does not allow a network namespace (unshare -n: %v)", err)
+	}
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	for _, c := range []struct{ name, in, to string }{
+		{"ipv4 any source", "udp://@239.255.1.1:5000", "UDP4-DATAGRAM:239.255.1.1:5000"},
+		{"ipv4 source-specific", "udp://127.0.0.1@239.255.1.2:5000", "UDP4-DATAGRAM:239.255.1.2:5000,bind=127.0.0.1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".ts")
+			script := fmt.Sprintf(`set -e
+ip link set lo up
+ip link set lo multicast on
+ip route add 224.0.0.0/4 dev lo
+%s -in '%s' -out '%s' -cw-file '%s' -packets %d -timeout 10s &
+tsd=$!
+i=0; while ! grep -q ':1388 ' /proc/net/udp /proc/net/udp6; do i=$((i+1)); [ $i -lt 200 ] || exit 9; sleep 0.02; done
+sleep 0.1
+socat -b 1316 -u 'FILE:%s' '%s'
+wait $tsd`, bin, c.in, out, demoKeys, demoPackets, demoScrambled, c.to)
+			p := startProc(t, time.Minute, "unshare", "-n", "sh", "-c", script)
+			if code := p.wait(t, 30*time.Second); code != 0 {
+				if strings.Contains(p.out.String(), "cannot join") || strings.Contains(p.out.String(), "Cannot") {
+					t.Skipf("this kernel does not route the group on loopback in a namespace:\n%s", p.out.String())
+				}
+				t.Fatalf("exit %d:\n%s", code, p.out.String())
+			}
+			sameBytes(t, "received from the group", readFile(t, out), readFile(t, demoClear), 188)
+		})
+	}
+}
+
+// SIGHUP makes a live run reread its key file: a list that lacks the later control words of the
+// sample, then the whole list, rewritten while the feed runs: the periods after it come out
+// clear.
+func TestLiveHangupRereadsKeys(t *testing.T) {
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	all := strings.Fields(string(readFile(t, demoKeys)))
+	var cws []string
+	for _, f := range all {
+		if len(f) == 16 {
+			cws = append(cws, f)
+		}
+	}
+	if len(cws) != 3 {
+		t.Fatalf("the sample's key file: %q", all)
+	}
+	keyFile := writeFile(t, dir, "keys.txt", []byte(cws[0]+"\n"))
+	port := freeUDPPort(t)
+	out := filepath.Join(dir, "out.ts")
+	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
+		"-cw-file", keyFile, "-packets", fmt.Sprint(demoPackets))
+	waitListening(t, port)
+	stream, clear := readFile(t, demoScrambled), readFile(t, demoClear)
+	url := fmt.Sprintf("udp://127.0.0.1:%d", port)
+	sendUDP(t, url, stream[:1700*188], time.Millisecond/4)
+	writeFile(t, dir, "keys.txt", []byte(strings.Join(cws, "\n")+"\n"))
+	tsd.cmd.Process.Signal(syscall.SIGHUP)
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(tsd.out.String(), "SIGHUP: "); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no note of the keys reread:\n%s", tsd.out.String())
+		}
+	}
+	sendUDP(t, url, stream[1700*188:], time.Millisecond/4)
+	// Some periods were left scrambled before the new keys came: exit status 3.
+	if code := tsd.wait(t, 30*time.Second); code != exitNoFit {
+		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	}
+	got := readFile(t, out)
+	if len(got) != len(clear) {
+		t.Fatalf("%d bytes out of %d", len(got), len(clear))
+	}
+	// From the fourth crypto period on (packet 2400), all of it is clear.
+	sameBytes(t, "after SIGHUP", got[2400*188:], clear[2400*188:], 188)
+	if !strings.Contains(tsd.out.String(), "new keys from packet") || bytes.Equal(got, clear) {
+		t.Errorf("the keys were not replaced during the run:\n%s", tsd.out.String())
+	}
+}
+
+// ffmpeg sends the clear sample as RTP (its rtp_mpegts muxer, which muxes the stream anew, so
+// the bytes are ffmpeg's own); the command scrambles what it receives, and the file path
+// descrambles that: every audio and video frame of the sample is there, in order, but for the
+// last ones, which ffmpeg's RTP muxer does not send.
+func TestPeerFFmpegSendsRTP(t *testing.T) {
+	needTool(t, "ffmpeg")
+	needLong(t, "ffmpeg sends for seconds, then its RTP muxer lingers")
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	port := freeUDPPort(t)
+	scr, clear := filepath.Join(dir, "scr.ts"), filepath.Join(dir, "clear.ts")
+	const cw = "11223366445566ff"
+	tsd := startProc(t, time.Minute, bin, "scramble", "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", scr, "-cw", cw, "-duration", "6s", "-stats", filepath.Join(dir, "stats.json"))
+	waitListening(t, port)
+	ff := startProc(t, time.Minute, "ffmpeg", "-v", "error", "-readrate", "10", "-i", demoClear, "-map", "0", "-c", "copy", "-f", "rtp_mpegts",
+		fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", port, freeUDPPort(t), freeUDPPort(t)))
+	ff.wait(t, 30*time.Second)
+	if code := tsd.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	}
+	if s := string(readFile(t, filepath.Join(dir, "stats.json"))); !strings.Contains(s, `"rtp_lost": 0,`) || strings.Contains(s, `"rtp": 0,`) {
+		t.Errorf("RTP figures:\n%s", s)
+	}
+	if b, err := exec.Command(bin, "-in", scr, "-out", clear, "-cw", cw).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	got, want := frameHashes(t, clear), frameHashes(t, demoClear)
+	for st, w := range want {
+		g := got[st]
+		if len(g) == 0 || len(g) > len(w) || len(w)-len(g) > 12 || !slices.Equal(g, w[:len(g)]) {
+			t.Errorf("stream %s: %d frames of the sample's %d, or not the same", st, len(g), len(w))
+		}
+	}
+}
+
+// frameHashes lists the size and MD5 of every frame of each elementary stream of a file
+// (ffmpeg's framemd5).
+func frameHashes(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-v", "error", "-i", path, "-map", "0", "-c", "copy", "-f", "framemd5", "-")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ffmpeg framemd5 %s: %v: %s", path, err, stderr.String())
+	}
+	m := map[string][]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ",")
+		if len(f) >= 6 && !strings.HasPrefix(l, "#") {
+			m[strings.TrimSpace(f[0])] = append(m[strings.TrimSpace(f[0])], strings.TrimSpace(f[4])+" "+strings.TrimSpace(f[5]))
+		}
+	}
+	return m
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/scrambling"
+	"github.com/tsdescramble/tsdescramble/scs"
+	"github.com/tsdescramble/tsdescramble/simulcrypt"
+	"github.com/tsdescramble/tsdescramble/testca"
+)
+
+// simulcryptFlags are the scrambler's flags for crypto periods in time and a SimulCrypt ECMG.
+func simulcryptFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "cp-duration", Category: catScrambling, Usage: "crypto period of `DURATION` in stream time, from the PCRs (e.g. 10s): a fresh random CW each unless key flags give them"},
+		&cli.StringFlag{Name: "ecmg", Category: catScrambling, Usage: "act as a DVB SimulCrypt SCS: get the ECMs from the ECMG at `HOST:PORT` (ETSI TS 103 197) and put them in the stream"},
+		&cli.StringFlag{Name: "super-cas-id", Category: catScrambling, Usage: "with -ecmg: the Super_CAS_id, 8 `HEX` digits (CA_system_id then CA_subsystem_id); the PMT's CA_descriptor takes the CA_system_id"},
+		&cli.StringFlag{Name: "ecm-pid", Category: catScrambling, Usage: "with -ecmg: the `PID` of the ECMs, decimal or 0x hex"},
+		&cli.StringFlag{Name: "access-criteria", Category: catScrambling, Usage: "with -ecmg: access criteria sent with every CW, `HEX` bytes"},
+		&cli.IntFlag{Name: "ecmg-version", Value: 2, Category: catScrambling, Usage: "with -ecmg: ECMG⇔SCS protocol `VERSION`, 2 or 3"},
+		&cli.StringFlag{Name: "cw-log", TakesFile: true, Category: catScrambling, Usage: "with -cp-duration or -ecmg: write each crypto period's CW to `FILE` as an OSCam .cwl log (created 0600: keys are secrets), for -cw-file later"},
+	}
+}
+
+// scsWanted reports whether the flags ask for the SimulCrypt stage.
+func scsWanted(c *cli.Context) bool {
+	return c.String("ecmg") != "" || c.IsSet("cp-duration") || c.String("cw-log") != ""
+}
+
+// anyKeyFlag reports whether a key flag of the input side is given.
+func anyKeyFlag(c *cli.Context) bool {
+	for _, f := range []string{"cw", "cw-even", "cw-odd", "cw-file", "biss", "cw-env"} {
+		if c.String(f) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// scsRun is a scrambling run's SimulCrypt stage, with what it needs to end.
+type scsRun struct {
+	stage *scs.Stage
+	feed  *pipeline.PeriodFeed
+	log   *os.File
+	ecmg  string
+	pid   uint16
+	cp    time.Duration
+}
+
+// checkSCSFlags checks the flags of the stage before anything is opened.
+func checkSCSFlags(c *cli.Context) error {
+	if !scsWanted(c) {
+		for _, f := range []string{"super-cas-id", "ecm-pid", "access-criteria"} {
+			if c.String(f) != "" {
+				return usageErr("-%s needs -ecmg HOST:PORT", f)
+			}
+		}
+		return nil
+	}
+	if c.IsSet("cp-packets") {
+		return usageErr("-cp-packets counts periods in packets, -cp-duration (and -ecmg, -cw-log) in stream time: give one")
+	}
+	if !c.IsSet("cp-duration") {
+		return usageErr("-ecmg and -cw-log need -cp-duration DURATION (e.g. -cp-duration 10s)")
+	}
+	if d := c.Duration("cp-duration"); d < 100*time.Millisecond || d > 6553*time.Second {
+		return usageErr("-cp-duration: want 100ms to 6553s")
+	}
+	if c.String("ecmg") == "" {
+		for _, f := range []string{"super-cas-id", "ecm-pid", "access-criteria"} {
+			if c.String(f) != "" {
+				return usageErr("-%s needs -ecmg HOST:PORT", f)
+			}
+		}
+		if !anyKeyFlag(c) && c.String("cw-log") == "" {
+			return usageErr("-cp-duration without -ecmg scrambles with the key flags' CWs, or random ones logged with -cw-log FILE: give one")
+		}
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(c.String("ecmg")); err != nil {
+		return usageErr("-ecmg: want HOST:PORT (example: -ecmg 127.0.0.1:2222)")
+	}
+	if c.String("super-cas-id") == "" || c.String("ecm-pid") == "" {
+		return usageErr("-ecmg needs -super-cas-id HEX and -ecm-pid PID")
+	}
+	if v := c.Int("ecmg-version"); v != 2 && v != 3 {
+		return usageErr("-ecmg-version: want 2 or 3")
+	}
+	return nil
+}
+
+// startSCS connects to the ECMG and returns the stage that reads in, with opts set to take its
+// crypto periods. ks holds the key flags' CWs (empty for random ones).
+func startSCS(c *cli.Context, in io.Reader, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
+	cfg := scs.Config{CPDuration: c.Duration("cp-duration"), Log: logf}
+	run := &scsRun{ecmg: c.String("ecmg"), cp: cfg.CPDuration}
+	if addr := c.String("ecmg"); addr != "" {
+		id, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(c.String("super-cas-id")), "0x"), 16, 32)
+		if err != nil {
+			return nil, usageErr("-super-cas-id: want 8 hex digits (example: -super-cas-id 4ADC0000)")
+		}
+		pids, err := parsePIDs(c.String("ecm-pid"))
+		if err != nil || len(pids) != 1 || pids[0] < 0x20 || pids[0] == 0x1FFF {
+			return nil, usageErr("-ecm-pid: want one PID from 0x20 to 0x1FFE")
+		}
+		if slices.Contains(opts.PIDs, pids[0]) {
+			return nil, usageErr("-ecm-pid %#x is among the -pid list to scramble", pids[0])
+		}
+		if s := c.String("access-criteria"); s != "" {
+			if cfg.AccessCriteria, err = hex.DecodeString(strings.ReplaceAll(s, " ", "")); err != nil {
+				return nil, usageErr("-access-criteria: want hex bytes")
+			}
+		}
+		cfg.ECMPID, run.pid = pids[0], pids[0]
+		cfg.ECMG = &simulcrypt.Config{Addr: addr, Version: uint8(c.Int("ecmg-version")), SuperCASID: uint32(id),
+			Channel: 1, Stream: 1, ECMID: 1, NominalCPDuration: cfg.CPDuration}
+	}
+	switch {
+	case anyKeyFlag(c):
+		list := ks.cws()
+		i := 0
+		cfg.NextCW = func() ([]byte, error) {
+			cw := list[i%len(list)]
+			i++
+			return cw, nil
+		}
+	default:
+		size, reduce := sys.KeySizes()[0], c.Bool("reduce-entropy")
+		cfg.NextCW = func() ([]byte, error) {
+			cw := make([]byte, size)
+			if _, err := rand.Read(cw); err != nil {
+				return nil, err
+			}
+			if reduce && size == keys.CWSize {
+				keys.ReduceEntropy(cw)
+			}
+			return cw, nil
+		}
+	}
+	service, pids := opts.Service, opts.PIDs
+	cfg.Scrambled = func(svc psi.Service) bool {
+		switch {
+		case service > 0:
+			return int(svc.Number) == service
+		case len(pids) > 0:
+			for _, st := range svc.Streams {
+				if slices.Contains(pids, st.PID) {
+					return true
+				}
+			}
+			return false
+		}
+		return len(svc.Streams) > 0
+	}
+	feed := new(pipeline.PeriodFeed)
+	cfg.OnPeriod, run.feed = feed.Start, feed
+	opts.Out = &pipeline.Output{System: sys, Feed: feed}
+	if path := c.String("cw-log"); path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return nil, failErr("cannot create the CW log: %v", unwrapPath(err))
+		}
+		// An existing file keeps its mode through O_TRUNC: make it private too.
+		f.Chmod(0o600)
+		fmt.Fprintf(f, "# control word log (OSCam .cwl form) of tsdescramble scramble: one crypto period a line, parity then CW; crypto period %v\n", cfg.CPDuration)
+		cfg.CWLog, run.log = f, f
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stage, err := scs.New(ctx, in, cfg)
+	if err != nil {
+		if run.log != nil {
+			run.log.Close()
+		}
+		return nil, failErr("ECMG %s: %v", c.String("ecmg"), err)
+	}
+	run.stage = stage
+	return run, nil
+}
+
+// finish closes the ECMG channel and the log, and says what the stage did.
+func (r *scsRun) finish(logf func(string), quiet bool) error {
+	closeErr := r.stage.Close()
+	var logErr error
+	if r.log != nil {
+		logErr = r.log.Close()
+	}
+	st := r.stage.Stats()
+	if !quiet {
+		msg := fmt.Sprintf("crypto periods: %d of %v over %v of stream time", st.Periods, r.cp, st.StreamTime.Round(time.Millisecond))
+		if st.PCRs == 0 {
+			msg += " (the input has no PCR: one crypto period)"
+		}
+		logf(msg)
+		if r.ecmg != "" {
+			p := st.ChannelParams
+			logf(fmt.Sprintf("ECMG %s: delay_start %v, delay_stop %v, ECM_rep_period %v, min_CP_duration %v, lead_CW %d, CW_per_msg %d, max_comp_time %v; %d ECMs received",
+				r.ecmg, p.DelayStart, p.DelayStop, p.RepPeriod, p.MinCPDuration, p.LeadCW, p.CWPerMsg, p.MaxCompTime, st.ECMs))
+			logf(fmt.Sprintf("ECM PID %#04x: %d packets, %d in the place of null packets, %d inserted; CA_descriptor in %d PMT sections, %d left without",
+				r.pid, st.ECMPackets, st.Replaced, st.Inserted, st.PMTSignalled, st.PMTLeft))
+			if st.Lost > 0 || st.ECMGErrors > 0 || st.Held > 0 {
+				logf(fmt.Sprintf("ECMG trouble: lost %d times (back %d), %d error replies, %d crypto periods prolonged while no ECM carried the next CW",
+					st.Lost, st.Reconnected, st.ECMGErrors, st.Held))
+			}
+		}
+	}
+	if logErr != nil {
+		return failErr("cannot write the CW log: %v", logErr)
+	}
+	if err := r.feed.Err(); err != nil {
+		return failErr("%v: that period's packets were left clear", err)
+	}
+	if closeErr != nil && st.Lost == 0 {
+		logf(fmt.Sprintf("closing the ECMG channel: %v", closeErr))
+	}
+	return nil
+}
+
+// ecmKeys reads the CWs of -ecm-xor from the ECMs of the input, in a pass before the run: the
+// pipeline then follows them per PID as it follows a .cwl log, each CW in force from the flip
+// to its period's parity.
+func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, error) {
+	if anyKeyFlag(c) {
+		return nil, usageErr("-ecm-xor reads the CWs from the stream: give no other key flag")
+	}
+	if sys.Name() != "csa2" {
+		return nil, usageErr("-ecm-xor carries 8-byte CWs: use it with -cipher csa2")
+	}
+	key, err := keys.ParseCW(c.String("ecm-xor"), 8)
+	if err != nil {
+		return nil, usageErr("-ecm-xor: %v (example: -ecm-xor 4212022421206688)", err)
+	}
+	path := c.String("in")
+	fi, err := os.Stat(path)
+	if path == "-" || err == nil && !fi.Mode().IsRegular() {
+		return nil, usageErr("-ecm-xor reads the ECMs in a pass of their own: give the input as -in FILE")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, failErr("cannot open the input: %v", unwrapPath(err))
+	}
+	defer f.Close()
+	res, err := testca.ReadCWs(f, key, c.Int("service"))
+	if err != nil {
+		return nil, failErr("%s: -ecm-xor: %v", path, err)
+	}
+	var pids []string
+	for _, p := range res.PIDs {
+		pids = append(pids, fmt.Sprintf("%#04x", p))
+	}
+	note := fmt.Sprintf("ECMs: %d read on PID %s, %d distinct: %d crypto periods' CWs", res.ECMs, strings.Join(pids, ", "), res.Distinct, len(res.Periods))
+	ks := &keySet{sched: keys.NewPeriods(res.Periods), notes: []string{note}, format: keys.FormatCWL}
+	return ks, nil
+}

@@ -1,0 +1,94 @@
+package keys
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestFollowGrowingCWL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.cwl")
+	if err := os.WriteFile(path, []byte("# OSCam control word log\n0 11 22 33 66 44 55 66 FF # 12:00:00\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive()
+	var mu sync.Mutex
+	var bad []string
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Follow(ctx, path, CWSize, live, 5*time.Millisecond, func(err error) {
+			mu.Lock()
+			bad = append(bad, err.Error())
+			mu.Unlock()
+		})
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for range 400 {
+			if cond() {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	waitFor("the first key", func() bool { return live.NumCWs() == 1 })
+	appendTo := func(s string) {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	// A line written in two goes is read once whole; a bad line is reported and skipped.
+	appendTo("1 01 02 03 06 08 09")
+	time.Sleep(20 * time.Millisecond)
+	if live.NumCWs() != 1 {
+		t.Fatal("half a line was read")
+	}
+	appendTo(" 0A 1B # 12:00:10\n1 zz\n0 AA BB CC 31 DD EE FF CA\n")
+	waitFor("the next keys", func() bool { return live.NumCWs() == 3 })
+	k, final := live.Begin(0x100, true)
+	if !final || !bytes.Equal(live.CW(k), []byte{1, 2, 3, 6, 8, 9, 0x0A, 0x1B}) {
+		t.Fatalf("odd key %X", live.CW(k))
+	}
+	k, _ = live.Begin(0x100, false)
+	if !bytes.Equal(live.CW(k), []byte{0xAA, 0xBB, 0xCC, 0x31, 0xDD, 0xEE, 0xFF, 0xCA}) {
+		t.Fatalf("even key %X", live.CW(k))
+	}
+	// Truncated and written anew: read from the start.
+	if err := os.WriteFile(path, []byte("1 10 20 30 60 40 50 60 F0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the key after truncation", func() bool { return live.NumCWs() == 4 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) != 1 || !strings.Contains(bad[0], "live.cwl:4") || strings.Contains(bad[0], "zz") {
+		t.Fatalf("bad lines %q", bad)
+	}
+}
+
+func TestFollowRefusesList(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.txt")
+	os.WriteFile(path, []byte("11223366445566FF\n"), 0o644)
+	err := Follow(context.Background(), path, CWSize, NewLive(), time.Millisecond, nil)
+	var le *LineError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "no parities to follow") {
+		t.Fatalf("%v", err)
+	}
+	if err := Follow(context.Background(), filepath.Join(t.TempDir(), "missing"), CWSize, NewLive(), time.Millisecond, nil); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+}

@@ -1,0 +1,133 @@
+package keys
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestScheduleSourceFollowsEachPID(t *testing.T) {
+	a, b, c := []byte{1, 2, 3, 6, 4, 5, 6, 15}, []byte{7, 7, 7, 21, 8, 8, 8, 24}, []byte{9, 9, 9, 27, 1, 1, 1, 3}
+	src := NewScheduleSource(NewList([][]byte{a, b, c}))
+	if src.Arrived() != nil {
+		t.Fatal("a schedule's keys are all known: Arrived must be nil")
+	}
+	// Two PIDs, each from the start of the list, each moving on at its own periods.
+	for _, step := range []struct {
+		pid  uint16
+		odd  bool
+		want []byte
+	}{{0x100, false, a}, {0x101, true, a}, {0x100, true, b}, {0x100, false, c}, {0x101, false, b}, {0x100, true, a}} {
+		k, final := src.Begin(step.pid, step.odd)
+		if !final || !bytes.Equal(src.CW(k), step.want) {
+			t.Fatalf("PID %#x odd=%v: CW %X final=%v, want %X", step.pid, step.odd, src.CW(k), final, step.want)
+		}
+		if k2, _ := src.Current(step.pid); k2 != k {
+			t.Fatalf("Current %d after Begin %d", k2, k)
+		}
+	}
+	if k, final := src.Current(0x200); k != NoKey || !final {
+		t.Fatalf("a PID never begun: %d %v", k, final)
+	}
+}
+
+func TestScheduleSourceFixed(t *testing.T) {
+	even := []byte{1, 1, 1, 3, 2, 2, 2, 6}
+	src := NewScheduleSource(NewFixed(even, nil))
+	for i := range 4 {
+		k, final := src.Begin(0x100, i%2 == 1)
+		if !final {
+			t.Fatal("fixed keys are final")
+		}
+		if i%2 == 0 && !bytes.Equal(src.CW(k), even) || i%2 == 1 && k != NoKey {
+			t.Fatalf("period %d: CW index %d", i, k)
+		}
+	}
+}
+
+func TestLiveKeyTakesEffectAtNextPeriodOfItsParity(t *testing.T) {
+	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
+	l := NewLive()
+	// Nothing yet: the first period waits.
+	if k, final := l.Begin(0x100, false); k != NoKey || final {
+		t.Fatalf("no key yet: %d %v", k, final)
+	}
+	select {
+	case <-l.Arrived():
+		t.Fatal("Arrived before any Set")
+	default:
+	}
+	// A late key for the current parity decides the waiting period.
+	l.Set(0, false, cw(1))
+	l.Set(0, true, cw(2))
+	<-l.Arrived()
+	if k, final := l.Current(0x100); !final || !bytes.Equal(l.CW(k), cw(1)) {
+		t.Fatalf("late even key not applied: %d %v", k, final)
+	}
+	// A new even key while the even period runs: not mid-period.
+	l.Set(0, false, cw(3))
+	if k, _ := l.Current(0x100); !bytes.Equal(l.CW(k), cw(1)) {
+		t.Fatalf("key changed mid-period: %X", l.CW(k))
+	}
+	// The odd period takes the odd key that was already there.
+	if k, final := l.Begin(0x100, true); !final || !bytes.Equal(l.CW(k), cw(2)) {
+		t.Fatalf("odd period: %d %v", k, final)
+	}
+	// The next even period takes the even key that arrived during the last one.
+	if k, final := l.Begin(0x100, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
+		t.Fatalf("even period: %d %v", k, final)
+	}
+	// The next odd period: the odd key is the one the last odd period used: not new, wait.
+	if k, final := l.Begin(0x100, true); k != NoKey || final {
+		t.Fatalf("stale odd key used: %d %v", k, final)
+	}
+	// Repeating the same odd key does not make it new.
+	l.Set(0, true, cw(2))
+	if k, final := l.Current(0x100); k != NoKey || final {
+		t.Fatalf("repeated odd key used: %d %v", k, final)
+	}
+	l.Set(0, true, cw(4))
+	if k, final := l.Current(0x100); !final || !bytes.Equal(l.CW(k), cw(4)) {
+		t.Fatalf("late odd key: %d %v", k, final)
+	}
+	// Another PID starting now takes the latest of its parity.
+	if k, final := l.Begin(0x101, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
+		t.Fatalf("second PID: %d %v", k, final)
+	}
+	got := l.Applied()
+	if got[AppliedKey{0x100, false}] != 2 || got[AppliedKey{0x100, true}] != 2 || got[AppliedKey{0x101, false}] != 1 {
+		t.Fatalf("applied counts %v", got)
+	}
+	if n := l.NumCWs(); n != 4 {
+		t.Fatalf("%d distinct CWs, want 4", n)
+	}
+}
+
+func TestLiveSlotsAndBounds(t *testing.T) {
+	l := NewLive()
+	if l.Set(-1, false, []byte{1}) || l.Set(MaxLiveSlots, false, []byte{1}) || l.Set(0, false, nil) || l.Set(0, false, make([]byte, 17)) {
+		t.Fatal("Set accepted a bad slot or CW")
+	}
+	if l.MapPID(0x100, MaxLiveSlots) {
+		t.Fatal("MapPID accepted a bad slot")
+	}
+	l.MapPID(0x101, 1)
+	l.Set(0, false, []byte{1, 1, 1, 3, 1, 1, 1, 3})
+	l.Set(1, false, []byte{2, 2, 2, 6, 2, 2, 2, 6})
+	k0, _ := l.Begin(0x100, false)
+	k1, _ := l.Begin(0x101, false)
+	if l.CW(k0)[0] != 1 || l.CW(k1)[0] != 2 {
+		t.Fatalf("slots mixed up: %X %X", l.CW(k0), l.CW(k1))
+	}
+	if _, refused := l.Received(); refused != 4 {
+		t.Fatalf("refused %d, want 4", refused)
+	}
+	// The number of distinct CWs is bounded.
+	cw := make([]byte, 8)
+	for i := range MaxLiveCWs + 10 {
+		cw[0], cw[1], cw[2] = byte(i), byte(i>>8), byte(i>>16)
+		l.Set(0, true, cw)
+	}
+	if n := l.NumCWs(); n != MaxLiveCWs {
+		t.Fatalf("%d CWs kept, want the bound %d", n, MaxLiveCWs)
+	}
+}

@@ -1,0 +1,207 @@
+package cs378x
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/keyserver"
+)
+
+// Errors of a request that the server answered.
+var (
+	// ErrNotFound is the server's answer 0x44: it found no CW for the ECM.
+	ErrNotFound = fmt.Errorf("cs378x: %w", keyserver.ErrNotFound)
+	// ErrNoCard is the server's answer 0x08: it has no card or reader for the CA system.
+	ErrNoCard = fmt.Errorf("cs378x: %w", keyserver.ErrNoCard)
+	// ErrTimeout is returned when the server did not answer an ECM within Config.Timeout.
+	ErrTimeout = fmt.Errorf("cs378x: %w", keyserver.ErrTimeout)
+	// ErrUnreachable is returned while the client waits to connect again after a connection
+	// attempt failed.
+	ErrUnreachable = errors.New("cs378x: the key server is unreachable")
+)
+
+// Config says how to reach a server.
+type Config struct {
+	Addr     string // host:port
+	User     string
+	Password string
+	// Timeout bounds each ECM, from sending to its answer (default 3 s). A request that
+	// times out closes the connection: an answer that comes later would be out of step.
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait before connecting again after a connection
+	// attempt failed, doubling from the first to the second at each failure in a row
+	// (defaults 100 ms, 10 s). Requests in the meantime fail at once with ErrUnreachable, so
+	// that a server that is down costs a stream nothing but its keys.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Client sends ECM requests to a cs378x server, one at a time, connecting when needed and
+// again, after a backoff, when the connection fails. It is safe for concurrent use; requests
+// are serialised.
+type Client struct {
+	cfg   Config
+	codec *Codec
+
+	mu       sync.Mutex
+	conn     net.Conn
+	buf      []byte
+	out      []byte
+	msgID    uint16
+	failures int
+	retryAt  time.Time
+	dialErr  error // the last connection attempt's error, nil once one succeeds
+	dialer   net.Dialer
+}
+
+// NewClient returns a client for cfg; it connects on the first request.
+func NewClient(cfg Config) *Client {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(10*time.Second, cfg.MinBackoff)
+	}
+	return &Client{cfg: cfg, codec: NewCodec(cfg.User, cfg.Password), buf: make([]byte, MaxMessage+4)}
+}
+
+// Request is an ECM to send.
+type Request struct {
+	Section    []byte // the ECM section, table_id first; at most MaxData bytes
+	ServiceID  uint16
+	CAID       uint16
+	ProviderID uint32
+	PID        uint16 // the ECM PID
+}
+
+// maxSkipped bounds the messages read while waiting for one answer that are not it (EMM
+// requests, late answers to requests that timed out).
+const maxSkipped = 32
+
+// ECM sends the ECM of req and returns the server's CW pair: even, then odd (8 bytes each). An
+// all-zero CW means the server gave none for that parity. The error is ErrNotFound, ErrNoCard or
+// ErrTimeout when the server said so or kept silent, ErrUnreachable while a failed connection
+// attempt's backoff runs, or a connection error; after a connection error or a timeout, the
+// next request connects again.
+func (c *Client) ECM(ctx context.Context, req Request) (even, odd []byte, err error) {
+	if len(req.Section) > MaxData {
+		return nil, nil, fmt.Errorf("cs378x: an ECM of %d bytes, at most %d fit a request", len(req.Section), MaxData)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.connect(ctx); err != nil {
+		return nil, nil, err
+	}
+	c.msgID++
+	id := c.msgID
+	c.out, err = c.codec.Append(c.out[:0], &Message{Cmd: CmdECM, ServiceID: req.ServiceID, CAID: req.CAID,
+		ProviderID: req.ProviderID, MsgID: id, ECMPID: req.PID, Data: req.Section})
+	if err != nil {
+		return nil, nil, err
+	}
+	deadline := time.Now().Add(c.cfg.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	conn := c.conn
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := c.conn.Write(c.out); err != nil {
+		return nil, nil, c.fail(ctx, err)
+	}
+	for range maxSkipped {
+		m, err := c.codec.Read(c.conn, c.buf)
+		if err != nil {
+			return nil, nil, c.fail(ctx, err)
+		}
+		switch {
+		case m.Cmd == CmdEMMReq:
+			continue // the server asks for EMMs: we send none
+		case m.MsgID != id:
+			continue // the answer to a request that timed out
+		case m.Cmd == CmdCW:
+			if len(m.Data) < 16 {
+				return nil, nil, fmt.Errorf("cs378x: an answer of %d bytes, a CW pair is 16", len(m.Data))
+			}
+			c.failures = 0
+			return append([]byte(nil), m.Data[:8]...), append([]byte(nil), m.Data[8:16]...), nil
+		case m.Cmd == CmdNotFound:
+			c.failures = 0
+			return nil, nil, ErrNotFound
+		case m.Cmd == CmdNoCard:
+			c.failures = 0
+			return nil, nil, ErrNoCard
+		default:
+			return nil, nil, c.fail(ctx, fmt.Errorf("cs378x: an answer with unknown command %#02x (wrong password?)", m.Cmd))
+		}
+	}
+	return nil, nil, c.fail(ctx, fmt.Errorf("cs378x: %d messages without the answer", maxSkipped))
+}
+
+// Answer implements keyserver.Answerer.
+func (c *Client) Answer(ctx context.Context, e keyserver.ECM) (even, odd []byte, err error) {
+	return c.ECM(ctx, Request{Section: e.Section, ServiceID: e.ServiceID, CAID: e.CAID, ProviderID: e.ProviderID, PID: e.PID})
+}
+
+// connect dials the server unless connected, after the backoff of the failures before.
+func (c *Client) connect(ctx context.Context) error {
+	if c.conn != nil {
+		return nil
+	}
+	if wait := time.Until(c.retryAt); c.dialErr != nil && wait > 0 {
+		return fmt.Errorf("%w (%v); next attempt in %v", ErrUnreachable, c.dialErr, wait.Round(time.Millisecond))
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	conn, err := c.dialer.DialContext(dctx, "tcp", c.cfg.Addr)
+	if err != nil {
+		c.dialErr = err
+		c.backoff()
+		return fmt.Errorf("cs378x: connecting to the server: %w", err)
+	}
+	c.conn, c.dialErr, c.failures = conn, nil, 0
+	return nil
+}
+
+// fail closes the connection after an error and returns the error to report; the next request
+// connects again.
+func (c *Client) fail(ctx context.Context, err error) error {
+	c.conn.Close()
+	c.conn = nil
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded // the connection's deadline was the context's
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ErrTimeout
+	}
+	return err
+}
+
+func (c *Client) backoff() {
+	d := c.cfg.MinBackoff << min(c.failures, 16)
+	c.failures++
+	c.retryAt = time.Now().Add(min(d, c.cfg.MaxBackoff))
+}
+
+// Close closes the connection, if any.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return nil
+	}
+	err := c.conn.Close()
+	c.conn = nil
+	return err
+}

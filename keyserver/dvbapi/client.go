@@ -1,0 +1,458 @@
+package dvbapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/psi"
+)
+
+// Config says how to reach a server.
+type Config struct {
+	Addr string // host:port
+	Name string // the client's name in CLIENT_INFO (default "tsdescramble")
+	// ServiceID, when not 0, is the only service Tables sends; else every service with a CA
+	// descriptor.
+	ServiceID uint16
+	// Timeout bounds connecting and the handshake (default 3 s).
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait before connecting again after the connection
+	// failed, doubling at each failure in a row (defaults 100 ms, 10 s).
+	MinBackoff, MaxBackoff time.Duration
+	// Log, when set, receives one line for each thing a user should know: a refused
+	// descrambling mode, a lost connection. Never keys.
+	Log func(string)
+}
+
+// Stats counts what a Client did.
+type Stats struct {
+	Connects      int64 // connections that completed the handshake
+	Filters       int64 // DMX_SET_FILTER received
+	Sections      int64 // FILTER_DATA sent
+	ECMs          int64 // of which ECM sections (table_id 0x80 or 0x81)
+	QueueDropped  int64 // messages dropped because the connection could not take them
+	PIDsSet       int64 // CA_SET_PID received
+	CWs           int64 // CA_SET_DESCR whose CW was set in the key source
+	ModeRefused   int64 // CA_SET_DESCR_MODE asking for another algorithm than DVB-CSA
+	KeysRefused   int64 // CWs not used: for a refused mode, an index or parity out of range, CA_SET_DESCR_DATA
+	ECMInfo       int64 // ECM_INFO received
+	ServerECMTime time.Duration
+	// RTTMedian and RTTMax are the median and largest time from sending an ECM to the next
+	// CA_SET_DESCR (a server says nothing when an ECM brings no new key, so the figure covers
+	// the ECMs that changed a key, as they were answered).
+	RTTMedian, RTTMax time.Duration
+}
+
+// maxOutQueue bounds the messages waiting to be written to the server.
+const maxOutQueue = 256
+
+// maxFilters bounds the section filters a server may set.
+const maxFilters = 256
+
+type filterKey struct{ demux, filter uint8 }
+
+type filter struct {
+	pid  uint16
+	f    Filter
+	last []byte // the last section sent through this filter: a repeat is not sent again
+}
+
+// Client is a DVBAPI network client: it tells the server the services (SetServices), offers it
+// the sections of the PIDs it filters (Section), and sets the keys it sends in a keys.Live.
+type Client struct {
+	cfg  Config
+	live *keys.Live
+
+	mu       sync.Mutex
+	services []CAPMTService
+	filters  map[filterKey]*filter
+	gen      uint64
+	out      chan []byte // to the current connection's writer; nil when not connected
+	msgID    uint32
+	refused  map[int32]bool
+	told     map[string]bool
+	st       Stats
+	ecmSent  time.Time
+	svcsSet  time.Time // when SetServices last changed the services
+	rtts     []time.Duration
+	lastErr  error
+}
+
+// NewClient returns a client for cfg that sets the keys it receives in live. Run connects it.
+func NewClient(cfg Config, live *keys.Live) *Client {
+	if cfg.Name == "" {
+		cfg.Name = "tsdescramble"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(10*time.Second, cfg.MinBackoff)
+	}
+	return &Client{cfg: cfg, live: live, filters: map[filterKey]*filter{}, refused: map[int32]bool{}, told: map[string]bool{}}
+}
+
+// SetServices sets the services to descramble, each with the demux index the server will name
+// (their index in the list); it sends their CA PMTs now if connected, else on connecting.
+func (c *Client) SetServices(svcs []CAPMTService) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.services = slices.Clone(svcs)
+	c.svcsSet = time.Now()
+	for i := range c.services {
+		c.services[i].Demux = uint8(i)
+	}
+	if c.out != nil {
+		c.sendServices()
+	}
+}
+
+// sendServices queues the CA PMTs of the whole list, which replaces the server's (EN 50221 list
+// management: only, or first, more, last); c.mu is held.
+func (c *Client) sendServices() {
+	n := len(c.services)
+	for i := range c.services {
+		lm := uint8(ListMore)
+		switch {
+		case n == 1:
+			lm = ListOnly
+		case i == 0:
+			lm = ListFirst
+		case i == n-1:
+			lm = ListLast
+		}
+		c.msgID++
+		b, err := AppendCAPMT(nil, c.msgID, lm, &c.services[i])
+		if err != nil {
+			c.logOnce(err.Error())
+			continue
+		}
+		c.send(b)
+	}
+}
+
+// send queues a message for the connection's writer without blocking; c.mu is held.
+func (c *Client) send(b []byte) {
+	select {
+	case c.out <- b:
+	default:
+		c.st.QueueDropped++
+	}
+}
+
+// WantedPIDs returns the PIDs the server filters, and a number that changes when they do.
+func (c *Client) WantedPIDs() (pids []uint16, generation uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.filters {
+		if !slices.Contains(pids, f.pid) {
+			pids = append(pids, f.pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids, c.gen
+}
+
+// Generation returns the number WantedPIDs returns, cheaply.
+func (c *Client) Generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// Section offers a whole section of pid from the stream: it goes to the server through every
+// filter of that PID it matches, unless it repeats the last section sent through that filter.
+// It never blocks.
+func (c *Client) Section(pid uint16, section []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out == nil {
+		return
+	}
+	for k, f := range c.filters {
+		if f.pid != pid || !f.f.Match(section) || bytes.Equal(f.last, section) {
+			continue
+		}
+		f.last = append(f.last[:0], section...)
+		c.msgID++
+		c.send(AppendFilterData(nil, c.msgID, k.demux, k.filter, section))
+		c.st.Sections++
+		if len(section) > 0 && section[0]&0xFE == 0x80 {
+			c.st.ECMs++
+			if c.ecmSent.IsZero() {
+				c.ecmSent = time.Now()
+			}
+		}
+	}
+}
+
+// Run connects to the server and serves it until ctx is done, connecting again after a backoff
+// when the connection fails. It returns ctx's error.
+func (c *Client) Run(ctx context.Context) error {
+	failures := 0
+	for {
+		err := c.session(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.mu.Lock()
+		c.lastErr = err
+		c.mu.Unlock()
+		if c.cfg.Log != nil && failures == 0 {
+			c.cfg.Log(fmt.Sprintf("dvbapi: connection to the key server lost: %v; connecting again", err))
+		}
+		wait := min(c.cfg.MinBackoff<<min(failures, 16), c.cfg.MaxBackoff)
+		failures++
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		if err == nil {
+			failures = 0
+		}
+	}
+}
+
+// LastError returns the error that ended the last connection, or nil.
+func (c *Client) LastError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+// session runs one connection: handshake, CA PMTs, then the server's messages.
+func (c *Client) session(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	var d net.Dialer
+	conn, err := d.DialContext(dctx, "tcp", c.cfg.Addr)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	conn.SetDeadline(time.Now().Add(c.cfg.Timeout))
+	if _, err := conn.Write(AppendClientInfo(nil, c.cfg.Name)); err != nil {
+		return err
+	}
+	br := bufio.NewReader(conn)
+	rd := &reader{r: br}
+	m, err := rd.next()
+	if err != nil {
+		return fmt.Errorf("reading SERVER_INFO: %w", err)
+	}
+	if m.Opcode != OpServerInfo {
+		return fmt.Errorf("the server answered the greeting with opcode %#08x, not SERVER_INFO", m.Opcode)
+	}
+	if m.Version < ProtocolVersion {
+		c.logOnce(fmt.Sprintf("dvbapi: the key server speaks protocol version %d; this client speaks %d", m.Version, ProtocolVersion))
+	}
+	conn.SetDeadline(time.Time{})
+
+	out := make(chan []byte, maxOutQueue)
+	werr := make(chan error, 1)
+	go func() {
+		for b := range out {
+			conn.SetWriteDeadline(time.Now().Add(c.cfg.Timeout))
+			if _, err := conn.Write(b); err != nil {
+				werr <- err
+				conn.Close()
+				for range out {
+				}
+				return
+			}
+		}
+		werr <- nil
+	}()
+	c.mu.Lock()
+	c.out = out
+	clear(c.filters) // a new connection: the server sets its filters again
+	c.gen++
+	c.st.Connects++
+	c.sendServices()
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.out = nil
+		clear(c.filters)
+		c.gen++
+		c.ecmSent = time.Time{}
+		c.mu.Unlock()
+		close(out)
+		<-werr
+	}()
+	for {
+		m, err := rd.next()
+		if err != nil {
+			return err
+		}
+		if err := c.handle(&m); err != nil {
+			return err
+		}
+	}
+}
+
+// handle applies one server message.
+func (c *Client) handle(m *Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch m.Opcode {
+	case OpDMXSetFilter:
+		c.st.Filters++
+		k := filterKey{m.Demux, m.Filter}
+		if _, ok := c.filters[k]; !ok && len(c.filters) >= maxFilters {
+			return fmt.Errorf("the server set more than %d section filters", maxFilters)
+		}
+		c.filters[k] = &filter{pid: m.PID, f: m.Filt}
+		c.gen++
+	case OpDMXStop:
+		delete(c.filters, filterKey{m.Demux, m.Filter})
+		c.gen++
+	case OpCASetPID:
+		c.st.PIDsSet++
+		if m.Index >= 0 && !c.live.MapPID(m.PID, int(m.Index)) {
+			c.st.KeysRefused++
+		}
+	case OpCASetDescrMode:
+		if m.Algo == AlgoCSA {
+			delete(c.refused, m.Index)
+			break
+		}
+		c.st.ModeRefused++
+		c.refused[m.Index] = true
+		c.logOnce(fmt.Sprintf("dvbapi: the key server asks for %s descrambling on descrambler index %d: only DVB-CSA2 is supported here, so its keys are not used",
+			algoName(m.Algo), m.Index))
+	case OpCASetDescr:
+		if !c.ecmSent.IsZero() {
+			c.rtts = append(c.rtts, time.Since(c.ecmSent))
+			if len(c.rtts) > 1<<16 {
+				c.rtts = c.rtts[len(c.rtts)/2:]
+			}
+			c.ecmSent = time.Time{}
+		}
+		if c.refused[m.Index] || m.Parity > 1 || m.Index < 0 || m.CW == [8]byte{} {
+			c.st.KeysRefused++
+			break
+		}
+		if c.live.Set(int(m.Index), m.Parity == 1, m.CW[:]) {
+			c.st.CWs++
+		} else {
+			c.st.KeysRefused++
+		}
+	case OpCASetDescrData:
+		c.st.KeysRefused++
+		c.logOnce("dvbapi: the key server sends keys with CA_SET_DESCR_DATA (the extended CW interface): not supported, only CA_SET_DESCR with DVB-CSA2")
+	case OpECMInfo:
+		c.st.ECMInfo++
+		c.st.ServerECMTime = time.Duration(m.ECMTime) * time.Millisecond
+	case OpServerInfo:
+	default:
+		return errors.New("unexpected message")
+	}
+	return nil
+}
+
+func algoName(a uint32) string {
+	switch a {
+	case AlgoDES:
+		return "DES"
+	case AlgoAES128:
+		return "AES-128"
+	}
+	return fmt.Sprintf("algorithm %d", a)
+}
+
+// logOnce logs a message the first time it comes; c.mu is held.
+func (c *Client) logOnce(s string) {
+	if c.told[s] || c.cfg.Log == nil {
+		return
+	}
+	c.told[s] = true
+	c.cfg.Log(s)
+}
+
+// Stats returns the counts so far.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.st
+	if n := len(c.rtts); n > 0 {
+		r := slices.Clone(c.rtts)
+		slices.Sort(r)
+		st.RTTMedian, st.RTTMax = r[n/2], r[n-1]
+	}
+	return st
+}
+
+// Tables implements pipeline.SectionSink: the services with a CA descriptor (or only the one
+// Config.ServiceID names) become the CA PMTs sent to the server, when they change.
+func (c *Client) Tables(services []psi.Service) {
+	var svcs []CAPMTService
+	for _, svc := range services {
+		if !svc.PMTSeen || c.cfg.ServiceID != 0 && svc.Number != c.cfg.ServiceID {
+			continue
+		}
+		s := CAPMTService{ProgramNumber: svc.Number, Version: svc.Version, PMTPID: svc.PMTPID, CA: caDescriptors(svc.Descriptors)}
+		hasCA := len(s.CA) > 0
+		for _, es := range svc.Streams {
+			cs := CAPMTStream{Type: es.Type, PID: es.PID, CA: caDescriptors(es.Descriptors)}
+			hasCA = hasCA || len(cs.CA) > 0
+			s.Streams = append(s.Streams, cs)
+		}
+		if hasCA || c.cfg.ServiceID != 0 {
+			svcs = append(svcs, s)
+		}
+	}
+	c.mu.Lock()
+	same := slices.EqualFunc(svcs, c.services, func(a, b CAPMTService) bool {
+		return a.ProgramNumber == b.ProgramNumber && a.Version == b.Version && a.PMTPID == b.PMTPID && bytes.Equal(a.CA, b.CA) &&
+			slices.EqualFunc(a.Streams, b.Streams, func(x, y CAPMTStream) bool {
+				return x.Type == y.Type && x.PID == y.PID && bytes.Equal(x.CA, y.CA)
+			})
+	})
+	c.mu.Unlock()
+	if !same {
+		c.SetServices(svcs)
+	}
+}
+
+// caDescriptors returns the CA descriptors (tag 9) of a descriptor loop, as they are.
+func caDescriptors(loop []byte) []byte {
+	var out []byte
+	for tag, body := range psi.EachDescriptor(loop) {
+		if tag == 0x09 {
+			out = append(out, 0x09, byte(len(body)))
+			out = append(out, body...)
+		}
+	}
+	return out
+}
+
+// Busy implements pipeline.SectionSink: an ECM was sent less than Config.Timeout ago and no
+// key came since, or services were set less than Config.Timeout ago and the server has not
+// set its filters yet (connecting, or reading the CA PMT). A server stays silent after an ECM
+// that changes no key: the wait is bounded by the timeout, never longer.
+func (c *Client) Busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.services) > 0 && len(c.filters) == 0 && time.Since(c.svcsSet) < c.cfg.Timeout {
+		return true
+	}
+	return c.out != nil && !c.ecmSent.IsZero() && time.Since(c.ecmSent) < c.cfg.Timeout
+}

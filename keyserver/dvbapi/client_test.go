@@ -1,0 +1,145 @@
+package dvbapi_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/camdouble"
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+)
+
+var cws = [][]byte{
+	{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF},
+	{0xA1, 0xB2, 0xC3, 0x16, 0xD4, 0xE5, 0xF6, 0xAF},
+	{0x01, 0x02, 0x03, 0x06, 0x04, 0x05, 0x06, 0x0F},
+}
+
+func service() dvbapi.CAPMTService {
+	return dvbapi.CAPMTService{ProgramNumber: camdouble.ServiceID, PMTPID: camdouble.PMTPID,
+		CA:      camdouble.CADescriptor(camdouble.TestCAID, camdouble.ECMPID),
+		Streams: []dvbapi.CAPMTStream{{Type: 2, PID: camdouble.ESPID}}}
+}
+
+type logs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logs) add(s string) { l.mu.Lock(); l.lines = append(l.lines, s); l.mu.Unlock() }
+func (l *logs) all() string  { l.mu.Lock(); defer l.mu.Unlock(); return strings.Join(l.lines, "\n") }
+
+// until polls cond, bounded in time.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 400 {
+		if cond() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func start(t *testing.T, addr string, live *keys.Live, l *logs) *dvbapi.Client {
+	cl := dvbapi.NewClient(dvbapi.Config{Addr: addr, Name: "test", Timeout: time.Second,
+		MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Log: l.add}, live)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { cl.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return cl
+}
+
+func TestClientAgainstDouble(t *testing.T) {
+	srv := camdouble.NewDVBAPI(t)
+	live := keys.NewLive()
+	var l logs
+	cl := start(t, srv.Addr, live, &l)
+	cl.SetServices([]dvbapi.CAPMTService{service()})
+	until(t, "the ECM filter", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 && pids[0] == camdouble.ECMPID })
+	if g := srv.Greeting(); !bytes.Equal(g, dvbapi.AppendClientInfo(nil, "test")) {
+		t.Fatalf("greeting % X", g)
+	}
+
+	// ECM 0 (even period 0), repeated as a stream repeats it; the client sends it once.
+	ecm0 := camdouble.ECM(0x80, cws[0], make([]byte, 8), 0)
+	for range 3 {
+		cl.Section(camdouble.ECMPID, ecm0)
+	}
+	until(t, "the even key", func() bool { k, _ := live.Begin(0x100, false); return k != keys.NoKey })
+	// ECM 1 (odd period 1): the server sends only the odd key, the even did not change.
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x81, cws[0], cws[1], 1))
+	until(t, "the odd key", func() bool { k, _ := live.Begin(0x100, true); return k != keys.NoKey })
+	// An ECM that changes no key: the server says nothing, and the client does not wait for
+	// it: the next ECM's key arrives.
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x81, cws[0], cws[1], 99))
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[2], cws[1], 2))
+	until(t, "the next even key", func() bool {
+		k, final := live.Begin(0x100, false)
+		return final && bytes.Equal(live.CW(k), cws[2])
+	})
+	if n := len(srv.ECMs()); n != 4 {
+		t.Fatalf("the server got %d ECMs, want the 4 distinct ones", n)
+	}
+	st := cl.Stats()
+	if st.Connects != 1 || st.Filters != 1 || st.ECMs != 4 || st.CWs != 3 || st.PIDsSet != 1 || st.ModeRefused != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if st.RTTMax <= 0 {
+		t.Fatalf("no round trip measured: %+v", st)
+	}
+	t.Logf("ECM round trip (send to next CA_SET_DESCR) on loopback: median %v, max %v", st.RTTMedian, st.RTTMax)
+	// The CA PMT the server received is the one the client built.
+	want, _ := dvbapi.AppendCAPMT(nil, 1, dvbapi.ListOnly, &dvbapi.CAPMTService{ProgramNumber: camdouble.ServiceID,
+		PMTPID: camdouble.PMTPID, CA: camdouble.CADescriptor(camdouble.TestCAID, camdouble.ECMPID),
+		Streams: []dvbapi.CAPMTStream{{Type: 2, PID: camdouble.ESPID}}})
+	if got := srv.Received()[0]; !bytes.Equal(got, want) {
+		t.Fatalf("CA PMT received % X\nwant % X", got, want)
+	}
+}
+
+func TestClientRefusesOtherAlgorithms(t *testing.T) {
+	srv := camdouble.NewDVBAPI(t)
+	srv.SetAlgo(dvbapi.AlgoDES)
+	live := keys.NewLive()
+	var l logs
+	cl := start(t, srv.Addr, live, &l)
+	cl.SetServices([]dvbapi.CAPMTService{service()})
+	until(t, "the ECM filter", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
+	until(t, "the refusal", func() bool { return cl.Stats().KeysRefused == 2 })
+	st := cl.Stats()
+	if st.ModeRefused != 1 || st.CWs != 0 || live.NumCWs() != 0 {
+		t.Fatalf("keys of a DES descrambler were used: %+v", st)
+	}
+	if !strings.Contains(l.all(), "DES descrambling") {
+		t.Fatalf("no clear message: %q", l.all())
+	}
+}
+
+func TestClientReconnects(t *testing.T) {
+	srv := camdouble.NewDVBAPI(t)
+	live := keys.NewLive()
+	var l logs
+	cl := start(t, srv.Addr, live, &l)
+	cl.SetServices([]dvbapi.CAPMTService{service()})
+	until(t, "the ECM filter", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	addr := srv.Addr
+	srv.Stop()
+	until(t, "the filters to go with the connection", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 0 })
+	srv2 := camdouble.NewDVBAPIAt(t, addr)
+	until(t, "the filter from the new server", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
+	until(t, "a key from the new server", func() bool { return live.NumCWs() == 2 })
+	if len(srv2.ECMs()) != 1 || cl.Stats().Connects != 2 {
+		t.Fatalf("stats %+v", cl.Stats())
+	}
+	if !strings.Contains(l.all(), "connection to the key server lost") {
+		t.Fatalf("log %q", l.all())
+	}
+}

@@ -1,0 +1,239 @@
+// Package keyserver connects a stream's ECMs to a key server: a Feeder takes the ECM sections
+// the stream carries, sends each distinct one once to the server (through an Answerer: the
+// cs378x client, for one), and sets the control words of each answer in a keys.Live source,
+// which the descrambler asks at each crypto period. The protocols live in the packages below
+// (cs378x, dvbapi); this package holds what they share: the ECM, the errors a server answers,
+// and the counts a run reports.
+package keyserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+)
+
+// Errors an Answerer returns when the server answered without a key, or did not answer.
+var (
+	ErrNotFound = errors.New("the key server found no control word for the ECM")
+	ErrNoCard   = errors.New("the key server has no card for the CA system")
+	ErrTimeout  = errors.New("the key server did not answer the ECM in time")
+)
+
+// ECM is an ECM section from the stream and where it comes from.
+type ECM struct {
+	Section    []byte // table_id (0x80 or 0x81) first
+	PID        uint16 // the ECM PID
+	ServiceID  uint16
+	CAID       uint16
+	ProviderID uint32
+}
+
+// Odd reports the parity the ECM's table_id stands for: 0x81 odd, 0x80 even.
+func (e *ECM) Odd() bool { return len(e.Section) > 0 && e.Section[0] == 0x81 }
+
+// Answerer sends an ECM to a key server and returns the CW pair of its answer, even then odd;
+// an all-zero CW means none for that parity. Its errors wrap ErrNotFound, ErrNoCard or
+// ErrTimeout when they mean that.
+type Answerer interface {
+	Answer(ctx context.Context, ecm ECM) (even, odd []byte, err error)
+}
+
+// MaxQueue bounds the ECMs waiting to be sent: a server slower than the stream's ECMs loses
+// the oldest, which are the least useful.
+const MaxQueue = 64
+
+// rememberECMs bounds the distinct ECMs remembered as sent, to send each once.
+const rememberECMs = 256
+
+// Feeder sends a stream's ECMs to a key server and puts the answers in a keys.Live source.
+type Feeder struct {
+	live *keys.Live
+	ans  Answerer
+	seed maphash.Seed
+
+	mu      sync.Mutex
+	queue   []ECM
+	wake    chan struct{}
+	sent    []uint64 // hashes of the ECMs sent or queued, oldest first
+	busy    int      // ECMs being answered
+	st      Stats
+	rtts    []time.Duration
+	lastErr error
+	log     func(string)
+}
+
+// Stats counts what a Feeder did.
+type Stats struct {
+	ECMs     int64 // ECM sections offered (repeats included)
+	Sent     int64 // ECMs sent to the server
+	Answers  int64 // answers with a CW pair
+	CWs      int64 // CWs set in the key source (all-zero ones are not)
+	NotFound int64
+	NoCard   int64
+	Timeouts int64
+	Errors   int64 // connection and protocol errors
+	Dropped  int64 // ECMs dropped from a full queue
+	// RTTMedian and RTTMax are the median and the largest time from sending an ECM to its
+	// answer (with or without a key), over the answers.
+	RTTMedian, RTTMax time.Duration
+}
+
+// NewFeeder returns a Feeder that answers ECMs through ans and sets their CWs in live, in key
+// slot 0 (a DVBAPI server's key slots come with its own messages).
+func NewFeeder(live *keys.Live, ans Answerer) *Feeder {
+	return &Feeder{live: live, ans: ans, seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
+}
+
+// SetLog makes the Feeder report, in one line each, the ECMs the server answered without a key
+// or did not answer (never a key, nor the ECM's bytes). Call it before Run.
+func (f *Feeder) SetLog(log func(string)) { f.log = log }
+
+// Offer hands the Feeder an ECM section of the stream; it copies what it keeps and never
+// blocks. An ECM identical to one already sent (or waiting) is not sent again, unless it failed.
+func (f *Feeder) Offer(e ECM) {
+	h := maphash.Bytes(f.seed, e.Section)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.ECMs++
+	if slices.Contains(f.sent, h) {
+		return
+	}
+	if len(f.sent) >= rememberECMs {
+		f.sent = f.sent[1:]
+	}
+	f.sent = append(f.sent, h)
+	if len(f.queue) >= MaxQueue {
+		f.queue = f.queue[1:]
+		f.st.Dropped++
+	}
+	e.Section = bytes.Clone(e.Section)
+	f.queue = append(f.queue, e)
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Pending returns the number of ECMs waiting or being answered: a reader of a file, which runs
+// ahead of real time, waits for them before giving up on a key.
+func (f *Feeder) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue) + f.busy
+}
+
+// Run sends the ECMs offered, one at a time, until ctx is done.
+func (f *Feeder) Run(ctx context.Context) {
+	for {
+		f.mu.Lock()
+		if len(f.queue) == 0 {
+			f.mu.Unlock()
+			select {
+			case <-f.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		e := f.queue[0]
+		f.queue = f.queue[1:]
+		f.busy++
+		f.st.Sent++
+		f.mu.Unlock()
+
+		start := time.Now()
+		even, odd, err := f.ans.Answer(ctx, e)
+		rtt := time.Since(start)
+
+		f.mu.Lock()
+		f.busy--
+		switch {
+		case err == nil:
+			f.st.Answers++
+			f.rtts = append(f.rtts, rtt)
+		case errors.Is(err, ErrNotFound):
+			f.st.NotFound++
+			f.rtts = append(f.rtts, rtt)
+		case errors.Is(err, ErrNoCard):
+			f.st.NoCard++
+			f.rtts = append(f.rtts, rtt)
+		case ctx.Err() != nil:
+		case errors.Is(err, ErrTimeout):
+			f.st.Timeouts++
+			f.forget(e)
+		default:
+			f.st.Errors++
+			f.forget(e)
+		}
+		if err != nil {
+			f.lastErr = err
+		}
+		log := f.log
+		f.mu.Unlock()
+		if err != nil && log != nil && ctx.Err() == nil {
+			log(fmt.Sprintf("ECM of service %d on PID %#04x (table %#02x, CA system %#04x): %v after %v",
+				e.ServiceID, e.PID, e.Section[0], e.CAID, err, rtt.Round(time.Microsecond)))
+		}
+		f.mu.Lock()
+		if len(f.rtts) > 1<<16 {
+			f.rtts = f.rtts[len(f.rtts)/2:] // the recent half is enough for the figures
+		}
+		f.mu.Unlock()
+		if err == nil {
+			for i, cw := range [][]byte{even, odd} {
+				if len(cw) > 0 && !allZero(cw) && f.live.Set(0, i == 1, cw) {
+					f.mu.Lock()
+					f.st.CWs++
+					f.mu.Unlock()
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// forget lets an ECM whose request failed be sent again when the stream repeats it.
+func (f *Feeder) forget(e ECM) {
+	h := maphash.Bytes(f.seed, e.Section)
+	if i := slices.Index(f.sent, h); i >= 0 {
+		f.sent = slices.Delete(f.sent, i, i+1)
+	}
+}
+
+// Stats returns the counts so far.
+func (f *Feeder) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.st
+	if n := len(f.rtts); n > 0 {
+		r := slices.Clone(f.rtts)
+		slices.Sort(r)
+		st.RTTMedian, st.RTTMax = r[n/2], r[n-1]
+	}
+	return st
+}
+
+// LastError returns the last error an ECM met, or nil.
+func (f *Feeder) LastError() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastErr
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,111 @@
+package keyserver_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver"
+)
+
+// fakeServer answers ECMs whose first byte after the header names the answer.
+type fakeServer struct {
+	mu   sync.Mutex
+	got  [][]byte
+	fail map[byte]error
+}
+
+func (s *fakeServer) Answer(ctx context.Context, e keyserver.ECM) ([]byte, []byte, error) {
+	s.mu.Lock()
+	s.got = append(s.got, e.Section)
+	err := s.fail[e.Section[3]]
+	s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	b := e.Section[3]
+	zero := make([]byte, 8)
+	if e.Odd() {
+		return zero, bytes.Repeat([]byte{b}, 8), nil
+	}
+	return bytes.Repeat([]byte{b}, 8), zero, nil
+}
+
+func (s *fakeServer) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.got)
+}
+
+func wait(t *testing.T, f *keyserver.Feeder) {
+	t.Helper()
+	for range 500 {
+		if f.Pending() == 0 {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal("the feeder did not finish")
+}
+
+func TestFeederSendsEachECMOnceAndSetsKeys(t *testing.T) {
+	srv := &fakeServer{fail: map[byte]error{9: keyserver.ErrNotFound, 8: fmt.Errorf("wrapped: %w", keyserver.ErrTimeout)}}
+	live := keys.NewLive()
+	f := keyserver.NewFeeder(live, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	ecm := func(table, b byte) keyserver.ECM {
+		return keyserver.ECM{Section: []byte{table, 0x70, 1, b}, PID: 0x500}
+	}
+	for range 5 {
+		f.Offer(ecm(0x80, 1))
+	}
+	wait(t, f)
+	f.Offer(ecm(0x81, 2))
+	f.Offer(ecm(0x81, 2))
+	f.Offer(ecm(0x80, 9)) // not found: not sent again
+	f.Offer(ecm(0x80, 8)) // timeout: sent again when repeated
+	wait(t, f)
+	f.Offer(ecm(0x80, 9))
+	f.Offer(ecm(0x80, 8))
+	wait(t, f)
+	if n := srv.count(); n != 5 {
+		t.Fatalf("%d ECMs sent, want 5 (1, 2, 9, 8, 8 again)", n)
+	}
+	st := f.Stats()
+	if st.ECMs != 11 || st.Sent != 5 || st.Answers != 2 || st.CWs != 2 || st.NotFound != 1 || st.Timeouts != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	if st.RTTMax <= 0 || st.RTTMedian > st.RTTMax {
+		t.Fatalf("round trips %v %v", st.RTTMedian, st.RTTMax)
+	}
+	k, final := live.Begin(0x100, false)
+	if !final || live.CW(k)[0] != 1 {
+		t.Fatalf("even key %d %v", k, final)
+	}
+	k, final = live.Begin(0x100, true)
+	if !final || live.CW(k)[0] != 2 {
+		t.Fatalf("odd key %d %v", k, final)
+	}
+}
+
+func TestFeederQueueIsBounded(t *testing.T) {
+	srv := &fakeServer{}
+	f := keyserver.NewFeeder(keys.NewLive(), srv)
+	for i := range keyserver.MaxQueue + 10 {
+		f.Offer(keyserver.ECM{Section: []byte{0x80, 0x70, 2, byte(i), byte(i >> 8)}})
+	}
+	if p := f.Pending(); p != keyserver.MaxQueue {
+		t.Fatalf("%d queued, want %d", p, keyserver.MaxQueue)
+	}
+	if d := f.Stats().Dropped; d != 10 {
+		t.Fatalf("%d dropped", d)
+	}
+}

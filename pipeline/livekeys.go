@@ -1,0 +1,446 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/ts"
+)
+
+// Keys that arrive while the stream runs.
+//
+// With Options.LiveKeys, each PID's crypto period gets its control word from a keys.Source at
+// its first packet (Begin). A period whose key has not arrived yet stays open: its packets are
+// held, with the chunks after them, and the source is asked again at each unit of work read
+// (Current), until the key comes (it then applies from the period's first packet) or the wait
+// runs out: then LiveKeys.Missing decides, the period's packets pass as they came (counted).
+// Periods are started by parity changes alone, without key trials or glitch detection: the key
+// server, not a search, says which key applies. Holding is bounded as for any undecided
+// period (holdPackets), and in time by LiveKeys.Wait.
+//
+// The sections of the PIDs the key server wants (ECMs, EMMs) are gathered from the stream in
+// order and handed to LiveKeys.Sections, with the services of the PAT and PMTs as they change.
+
+// SectionSink is what takes the stream's sections for a key server.
+type SectionSink interface {
+	// Tables is called with the services of the PAT and their PMTs whenever they change.
+	Tables(services []psi.Service)
+	// WantedPIDs returns the PIDs whose sections the sink wants, and a number that changes
+	// when they do.
+	WantedPIDs() (pids []uint16, generation uint64)
+	// Section hands over a whole section of pid; the sink copies what it keeps.
+	Section(pid uint16, section []byte)
+	// Busy reports whether ECMs were sent that the key server has not answered yet.
+	Busy() bool
+}
+
+// LiveKeys configures descrambling with control words that arrive while the stream runs.
+type LiveKeys struct {
+	// Source answers which CW applies to each crypto period (a *keys.Live, typically).
+	Source keys.Source
+	// Sections, when set, receives the sections of the PIDs it wants and the services.
+	Sections SectionSink
+	// Wait bounds how long a crypto period waits for its key (default 2 s).
+	Wait time.Duration
+	// FileInput says that the input runs ahead of real time: while a period waits and the
+	// key server is busy with ECMs, reading waits for it, and the wait does not run out.
+	FileInput bool
+	// Log, when set, receives a line when a period gives up waiting.
+	Log func(string)
+	// ShowKeys puts each period's CW in the lines of Options.KeyLog (keys are secrets).
+	ShowKeys bool
+	// Drop drops the packets of a period whose key did not come in time, instead of passing
+	// them as they came (every other packet keeps its place and bytes).
+	Drop bool
+}
+
+// LiveKeyStats counts what waiting for keys did.
+type LiveKeyStats struct {
+	Waited      int64         `json:"periods_waited"`   // crypto periods whose key came after their first packet
+	Held        int64         `json:"packets_held"`     // their packets, held until the key came
+	HeldMax     time.Duration `json:"held_max_ns"`      // the longest such wait
+	GaveUp      int64         `json:"periods_no_key"`   // periods whose key never came in time
+	PassedNoKey int64         `json:"packets_passed"`   // their packets, passed as they came (LiveKeys.Drop: dropped)
+	Dropped     int64         `json:"packets_dropped"`  // packets dropped for want of a key (LiveKeys.Drop)
+	BadSize     int64         `json:"cws_wrong_size"`   // CWs the input system cannot take, not used
+	ReaderWaits time.Duration `json:"reader_waited_ns"` // time the reader waited for the key server (file input)
+
+	// Server holds the key server client's counts, when the caller that runs the client
+	// fills it in.
+	Server *KeyServerStats `json:"key_server,omitempty"`
+}
+
+// KeyServerStats are a key server client's counts, for the run's statistics.
+type KeyServerStats struct {
+	Protocol  string        `json:"protocol"`
+	ECMsSent  int64         `json:"ecms_sent"`
+	Answers   int64         `json:"answers"`
+	NotFound  int64         `json:"not_found"`
+	NoCard    int64         `json:"no_card"`
+	Timeouts  int64         `json:"timeouts"`
+	Errors    int64         `json:"errors"`
+	CWs       int64         `json:"cws"`
+	Refused   int64         `json:"refused"` // CWs or modes the client did not use (not DVB-CSA2, out of range)
+	RTTMedian time.Duration `json:"ecm_rtt_median_ns"`
+	RTTMax    time.Duration `json:"ecm_rtt_max_ns"`
+	// Applied counts the crypto periods that got a CW from the key server, per PID and parity.
+	Applied []AppliedCWs `json:"applied"`
+}
+
+// AppliedCWs counts the periods of one PID and parity that got a CW from the key server.
+type AppliedCWs struct {
+	PID     uint16 `json:"pid"`
+	Odd     bool   `json:"odd"`
+	Periods int64  `json:"periods"`
+}
+
+// liveState is the classifier's state for LiveKeys.
+type liveState struct {
+	cfg     LiveKeys
+	sizes   []int
+	waiting []liveWait
+	packets map[int32]int64 // packets of each waiting period so far
+	st      LiveKeyStats
+
+	// Sections for the sink.
+	wanted  [8192]bool
+	gen     uint64
+	tblGen  uint64
+	reader  *psi.SectionReader
+	pktCopy [ts.PacketSize]byte
+}
+
+type liveWait struct {
+	idx   int32
+	since time.Time
+}
+
+func newLiveState(o *Options, sizes []int) *liveState {
+	l := &liveState{cfg: *o.LiveKeys, sizes: sizes, packets: map[int32]int64{}, reader: psi.NewSectionReader()}
+	if l.cfg.Wait <= 0 {
+		l.cfg.Wait = 2 * time.Second
+	}
+	l.refreshWanted()
+	return l
+}
+
+// refreshWanted reads the sink's wanted PIDs when they changed.
+func (l *liveState) refreshWanted() {
+	if l.cfg.Sections == nil {
+		return
+	}
+	pids, g := l.cfg.Sections.WantedPIDs()
+	if g == l.gen && g != 0 {
+		return
+	}
+	l.gen = g
+	clear(l.wanted[:])
+	for _, pid := range pids {
+		l.wanted[pid&0x1FFF] = true
+	}
+}
+
+// packet looks at every packet for the sink: the services when the tables change, the
+// sections of the wanted PIDs. Clear packets only: ECMs and EMMs are never scrambled.
+func (cl *classifier) livePacket(p []byte, pid uint16) {
+	l := cl.live
+	if l.cfg.Sections == nil {
+		return
+	}
+	if g := cl.tracker.Generation(); g != l.tblGen {
+		l.tblGen = g
+		l.cfg.Sections.Tables(cl.tracker.Services())
+		if l.cfg.FileInput {
+			// A file is read faster than a key server sets its filters: wait for them, so
+			// that the ECMs that follow the PMT are not read past.
+			for start := time.Now(); l.cfg.Sections.Busy() && cl.ctx.Err() == nil; {
+				if _, g := l.cfg.Sections.WantedPIDs(); g != l.gen {
+					break
+				}
+				time.Sleep(time.Millisecond)
+				l.st.ReaderWaits += time.Since(start)
+				start = time.Now()
+			}
+		}
+		l.refreshWanted()
+	}
+	if !l.wanted[pid] || ts.TSC(p) != ts.Clear {
+		return
+	}
+	l.reader.Feed(p, func(spid uint16, section []byte) {
+		l.cfg.Sections.Section(spid, section)
+	})
+}
+
+// livePeriodOf returns the crypto period of a scrambled packet of pid with the given parity,
+// starting one, with its key from the source, at each change of parity.
+func (cl *classifier) livePeriodOf(pid uint16, odd bool) int32 {
+	pk := cl.pidKeys(pid)
+	if pk.cur >= 0 {
+		if cur := &cl.periods[pk.cur]; cur.odd == odd {
+			pk.run++
+			if cur.state == periodOpen {
+				cl.live.packets[pk.cur]++
+			}
+			return pk.cur
+		}
+	}
+	if pk.cur >= 0 && cl.periods[pk.cur].state == periodOpen {
+		// The parity changes while the period still waits: the source answers for a PID's
+		// current period only, so the waiting one is settled now, with its key if it came.
+		cl.liveSettle(pk.cur)
+	}
+	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1, key: keys.NoKey}
+	pk.periods++
+	idx := int32(len(cl.periods))
+	cl.periods = append(cl.periods, p)
+	pk.cur, pk.run = idx, 1
+	k, final := cl.live.cfg.Source.Begin(pid, odd)
+	if final || k != keys.NoKey {
+		cl.liveDecide(idx, k)
+	} else {
+		cl.open = append(cl.open, idx)
+		cl.live.waiting = append(cl.live.waiting, liveWait{idx: idx, since: time.Now()})
+		cl.live.packets[idx] = 1
+	}
+	return idx
+}
+
+// liveDecide decides a period with CW k of the source (NoKey: passed as it came).
+func (cl *classifier) liveDecide(idx int32, k int) {
+	p := &cl.periods[idx]
+	if k != keys.NoKey && !slices.Contains(cl.live.sizes, len(cl.live.cfg.Source.CW(k))) {
+		cl.live.st.BadSize++
+		k = keys.NoKey
+	}
+	p.key = k
+	cl.decide(p, periodUnchecked)
+}
+
+// livePoll asks the source again for the periods that wait for their key, and gives up on
+// those that waited too long. For a file input it first waits while the key server is busy.
+func (cl *classifier) livePoll() {
+	l := cl.live
+	l.refreshWanted()
+	if len(l.waiting) == 0 {
+		return
+	}
+	if l.cfg.FileInput && l.cfg.Sections != nil {
+		start := time.Now()
+		arrived := l.cfg.Source.Arrived()
+		for l.cfg.Sections.Busy() && cl.ctx.Err() == nil && !cl.liveResolve(false) {
+			select {
+			case <-arrived:
+			case <-time.After(10 * time.Millisecond):
+			case <-cl.ctx.Done():
+			}
+		}
+		l.st.ReaderWaits += time.Since(start)
+	}
+	cl.liveResolve(true)
+}
+
+// liveSettle decides a waiting period with its key if it has come, or gives up on it.
+func (cl *classifier) liveSettle(idx int32) {
+	l := cl.live
+	p := &cl.periods[idx]
+	if l.cfg.FileInput && l.cfg.Sections != nil {
+		// A file's reader has run through the whole period: wait for the key server here.
+		start := time.Now()
+		arrived := l.cfg.Source.Arrived()
+		for l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
+			if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
+				break
+			}
+			select {
+			case <-arrived:
+			case <-time.After(10 * time.Millisecond):
+			case <-cl.ctx.Done():
+			}
+		}
+		l.st.ReaderWaits += time.Since(start)
+	}
+	if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
+		l.st.Waited++
+		l.st.Held += l.packets[idx]
+		delete(l.packets, idx)
+		cl.liveDecide(idx, k)
+		return
+	}
+	cl.liveGiveUp(idx)
+}
+
+// liveResolve decides the waiting periods whose key came; with expire, it gives up on those
+// that waited longer than the wait. It reports whether none waits any more.
+func (cl *classifier) liveResolve(expire bool) bool {
+	l := cl.live
+	now := time.Now()
+	busy := l.cfg.FileInput && l.cfg.Sections != nil && l.cfg.Sections.Busy()
+	kept := l.waiting[:0]
+	for _, w := range l.waiting {
+		p := &cl.periods[w.idx]
+		if p.state != periodOpen {
+			cl.liveSettled(w.idx)
+			continue
+		}
+		if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
+			l.st.Waited++
+			l.st.Held += l.packets[w.idx]
+			l.st.HeldMax = max(l.st.HeldMax, now.Sub(w.since))
+			delete(l.packets, w.idx)
+			cl.liveDecide(w.idx, k)
+			continue
+		}
+		if busy {
+			w.since = now // a file's reader waits for the server: the wait starts when it is idle
+		}
+		if expire && now.Sub(w.since) > l.cfg.Wait {
+			cl.liveGiveUp(w.idx)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	l.waiting = kept
+	return len(kept) == 0
+}
+
+// liveGiveUp decides a period whose key did not come: its packets pass as they came.
+func (cl *classifier) liveGiveUp(idx int32) {
+	p := &cl.periods[idx]
+	l := cl.live
+	l.st.GaveUp++
+	what := "dropped" // counted as they go (liveDrop)
+	if !l.cfg.Drop {
+		l.st.PassedNoKey += l.packets[idx]
+		what = "passed scrambled"
+	}
+	delete(l.packets, idx)
+	if l.cfg.Log != nil {
+		l.cfg.Log(fmt.Sprintf("no key from the key server for PID %#04x crypto period %d (%s) after %v: its packets are %s",
+			p.pid, p.number, parity(p.odd), l.cfg.Wait, what))
+	}
+	cl.decide(p, periodNoFit)
+}
+
+// liveFinish counts the packets of periods still waiting at the end of the stream, or when
+// the packet bound decides them, as passed for want of a key.
+func (cl *classifier) liveFinish() {
+	l := cl.live
+	if l.cfg.FileInput && cl.ctx.Err() == nil {
+		// The end of a file comes before the key server's answers: wait for them, as long as
+		// the server is busy, or the wait.
+		start := time.Now()
+		arrived := l.cfg.Source.Arrived()
+		for !cl.liveResolve(false) && cl.ctx.Err() == nil {
+			if l.cfg.Sections != nil && l.cfg.Sections.Busy() {
+				start = time.Now()
+			} else if time.Since(start) > l.cfg.Wait {
+				break
+			}
+			select {
+			case <-arrived:
+			case <-time.After(10 * time.Millisecond):
+			case <-cl.ctx.Done():
+			}
+		}
+	}
+	for _, w := range l.waiting {
+		if cl.periods[w.idx].state == periodOpen {
+			cl.liveGiveUp(w.idx)
+		} else {
+			cl.liveSettled(w.idx)
+		}
+	}
+	l.waiting = l.waiting[:0]
+}
+
+// liveDecided counts and logs the decision of a period (decide's part for LiveKeys).
+func (cl *classifier) liveDecided(p *period, ps *PIDStats) {
+	what := ""
+	switch {
+	case p.state == periodNoFit:
+		ps.PeriodsLeft++
+		what = "no key from the key server in time: left scrambled"
+	case p.key == keys.NoKey:
+		ps.PeriodsUnchecked++
+		what = "no key"
+	default:
+		ps.PeriodsUnchecked++
+		what = fmt.Sprintf("key server CW %d", p.key+1)
+		if cl.live.cfg.ShowKeys {
+			what += fmt.Sprintf(" (%X)", cl.live.cfg.Source.CW(p.key))
+		}
+	}
+	ps.Periods++
+	if cl.keyLog != nil {
+		cl.keyLog(fmt.Sprintf("PID %#04x crypto period %d: %s, %s, from packet %d",
+			p.pid, p.number, parity(p.odd), what, p.first))
+	}
+}
+
+// liveSettled forgets a waiting period decided elsewhere: by liveSettle, or by the packet bound
+// (holdPackets) without its key, which passes it as it came and is counted here.
+func (cl *classifier) liveSettled(idx int32) {
+	l := cl.live
+	if p := &cl.periods[idx]; p.state == periodUnchecked && p.key == keys.NoKey {
+		l.st.GaveUp++
+		l.st.PassedNoKey += l.packets[idx]
+	}
+	delete(l.packets, idx)
+}
+
+// liveDrop removes from a resolved chunk the packets of the periods that gave up waiting, with
+// LiveKeys.Drop: the packet units after them move down, and the jobs, the framing runs and
+// the chunk's length follow. Only the packets that carry a payload of such a period go (those
+// the period's jobs name); stream order is kept.
+func (cl *classifier) liveDrop(c *chunk) {
+	first := -1
+	for i := range c.jobs {
+		if p := c.jobs[i].period; p >= 0 && cl.periods[p].state == periodNoFit {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return
+	}
+	var runs []unitRun
+	w, ji := 0, 0
+	kept := c.jobs[:0]
+	for ri, r := range c.runs {
+		end := c.n
+		if ri+1 < len(c.runs) {
+			end = c.runs[ri+1].at
+		}
+		for u := r.at; u+r.size <= end; u += r.size {
+			drop := false
+			shift := int32(u - w)
+			for ji < len(c.jobs) && int(c.jobs[ji].pkt) < u+r.size {
+				j := c.jobs[ji]
+				ji++
+				if p := j.period; p >= 0 && cl.periods[p].state == periodNoFit {
+					drop = true
+					continue
+				}
+				j.pkt -= shift
+				j.off -= shift
+				j.end -= shift
+				kept = append(kept, j)
+			}
+			if drop {
+				cl.live.st.Dropped++
+				continue
+			}
+			if k := len(runs); k == 0 || runs[k-1].size != r.size {
+				runs = append(runs, unitRun{at: w, size: r.size})
+			}
+			copy(c.buf[w:w+r.size], c.buf[u:u+r.size])
+			w += r.size
+		}
+	}
+	c.jobs, c.runs, c.n = kept, runs, w
+	c.ready = len(c.jobs)
+}

@@ -1,0 +1,252 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/camdouble"
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver"
+	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
+	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+func liveCWs() [][]byte {
+	return [][]byte{
+		{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF},
+		{0xA1, 0xB2, 0xC3, 0x16, 0xD4, 0xE5, 0xF6, 0xAF},
+		{0x01, 0x02, 0x03, 0x06, 0x04, 0x05, 0x06, 0x0F},
+		{0x7F, 0x6E, 0x5D, 0x4A, 0x3C, 0x2B, 0x1A, 0x81},
+		{0x10, 0x20, 0x30, 0x60, 0x40, 0x50, 0x60, 0xF0},
+	}
+}
+
+// runBackground runs f until the test ends.
+func runBackground(t *testing.T, f func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// cs378xKeys connects a cs378x client to srv and returns the LiveKeys of a run and its feeder.
+func cs378xKeys(t *testing.T, srv *camdouble.CS378x, wait time.Duration) (*pipeline.LiveKeys, *keyserver.Feeder) {
+	live := keys.NewLive()
+	cl := cs378x.NewClient(cs378x.Config{Addr: srv.Addr, User: "u", Password: "p", Timeout: time.Second,
+		MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	t.Cleanup(func() { cl.Close() })
+	f := keyserver.NewFeeder(live, cl)
+	runBackground(t, f.Run)
+	return &pipeline.LiveKeys{Source: live, Sections: keyserver.NewECMSink(f, keyserver.Choice{}), Wait: wait, FileInput: true}, f
+}
+
+func TestLiveKeysThroughCS378x(t *testing.T) {
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 3000, PeriodPackets: 500, CWs: liveCWs()})
+	for _, batch := range []int{1, 7, 1024} {
+		t.Run(fmt.Sprint("batch ", batch), func(t *testing.T) {
+			srv := camdouble.NewCS378x(t, "u", "p")
+			lk, f := cs378xKeys(t, srv, 2*time.Second)
+			var out bytes.Buffer
+			st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out,
+				pipeline.Options{LiveKeys: lk, Batch: batch, Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), clear) {
+				t.Fatalf("output differs from the clear stream (%d packets descrambled, live %+v, feeder %+v)",
+					st.Descrambled, *st.LiveKeys, f.Stats())
+			}
+			fs := f.Stats()
+			if fs.Sent != int64(len(ecms)) || fs.Answers != int64(len(ecms)) || len(srv.Requests()) != len(ecms) {
+				t.Fatalf("%d ECMs sent, %d answered, the server saw %d; the stream has %d distinct ECMs",
+					fs.Sent, fs.Answers, len(srv.Requests()), len(ecms))
+			}
+			if st.LiveKeys.GaveUp != 0 || st.LeftScrambled != 0 {
+				t.Fatalf("periods without a key: %+v", *st.LiveKeys)
+			}
+			t.Logf("cs378x on loopback: %d ECMs, round trip median %v max %v; %d periods waited for their key, %d packets held, longest wait %v",
+				fs.Sent, fs.RTTMedian, fs.RTTMax, st.LiveKeys.Waited, st.LiveKeys.Held, st.LiveKeys.HeldMax)
+		})
+	}
+}
+
+func TestLiveKeysThroughDVBAPI(t *testing.T) {
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 3000, PeriodPackets: 500, CWs: liveCWs()})
+	srv := camdouble.NewDVBAPI(t)
+	live := keys.NewLive()
+	cl := dvbapi.NewClient(dvbapi.Config{Addr: srv.Addr, Timeout: time.Second, MinBackoff: 10 * time.Millisecond}, live)
+	runBackground(t, func(ctx context.Context) { cl.Run(ctx) })
+	var out bytes.Buffer
+	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out,
+		pipeline.Options{LiveKeys: &pipeline.LiveKeys{Source: live, Sections: cl, Wait: 2 * time.Second, FileInput: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := cl.Stats()
+	if !bytes.Equal(out.Bytes(), clear) {
+		t.Fatalf("output differs from the clear stream (%d packets descrambled, live %+v, client %+v)", st.Descrambled, *st.LiveKeys, cs)
+	}
+	if cs.ModeRefused != 0 || cs.CWs == 0 {
+		t.Fatalf("client %+v", cs)
+	}
+	t.Logf("dvbapi on loopback: %d ECM sections sent, %d CWs, round trip median %v max %v; %d periods waited, %d packets held",
+		cs.ECMs, cs.CWs, cs.RTTMedian, cs.RTTMax, st.LiveKeys.Waited, st.LiveKeys.Held)
+}
+
+// With the server stopped in the middle of the run, the periods after the keys it gave pass
+// scrambled, and the counts say how many packets.
+func TestLiveKeysServerStops(t *testing.T) {
+	const period = 500
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: liveCWs()})
+	srv := camdouble.NewCS378x(t, "u", "p")
+	// The server answers the first three ECMs (periods 0 to 2), then goes away.
+	answered := 0
+	srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
+		answered++
+		if answered > 3 {
+			go srv.Stop()
+			return 0, [16]byte{}, true
+		}
+		return camdouble.TestCAAnswer(ecm)
+	})
+	lk, _ := cs378xKeys(t, srv, 200*time.Millisecond)
+	var out bytes.Buffer
+	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ecms) != 6 {
+		t.Fatalf("%d ECMs", len(ecms))
+	}
+	// Periods 0-2 descrambled, 3-5 passed as they came.
+	want := 3 * period
+	if st.LiveKeys.PassedNoKey != int64(want) || st.LiveKeys.GaveUp != 3 || st.Descrambled != int64(want) {
+		t.Fatalf("passed %d packets in %d periods, descrambled %d; want %d, 3, %d", st.LiveKeys.PassedNoKey, st.LiveKeys.GaveUp, st.Descrambled, want, want)
+	}
+	// Byte for byte: clear up to the first packet of period 3, as it came after.
+	got := out.Bytes()
+	if len(got) != len(clear) {
+		t.Fatalf("%d bytes out, %d in", len(got), len(clear))
+	}
+	for i := 0; i < len(got); i += 188 {
+		wantPkt := clear[i : i+188]
+		if scrambled[i+3]&0xC0 != 0 && !bytes.Equal(got[i:i+188], clear[i:i+188]) {
+			wantPkt = scrambled[i : i+188]
+		}
+		if !bytes.Equal(got[i:i+188], wantPkt) {
+			t.Fatalf("packet %d is neither clear nor as it came", i/188)
+		}
+	}
+	t.Logf("server stopped after 3 ECMs: %+v", *st.LiveKeys)
+}
+
+// With Drop, the packets of the periods without a key are dropped, every other packet kept in
+// order, whatever the batch.
+func TestLiveKeysDrop(t *testing.T) {
+	const period = 500
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: liveCWs()})
+	// The clear stream without the elementary stream's packets of periods 3 to 5.
+	var want []byte
+	es := 0
+	for i := 0; i < len(clear); i += 188 {
+		p := clear[i : i+188]
+		if scrambled[i+3]&0xC0 != 0 {
+			es++
+			if (es-1)/period >= 3 {
+				continue
+			}
+		}
+		want = append(want, p...)
+	}
+	for _, batch := range []int{1, 300, 1024} { // a chunk of one packet, of part of a period, of two periods
+		srv := camdouble.NewCS378x(t, "u", "p")
+		answered := 0
+		srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
+			if answered++; answered > 3 {
+				return 0x44, [16]byte{}, false // not found
+			}
+			return camdouble.TestCAAnswer(ecm)
+		})
+		lk, _ := cs378xKeys(t, srv, 50*time.Millisecond)
+		lk.Drop = true
+		var out bytes.Buffer
+		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("batch %d: %d bytes out, want %d (%+v)", batch, out.Len(), len(want), *st.LiveKeys)
+		}
+		if st.LiveKeys.Dropped != 3*period || st.LiveKeys.PassedNoKey != 0 || st.PacketsOut != st.Packets-3*period {
+			t.Fatalf("batch %d: %+v, %d packets out of %d", batch, *st.LiveKeys, st.PacketsOut, st.Packets)
+		}
+	}
+}
+
+// pacedReader hands out a stream as a live input does: a few packets at a time, on a clock.
+type pacedReader struct {
+	r     *bytes.Reader
+	chunk int
+	every time.Duration
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	time.Sleep(p.every)
+	return p.r.Read(b[:min(len(b), p.chunk)])
+}
+
+// A live input (not read ahead): keys that come after their period started hold its packets
+// until they arrive, and the output is still the clear stream.
+func TestLiveKeysHeldOnLiveInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("paces a stream over a second")
+	}
+	const period = 1000
+	// ECMs only 20 packets ahead of their period (4 ms at this pace), answers after 50 ms:
+	// every period from the second on starts before its key.
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 5 * period, PeriodPackets: period, CWs: liveCWs(), LeadPackets: 20})
+	srv := camdouble.NewCS378x(t, "u", "p")
+	srv.SetDelay(50 * time.Millisecond)
+	lk, f := cs378xKeys(t, srv, 2*time.Second)
+	lk.FileInput = false
+	var out bytes.Buffer
+	in := &pacedReader{r: bytes.NewReader(scrambled), chunk: 50 * 188, every: 10 * time.Millisecond}
+	st, err := pipeline.Run(context.Background(), in, &out, pipeline.Options{LiveKeys: lk, Batch: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), clear) {
+		t.Fatalf("output differs from the clear stream: %+v", *st.LiveKeys)
+	}
+	if st.LiveKeys.Waited < int64(len(ecms)-1) || st.LiveKeys.Held < 100 || st.LiveKeys.GaveUp != 0 {
+		t.Fatalf("want every period after the first to wait for its key: %+v", *st.LiveKeys)
+	}
+	fs := f.Stats()
+	t.Logf("live input at 5000 packets/s, answers after 50 ms: %d periods waited, %d packets held, longest wait %v; ECM round trip median %v max %v",
+		st.LiveKeys.Waited, st.LiveKeys.Held, st.LiveKeys.HeldMax, fs.RTTMedian, fs.RTTMax)
+}
+
+// The existing key sources behind the Source interface: a schedule of the stream's periods,
+// through LiveKeys, descrambles as the schedule itself does.
+func TestLiveKeysWithScheduleSource(t *testing.T) {
+	const period = 500
+	cws := liveCWs()
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: cws})
+	var periods []keys.Period
+	for k := range 6 {
+		periods = append(periods, keys.Period{Odd: k%2 == 1, CW: cws[k%len(cws)]})
+	}
+	var out bytes.Buffer
+	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out,
+		pipeline.Options{LiveKeys: &pipeline.LiveKeys{Source: keys.NewScheduleSource(keys.NewPeriods(periods))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), clear) || st.LiveKeys.Waited != 0 || st.Descrambled != 6*period {
+		t.Fatalf("output differs from the clear stream: %d descrambled, %+v", st.Descrambled, *st.LiveKeys)
+	}
+}

@@ -1,0 +1,37 @@
+package scs_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/scs"
+)
+
+// Crypto periods of two seconds of stream time, read from the PCRs of a 20-second recording,
+// without an ECMG: OnPeriod says at which packet each begins (pipeline.PeriodFeed.Start takes
+// the same arguments).
+func ExampleNew() {
+	f, err := os.Open("../samples/demo-clear.ts")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer f.Close()
+	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF}
+	starts := 0
+	s, err := scs.New(context.Background(), f, scs.Config{
+		CPDuration: 2 * time.Second,
+		NextCW:     func() ([]byte, error) { return cw, nil },
+		OnPeriod:   func(packet int64, cw []byte) { starts++ },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	n, err := io.Copy(io.Discard, s)
+	fmt.Println(n/188, "packets,", starts, "crypto periods,", err)
+	// Output: 4611 packets, 10 crypto periods, <nil>
+}

@@ -1,0 +1,647 @@
+// Package scs is the stream side of a DVB SimulCrypt scrambler (the SCS of ETSI TS 103 197): a
+// Stage reads a clear transport stream and hands it on with crypto periods on the clock of its
+// PCRs, a control word for each, the ECMs an ECMG builds from them on an ECM PID, and a
+// CA_descriptor naming that PID in the PMT of each scrambled service. The scrambling itself is
+// the pipeline's: the Stage tells it where each period starts through OnPeriod
+// (pipeline.PeriodFeed.Start).
+//
+// Timing follows the ECMG's channel_status: the ECM of crypto period n goes on air delay_start
+// after period n begins (before it, when negative), and repeats every ECM_rep_period; with
+// lead_CW 1 and CW_per_msg 2 each ECM carries the CW of its period and of the next, so that a
+// receiver holds the next CW before the parity flips. A period begins only when an ECM carrying
+// its CW has been on air: when the ECMG is late or lost, the period before goes on, its ECM
+// repeating, and the stream never stops.
+package scs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/simulcrypt"
+	"github.com/tsdescramble/tsdescramble/ts"
+)
+
+// Config says how a Stage scrambles.
+type Config struct {
+	// CPDuration is the length of a crypto period, in stream time (from the PCRs).
+	CPDuration time.Duration
+	// NextCW returns the control word of each new crypto period in turn.
+	NextCW func() ([]byte, error)
+	// ECMG, when set, is the ECMG to ask for ECMs; without one, the Stage only cuts periods.
+	ECMG *simulcrypt.Config
+	// ECMPID is the PID of the ECMs.
+	ECMPID uint16
+	// AccessCriteria, when not empty, go with every CW_provision.
+	AccessCriteria []byte
+	// ECMTimeout bounds the wait for an ECM that is due (0: 2 s); after it the current ECM
+	// goes on repeating and the ECM comes when it comes.
+	ECMTimeout time.Duration
+	// Scrambled says whether a service is scrambled: its PMT gets the CA_descriptor.
+	Scrambled func(svc psi.Service) bool
+	// OnPeriod is called when a crypto period begins, at the packet-th packet the Stage hands
+	// out (from 1), before that packet is read from it.
+	OnPeriod func(packet int64, cw []byte)
+	// CWLog, when set, receives each period's CW as an OSCam .cwl line.
+	CWLog io.Writer
+	// Log receives one-line notes (the ECMG's errors, its loss, a PMT without room).
+	Log func(string)
+}
+
+// ErrECMPIDInUse is returned by Read when the input carries packets on the ECM PID: ECMs
+// mixed into another stream would break both.
+var ErrECMPIDInUse = errors.New("the input already carries packets on the ECM PID: choose a PID it does not use")
+
+// Stats says what a Stage did.
+type Stats struct {
+	Periods       int64 // crypto periods begun
+	Held          int64 // period starts put off for want of an ECM carrying the period's CW
+	ECMs          int64 // ECM_responses received
+	ECMPackets    int64 // ECM packets put in the stream
+	Replaced      int64 // of which in the place of null packets
+	Inserted      int64 // and inserted between the input's packets
+	PMTSignalled  int64 // PMT sections that went out with the CA_descriptor
+	PMTLeft       int64 // PMT sections of scrambled services left without it (no room)
+	ECMGErrors    int64 // channel_error and stream_error replies
+	Lost          int64 // times the ECMG was lost
+	Reconnected   int64 // times it came back
+	PCRs          int64
+	PCRJumps      int64
+	Packets       int64 // input packets
+	StreamTime    time.Duration
+	ChannelParams simulcrypt.ChannelParams
+}
+
+// Stage is an io.Reader of the stream with ECMs and signalled PMTs, for the pipeline to scramble.
+type Stage struct {
+	cfg    Config
+	fr     *ts.Framer
+	client *simulcrypt.Client
+	params simulcrypt.ChannelParams
+	st     Stats
+
+	out  []byte // processed packet units not yet read
+	pos  int
+	err  error
+	look []byte // packet units waiting for the next PCR
+	held []heldUnit
+
+	in     int64 // input packets
+	outN   int64 // packet units handed out or buffered
+	clk    clock
+	now    time.Duration
+	fr0    ts.Framing
+	tmpl   []byte // the current unit, as template for inserted units
+	period int64  // current crypto period (CP number), -1 before the first
+	heldP  int64  // the last period whose end was put off, -1 when none
+	cws    map[int64][]byte
+
+	// ECMs: datagrams by CP, the one on air and when it repeats.
+	ecms     map[int64][]byte
+	provided map[int64]bool
+	waited   map[int64]bool // CPs whose ECM was awaited in vain once: not blocked on again
+	onAir    int64
+	nextRep  time.Duration
+	pending  [][ts.PacketSize]byte
+	pendAt   time.Duration
+	cc       uint8
+	lastNull time.Duration
+	hadNull  bool
+	lostAt   time.Time // when the ECMG was last lost
+	lastTry  time.Time
+	redial   chan *simulcrypt.Client // a reconnection under way
+	refused  bool                    // a stream_error came that no awaited ECM has answered for yet
+
+	tracker    *psi.Tracker
+	generation uint64
+	wanted     map[uint16]bool
+	pmtLogged  bool
+	sec        []byte
+	pkt        [ts.PacketSize]byte
+}
+
+// New connects to the ECMG, if any, and returns a Stage reading r.
+func New(ctx context.Context, r io.Reader, cfg Config) (*Stage, error) {
+	if cfg.CPDuration <= 0 {
+		return nil, fmt.Errorf("scs: crypto period %v", cfg.CPDuration)
+	}
+	if cfg.ECMTimeout <= 0 {
+		cfg.ECMTimeout = 2 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = func(string) {}
+	}
+	s := &Stage{cfg: cfg, fr: ts.NewFramer(r), clk: newClock(), period: -1, heldP: -1, cws: map[int64][]byte{},
+		ecms: map[int64][]byte{}, provided: map[int64]bool{}, waited: map[int64]bool{}, onAir: -1,
+		tracker: psi.NewTracker(), wanted: map[uint16]bool{}}
+	if cfg.ECMG != nil {
+		c, err := simulcrypt.Dial(ctx, *cfg.ECMG)
+		if err != nil {
+			return nil, err
+		}
+		s.client, s.params = c, c.Params()
+		s.st.ChannelParams = s.params
+		if s.params.MinCPDuration > cfg.CPDuration {
+			c.Close()
+			return nil, fmt.Errorf("the ECMG wants crypto periods of %v or more (min_CP_duration)", s.params.MinCPDuration)
+		}
+	}
+	return s, nil
+}
+
+// Stats returns what the Stage did so far.
+func (s *Stage) Stats() Stats {
+	st := s.st
+	st.PCRs, st.PCRJumps, st.Packets, st.StreamTime = s.clk.pcrs, s.clk.jumps, s.in, s.now
+	return st
+}
+
+// Close ends the ECMG channel, if any.
+func (s *Stage) Close() error {
+	if s.redial != nil {
+		if c := <-s.redial; c != nil {
+			c.Close()
+		}
+		s.redial = nil
+	}
+	if s.client == nil {
+		return nil
+	}
+	return s.client.Close()
+}
+
+// Read hands out the processed stream.
+func (s *Stage) Read(p []byte) (int, error) {
+	for s.pos == len(s.out) {
+		if s.err != nil {
+			return 0, s.err
+		}
+		s.out, s.pos = s.out[:0], 0
+		// Fill up to readSize, so that the reads are few; the pipeline's units of work are
+		// larger anyway.
+		for len(s.out) < readSize && s.err == nil {
+			unit, err := s.fr.Next()
+			if err != nil {
+				s.err = err
+				if err := s.flush(); err != nil {
+					s.err = err
+				}
+				break
+			}
+			fr := s.fr.Framing()
+			s.held = append(s.held, heldUnit{len(s.look), fr})
+			s.look = append(s.look, unit...)
+			s.in++
+			p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
+			// Packets wait for the next PCR, which places them in time.
+			if s.clk.observe(p, ts.PID(p), s.in) || len(s.held) >= maxHeld {
+				if err := s.flush(); err != nil {
+					s.err = err
+				}
+			}
+		}
+	}
+	n := copy(p, s.out[s.pos:])
+	s.pos += n
+	return n, nil
+}
+
+// cw returns the CW of period n, drawing the CWs up to it.
+func (s *Stage) cw(n int64) ([]byte, error) {
+	if cw, ok := s.cws[n]; ok {
+		return cw, nil
+	}
+	cw, err := s.cfg.NextCW()
+	if err != nil {
+		return nil, err
+	}
+	s.cws[n] = cw
+	delete(s.cws, n-8)
+	return cw, nil
+}
+
+// readSize is how much a Read prepares at most before it returns.
+const readSize = 64 << 10
+
+// maxHeld bounds the packets held for want of a PCR; past it they are placed at the rate of
+// the last PCRs.
+const maxHeld = 4096
+
+type heldUnit struct {
+	at int
+	fr ts.Framing
+}
+
+// flush handles the packets held, now that their time is known.
+func (s *Stage) flush() error {
+	first := s.in - int64(len(s.held)) + 1
+	var err error
+	for i, h := range s.held {
+		if err == nil {
+			err = s.packet(s.look[h.at:h.at+h.fr.Size], h.fr, first+int64(i))
+		}
+	}
+	s.held, s.look = s.held[:0], s.look[:0]
+	return err
+}
+
+// packet handles input unit idx.
+func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
+	s.fr0 = fr
+	s.tmpl = unit
+	p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
+	pid := ts.PID(p)
+	s.now = s.clk.at(idx)
+	if pid == s.cfg.ECMPID && s.cfg.ECMG != nil {
+		return fmt.Errorf("%w: PID %#04x", ErrECMPIDInUse, pid)
+	}
+
+	flip := false
+	if s.period < 0 {
+		flip = true
+	} else if s.now >= s.start(s.period+1) {
+		if s.carried(s.period + 1) {
+			flip = true
+		} else if s.heldP != s.period {
+			s.heldP = s.period
+			s.st.Held++
+			s.cfg.Log(fmt.Sprintf("crypto period %d goes on past its end: no ECM carrying the next CW is on air yet", s.period))
+		}
+	}
+	if flip {
+		s.period++
+		if err := s.provideAhead(); err != nil {
+			return err
+		}
+	}
+	if err := s.ecmSchedule(); err != nil {
+		return err
+	}
+	if pid == ts.NullPID {
+		s.lastNull, s.hadNull = s.now, true
+		if len(s.pending) > 0 {
+			s.emit(s.pending[0][:], true)
+			s.pending = s.pending[1:]
+			s.outN++
+			if flip {
+				return s.begin()
+			}
+			return nil
+		}
+	}
+	if len(s.pending) > 0 && (!s.hadNull || s.now-s.lastNull > 2*s.repPeriod() || s.now-s.pendAt > s.slack()) {
+		for _, q := range s.pending {
+			s.emit(q[:], false)
+			s.outN++
+		}
+		s.pending = s.pending[:0]
+	}
+	if s.cfg.ECMG != nil && s.tracker.Wants(pid) {
+		s.signalPMT(p, pid)
+	}
+	s.out = append(s.out, unit...)
+	s.outN++
+	if flip {
+		return s.begin()
+	}
+	return nil
+}
+
+// begin starts period s.period at the packet just handed out.
+func (s *Stage) begin() error {
+	cw, err := s.cw(s.period)
+	if err != nil {
+		return err
+	}
+	s.st.Periods++
+	if s.cfg.OnPeriod != nil {
+		s.cfg.OnPeriod(s.outN, cw)
+	}
+	if s.cfg.CWLog != nil {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d", s.period&1)
+		for _, c := range cw {
+			fmt.Fprintf(&b, " %02X", c)
+		}
+		t := s.now.Truncate(time.Millisecond)
+		fmt.Fprintf(&b, " # CP %d at %02d:%02d:%02d.%03d of the stream\n", s.period, int(t.Hours()), int(t.Minutes())%60, int(t.Seconds())%60, t.Milliseconds()%1000)
+		if _, err := io.WriteString(s.cfg.CWLog, b.String()); err != nil {
+			return fmt.Errorf("cannot write the CW log: %w", err)
+		}
+	}
+	return nil
+}
+
+// start returns the nominal start of period n on the stream clock.
+func (s *Stage) start(n int64) time.Duration { return time.Duration(n) * s.cfg.CPDuration }
+
+func (s *Stage) repPeriod() time.Duration {
+	if s.params.RepPeriod > 0 {
+		return s.params.RepPeriod
+	}
+	return time.Second
+}
+
+// slack is how long a due ECM may wait for a null packet to take its place: a tenth of the
+// repetition period, which the repetition makes up for by running that much faster.
+func (s *Stage) slack() time.Duration { return s.repPeriod() / 10 }
+
+// carried reports whether an ECM on air carries the CW of period n, so that it may begin.
+func (s *Stage) carried(n int64) bool {
+	if s.cfg.ECMG == nil {
+		return true
+	}
+	lead, per := int64(s.params.LeadCW), int64(s.params.CWPerMsg)
+	return s.onAir >= 0 && s.onAir+lead >= n && s.onAir+lead-per+1 <= n
+}
+
+// cpcws returns the CP_CW_combinations of the CW_provision of period n: the CWs of periods
+// n+lead_CW-CW_per_msg+1 to n+lead_CW.
+func (s *Stage) cpcws(n int64) ([]simulcrypt.CPCW, error) {
+	lead, per := int64(s.params.LeadCW), int64(s.params.CWPerMsg)
+	var out []simulcrypt.CPCW
+	for k := n + lead - per + 1; k <= n+lead; k++ {
+		if k < 0 {
+			continue
+		}
+		cw, err := s.cw(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, simulcrypt.CPCW{CP: uint16(k), CW: cw})
+	}
+	return out, nil
+}
+
+// provideAhead sends the CW_provisions of the current period and the next, those not sent yet.
+func (s *Stage) provideAhead() error {
+	if s.client == nil {
+		return nil
+	}
+	for n := s.period; n <= s.period+1; n++ {
+		if s.provided[n] {
+			continue
+		}
+		cws, err := s.cpcws(n)
+		if err != nil {
+			return err
+		}
+		if err := s.client.Provide(uint16(n), cws, s.cfg.CPDuration, s.cfg.AccessCriteria); err != nil {
+			s.lost(err)
+			return nil
+		}
+		s.provided[n] = true
+		delete(s.provided, n-8)
+	}
+	return nil
+}
+
+// ecmSchedule puts the next period's ECM on air when it is due, and the current one again
+// when its repetition is.
+func (s *Stage) ecmSchedule() error {
+	if s.cfg.ECMG == nil {
+		return nil
+	}
+	next := s.onAir + 1
+	due := s.start(next) + s.params.DelayStart
+	if next == 0 {
+		due = 0 // the first ECM opens the stream, so that no packet goes out without its CW
+	}
+	if next <= s.period+1 && s.now >= due {
+		datagram, ok := s.await(next)
+		if !ok && s.waited[next] && next+1 <= s.period+1 {
+			// The ECMG refused or lost this ECM: the next period's, when it came, carries the
+			// next CW, and receivers hold this period's CW from the ECM before.
+			if d, have := s.ecms[next+1]; have {
+				s.cfg.Log(fmt.Sprintf("the ECM of crypto period %d never came: the ECM of period %d follows the one of period %d", next, next+1, s.onAir))
+				datagram, ok, next = d, true, next+1
+			}
+		}
+		if ok {
+			s.onAir = next
+			s.queue(datagram)
+			s.nextRep = s.now + s.repPeriod() - s.slack()
+			return nil
+		}
+	}
+	if s.onAir >= 0 && s.now >= s.nextRep {
+		s.poll()
+		s.queue(s.ecms[s.onAir])
+		s.nextRep += s.repPeriod() - s.slack()
+		if s.nextRep <= s.now {
+			s.nextRep = s.now + s.repPeriod() - s.slack()
+		}
+	}
+	return nil
+}
+
+// await returns the ECM of period n, waiting for it up to ECMTimeout the first time it is due.
+func (s *Stage) await(n int64) ([]byte, bool) {
+	s.poll()
+	if d, ok := s.ecms[n]; ok {
+		return d, true
+	}
+	if s.client == nil || s.waited[n] {
+		return nil, false
+	}
+	s.waited[n] = true
+	if s.refused {
+		// A stream_error came in place of an ECM: the ECMG answers CW_provisions in turn.
+		s.refused = false
+		s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
+		return nil, false
+	}
+	timer := time.NewTimer(s.cfg.ECMTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case e := <-s.client.ECMs():
+			s.take(e)
+			if d, ok := s.ecms[n]; ok {
+				return d, true
+			}
+		case err := <-s.client.Errors():
+			if s.report(err); s.client == nil {
+				return nil, false
+			}
+			if s.refused {
+				// The ECMG answers CW_provisions in turn: this was its answer.
+				s.refused = false
+				s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
+				return nil, false
+			}
+		case <-timer.C:
+			s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d within %v: %s", n, s.cfg.ECMTimeout, s.keepsRepeating()))
+			return nil, false
+		}
+	}
+}
+
+func (s *Stage) keepsRepeating() string {
+	if s.onAir < 0 {
+		return "the stream goes on without ECM"
+	}
+	return fmt.Sprintf("the ECM of crypto period %d keeps repeating", s.onAir)
+}
+
+// poll takes what the ECMG sent without waiting, and reconnects to a lost one now and then.
+func (s *Stage) poll() {
+	if s.client == nil {
+		s.reconnect()
+		return
+	}
+	for {
+		select {
+		case e := <-s.client.ECMs():
+			s.take(e)
+		case err := <-s.client.Errors():
+			if s.report(err); s.client == nil {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+func (s *Stage) take(e simulcrypt.ECM) {
+	s.st.ECMs++
+	s.ecms[int64(e.CP)|s.period&^0xFFFF] = e.Datagram
+	delete(s.ecms, s.onAir-4)
+}
+
+// report notes an error of the ECMG; the loss of the connection ends the client.
+func (s *Stage) report(err error) {
+	var er *simulcrypt.ErrorReply
+	switch {
+	case asErrorReply(err, &er):
+		s.st.ECMGErrors++
+		s.refused = s.refused || er.Type == simulcrypt.StreamError
+		if s.st.ECMGErrors <= 10 {
+			s.cfg.Log(err.Error())
+		}
+	default:
+		s.lost(err)
+	}
+}
+
+// lost drops a client whose connection is gone: the ECM on air keeps repeating.
+func (s *Stage) lost(err error) {
+	if s.client == nil {
+		return
+	}
+	s.st.Lost++
+	s.cfg.Log(fmt.Sprintf("%v: %s, and crypto period %d goes on until the ECMG is back", err, s.keepsRepeating(), s.period))
+	s.client.Close()
+	s.client = nil
+	s.lostAt = time.Now()
+	s.provided = map[int64]bool{}
+	s.waited = map[int64]bool{}
+}
+
+// reconnect tries the ECMG again in the background, at most once a second of wall time, so
+// that the stream never waits on it; poll takes the new client when it is there.
+func (s *Stage) reconnect() {
+	if s.cfg.ECMG == nil {
+		return
+	}
+	if s.redial != nil {
+		select {
+		case c := <-s.redial:
+			s.redial = nil
+			if c == nil {
+				return
+			}
+			s.client, s.params = c, c.Params()
+			s.st.Reconnected++
+			s.cfg.Log(fmt.Sprintf("the ECMG is back after %v", time.Since(s.lostAt).Round(time.Millisecond)))
+			s.provideAhead()
+		default:
+		}
+		return
+	}
+	if time.Since(s.lastTry) < time.Second {
+		return
+	}
+	s.lastTry = time.Now()
+	cfg := *s.cfg.ECMG
+	if cfg.Timeout <= 0 || cfg.Timeout > time.Second {
+		cfg.Timeout = time.Second
+	}
+	ch := make(chan *simulcrypt.Client, 1)
+	s.redial = ch
+	go func() {
+		c, err := simulcrypt.Dial(context.Background(), cfg)
+		if err != nil {
+			c = nil
+		}
+		ch <- c
+	}()
+}
+
+// queue cuts an ECM datagram into packets waiting for their place in the stream.
+func (s *Stage) queue(d []byte) {
+	if len(d) == 0 {
+		return
+	}
+	if len(s.pending) == 0 {
+		s.pendAt = s.now
+	}
+	if s.params.Packets {
+		for i := 0; i+ts.PacketSize <= len(d); i += ts.PacketSize {
+			var q [ts.PacketSize]byte
+			copy(q[:], d[i:])
+			s.pending = append(s.pending, q)
+		}
+		return
+	}
+	first := true
+	for len(d) > 0 {
+		var q [ts.PacketSize]byte
+		q[0] = ts.SyncByte
+		q[3] = 0x10
+		w := 4
+		if first {
+			q[1] = 0x40
+			q[4] = 0 // pointer_field
+			w = 5
+		}
+		first = false
+		n := copy(q[w:], d)
+		d = d[n:]
+		for i := w + n; i < ts.PacketSize; i++ {
+			q[i] = 0xFF
+		}
+		s.pending = append(s.pending, q)
+	}
+}
+
+// emit appends one ECM packet in the framing of the stream, with the ECM PID and the next
+// continuity_counter.
+func (s *Stage) emit(q []byte, replacing bool) {
+	fr := s.fr0
+	start := len(s.out)
+	s.out = append(s.out, s.tmpl...)
+	u := s.out[start:]
+	for i := fr.Prefix + ts.PacketSize; i < len(u); i++ {
+		u[i] = 0 // a 204-byte unit's trailer: no parity for a packet made here
+	}
+	p := u[fr.Prefix : fr.Prefix+ts.PacketSize]
+	copy(p, q)
+	p[1] = p[1]&0xE0 | byte(s.cfg.ECMPID>>8)&0x1F
+	p[2] = byte(s.cfg.ECMPID)
+	p[3] = p[3]&0xF0 | s.cc
+	if p[3]&0x10 != 0 {
+		s.cc = (s.cc + 1) & 0xF
+	}
+	s.st.ECMPackets++
+	if replacing {
+		s.st.Replaced++
+	} else {
+		s.st.Inserted++
+	}
+}
