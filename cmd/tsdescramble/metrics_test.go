@@ -17,14 +17,23 @@ import (
 // get fetches a path of the metrics server at addr.
 func get(t *testing.T, addr, path string) (int, string) {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + addr + path)
+	code, body, err := tryGet(addr, path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return code, body
+}
+
+// tryGet fetches a path of the metrics server at addr, which may not listen yet.
+func tryGet(addr, path string) (int, string, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + addr + path)
+	if err != nil {
+		return 0, "", err
+	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
 
 func TestHealthz(t *testing.T) {
@@ -107,7 +116,8 @@ func TestMetricsWhileRunning(t *testing.T) {
 	}
 	var body string
 	for range 200 {
-		if code, b := get(t, addr, "/metrics"); code == 200 && strings.Contains(b, `tsdescramble_packets_total{pid="0x0100"}`) {
+		// The run starts its server once it has read its flags: the first tries may find none.
+		if code, b, err := tryGet(addr, "/metrics"); err == nil && code == 200 && strings.Contains(b, `tsdescramble_packets_total{pid="0x0100"}`) {
 			body = b
 			break
 		}
