@@ -152,8 +152,20 @@ func (f *Feeder) Run(ctx context.Context) {
 		even, odd, err := f.ans.Answer(ctx, e)
 		rtt := time.Since(start)
 
+		// The keys are set before the ECM stops counting as pending: a reader that sees
+		// Pending fall to 0 must find them (else it gives up on a period whose key came).
+		cws := 0
+		if err == nil {
+			for i, cw := range [][]byte{even, odd} {
+				if len(cw) > 0 && !allZero(cw) && f.live.Set(0, i == 1, cw) {
+					cws++
+				}
+			}
+		}
+
 		f.mu.Lock()
 		f.busy--
+		f.st.CWs += int64(cws)
 		switch {
 		case err == nil:
 			f.st.Answers++
@@ -186,15 +198,6 @@ func (f *Feeder) Run(ctx context.Context) {
 			f.rtts = f.rtts[len(f.rtts)/2:] // the recent half is enough for the figures
 		}
 		f.mu.Unlock()
-		if err == nil {
-			for i, cw := range [][]byte{even, odd} {
-				if len(cw) > 0 && !allZero(cw) && f.live.Set(0, i == 1, cw) {
-					f.mu.Lock()
-					f.st.CWs++
-					f.mu.Unlock()
-				}
-			}
-		}
 		if ctx.Err() != nil {
 			return
 		}

@@ -60,11 +60,13 @@
 //
 // With Options.Latency, a run reads its input in a goroutine of its own and takes it with a
 // deadline: when its oldest packet held is due. The unit of work is then cut, however few
-// packets it holds, the crypto periods still open in the units due are decided with what is
-// known, as at the 65536-packet bound, and the output is flushed when the writer has caught up.
-// Such a decision depends on time as well as on the packets: a period whose first checkable unit
-// start comes after the bound takes the schedule's expected key unchecked. A regular file needs
-// no bound, and a run without one keeps the invariance above.
+// packets it holds, and the output is flushed when the writer has caught up; that changes no
+// byte of the output. With Options.DecideOnTime (for a live input), the crypto periods still
+// open in the units due are decided with what is known too, as at the 65536-packet bound: such
+// a decision depends on time as well as on the packets, since a period whose first checkable
+// unit start comes after the bound takes the schedule's expected key unchecked. Without it,
+// packets of an undecided period wait for the stream to decide it, as in a file. A regular file
+// needs no bound.
 //
 // # Statistics
 //

@@ -211,12 +211,19 @@ func (f *feed) compact() {
 
 // due returns the deadline of the next read of a run with a latency bound: when the oldest
 // packet held is due, in a held chunk, in the chunk being filled, or still in the framer's buffer;
-// zero when there is none, or when the framer could not make a packet of what it holds
-// (stalled): then only more input can help.
-func due(held []*chunk, c *chunk, fr *ts.Framer, fd *feed, stalled bool) time.Time {
+// zero when there is none, when the packets held wait for their crypto periods to be decided
+// (without decideOnTime), or when the framer could not make a packet of what it holds (stalled):
+// then only more input can help.
+func due(held []*chunk, c *chunk, fr *ts.Framer, fd *feed, stalled, decideOnTime bool) time.Time {
 	var t time.Time
 	switch {
 	case len(held) > 0:
+		// Without decideOnTime the held chunks wait for the stream to decide their periods:
+		// nothing is due, and a chunk cut short would only join them (and could use up the
+		// pool of chunks before the packet bound decides them).
+		if decideOnTime {
+			t = held[0].due
+		}
 		t = held[0].due
 	case c.n > 0:
 		t = c.due

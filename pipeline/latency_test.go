@@ -90,6 +90,12 @@ func (f *flushCounter) len() int {
 	return f.buf.Len()
 }
 
+func (f *flushCounter) bytes() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return bytes.Clone(f.buf.Bytes())
+}
+
 // waitLen waits until the output holds n bytes, or says how many it held after limit.
 func waitLen(t *testing.T, out *flushCounter, n int, limit time.Duration) {
 	t.Helper()
@@ -122,7 +128,8 @@ func TestLatencyQuietInput(t *testing.T) {
 		out := &flushCounter{}
 		done := make(chan error, 1)
 		go func() {
-			_, err := Run(context.Background(), pr, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: batch, Latency: 20 * time.Millisecond})
+			_, err := Run(context.Background(), pr, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: batch,
+				Latency: 20 * time.Millisecond, DecideOnTime: true})
 			done <- err
 		}()
 		sent := 0
@@ -142,6 +149,52 @@ func TestLatencyQuietInput(t *testing.T) {
 		if out.len() != sent*ts.PacketSize || out.flushes < 4 {
 			t.Fatalf("batch %d: %d bytes, %d flushes", batch, out.len(), out.flushes)
 		}
+	}
+}
+
+// Without DecideOnTime, the latency bound never decides a crypto period: the packets of a
+// period still undecided stay held (here a PID without a unit start, until the input ends), so
+// the output is the same as without the bound, however the input arrives.
+func TestLatencyKeepsPeriodsUndecided(t *testing.T) {
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}, {9, 8, 7, 24, 6, 5, 4, 15}}
+	key, _ := csa.NewKey(cws[1])
+	var in []byte
+	for i := range 40 {
+		p := make([]byte, ts.PacketSize)
+		p[0], p[1], p[2], p[3] = ts.SyncByte, 0x01, 0x00, 0x10|byte(i&0xF)
+		for j := 4; j < len(p); j++ {
+			p[j] = byte(i * j)
+		}
+		key.Encrypt(p[4:])
+		ts.SetTSC(p, ts.Even)
+		in = append(in, p...)
+	}
+	var want bytes.Buffer
+	if _, err := Run(context.Background(), bytes.NewReader(in), &want, Options{Keys: keys.NewList(cws)}); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	out := &flushCounter{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), pr, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 4,
+			Latency: 5 * time.Millisecond})
+		done <- err
+	}()
+	for i := 0; i < len(in); i += ts.PacketSize {
+		pw.Write(in[i : i+ts.PacketSize])
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(30 * time.Millisecond) // six bounds: a period decided on time would be out by now
+	if n := out.len(); n != 0 {
+		t.Errorf("%d bytes out before the period was decided", n)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.bytes(), want.Bytes()) {
+		t.Error("the output differs from the run without a latency bound")
 	}
 }
 
@@ -170,7 +223,7 @@ func TestLatencyCancelQuiet(t *testing.T) {
 	out := &flushCounter{}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, pr, out, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond})
+		_, err := Run(ctx, pr, out, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond, DecideOnTime: true})
 		done <- err
 	}()
 	pw.Write(scrambled)

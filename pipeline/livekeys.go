@@ -155,11 +155,10 @@ func (cl *classifier) livePacket(p []byte, pid uint16) {
 		l.cfg.Sections.Tables(cl.tracker.Services())
 		if l.cfg.FileInput {
 			// A file is read faster than a key server sets its filters: wait for them, so
-			// that the ECMs that follow the PMT are not read past.
+			// that the ECMs that follow the PMT are not read past. Only Busy says when they
+			// are set: the sink's generation also changes for other reasons (a client that
+			// connects clears its filters), so a change of it ends nothing.
 			for start := time.Now(); l.cfg.Sections.Busy() && cl.ctx.Err() == nil; {
-				if _, g := l.cfg.Sections.WantedPIDs(); g != l.gen {
-					break
-				}
 				time.Sleep(time.Millisecond)
 				l.st.ReaderWaits += time.Since(start)
 				start = time.Now()

@@ -77,12 +77,21 @@ type Options struct {
 	// Latency, when above 0, bounds the delay the run adds to a packet: a packet is written,
 	// in a partial unit of work if need be, at most about that long after Run read it, and the
 	// output is flushed then (w's Flush method, if it has one: a live.Writer sends a partial
-	// datagram). Crypto periods still undecided when their oldest packet is due are decided with
-	// what is known, as they are 65536 packets after they start (see the package doc).
+	// datagram). Packets of a crypto period still undecided stay held until it is decided, unless
+	// DecideOnTime is set.
 	// The input is then read by a goroutine of its own, so that a read that blocks never holds
 	// packets back; it may still be waiting in r's Read when Run returns. 0 keeps the batching
 	// of files: a unit of work leaves when it holds Batch packets.
 	Latency time.Duration
+	// DecideOnTime, with Latency, decides the crypto periods still undecided when their oldest
+	// packet is due with what is known, as they are 65536 packets after they start (see the
+	// package doc), so that the latency bound holds for them too. The output then depends on
+	// when the input arrived: a period whose first checkable unit start comes after the bound
+	// takes the key the schedule expects rather than the one a trial would find. Without it, a
+	// run with a latency bound writes the same bytes as one without (only the cut of the units
+	// of work changes), and a period waits for its first checkable unit start, as in a file.
+	// Set it for a live input, where time matters more than a key search.
+	DecideOnTime bool
 	// MaxPackets, when above 0, ends the run after that many packet units, as if the input
 	// ended there (a live input that never ends).
 	MaxPackets int64
@@ -385,7 +394,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 					break
 				}
 				if fd != nil {
-					fd.deadline = due(held, c, fr, fd, stalled)
+					fd.deadline = due(held, c, fr, fd, stalled, opts.DecideOnTime)
 				}
 				var unit []byte
 				unit, err = fr.Next()
@@ -437,7 +446,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				// Packets are due: the unit of work was cut, and the crypto periods of those
 				// due are decided now.
 				err = nil
-				if fd != nil {
+				if fd != nil && opts.DecideOnTime {
 					cl.expireDue(held, fd.now)
 				}
 			}

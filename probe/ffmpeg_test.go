@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/internal/testmedia"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/testmedia"
 )
 
 // ffmpegTwoPrograms makes a 3-second stream with two programs of MPEG-2 video and MPEG-1

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/internal/testmedia"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/testmedia"
 )
 
 // TestFFmpegTwoPrograms reads the tables of a two-program stream made by ffmpeg, a muxer

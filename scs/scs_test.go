@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/fakeecmg"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/fakeecmg"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/simulcrypt"
 	"github.com/tsdescramble/tsdescramble/ts"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/ecmgtest"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ecmgtest"
 )
 
 // TestRealECMG sets up a channel and a stream with the example ECMG of libbitstream, provides

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/camdouble"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 

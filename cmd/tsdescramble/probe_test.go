@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/testmedia"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/testmedia"
 	"github.com/tsdescramble/tsdescramble/probe"
 	"github.com/tsdescramble/tsdescramble/psi"
 )

@@ -237,6 +237,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if !lo.latencySet && in.size >= 0 {
 		opts.Latency = 0
 	}
+	// A network input, or a latency the user asked for, decides a crypto period on time when the
+	// stream has not decided it by the bound; a pipe at the default bound keeps the file's bytes.
+	opts.DecideOnTime = in.live != nil || lo.latencySet
 	pace := lo.pace
 	if !lo.paceSet {
 		pace = in.size >= 0 && live.IsAddress(outPath)

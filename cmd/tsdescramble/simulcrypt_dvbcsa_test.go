@@ -5,7 +5,7 @@ package main
 import (
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/dvbcsa"
 	"github.com/tsdescramble/tsdescramble/ts"
 )
 

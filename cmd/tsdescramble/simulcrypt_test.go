@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/ecmgtest"
-	"github.com/tsdescramble/tsdescramble/internal/fakeecmg"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ecmgtest"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/fakeecmg"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/ts"

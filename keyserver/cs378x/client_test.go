@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/camdouble"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 )
 

@@ -57,6 +57,15 @@ const maxOutQueue = 256
 // maxFilters bounds the section filters a server may set.
 const maxFilters = 256
 
+// maxPendingECMs bounds the ECMs remembered as waiting for their answer.
+const maxPendingECMs = 64
+
+// sentECM is an ECM section sent to the server: its message id, and when.
+type sentECM struct {
+	msgID uint32
+	at    time.Time
+}
+
 type filterKey struct{ demux, filter uint8 }
 
 type filter struct {
@@ -81,6 +90,7 @@ type Client struct {
 	told     map[string]bool
 	st       Stats
 	ecmSent  time.Time
+	pending  []sentECM // the ECMs sent that no CA_SET_DESCR answered yet, oldest first
 	svcsSet  time.Time // when SetServices last changed the services
 	rtts     []time.Duration
 	lastErr  error
@@ -190,9 +200,14 @@ func (c *Client) Section(pid uint16, section []byte) {
 		c.st.Sections++
 		if len(section) > 0 && section[0]&0xFE == 0x80 {
 			c.st.ECMs++
+			now := time.Now()
 			if c.ecmSent.IsZero() {
-				c.ecmSent = time.Now()
+				c.ecmSent = now
 			}
+			if len(c.pending) >= maxPendingECMs {
+				c.pending = c.pending[1:]
+			}
+			c.pending = append(c.pending, sentECM{msgID: c.msgID, at: now})
 		}
 	}
 }
@@ -293,6 +308,7 @@ func (c *Client) session(ctx context.Context) error {
 		clear(c.filters)
 		c.gen++
 		c.ecmSent = time.Time{}
+		c.pending = c.pending[:0]
 		c.mu.Unlock()
 		close(out)
 		<-werr
@@ -346,6 +362,7 @@ func (c *Client) handle(m *Message) error {
 			}
 			c.ecmSent = time.Time{}
 		}
+		c.answered(m.MsgID)
 		if c.refused[m.Index] || m.Parity > 1 || m.Index < 0 || m.CW == [8]byte{} {
 			c.st.KeysRefused++
 			break
@@ -366,6 +383,19 @@ func (c *Client) handle(m *Message) error {
 		return errors.New("unexpected message")
 	}
 	return nil
+}
+
+// answered forgets the ECMs a CA_SET_DESCR answers; c.mu is held. A server of protocol
+// version 3 answers with the message id of the FILTER_DATA that carried the ECM, and answers
+// in order: that ECM and those before it are done, the later ones still wait. An id that
+// names no ECM sent (a server that does not repeat them) answers them all.
+func (c *Client) answered(msgID uint32) {
+	i := slices.IndexFunc(c.pending, func(e sentECM) bool { return e.msgID == msgID })
+	if i < 0 {
+		c.pending = c.pending[:0]
+		return
+	}
+	c.pending = c.pending[:copy(c.pending, c.pending[i+1:])]
 }
 
 func algoName(a uint32) string {
@@ -444,15 +474,17 @@ func caDescriptors(loop []byte) []byte {
 	return out
 }
 
-// Busy implements pipeline.SectionSink: an ECM was sent less than Config.Timeout ago and no
-// key came since, or services were set less than Config.Timeout ago and the server has not
-// set its filters yet (connecting, or reading the CA PMT). A server stays silent after an ECM
-// that changes no key: the wait is bounded by the timeout, never longer.
+// Busy implements pipeline.SectionSink: an ECM that no CA_SET_DESCR answered yet was sent
+// less than Config.Timeout ago, or services were set less than Config.Timeout ago and the
+// server has not set its filters yet (connecting, or reading the CA PMT). An answer to an
+// earlier ECM leaves the later ones waiting (the message ids tell them apart). A server stays
+// silent after an ECM that changes no key: the wait is bounded by the timeout, never longer.
 func (c *Client) Busy() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.services) > 0 && len(c.filters) == 0 && time.Since(c.svcsSet) < c.cfg.Timeout {
 		return true
 	}
-	return c.out != nil && !c.ecmSent.IsZero() && time.Since(c.ecmSent) < c.cfg.Timeout
+	n := len(c.pending)
+	return c.out != nil && n > 0 && time.Since(c.pending[n-1].at) < c.cfg.Timeout
 }

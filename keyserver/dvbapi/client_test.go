@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/camdouble"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
 )
@@ -141,5 +141,30 @@ func TestClientReconnects(t *testing.T) {
 	}
 	if !strings.Contains(l.all(), "connection to the key server lost") {
 		t.Fatalf("log %q", l.all())
+	}
+}
+
+// Two ECMs in a row: the answer to the first leaves the client busy with the second, so that
+// a reader of a file does not give up on the key the second brings.
+func TestClientBusyUntilEveryECMIsAnswered(t *testing.T) {
+	srv := camdouble.NewDVBAPI(t)
+	srv.SetDelay(300 * time.Millisecond)
+	live := keys.NewLive()
+	var l logs
+	cl := start(t, srv.Addr, live, &l)
+	cl.SetServices([]dvbapi.CAPMTService{service()})
+	until(t, "the ECM filter", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], make([]byte, 8), 0))
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x81, cws[0], cws[1], 1))
+	if !cl.Busy() {
+		t.Fatal("not busy with two ECMs sent")
+	}
+	until(t, "the first ECM's key", func() bool { return cl.Stats().CWs >= 1 })
+	if st := cl.Stats(); st.CWs == 1 && !cl.Busy() {
+		t.Fatal("not busy while the second ECM waits for its answer")
+	}
+	until(t, "the second ECM's key", func() bool { return cl.Stats().CWs == 2 })
+	if cl.Busy() {
+		t.Fatal("busy with every ECM answered")
 	}
 }

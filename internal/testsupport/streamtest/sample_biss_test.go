@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/dvbcsa"
 	"github.com/tsdescramble/tsdescramble/ts"
 )
 
@@ -16,7 +16,7 @@ import (
 // with one control word in one (even) crypto period, as samples/README.md says, and every
 // fixed-key flag of the README gives those packets back.
 func TestSampleBISS(t *testing.T) {
-	root := filepath.Join("..", "..", "samples")
+	root := filepath.Join("..", "..", "..", "samples")
 	biss, err := os.ReadFile(filepath.Join(root, "demo-biss.ts"))
 	if err != nil {
 		t.Fatal(err)

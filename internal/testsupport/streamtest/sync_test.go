@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/dvbcsa"
 )
 
 // Key synchronisation on whole streams: CW lists and logs that do not start where the stream

@@ -18,7 +18,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/dvbcsa"
 	"github.com/tsdescramble/tsdescramble/keys"
 )
 

@@ -1,5 +1,5 @@
 // Package fakeecmg is a scripted ECMG for tests, written in Go: the example ECMG's ECMs (see
-// internal/ecmgtest), with an error reply or a closed connection where a test wants one.
+// internal/testsupport/ecmgtest), with an error reply or a closed connection where a test wants one.
 package fakeecmg
 
 import (
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/ecmgtest"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ecmgtest"
 	sc "github.com/tsdescramble/tsdescramble/simulcrypt"
 )
 

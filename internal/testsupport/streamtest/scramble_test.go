@@ -8,7 +8,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/ts"
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/dvbcsa"
 )
 
 // Our scrambler gives exactly libdvbcsa's bytes: same CW list, same crypto periods, every framing.

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/dvbcsa"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/internal/camdouble"
-	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/dvbcsa"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tsdescramble/tsdescramble/internal/dvbcsa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/dvbcsa"
 )
 
 var (
@@ -287,7 +287,7 @@ func TestGarbageAndTruncatedTail(t *testing.T) {
 
 // The bundled sample descrambles to its clear version, as the README promises.
 func TestSample(t *testing.T) {
-	root := filepath.Join("..", "..", "samples")
+	root := filepath.Join("..", "..", "..", "samples")
 	scrambled, err := os.ReadFile(filepath.Join(root, "demo-scrambled.ts"))
 	if err != nil {
 		t.Fatal(err)
