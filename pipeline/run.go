@@ -52,6 +52,8 @@ type Options struct {
 	// Progress, when set, is called from the reading goroutine with the number of input bytes
 	// read so far, about once per unit of work.
 	Progress func(bytesIn int64)
+	// Counters, when set, are kept up to date while the run goes, once per unit of work.
+	Counters *Counters
 	// Log, when set, receives one-line notes about the run (key synchronisation) as they happen.
 	Log func(msg string)
 	// KeyLog, when set, receives a line at each crypto period of the input: its number, its
@@ -422,6 +424,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			if opts.Progress != nil {
 				opts.Progress(fr.BytesRead())
 			}
+			if opts.Counters != nil {
+				opts.Counters.fromReader(&st, &pids)
+			}
 			if opts.Report != nil {
 				if now := time.Now(); !now.Before(nextReport) {
 					opts.Report(snapshot(&st, &pids, &written, cl.tracker, start))
@@ -511,6 +516,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 					cancel() // stop reading; the workers drain what is in flight
 				}
 			}
+			if opts.Counters != nil {
+				opts.Counters.fromWriter(&wst, &checks)
+			}
 			free <- c
 		}
 		if opts.Report != nil {
@@ -525,6 +533,10 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		}
 	}
 	wg.Wait()
+	if opts.Counters != nil {
+		// Stopping decides the periods still open: their packets count too.
+		opts.Counters.fromReader(&st, &pids)
+	}
 	st.Elapsed = time.Since(start)
 	if cl.live != nil {
 		ls := cl.live.st

@@ -98,7 +98,7 @@ moves to the next, cyclically; the list is aligned to the stream on its first PE
 		// urfave/cli adds -h only to an app without a help command of its own (helpCommand).
 		Flags:    append(descrambleFlags(), cli.HelpFlag),
 		Action:   profiledProcess(env, pipeline.Descramble),
-		Commands: commands(scrambleCommand(env), probeCommand(env), benchCommand(env)),
+		Commands: commands(scrambleCommand(env), probeCommand(env), benchCommand(env), batchCommand(env)),
 	}
 }
 

@@ -25,6 +25,10 @@
 //	                                systems, scrambling per PID; -json for scripts
 //	tsdescramble bench [flags]      measures each bitslice width on this machine and suggests
 //	                                -group, -workers and -batch
+//	tsdescramble batch -manifest F  runs the jobs of a JSON Lines manifest, one object of flags
+//	                                per line: all of them, -jobs at a time, or the one -index
+//	                                (or JOB_COMPLETION_INDEX) names; -stats-dir DIR keeps each
+//	                                job's statistics and skips the jobs they say are done
 //
 // "tsdescramble help [SUBCOMMAND]", "tsdescramble -h" and "tsdescramble SUBCOMMAND -h" list the
 // flags.
@@ -41,8 +45,14 @@
 //	       or no scrambled unit start descrambled to a valid header. The output is written all
 //	       the same; when one of the usual mistakes (even and odd swapped, -reduce-entropy on
 //	       or off, a CW's bytes reversed) would make the keys fit, the message says which
+//
 //	128+N  stopped by signal N, after writing every packet already processed: 129 for SIGHUP,
 //	       130 for SIGINT, 143 for SIGTERM; a second signal, SIGQUIT (131), or a stop that the
 //	       output holds up for 2 s ends the run at once; 141 for SIGPIPE, quietly, when the
 //	       reader of stdout goes away, as for any Unix filter
+//
+// A batch with -index (or JOB_COMPLETION_INDEX) exits with its job's status; a batch of every
+// job with 0 when each succeeded or was skipped, else 1 if a job failed with 1 (a retry may
+// mend it; finished jobs are skipped), else 2 if one failed with 2, else 3. A scheduler retries
+// 1 and never 2 or 3: see the README's "Running at scale".
 package main

@@ -22,7 +22,11 @@ func profileFlags() []cli.Flag {
 // profiledProcess is the action of the descrambler and the scrambler: process, under the
 // profiles the flags ask for.
 func profiledProcess(env Env, mode pipeline.Mode) cli.ActionFunc {
-	return func(c *cli.Context) error { return profiled(c, func() error { return process(c, env, mode) }) }
+	return func(c *cli.Context) error {
+		return withLogFormat(c, env, func(env Env) error {
+			return profiled(c, func() error { return process(c, env, mode) })
+		})
+	}
 }
 
 // profiled runs run under the profiles the flags ask for. The files are checked against the

@@ -143,18 +143,41 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 	}
 }
 
-// statsJSON is the document -stats writes: the run's statistics plus the throughput.
+func sizeString(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// statsJSON is the document -stats writes: the run's statistics, the throughput, the live
+// statistics, and once the run is over, the exit status it ended with.
 type statsJSON struct {
 	*pipeline.Stats
 	MBPerSecond float64    `json:"mb_per_second"`
 	Live        *liveStats `json:"live,omitempty"`
+	ExitStatus  *int       `json:"exit_status,omitempty"`
 }
+
+// runGoingOn is the status writeStats is given for a report of a run not yet over: the
+// document then has no exit_status (batch.go reads it to skip finished jobs).
+const runGoingOn = -1
 
 // writeStats writes the statistics of a run as indented JSON. A regular file is replaced at
 // once (written under another name beside it, then renamed), so that a monitor reading it
-// while -stats-interval rewrites it never sees half of one.
-func writeStats(path string, st *pipeline.Stats, ls *liveStats) error {
-	b, err := json.MarshalIndent(statsJSON{st, st.MBPerSecond(), ls}, "", "  ")
+// while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
+// leaves none that a later run could take for complete.
+func writeStats(path string, st *pipeline.Stats, ls *liveStats, status int) error {
+	doc := statsJSON{st, st.MBPerSecond(), ls, nil}
+	if status != runGoingOn {
+		doc.ExitStatus = &status
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -162,12 +185,17 @@ func writeStats(path string, st *pipeline.Stats, ls *liveStats) error {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return os.WriteFile(path, b, 0o644) // a device or a pipe: written in place
 	}
-	dir, base := filepath.Split(followLinks(path))
+	final := followLinks(path)
+	dir, base := filepath.Split(final)
 	if dir == "" {
 		dir = "."
 	}
 	f, err := createTemp(dir, "."+base+".", ".tmp")
 	if err != nil {
+		if _, serr := os.Stat(final); serr == nil {
+			// A writable file in a directory that takes no new file: written in place.
+			return os.WriteFile(final, b, 0o644)
+		}
 		return err
 	}
 	_, err = f.Write(b)
@@ -175,7 +203,7 @@ func writeStats(path string, st *pipeline.Stats, ls *liveStats) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, base))
+		err = os.Rename(f.Name(), final)
 	}
 	if err != nil {
 		os.Remove(f.Name())
@@ -199,7 +227,7 @@ func newStatsEvery(path string, in *input, out *output) *statsEvery {
 	go func() {
 		defer close(s.done)
 		for st := range s.reports {
-			writeStats(s.path, &st, collectLive(s.in, s.out, &st, false))
+			writeStats(s.path, &st, collectLive(s.in, s.out, &st, false), runGoingOn)
 		}
 	}()
 	return s

@@ -40,6 +40,8 @@ func tuningFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "stats-interval", Category: catReporting, Usage: "with -stats, rewrite the file every `DURATION` while the run goes on (replaced at once: a monitor never reads half of one)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catReporting, Usage: "print details of the run"},
+		&cli.StringFlag{Name: "metrics", Category: catReporting, Usage: "serve Prometheus metrics of the run on `ADDR` ([HOST]:PORT): /metrics, and /healthz (200 while packets come and the keys fit)"},
+		&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line)"},
 		&cli.BoolFlag{Name: "show-keys", Category: catReporting, Usage: "with -v, print the control words (they are secrets: off by default)"},
 	}
 }
@@ -149,6 +151,15 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 				return usageErr("-%s needs -rescramble SYSTEM", name)
 			}
 		}
+	}
+	if addr := c.String("metrics"); addr != "" {
+		// Served from before the input is opened: a live input may take a while to start.
+		opts.Counters = new(pipeline.Counters)
+		ms, err := serveMetrics(addr, opts.Counters)
+		if err != nil {
+			return err
+		}
+		defer ms.close()
 	}
 	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
 	// the input now (system_detect.go).
@@ -354,47 +365,52 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
 		logf(w)
 	}
+	// The statistics say how the run ended, so that a scheduler that retries runs can tell a
+	// finished one (batch.go).
+	status := func() error {
+		if scsErr != nil && runErr == nil {
+			return scsErr
+		}
+		switch {
+		case runErr != nil && sig.caught() != nil:
+			// Stopped by a signal: every packet read before it was written out.
+			s := sig.caught()
+			saved := ""
+			if out.partial != "" {
+				saved = " to " + out.partial
+			}
+			return &exitError{code: signalStatus(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signalName(s), st.PacketsOut, saved)}
+		case runErr != nil:
+			return runError(runErr, inPath, outPath, out)
+		case closeErr != nil:
+			saved := ""
+			if out.partial != "" {
+				saved = "; the packets processed are in " + out.partial
+			}
+			return failErr("cannot write %s: %v%s", outPath, closeErr, saved)
+		case junk != "":
+			saved := ""
+			if out.partial != "" {
+				saved = "; the packets found are in " + out.partial
+			}
+			return failErr("%s%s", junk, saved)
+		case unseenSelection(&opts, &st) != "":
+			return failErr("%s; the output was written anyway", unseenSelection(&opts, &st))
+		case opts.Mode == pipeline.Scramble:
+		case verdict.code != exitOK:
+			// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
+			return &exitError{code: verdict.code, msg: verdict.line + keyAdvice(c, &st, sys, ks) + "; the output was written anyway"}
+		case st.PESGood == 0 && st.PESBad > 0:
+			return &exitError{code: exitNoFit, msg: fmt.Sprintf(
+				"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header%s; the output was written anyway",
+				st.PESBad, keyAdvice(c, &st, sys, ks))}
+		}
+		return nil
+	}()
 	if path := c.String("stats"); path != "" {
-		if err := writeStats(path, &st, ls); err != nil && runErr == nil {
+		if err := writeStats(path, &st, ls, errorCode(status)); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
 	}
-	if scsErr != nil && runErr == nil {
-		return scsErr
-	}
-	switch {
-	case runErr != nil && sig.caught() != nil:
-		// Stopped by a signal: every packet read before it was written out.
-		s := sig.caught()
-		saved := ""
-		if out.partial != "" {
-			saved = " to " + out.partial
-		}
-		return &exitError{code: signalStatus(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signalName(s), st.PacketsOut, saved)}
-	case runErr != nil:
-		return runError(runErr, inPath, outPath, out)
-	case closeErr != nil:
-		saved := ""
-		if out.partial != "" {
-			saved = "; the packets processed are in " + out.partial
-		}
-		return failErr("cannot write %s: %v%s", outPath, closeErr, saved)
-	case junk != "":
-		saved := ""
-		if out.partial != "" {
-			saved = "; the packets found are in " + out.partial
-		}
-		return failErr("%s%s", junk, saved)
-	case unseenSelection(&opts, &st) != "":
-		return failErr("%s; the output was written anyway", unseenSelection(&opts, &st))
-	case opts.Mode == pipeline.Scramble:
-	case verdict.code != exitOK:
-		// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
-		return &exitError{code: verdict.code, msg: verdict.line + keyAdvice(c, &st, sys, ks) + "; the output was written anyway"}
-	case st.PESGood == 0 && st.PESBad > 0:
-		return &exitError{code: exitNoFit, msg: fmt.Sprintf(
-			"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header%s; the output was written anyway",
-			st.PESBad, keyAdvice(c, &st, sys, ks))}
-	}
-	return nil
+	return status
 }

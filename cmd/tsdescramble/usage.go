@@ -283,6 +283,18 @@ func errorStatus(err error, env Env) int {
 	return exitFail
 }
 
+// errorCode is the exit status errorStatus returns for err, without writing its message.
+func errorCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	return exitFail
+}
+
 // parsePIDs reads the value of -pid. The list parser's messages quote the item they refuse;
 // here an item is named by its position in the list.
 func parsePIDs(s string) ([]uint16, error) {

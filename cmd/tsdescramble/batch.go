@@ -1,0 +1,598 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// batch runs a manifest of jobs, one descrambling or scrambling run each, as a scheduler hands
+// them out: every job on this machine (-jobs at a time), or the one job of an Indexed Job's pod
+// (-index, or JOB_COMPLETION_INDEX). A job runs in this process through the same code as the
+// command line (Main), with the manifest's values parsed as its flags; a job whose output and
+// statistics say it is done is skipped, so that a retried pod does not redo finished work.
+
+// indexEnv is the variable Kubernetes sets in each pod of an Indexed Job.
+const indexEnv = "JOB_COMPLETION_INDEX"
+
+func batchCommand(env Env) *cli.Command {
+	return &cli.Command{
+		Name:      "batch",
+		Usage:     "run the jobs of a manifest: all, or the one a scheduler's index names",
+		UsageText: "tsdescramble batch [flags]   (-manifest FILE [-index N] [-jobs J] [-stats-dir DIR])",
+		Description: `Runs the jobs a manifest lists, one JSON object per line whose keys are the flags of the
+command without the dash and whose values are theirs ("command": "scramble" for the scrambler):
+   {"in": "rec1.ts", "out": "clear/rec1.ts", "cw-file": "rec1.cwl"}
+   {"command": "scramble", "in": "c.ts", "out": "s.ts", "cw-file": "k.txt", "cp-packets": 5000}
+Job N is the Nth object, from 0; paths are relative to the working directory. -index N (or the
+JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets) runs job N only; otherwise every
+job runs, -jobs at a time, each with its share of the workers. With -stats-dir each job's
+statistics go to DIR/N.json, and a job whose output exists and whose statistics say it succeeded
+on the same input is skipped. The exit status is the job's with -index; for a whole manifest it
+is 0 when every job succeeded or was skipped, else 1 when a job failed in a way a retry may mend
+(I/O), else 2 (a job's usage error), else 3 (keys that do not fit).
+Examples:
+   tsdescramble batch -manifest jobs.jsonl -stats-dir stats
+   JOB_COMPLETION_INDEX=4 tsdescramble batch -manifest /data/jobs.jsonl -stats-dir /data/stats`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "manifest", TakesFile: true, Category: catIO, Usage: "the jobs: a JSON Lines `FILE`, one object of flags per job"},
+			&cli.IntFlag{Name: "index", Category: catIO, Usage: "run job `N` only (from 0; absent: $" + indexEnv + " if set, else every job)"},
+			&cli.IntFlag{Name: "jobs", Value: defaultJobs(), DefaultText: "one per 4 CPUs", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
+			&cli.StringFlag{Name: "stats-dir", TakesFile: true, Category: catReporting, Usage: "write each job's statistics to `DIR`/N.json, and skip the jobs they say are done"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors (and give each job -quiet)"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line, with the job's number)"},
+		},
+		Action: func(c *cli.Context) error {
+			return withLogFormat(c, env, func(env Env) error { return runBatch(c, env, localFiles{}) })
+		},
+	}
+}
+
+// defaultJobs is one job per 4 CPUs, at least one: the cipher workers of a job use the others.
+func defaultJobs() int { return max(1, runtime.NumCPU()/4) }
+
+// jobFiles is what the batch itself asks of the storage its jobs' files are on, to tell a job
+// that is done from one to run. A job's stream is read and written by the command's own input
+// and output, as on the command line.
+type jobFiles interface {
+	// Size returns the size of the regular file at path.
+	Size(path string) (int64, error)
+	ReadFile(path string) ([]byte, error)
+	Remove(path string) error
+	MkdirAll(path string) error
+}
+
+// localFiles are local paths, a mounted volume in a container.
+type localFiles struct{}
+
+func (localFiles) Size(path string) (int64, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	return fi.Size(), nil
+}
+
+func (localFiles) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+func (localFiles) MkdirAll(path string) error           { return os.MkdirAll(path, 0o755) }
+func (localFiles) Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// job is one line of a manifest, its values turned into a command line.
+type job struct {
+	index   int
+	line    int      // of the manifest, from 1, for messages
+	command string   // "" for the descrambler, or a command's name
+	args    []string // -name=value, in the manifest's order
+	set     map[string]bool
+	in, out string
+	stats   string // where its statistics go, or ""
+}
+
+// jobCommands are the commands a manifest may name, with their flags. probe and bench write
+// no stream and have nothing to skip or retry.
+func jobCommands(env Env) map[string][]cli.Flag {
+	return map[string][]cli.Flag{
+		"descramble": descrambleFlags(),
+		"scramble":   scrambleCommand(env).Flags,
+	}
+}
+
+// readManifest parses every line of a manifest, so that one bad line fails each index alike,
+// before any job runs. Values are never quoted in messages: manifests hold control words.
+func readManifest(path string, data []byte, env Env) ([]*job, error) {
+	cmds := jobCommands(env)
+	var jobs []*job
+	for n, text := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		where := fmt.Sprintf("%s line %d", path, n+1)
+		j, err := parseJob(text, cmds)
+		if err != nil {
+			return nil, usageErr("%s: %v", where, err)
+		}
+		j.index, j.line = len(jobs), n+1
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil, usageErr("%s lists no job: write one JSON object of flags per line", path)
+	}
+	return jobs, nil
+}
+
+// keyName is how a message names a manifest's key: not at all when it could be a control word.
+func keyName(k string) string {
+	if looksLikeKey(k) || !reFlagName.MatchString(k) {
+		return "a key"
+	}
+	return fmt.Sprintf("key %q", k)
+}
+
+// parseJob reads one manifest line: an object whose keys are flag names and values theirs.
+func parseJob(text string, cmds map[string][]cli.Flag) (*job, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("not a JSON object: write one object of flags per line")
+	}
+	type kv struct {
+		key string
+		val any
+	}
+	var pairs []kv
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, errors.New("not valid JSON")
+		}
+		k := t.(string)
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s: not valid JSON", keyName(k))
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("%s is given twice", keyName(k))
+		}
+		seen[k] = true
+		pairs = append(pairs, kv{k, v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, errors.New("not valid JSON")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON object: write one per line")
+	}
+	j := &job{set: map[string]bool{}}
+	name := "descramble"
+	for _, p := range pairs {
+		if p.key == "command" {
+			s, ok := p.val.(string)
+			if _, known := cmds[s]; !ok || !known {
+				return nil, errors.New(`"command": want "descramble" or "scramble"`)
+			}
+			name = s
+		}
+	}
+	if name != "descramble" {
+		j.command = name
+	}
+	flags := cmds[name]
+	for _, p := range pairs {
+		if p.key == "command" {
+			continue
+		}
+		f := flagByName(flags, p.key)
+		if f == nil {
+			help := "tsdescramble -h"
+			if name != "descramble" {
+				help = "tsdescramble " + name + " -h"
+			}
+			if s := similarFlag(p.key, flags); s != "" && !looksLikeKey(p.key) {
+				return nil, fmt.Errorf("unknown %s: did you mean %q? (the keys are the flags %s lists)", keyName(p.key), s, help)
+			}
+			return nil, fmt.Errorf("unknown %s (the keys are the flags %s lists, without the dash)", keyName(p.key), help)
+		}
+		primary := f.Names()[0]
+		switch primary {
+		case "metrics":
+			return nil, fmt.Errorf("%s: jobs that run side by side cannot listen on one address; -metrics is for a single run", keyName(p.key))
+		case "cpuprofile", "memprofile":
+			return nil, fmt.Errorf("%s: a profile is of the whole process, and jobs run side by side in it", keyName(p.key))
+		case "log-format":
+			return nil, fmt.Errorf("%s: the jobs' messages are the batch's: give -log-format to the batch", keyName(p.key))
+		}
+		if j.set[primary] {
+			return nil, fmt.Errorf("%s and another name of -%s are both given: give it once", keyName(p.key), primary)
+		}
+		j.set[primary] = true
+		value, err := flagValue(f, p.val)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", keyName(p.key), err)
+		}
+		switch primary {
+		case "in":
+			j.in = value
+		case "out":
+			j.out = value
+		case "stats":
+			j.stats = value
+		}
+		j.args = append(j.args, "-"+primary+"="+value)
+	}
+	for _, need := range []string{"in", "out"} {
+		switch v := map[string]string{"in": j.in, "out": j.out}[need]; {
+		case !j.set[need]:
+			return nil, fmt.Errorf("no %q: every job names its %sput file", need, need)
+		case v == "-":
+			return nil, fmt.Errorf("%q: a job reads and writes files, not stdin or stdout", need)
+		}
+	}
+	return j, nil
+}
+
+// flagValue writes a JSON value as the text of flag f: a switch takes true or false, a number
+// flag a whole number, any other a string (or a number, written as it stands).
+func flagValue(f cli.Flag, v any) (string, error) {
+	switch f.(type) {
+	case *cli.BoolFlag:
+		if b, ok := v.(bool); ok {
+			return strconv.FormatBool(b), nil
+		}
+		return "", errors.New("a switch: want true or false")
+	case *cli.IntFlag:
+		if n, ok := v.(json.Number); ok {
+			if _, err := strconv.Atoi(string(n)); err == nil {
+				return string(n), nil
+			}
+		}
+		return "", errors.New("want a whole number")
+	}
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case json.Number:
+		return string(v), nil
+	}
+	return "", errors.New("want a string")
+}
+
+// jobIndex returns the one job to run, or -1 for all of them.
+func jobIndex(c *cli.Context, n int) (int, error) {
+	var i int
+	switch {
+	case c.IsSet("index"):
+		i = c.Int("index")
+	case os.Getenv(indexEnv) != "":
+		var err error
+		if i, err = strconv.Atoi(strings.TrimSpace(os.Getenv(indexEnv))); err != nil {
+			return 0, usageErr("$%s: want a job number from 0 to %d", indexEnv, n-1)
+		}
+	default:
+		return -1, nil
+	}
+	if i < 0 || i >= n {
+		return 0, usageErr("job %d: the manifest lists jobs 0 to %d", i, n-1)
+	}
+	return i, nil
+}
+
+func runBatch(c *cli.Context, env Env, files jobFiles) error {
+	if c.NArg() > 0 {
+		return strayArgument(c)
+	}
+	path := c.String("manifest")
+	if path == "" {
+		return usageErr("batch needs -manifest FILE: one JSON object of flags per job, per line")
+	}
+	data, err := files.ReadFile(path)
+	if err != nil {
+		return usageErr("cannot read the manifest: %v", unwrapPath(err))
+	}
+	jobs, err := readManifest(path, data, env)
+	if err != nil {
+		return err
+	}
+	parallel := c.Int("jobs")
+	if parallel < 1 || parallel > 1024 {
+		return usageErr("-jobs: want a number from 1 to 1024")
+	}
+	index, err := jobIndex(c, len(jobs))
+	if err != nil {
+		return err
+	}
+	if dir := c.String("stats-dir"); dir != "" {
+		if err := files.MkdirAll(dir); err != nil {
+			return usageErr("-stats-dir: cannot create %v", unwrapPath(err))
+		}
+		for _, j := range jobs {
+			if j.stats != "" {
+				return usageErr("%s line %d: \"stats\" and -stats-dir both name where the statistics go: give one", path, j.line)
+			}
+			j.stats = filepath.Join(dir, strconv.Itoa(j.index)+".json")
+			j.args = append(j.args, "-stats="+j.stats)
+		}
+	}
+	if index >= 0 {
+		jobs, parallel = jobs[index:index+1], 1
+	}
+	parallel = min(parallel, len(jobs))
+	// Each job gets its share of the cipher workers, unless its line says how many.
+	share := max(1, runtime.GOMAXPROCS(0)/parallel)
+	quiet := c.Bool("quiet")
+	for _, j := range jobs {
+		if !j.set["workers"] {
+			j.args = append(j.args, "-workers="+strconv.Itoa(share))
+		}
+		if quiet && !j.set["quiet"] && !j.set["verbose"] {
+			j.args = append(j.args, "-quiet")
+		}
+	}
+
+	defer tuneGC(parallel)()
+
+	b := &batchRun{env: env, files: files, quiet: quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs))}
+	// A stop signal stops the handing out of jobs. A job that has begun its run stops as the
+	// command does, by its own handler (signals.go); one still opening its input or reading
+	// its keys has none yet, and could wait on a stalled input for ever: the batch ends
+	// itself once the jobs have had their stopGrace, or at a second signal.
+	stop := make(chan os.Signal, 2)
+	signal.Notify(stop, stopSignals...)
+	defer signal.Stop(stop)
+	stopping, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case s := <-stop:
+			b.stopped.Store(&s)
+			close(stopping)
+			select {
+			case <-stop:
+			case <-time.After(stopGrace + time.Second):
+			case <-finished:
+				return
+			}
+			fmt.Fprintf(env.Stderr, "tsdescramble: batch stopped at once by %s: a job had not stopped\n", signalName(s))
+			os.Exit(signalStatus(s))
+		case <-finished:
+		}
+	}()
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := range jobs {
+			select {
+			case next <- i:
+			case <-stopping:
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Go(func() {
+			for i := range next {
+				b.run(i, jobs[i])
+			}
+		})
+	}
+	wg.Wait()
+	close(finished)
+	return b.result(jobs, index >= 0)
+}
+
+// batchGCPercent is the garbage collector's target for a batch. Each job allocates its
+// buffers anew (a few MB) and drops them at its end, so with the default target of 100 and a
+// small live heap the collector runs after nearly every job, and returns memory that the next
+// job faults in again. At 800 it runs every few jobs, which saves about a sixth of the CPU time
+// of a batch of 2 MB files; the memory limit below keeps the heap bounded all the same.
+const batchGCPercent = 800
+
+// tuneGC sets the collector's target for a batch of parallel jobs, unless GOGC or GOMEMLIMIT
+// say otherwise, and returns what restores it. The soft memory limit is what the jobs may
+// hold at once (pipeline.MaxMemory each) plus 64 MiB for the rest: the collector runs when the
+// garbage of the jobs before fills that room, not after each one.
+func tuneGC(parallel int) (restore func()) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	limit := int64(parallel)*pipeline.MaxMemory + 64<<20
+	oldPercent := debug.SetGCPercent(batchGCPercent)
+	oldLimit := debug.SetMemoryLimit(limit)
+	return func() {
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
+	}
+}
+
+// batchRun is the state of a batch's jobs.
+type batchRun struct {
+	env     Env
+	files   jobFiles
+	quiet   bool
+	mu      sync.Mutex // serializes the lines of the jobs' messages
+	status  []int      // by position in the batch's job list
+	skipped []bool
+	stopped atomic.Pointer[os.Signal] // the signal that stopped the batch before every job ran
+}
+
+// run runs one job (or skips it) and records its exit status.
+func (b *batchRun) run(i int, j *job) {
+	stderr := &linePrefixer{w: b.env.Stderr, mu: &b.mu, prefix: fmt.Sprintf("job %d: ", j.index)}
+	defer stderr.flush()
+	if b.done(j) {
+		b.skipped[i] = true
+		if !b.quiet {
+			fmt.Fprintf(stderr, "tsdescramble: skipped: %s exists and %s says it was written from %s\n", j.out, j.stats, j.in)
+		}
+		return
+	}
+	if j.stats != "" {
+		// Statistics of an earlier attempt must not vouch for this one, should it fail
+		// before it writes its own.
+		if err := b.files.Remove(j.stats); err != nil {
+			fmt.Fprintf(stderr, "tsdescramble: cannot remove the statistics of an earlier run: %v\n", unwrapPath(err))
+			b.status[i] = exitFail
+			return
+		}
+	}
+	args := []string{"tsdescramble"}
+	if j.command != "" {
+		args = append(args, j.command)
+	}
+	args = append(args, j.args...)
+	b.status[i] = runJob(args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
+}
+
+// done reports whether a job finished before: its output exists, and its statistics say that
+// the run exited 0, having written that many bytes from an input of the size it has now.
+func (b *batchRun) done(j *job) bool {
+	if j.stats == "" {
+		return false
+	}
+	data, err := b.files.ReadFile(j.stats)
+	if err != nil {
+		return false
+	}
+	var st struct {
+		ExitStatus *int  `json:"exit_status"`
+		BytesIn    int64 `json:"bytes_in"`
+		BytesOut   int64 `json:"bytes_out"`
+	}
+	if json.Unmarshal(data, &st) != nil || st.ExitStatus == nil || *st.ExitStatus != exitOK {
+		return false
+	}
+	out, err := b.files.Size(j.out)
+	if err != nil || out != st.BytesOut {
+		return false
+	}
+	in, err := b.files.Size(j.in)
+	return err == nil && in == st.BytesIn
+}
+
+// result says how the batch went and returns its exit status (see the command's description).
+func (b *batchRun) result(jobs []*job, one bool) error {
+	if s := b.stopped.Load(); s != nil {
+		return &exitError{code: signalStatus(*s), msg: fmt.Sprintf("batch stopped by %s: jobs not started were left for a later run", signalName(*s))}
+	}
+	if one {
+		return &exitError{code: b.status[0]}
+	}
+	var ok, skipped int
+	var failed []string
+	code := exitOK
+	rank := map[int]int{exitFail: 3, exitUsage: 2, exitNoFit: 1}
+	for i, j := range jobs {
+		switch s := b.status[i]; {
+		case b.skipped[i]:
+			skipped++
+		case s == exitOK:
+			ok++
+		default:
+			failed = append(failed, fmt.Sprintf("job %d (exit %d)", j.index, s))
+			if s > 128 {
+				code = s // stopped by a signal
+			} else if code <= 128 && rank[s] > rank[code] {
+				code = s
+			}
+		}
+	}
+	msg := fmt.Sprintf("batch of %d jobs: %d succeeded, %d skipped (done before), %d failed", len(jobs), ok, skipped, len(failed))
+	if len(failed) > 0 {
+		if len(failed) > 10 {
+			failed = append(failed[:10], fmt.Sprintf("and %d more", len(failed)-10))
+		}
+		msg += ": " + strings.Join(failed, ", ")
+	}
+	if code == exitOK {
+		if !b.quiet {
+			fmt.Fprintln(b.env.Stderr, "tsdescramble: "+msg)
+		}
+		return nil
+	}
+	return &exitError{code: code, msg: msg}
+}
+
+// runJob runs one job's command line in this process, as Main does, with its own app. Every
+// flag the app parses is its own: urfave/cli's package-level help and version flags are
+// written to on each parse, and jobs parse in parallel.
+func runJob(args []string, env Env) int {
+	app := newApp(env)
+	app.Metadata = map[string]any{argsKey: args[1:]}
+	app.HideVersion = true
+	for i, f := range app.Flags {
+		if f == cli.HelpFlag {
+			app.Flags[i] = &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show this help"}
+		}
+	}
+	for _, c := range app.Commands {
+		c.HideHelp = true
+	}
+	return errorStatus(app.Run(args), env)
+}
+
+// linePrefixer writes whole lines to w, each with the job's prefix after the program's name,
+// under a lock shared by the jobs, so that their messages do not mix within a line.
+type linePrefixer struct {
+	w      io.Writer
+	mu     *sync.Mutex
+	prefix string
+	buf    []byte
+}
+
+func (l *linePrefixer) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.emit(l.buf[:i+1])
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *linePrefixer) emit(line []byte) {
+	const name = "tsdescramble: "
+	var out []byte
+	if rest, ok := bytes.CutPrefix(line, []byte(name)); ok {
+		out = append([]byte(name+l.prefix), rest...)
+	} else {
+		out = append([]byte(l.prefix), line...)
+	}
+	l.mu.Lock()
+	l.w.Write(out)
+	l.mu.Unlock()
+}
+
+// flush writes a last line that had no newline.
+func (l *linePrefixer) flush() {
+	if len(l.buf) > 0 {
+		l.emit(append(l.buf, '\n'))
+		l.buf = nil
+	}
+}

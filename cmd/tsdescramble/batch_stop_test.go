@@ -1,0 +1,82 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A batch stopped by SIGTERM ends with 143, whatever its jobs were doing: one that had begun
+// its run stops as the command does; one still opening an input that never comes (a FIFO
+// without a writer) holds no output yet, and the batch ends itself after the grace the jobs
+// have. The jobs not started are left for a later run, and the finished one is kept.
+func TestBatchStoppedBySignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := buildBinary(t, t.TempDir())
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "feed.ts")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	var m strings.Builder
+	m.WriteString(manifestLine(t, map[string]any{"in": sample(t, "demo-biss.ts"), "out": filepath.Join(dir, "0.ts"), "biss": "112233445566"}))
+	m.WriteString(manifestLine(t, map[string]any{"in": fifo, "out": filepath.Join(dir, "1.ts"), "biss": "112233445566"}))
+	m.WriteString(manifestLine(t, map[string]any{"in": sample(t, "demo-biss.ts"), "out": filepath.Join(dir, "2.ts"), "biss": "112233445566"}))
+	path := writeFile(t, dir, "m.jsonl", []byte(m.String()))
+
+	cmd := exec.Command(bin, "batch", "-manifest", path, "-jobs", "1", "-stats-dir", filepath.Join(dir, "stats"))
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	// Job 0 finishes; job 1 waits to open the FIFO.
+	for range 200 {
+		if _, err := os.Stat(filepath.Join(dir, "stats", "0.json")); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		code, sig := waitStatus(t, waitErr)
+		took := time.Since(start)
+		if code != 143 || sig != 0 || took > stopGrace+3*time.Second {
+			t.Errorf("exit %d (signal %v) %v after SIGTERM; want 143 within %v", code, sig, took.Round(time.Millisecond), stopGrace+3*time.Second)
+		}
+	case <-time.After(stopGrace + 10*time.Second):
+		t.Fatalf("still running %v after SIGTERM: %s", stopGrace+10*time.Second, stderr.b.String())
+	}
+	if !strings.Contains(stderr.b.String(), "batch stopped at once by SIGTERM") {
+		t.Errorf("stderr does not say how the batch stopped:\n%s", stderr.b.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "0.ts")); err != nil {
+		t.Errorf("the finished job's output: %v", err)
+	}
+	for _, name := range []string{"1.ts", "2.ts"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s written by a job that did not run", name)
+		}
+	}
+	if ents, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(ents) > 0 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// get fetches a path of the metrics server at addr.
+func get(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	code, body, err := tryGet(addr, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, body
+}
+
+// tryGet fetches a path of the metrics server at addr, which may not listen yet.
+func tryGet(addr, path string) (int, string, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + addr + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func TestHealthz(t *testing.T) {
+	var c pipeline.Counters
+	m, err := serveMetrics("127.0.0.1:0", &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.close)
+	addr := m.addr.String()
+	if code, body := get(t, addr, "/healthz"); code != 503 || !strings.Contains(body, "no packet yet") {
+		t.Errorf("before any packet: %d %s", code, body)
+	}
+	c.PacketsIn.Store(1000)
+	c.PESGood.Store(10)
+	if code, body := get(t, addr, "/healthz"); code != 200 || !strings.HasPrefix(body, "ok: 1000 packets and 10 good") {
+		t.Errorf("packets and good checks: %d %s", code, body)
+	}
+
+	// The windows, on a server of the test's own clock: health compares with the newest
+	// sample at least healthWindow old.
+	var lc pipeline.Counters
+	t0 := time.Now()
+	h := &metricsServer{counters: &lc, start: t0}
+	h.sample(t0)
+	lc.PacketsIn.Store(1000)
+	lc.PESGood.Store(10)
+	h.sample(t0.Add(healthWindow))
+	if ok, why := h.health(t0.Add(healthWindow + time.Second)); !ok {
+		t.Errorf("packets and good checks in the window: %s", why)
+	}
+	// Packets came, but every check failed: the keys stopped fitting.
+	lc.PacketsIn.Store(2000)
+	lc.PESBad.Store(7)
+	h.sample(t0.Add(2 * healthWindow))
+	if ok, why := h.health(t0.Add(2*healthWindow + time.Second)); ok || !strings.Contains(why, "the keys do not fit: 7 unit starts checked bad, none good, in the last 6s") {
+		t.Errorf("bad checks only: %v %s", ok, why)
+	}
+	// Nothing came.
+	h.sample(t0.Add(3 * healthWindow))
+	if ok, why := h.health(t0.Add(3*healthWindow + time.Second)); ok || !strings.Contains(why, "no packet in the last 6s") {
+		t.Errorf("no packets: %v %s", ok, why)
+	}
+	if _, err := serveMetrics(addr, &c); err == nil || !strings.Contains(err.Error(), "cannot listen on "+addr) {
+		t.Errorf("a second server on %s: %v", addr, err)
+	}
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// A run reading a pipe serves its counts while it waits for more: half the sample is counted
+// per PID, in the Prometheus text format, and /healthz says it is healthy.
+func TestMetricsWhileRunning(t *testing.T) {
+	stream := readFile(t, sample(t, "demo-scrambled.ts"))
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+	addr := freeAddr(t)
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"tsdescramble", "-in", "-", "-out", os.DevNull, "-cw-file", sample(t, "demo-keys.txt"),
+			"-cipher", "csa2", "-batch", "256", "-metrics", addr, "-log-format", "json"},
+			Env{Stdin: pr, Stdout: io.Discard, Stderr: &stderr, IsTerminal: func(*os.File) bool { return false }})
+	}()
+	half := len(stream) / 188 / 2 * 188
+	if _, err := pw.Write(stream[:half]); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	for range 200 {
+		// The run starts its server once it has read its flags: the first tries may find none.
+		if code, b, err := tryGet(addr, "/metrics"); err == nil && code == 200 && strings.Contains(b, `tsdescramble_packets_total{pid="0x0100"}`) {
+			body = b
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if body == "" {
+		t.Fatal("no per-PID counts while the run waits for input")
+	}
+	named := map[string]bool{}
+	sample := regexp.MustCompile(`^([a-z_]+)(\{[a-z]+="[^"]*"(,[a-z]+="[^"]*")*\})? [0-9]+$`)
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#" && f[1] == "TYPE" {
+			named[f[2]] = true
+			continue
+		}
+		if strings.HasPrefix(line, "# HELP ") {
+			continue
+		}
+		m := sample.FindStringSubmatch(line)
+		if m == nil || !named[m[1]] || !strings.HasPrefix(m[1], "tsdescramble_") {
+			t.Errorf("not a sample of a declared metric: %q", line)
+		}
+	}
+	written := regexp.MustCompile(`(?m)^tsdescramble_written_packets_total ([0-9]+)$`).FindStringSubmatch(body)
+	if written == nil || written[1] == "0" || !strings.Contains(body, `tsdescramble_unit_start_checks_total{pid="0x0100",result="good"}`) {
+		t.Errorf("metrics while running:\n%s", body)
+	}
+	if code, b := get(t, addr, "/healthz"); code != 200 {
+		t.Errorf("/healthz while packets come and keys fit: %d %s", code, b)
+	}
+	pw.Write(stream[half:])
+	pw.Close()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the run did not end")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if !strings.HasPrefix(line, `{"time":"`) || !strings.HasSuffix(line, "}") {
+			t.Errorf("-log-format json wrote a line that is no JSON object: %q", line)
+		}
+	}
+	// The server is gone with the run.
+	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		t.Errorf("the metrics server still listens after the run")
+	}
+}
+
+func TestLogFormatJSONError(t *testing.T) {
+	r := run(t, nil, "-in", "/nonexistent.ts", "-out", os.DevNull, "-cw", cwA, "-log-format", "json")
+	if r.code != exitFail || !strings.Contains(r.stderr, `"level":"error","msg":"cannot open the input`) {
+		t.Errorf("an error as JSON: %s", describe(r))
+	}
+	if r := run(t, nil, "-in", "x", "-cw", cwA, "-log-format", "xml"); r.code != exitUsage || !strings.Contains(r.stderr, "-log-format: want text or json") {
+		t.Errorf("-log-format xml: %s", describe(r))
+	}
+}
