@@ -2,7 +2,6 @@ package live
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 )
 
 // Real peers from Debian, on loopback: ffmpeg, multicat and socat send to the Reader and
@@ -40,62 +41,6 @@ func readSample(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// peer is a running process of a peer tool.
-type peer struct {
-	cmd  *exec.Cmd
-	out  bytes.Buffer
-	done chan error
-}
-
-// start runs a peer for at most limit; the test's cleanup kills it by its pid if it still runs.
-func start(t *testing.T, limit time.Duration, name string, args ...string) *peer {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	p := &peer{cmd: exec.CommandContext(ctx, name, args...), done: make(chan error, 1)}
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	p.cmd.WaitDelay = time.Second
-	if err := p.cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait(); cancel() }()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			t.Errorf("%s (pid %d) did not stop", name, p.cmd.Process.Pid)
-		}
-	})
-	return p
-}
-
-// wait waits for the peer to exit by itself.
-func (p *peer) wait(t *testing.T, limit time.Duration) {
-	t.Helper()
-	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", p.cmd.Path, err, p.out.String())
-		}
-	case <-time.After(limit):
-		t.Fatalf("%s did not finish in %v\n%s", p.cmd.Path, limit, p.out.String())
-	}
-}
-
-// stop ends the peer with SIGTERM, as an operator would, and waits for it.
-func (p *peer) stop(t *testing.T) {
-	t.Helper()
-	p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case err := <-p.done:
-		p.done <- err
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s did not stop on SIGINT", p.cmd.Path)
-	}
 }
 
 // freePort returns a UDP port free on 127.0.0.1 a moment ago, for a peer to bind.
@@ -170,7 +115,7 @@ func TestFFmpegSendsUDP(t *testing.T) {
 	need(t, "ffmpeg")
 	want := readSample(t)
 	r := listenT(t, "udp://@127.0.0.1:0")
-	start(t, 30*time.Second, "ffmpeg", "-v", "error", "-readrate", "10", "-f", "mpegtsraw", "-i", sample, "-flush_packets", "0",
+	proc.Start(t, 30*time.Second, "ffmpeg", "-v", "error", "-readrate", "10", "-f", "mpegtsraw", "-i", sample, "-flush_packets", "0",
 		"-map", "0", "-c", "copy", "-f", "data", fmt.Sprintf("udp://127.0.0.1:%d?pkt_size=1316", port(r)))
 	got := readN(t, r, len(want), 10*time.Second, 30*time.Second)
 	sameBytes(t, "received from ffmpeg", got, want)
@@ -184,7 +129,7 @@ func TestFFmpegSendsRTP(t *testing.T) {
 	need(t, "ffmpeg")
 	r := listenT(t, "rtp://@127.0.0.1:0")
 
-	ff := start(t, 30*time.Second, "ffmpeg", "-v", "error", "-readrate", "10", "-i", sample,
+	ff := proc.Start(t, 30*time.Second, "ffmpeg", "-v", "error", "-readrate", "10", "-i", sample,
 		"-map", "0", "-c", "copy", "-f", "rtp_mpegts", fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", port(r), freePort(t), freePort(t)))
 	got := readN(t, r, 1<<30, 5*time.Second, 30*time.Second) // until ffmpeg stops
 	// ffmpeg's RTP muxer chains its TS muxer with other settings than its file output, so the
@@ -196,7 +141,7 @@ func TestFFmpegSendsRTP(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in.ts")
 	os.WriteFile(in, got, 0o644)
 	if len(got) == 0 {
-		t.Fatalf("nothing from ffmpeg: %s", ff.out.String())
+		t.Fatalf("nothing from ffmpeg: %s", ff.Output())
 	}
 	sameFrames(t, in, sample, 0, 12)
 	if s := r.Stats(); s.RTP != s.Datagrams || s.Lost+s.Reordered+s.Duplicates+s.OtherPT+s.Truncated != 0 {
@@ -210,13 +155,13 @@ func TestFFmpegReceivesUDP(t *testing.T) {
 	want := readSample(t)
 	p := freePort(t)
 	out := filepath.Join(t.TempDir(), "out.ts")
-	ff := start(t, 60*time.Second, "ffmpeg", "-v", "error", "-f", "mpegtsraw",
+	ff := proc.Start(t, 60*time.Second, "ffmpeg", "-v", "error", "-f", "mpegtsraw",
 		"-i", fmt.Sprintf("udp://127.0.0.1:%d?timeout=1500000&buffer_size=16777216&fifo_size=100000", p),
 		"-map", "0", "-c", "copy", "-f", "data", out)
 	waitBound(t, p)
 	time.Sleep(200 * time.Millisecond) // ffmpeg binds, then starts reading
 	sendAll(t, fmt.Sprintf("udp://127.0.0.1:%d", p), want)
-	ff.wait(t, 30*time.Second) // its receive timeout ends it
+	ff.WaitOK(t, 30*time.Second) // its receive timeout ends it
 	got, _ := os.ReadFile(out)
 	sameBytes(t, "written by ffmpeg", got, want)
 }
@@ -229,7 +174,7 @@ func TestFFmpegReceivesRTP(t *testing.T) {
 	}
 	p := freePort(t)
 	out := filepath.Join(t.TempDir(), "out.ts")
-	ff := start(t, 90*time.Second, "ffmpeg", "-v", "error",
+	ff := proc.Start(t, 90*time.Second, "ffmpeg", "-v", "error",
 		"-i", fmt.Sprintf("rtp://127.0.0.1:%d?timeout=1500000&buffer_size=16777216&fifo_size=100000", p),
 		"-map", "0", "-c", "copy", "-f", "mpegts", out)
 	waitBound(t, p)
@@ -243,7 +188,7 @@ func TestFFmpegReceivesRTP(t *testing.T) {
 	pace.Flush()
 	w.Close()
 	t.Logf("20 s of stream sent in %v", time.Since(t0))
-	ff.wait(t, 60*time.Second)
+	ff.WaitOK(t, 60*time.Second)
 	// ffmpeg, joining a live RTP stream, drops the video before the keyframe it starts on
 	// (the first GOP, 25 frames here) and the last frame, whose end nothing marks; every frame
 	// it keeps must be the sample's, in order.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 	"github.com/tsdescramble/tsdescramble/live"
 )
 
@@ -93,7 +94,7 @@ func measureLatency(t *testing.T, bin string, stream []byte, pkts int, gap time.
 	defer rc.Close()
 	rc.SetReadBuffer(8 << 20)
 	in := freeUDPPort(t)
-	tsd := startProc(t, time.Minute, bin, "-q", "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
+	tsd := proc.Start(t, time.Minute, bin, "-q", "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
 		"-out", fmt.Sprintf("udp://127.0.0.1:%d", rc.LocalAddr().(*net.UDPAddr).Port),
 		"-cw-file", demoKeys, "-packets", fmt.Sprint(packets))
 	waitListening(t, in)
@@ -138,8 +139,8 @@ func measureLatency(t *testing.T, bin string, stream []byte, pkts int, gap time.
 		next = next.Add(gap)
 	}
 	sent = sent[:packets]
-	if code := tsd.wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	if code := tsd.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.Output())
 	}
 	select {
 	case <-done:
@@ -191,7 +192,7 @@ func TestLiveThroughput(t *testing.T) {
 			defer rd.Close()
 			in := freeUDPPort(t)
 			stats := filepath.Join(t.TempDir(), "stats.json")
-			tsd := startProc(t, 2*time.Minute, "/usr/bin/time", "-f", "maxrss %M kB", bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
+			tsd := proc.Start(t, 2*time.Minute, "/usr/bin/time", "-f", "maxrss %M kB", bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
 				"-out", fmt.Sprintf("udp://127.0.0.1:%d", rd.LocalAddr().(*net.UDPAddr).Port),
 				"-cw-file", demoKeys, "-packets", fmt.Sprint(loops*demoPackets), "-timeout", "2s", "-stats", stats)
 			waitListening(t, in)
@@ -237,25 +238,25 @@ func TestLiveThroughput(t *testing.T) {
 			}
 			w.Flush()
 			took := time.Since(t0)
-			code := tsd.wait(t, time.Minute)
+			code := tsd.Wait(t, time.Minute)
 			n := <-got
 			t.Logf("sent %d MB in %v: %.0f Mbit/s (CPU %s); the command: exit %d, %s", sent>>20, took.Round(time.Millisecond),
-				float64(sent*8)/took.Seconds()/1e6, cpuName(), code, lastLine(tsd.out.String()))
-			t.Logf("%s", liveLines(tsd.out.String()))
+				float64(sent*8)/took.Seconds()/1e6, cpuName(), code, lastLine(tsd.Output()))
+			t.Logf("%s", liveLines(tsd.Output()))
 			// Datagrams the kernel dropped, its socket buffer full, are reported apart (the
 			// summary names them); inside the command, every packet that came in must go out.
 			pin, pout := -1, -2
-			if m := regexp.MustCompile(`(\d+) packets in, (\d+) out`).FindStringSubmatch(tsd.out.String()); m != nil {
+			if m := regexp.MustCompile(`(\d+) packets in, (\d+) out`).FindStringSubmatch(tsd.Output()); m != nil {
 				pin, _ = strconv.Atoi(m[1])
 				pout, _ = strconv.Atoi(m[2])
 			}
 			switch {
 			case pin <= 0 || pin != pout:
-				t.Errorf("%d packets in, %d out:\n%s", pin, pout, tsd.out.String())
-			case strings.Contains(tsd.out.String(), "dropped by the system"):
+				t.Errorf("%d packets in, %d out:\n%s", pin, pout, tsd.Output())
+			case strings.Contains(tsd.Output(), "dropped by the system"):
 				t.Logf("the kernel dropped datagrams at this rate: the output cannot be compared")
 			case code != 0 || n != loops*len(clear):
-				t.Errorf("%d bytes out of %d came out descrambled (negative: a wrong byte there); exit %d:\n%s", n, loops*len(clear), code, tsd.out.String())
+				t.Errorf("%d bytes out of %d came out descrambled (negative: a wrong byte there); exit %d:\n%s", n, loops*len(clear), code, tsd.Output())
 			}
 			if s := rd.Stats(); s.Dropped > 0 {
 				t.Logf("the test's receiver lost %d datagrams in its socket", s.Dropped)

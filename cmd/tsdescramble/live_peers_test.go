@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 )
 
 // The command's live input and output against real peers from Debian, on loopback: ffmpeg
@@ -32,67 +33,6 @@ func needTool(t *testing.T, tools ...string) {
 			}
 			t.Skipf("%s is not installed (apt-get install -y %s); skipping the test against it", tool, pkg)
 		}
-	}
-}
-
-// proc is a process a test started; the test's cleanup kills it by its pid.
-type proc struct {
-	cmd  *exec.Cmd
-	out  syncBuffer
-	done chan error
-}
-
-func startProc(t *testing.T, limit time.Duration, name string, args ...string) *proc {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	p := &proc{cmd: exec.CommandContext(ctx, name, args...), done: make(chan error, 1)}
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	p.cmd.WaitDelay = time.Second
-	if err := p.cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait(); cancel() }()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		select {
-		case err := <-p.done:
-			p.done <- err
-		case <-time.After(5 * time.Second):
-			t.Errorf("%s (pid %d) did not stop", name, p.cmd.Process.Pid)
-		}
-	})
-	return p
-}
-
-// wait waits for the process to end by itself and returns its exit status.
-func (p *proc) wait(t *testing.T, limit time.Duration) int {
-	t.Helper()
-	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", p.cmd.Path, err, p.out.String())
-		}
-		return 0
-	case <-time.After(limit):
-		t.Fatalf("%s did not finish in %v\n%s", p.cmd.Path, limit, p.out.String())
-		return -1
-	}
-}
-
-// term sends SIGTERM, which makes tsdecrypt write the packets it still holds, and waits.
-func (p *proc) term(t *testing.T) {
-	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		p.done <- err
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s did not stop on SIGTERM", p.cmd.Path)
 	}
 }
 
@@ -119,13 +59,13 @@ func TestPeerFFmpegSendsUDP(t *testing.T) {
 	bin := buildBinary(t, "")
 	port := freeUDPPort(t)
 	out := filepath.Join(t.TempDir(), "out.ts")
-	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
+	tsd := proc.Start(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
 		"-cw-file", demoKeys, "-packets", fmt.Sprint(demoPackets))
 	waitListening(t, port)
-	startProc(t, time.Minute, "ffmpeg", "-v", "error", "-readrate", "10", "-f", "mpegtsraw", "-i", demoScrambled,
+	proc.Start(t, time.Minute, "ffmpeg", "-v", "error", "-readrate", "10", "-f", "mpegtsraw", "-i", demoScrambled,
 		"-flush_packets", "0", "-map", "0", "-c", "copy", "-f", "data", fmt.Sprintf("udp://127.0.0.1:%d?pkt_size=1316", port))
-	if code := tsd.wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	if code := tsd.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.Output())
 	}
 	sameBytes(t, "sent by ffmpeg, descrambled", readFile(t, out), readFile(t, demoClear), 188)
 }
@@ -139,7 +79,7 @@ func TestPeerFFmpegReceivesUDP(t *testing.T) {
 	bin := buildBinary(t, "")
 	port := freeUDPPort(t)
 	out := filepath.Join(t.TempDir(), "out.ts")
-	ff := startProc(t, time.Minute, "ffmpeg", "-v", "error", "-f", "mpegtsraw",
+	ff := proc.Start(t, time.Minute, "ffmpeg", "-v", "error", "-f", "mpegtsraw",
 		"-i", fmt.Sprintf("udp://127.0.0.1:%d?timeout=1500000&buffer_size=16777216&fifo_size=100000", port),
 		"-map", "0", "-c", "copy", "-f", "data", out)
 	waitListening(t, port)
@@ -157,7 +97,7 @@ func TestPeerFFmpegReceivesUDP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res)
 	}
-	ff.wait(t, 30*time.Second) // its receive timeout ends it
+	ff.Wait(t, 30*time.Second) // its receive timeout ends it
 	sameBytes(t, "received by ffmpeg", readFile(t, out), want, 188)
 }
 
@@ -167,7 +107,7 @@ func TestPeerSocatReceivesUDP(t *testing.T) {
 	bin := buildBinary(t, "")
 	port := freeUDPPort(t)
 	out := filepath.Join(t.TempDir(), "out.ts")
-	startProc(t, time.Minute, "socat", "-u", fmt.Sprintf("UDP4-RECV:%d,bind=127.0.0.1,rcvbuf=8388608", port), "CREATE:"+out)
+	proc.Start(t, time.Minute, "socat", "-u", fmt.Sprintf("UDP4-RECV:%d,bind=127.0.0.1,rcvbuf=8388608", port), "CREATE:"+out)
 	waitListening(t, port)
 	want := readFile(t, demoClear)
 	res, err := exec.Command(bin, "-in", demoScrambled, "-out", fmt.Sprintf("udp://127.0.0.1:%d", port), "-cw-file", demoKeys, "-pace=false").CombinedOutput()
@@ -196,12 +136,12 @@ func TestPeerMulticatSendsRTP(t *testing.T) {
 	if !longTests() {
 		packets = 240 // a second of the stream
 	}
-	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", out,
+	tsd := proc.Start(t, time.Minute, bin, "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", out,
 		"-cw-file", demoKeys, "-packets", fmt.Sprint(packets), "-stats", stats)
 	waitListening(t, port)
-	startProc(t, time.Minute, "multicat", "-p", "256", src, fmt.Sprintf("127.0.0.1:%d", port))
-	if code := tsd.wait(t, limit); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	proc.Start(t, time.Minute, "multicat", "-p", "256", src, fmt.Sprintf("127.0.0.1:%d", port))
+	if code := tsd.Wait(t, limit); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.Output())
 	}
 	sameBytes(t, "sent by multicat, descrambled", readFile(t, out), readFile(t, demoClear)[:packets*188], 188)
 	if s := string(readFile(t, stats)); !strings.Contains(s, `"rtp_lost": 0,`) || strings.Contains(s, `"rtp": 0,`) {
@@ -217,7 +157,7 @@ func TestPeerTsdecryptReceivesRTP(t *testing.T) {
 	port := freeUDPPort(t)
 	out := filepath.Join(t.TempDir(), "out.ts")
 	const cw = "11223366445566ff"
-	td := startProc(t, time.Minute, "tsdecrypt", "-I", fmt.Sprintf("127.0.0.1:%d", port), "-R", "-O", "file://"+out, "-Y", cw+cw, "-p", "-z")
+	td := proc.Start(t, time.Minute, "tsdecrypt", "-I", fmt.Sprintf("127.0.0.1:%d", port), "-R", "-O", "file://"+out, "-Y", cw+cw, "-p", "-z")
 	waitListening(t, port)
 	want := readFile(t, demoClear)[:1000*188]
 	res, err := exec.Command(bin, "scramble", "-in", demoClear, "-out", fmt.Sprintf("rtp://127.0.0.1:%d", port), "-cw", cw, "-packets", "1000", "-pace=false").CombinedOutput()
@@ -229,7 +169,7 @@ func TestPeerTsdecryptReceivesRTP(t *testing.T) {
 	// batches must all be there.
 	waitFile(t, out, 7*128*188, 20*time.Second)
 	time.Sleep(200 * time.Millisecond)
-	td.term(t)
+	td.Signal(t, syscall.SIGTERM)
 	got := readFile(t, out)
 	sameBytes(t, "scrambled by us, descrambled by tsdecrypt", got, want[:min(len(got), len(want))], 188)
 }
@@ -264,12 +204,12 @@ i=0; while ! grep -q ':1388 ' /proc/net/udp /proc/net/udp6; do i=$((i+1)); [ $i 
 sleep 0.1
 socat -b 1316 -u 'FILE:%s' '%s'
 wait $tsd`, bin, c.in, out, demoKeys, demoPackets, demoScrambled, c.to)
-			p := startProc(t, time.Minute, "unshare", "-n", "sh", "-c", script)
-			if code := p.wait(t, 30*time.Second); code != 0 {
-				if strings.Contains(p.out.String(), "cannot join") || strings.Contains(p.out.String(), "Cannot") {
-					t.Skipf("this kernel does not route the group on loopback in a namespace:\n%s", p.out.String())
+			p := proc.Start(t, time.Minute, "unshare", "-n", "sh", "-c", script)
+			if code := p.Wait(t, 30*time.Second); code != 0 {
+				if strings.Contains(p.Output(), "cannot join") || strings.Contains(p.Output(), "Cannot") {
+					t.Skipf("this kernel does not route the group on loopback in a namespace:\n%s", p.Output())
 				}
-				t.Fatalf("exit %d:\n%s", code, p.out.String())
+				t.Fatalf("exit %d:\n%s", code, p.Output())
 			}
 			sameBytes(t, "received from the group", readFile(t, out), readFile(t, demoClear), 188)
 		})
@@ -295,23 +235,23 @@ func TestLiveHangupRereadsKeys(t *testing.T) {
 	keyFile := writeFile(t, dir, "keys.txt", []byte(cws[0]+"\n"))
 	port := freeUDPPort(t)
 	out := filepath.Join(dir, "out.ts")
-	tsd := startProc(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
+	tsd := proc.Start(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
 		"-cw-file", keyFile, "-packets", fmt.Sprint(demoPackets))
 	waitListening(t, port)
 	stream, clear := readFile(t, demoScrambled), readFile(t, demoClear)
 	url := fmt.Sprintf("udp://127.0.0.1:%d", port)
 	sendUDP(t, url, stream[:1700*188], time.Millisecond/4)
 	writeFile(t, dir, "keys.txt", []byte(strings.Join(cws, "\n")+"\n"))
-	tsd.cmd.Process.Signal(syscall.SIGHUP)
-	for end := time.Now().Add(5 * time.Second); !strings.Contains(tsd.out.String(), "SIGHUP: "); time.Sleep(10 * time.Millisecond) {
+	tsd.Cmd.Process.Signal(syscall.SIGHUP)
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(tsd.Output(), "SIGHUP: "); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatalf("no note of the keys reread:\n%s", tsd.out.String())
+			t.Fatalf("no note of the keys reread:\n%s", tsd.Output())
 		}
 	}
 	sendUDP(t, url, stream[1700*188:], time.Millisecond/4)
 	// Some periods were left scrambled before the new keys came: exit status 3.
-	if code := tsd.wait(t, 30*time.Second); code != exitNoFit {
-		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	if code := tsd.Wait(t, 30*time.Second); code != exitNoFit {
+		t.Fatalf("exit %d:\n%s", code, tsd.Output())
 	}
 	got := readFile(t, out)
 	if len(got) != len(clear) {
@@ -319,8 +259,8 @@ func TestLiveHangupRereadsKeys(t *testing.T) {
 	}
 	// From the fourth crypto period on (packet 2400), all of it is clear.
 	sameBytes(t, "after SIGHUP", got[2400*188:], clear[2400*188:], 188)
-	if !strings.Contains(tsd.out.String(), "new keys from packet") || bytes.Equal(got, clear) {
-		t.Errorf("the keys were not replaced during the run:\n%s", tsd.out.String())
+	if !strings.Contains(tsd.Output(), "new keys from packet") || bytes.Equal(got, clear) {
+		t.Errorf("the keys were not replaced during the run:\n%s", tsd.Output())
 	}
 }
 
@@ -336,13 +276,13 @@ func TestPeerFFmpegSendsRTP(t *testing.T) {
 	port := freeUDPPort(t)
 	scr, clear := filepath.Join(dir, "scr.ts"), filepath.Join(dir, "clear.ts")
 	const cw = "11223366445566ff"
-	tsd := startProc(t, time.Minute, bin, "scramble", "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", scr, "-cw", cw, "-duration", "6s", "-stats", filepath.Join(dir, "stats.json"))
+	tsd := proc.Start(t, time.Minute, bin, "scramble", "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", scr, "-cw", cw, "-duration", "6s", "-stats", filepath.Join(dir, "stats.json"))
 	waitListening(t, port)
-	ff := startProc(t, time.Minute, "ffmpeg", "-v", "error", "-readrate", "10", "-i", demoClear, "-map", "0", "-c", "copy", "-f", "rtp_mpegts",
+	ff := proc.Start(t, time.Minute, "ffmpeg", "-v", "error", "-readrate", "10", "-i", demoClear, "-map", "0", "-c", "copy", "-f", "rtp_mpegts",
 		fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", port, freeUDPPort(t), freeUDPPort(t)))
-	ff.wait(t, 30*time.Second)
-	if code := tsd.wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, tsd.out.String())
+	ff.Wait(t, 30*time.Second)
+	if code := tsd.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.Output())
 	}
 	if s := string(readFile(t, filepath.Join(dir, "stats.json"))); !strings.Contains(s, `"rtp_lost": 0,`) || strings.Contains(s, `"rtp": 0,`) {
 		t.Errorf("RTP figures:\n%s", s)
