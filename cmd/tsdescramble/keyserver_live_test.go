@@ -6,13 +6,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -182,4 +185,77 @@ func TestLiveInputKeyServerStops(t *testing.T) {
 // liveCWs are the control words of the crypto periods, in turn.
 func liveCWs(t *testing.T) [][]byte {
 	return [][]byte{mustCW(t, "11223366445566FF"), mustCW(t, "A1B2C316D4E5F6AF"), mustCW(t, "0102030604050610"), mustCW(t, "7F6E5D4A3C2B1A81")}
+}
+
+// SIGHUP makes a -follow run read its log again from the start: a key line corrected in place
+// (the file no shorter, so reading on from where it was would not see it) gives the next
+// crypto period of its parity its key; the keys already applied stay, and lines appended after
+// are read as before. The run receives on UDP, so that it can wait between the steps.
+func TestFollowHangupRereadsLog(t *testing.T) {
+	bin := buildBinary(t, "")
+	cws := []string{"11223366445566FF", "A1B2C316D4E5F6AF", "0102030604050610", "7F6E5D4A3C2B1A81"}
+	const wrong = "0102030604050611" // the third key mistyped: its last byte
+	var keys [][]byte
+	for _, s := range cws {
+		keys = append(keys, mustCW(t, s))
+	}
+	const period = 500
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 4 * period, PeriodPackets: period, CWs: keys})
+	// at returns the offset of the elementary stream's packet n in the stream.
+	at := func(n int) int {
+		es := 0
+		for i := 0; i < len(scrambled); i += 188 {
+			if scrambled[i+3]&0xC0 != 0 {
+				if es == n {
+					return i
+				}
+				es++
+			}
+		}
+		return len(scrambled)
+	}
+	line := func(k int, cw string) string { return fmt.Sprintf("%d %s # 12:00:%02d\n", k%2, spaced(cw), 10*k) }
+	dir := t.TempDir()
+	logPath, out := filepath.Join(dir, "live.cwl"), filepath.Join(dir, "out.ts")
+	head := "# OSCam control word log\n" + line(0, cws[0]) + line(1, cws[1])
+	writeFile(t, dir, "live.cwl", []byte(head))
+	appendLine := func(s string) {
+		f, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := freeUDPPort(t)
+	url := fmt.Sprintf("udp://127.0.0.1:%d", port)
+	tsd := proc.Start(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
+		"-cw-file", logPath, "-follow", "-packets", fmt.Sprint(len(scrambled)/188))
+	waitListening(t, port)
+	// The first crypto period and part of the second; then the third period's key is logged,
+	// mistyped, and read (the log is polled every 200 ms).
+	sendUDP(t, url, scrambled[:at(600)], liveKeyPace)
+	appendLine(line(2, wrong))
+	time.Sleep(600 * time.Millisecond)
+	sendUDP(t, url, scrambled[at(600):at(2*period)], liveKeyPace)
+	// Corrected in place before the third period begins, and SIGHUP.
+	writeFile(t, dir, "live.cwl", []byte(head+line(2, cws[2])))
+	if err := tsd.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(tsd.Output(), "read again: 3 key lines"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no note of the log read again:\n%s", tsd.Output())
+		}
+	}
+	// The fourth key is appended as the log grows, and the rest of the stream sent.
+	appendLine(line(3, cws[3]))
+	sendUDP(t, url, scrambled[at(2*period):], liveKeyPace)
+	if code := tsd.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.Output())
+	}
+	sameBytes(t, "descrambled with the log read again", readFile(t, out), clear, 188)
+	t.Log(strings.TrimSpace(tsd.Output()))
 }
