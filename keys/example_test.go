@@ -1,8 +1,12 @@
 package keys_test
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 )
@@ -96,4 +100,28 @@ func ExampleLive() {
 	// -1 false
 	// 11223366445566FF true
 	// AABBCC31DDEEFFCA true
+}
+
+func ExampleFollower() {
+	dir, _ := os.MkdirTemp("", "follow")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "live.cwl")
+	os.WriteFile(path, []byte("0 11 22 33 66 44 55 66 FF\n1 01 02 03 06 08 09 0A 1B\n"), 0o644)
+
+	live := keys.NewLive()
+	fl := keys.NewFollower(path, keys.CWSize, live, func(err error) { fmt.Println(err) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go fl.Run(ctx, 200*time.Millisecond)
+
+	// The even key is corrected in place; reading on from where it was would not see it.
+	os.WriteFile(path, []byte("0 AA BB CC 31 DD EE FF CA\n1 01 02 03 06 08 09 0A 1B\n"), 0o644)
+	read := make(chan int)
+	fl.Reread(func(keyLines int, err error) { read <- keyLines })
+	fmt.Println(<-read, "key lines read again")
+	k, _ := live.Begin(0x100, false)
+	fmt.Printf("even key %X\n", live.CW(k))
+	// Output:
+	// 2 key lines read again
+	// even key AABBCC31DDEEFFCA
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,39 +20,108 @@ const maxFollowLine = 4096
 // more, until ctx is done; it returns ctx's error, or the error that stopped it (the file cannot
 // be opened, or its first key line is a CW list's, which has no parity to follow). A line is read
 // once it ends with a newline; a file that becomes shorter (truncated or replaced) is read again
-// from its start. A bad line is reported to bad, when set, as a *LineError, and skipped.
+// from its start. Of the lines one poll reads, the last of each parity is set: a period waiting
+// for its key never takes an older one that a longer read passes on the way. A bad line is
+// reported to bad, when set, as a *LineError, and skipped. Follow is NewFollower(...).Run.
 func Follow(ctx context.Context, path string, size int, live *Live, interval time.Duration, bad func(error)) error {
+	return NewFollower(path, size, live, bad).Run(ctx, interval)
+}
+
+// A Follower reads a key file as it grows, as Follow does, and can be asked to read it again
+// from its start (Reread): for a log edited in place, or replaced by a file no shorter, which
+// reading on from where it was would not see.
+type Follower struct {
+	f      follower
+	wake   chan struct{}
+	mu     sync.Mutex
+	reread []func(keyLines int, err error) // Reread's callers, waiting for the next poll
+}
+
+// NewFollower returns a Follower of the key file at path that sets the CWs it reads in live;
+// bad, when set, receives each bad line as a *LineError.
+func NewFollower(path string, size int, live *Live, bad func(error)) *Follower {
+	fl := &Follower{f: follower{path: path, size: size, live: live, bad: bad}, wake: make(chan struct{}, 1)}
+	fl.f.pathFormat()
+	return fl
+}
+
+// Run reads the file and polls it every interval for more until ctx is done, as Follow does.
+func (fl *Follower) Run(ctx context.Context, interval time.Duration) error {
 	if interval <= 0 {
 		interval = 200 * time.Millisecond
-	}
-	f := &follower{path: path, size: size, live: live, bad: bad}
-	if strings.HasSuffix(strings.ToLower(path), ".cwl") {
-		f.format = FormatCWL
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if err := f.poll(); err != nil {
+		fl.mu.Lock()
+		done := fl.reread
+		fl.reread = nil
+		fl.mu.Unlock()
+		if done != nil {
+			fl.f.restart()
+		}
+		err := fl.f.poll()
+		for _, d := range done {
+			d(fl.f.keyLines, err)
+		}
+		if err != nil {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-fl.wake:
 		}
 	}
 }
 
+// Reread makes a running Follower read the file again from its start, at once. Each parity's
+// last CW in the file is set again: the keys already used stay used (a Live source gives a
+// period only a CW its PID did not use last), and those new to the file join. Run calls done,
+// when set, after that read, with the number of lines that gave keys and the error that
+// stopped it, if one did. A Reread before Run takes effect when Run starts; one after Run
+// has returned never does.
+func (fl *Follower) Reread(done func(keyLines int, err error)) {
+	if done == nil {
+		done = func(int, error) {}
+	}
+	fl.mu.Lock()
+	fl.reread = append(fl.reread, done)
+	fl.mu.Unlock()
+	select {
+	case fl.wake <- struct{}{}:
+	default:
+	}
+}
+
 type follower struct {
-	path   string
-	size   int
-	live   *Live
-	bad    func(error)
-	format Format
-	offset int64
-	line   int
-	buf    []byte // the start of a line whose end has not been written yet
-	long   bool   // the current line is longer than maxFollowLine: skipped to its end
+	path     string
+	size     int
+	live     *Live
+	bad      func(error)
+	format   Format
+	offset   int64
+	line     int
+	buf      []byte    // the start of a line whose end has not been written yet
+	long     bool      // the current line is longer than maxFollowLine: skipped to its end
+	pending  [2][]byte // the last CW of each parity a poll read, set at its end
+	keyLines int       // lines that gave keys since the file was read from its start
+}
+
+// pathFormat takes a .cwl file for an OSCam log before its first line says so.
+func (f *follower) pathFormat() {
+	f.format = 0
+	if strings.HasSuffix(strings.ToLower(f.path), ".cwl") {
+		f.format = FormatCWL
+	}
+}
+
+// restart makes the next poll read the file from its start, as a file it has not seen: it may
+// have been replaced by one of another format.
+func (f *follower) restart() {
+	f.offset, f.line, f.buf, f.long, f.keyLines = 0, 0, f.buf[:0], false, 0
+	f.pathFormat()
 }
 
 // poll reads what was appended since the last poll.
@@ -66,8 +136,9 @@ func (f *follower) poll() error {
 		return err
 	}
 	if fi.Size() < f.offset {
-		f.offset, f.line, f.buf, f.long = 0, 0, f.buf[:0], false // truncated or replaced
+		f.restart() // truncated or replaced
 	}
+	defer f.apply()
 	if _, err := file.Seek(f.offset, io.SeekStart); err != nil {
 		return err
 	}
@@ -95,6 +166,16 @@ func (f *follower) poll() error {
 			return err
 		}
 	}
+}
+
+// apply sets the last CW of each parity the poll read.
+func (f *follower) apply() {
+	for parity, cw := range f.pending {
+		if cw != nil {
+			f.live.Set(0, parity == 1, cw)
+		}
+	}
+	f.pending = [2][]byte{}
 }
 
 func (f *follower) append(b []byte) {
@@ -148,16 +229,16 @@ func (f *follower) endLine() error {
 			f.report(fmt.Errorf("want a parity digit 0 or 1 then %d hex bytes; %v", f.size, err))
 			return nil
 		}
-		f.live.Set(0, odd, cw)
+		f.pending[parityIndex(odd)] = cw
 	case FormatPairs:
 		b, err := ParseCW(t, 2*f.size)
 		if err != nil {
 			f.report(fmt.Errorf("want an even and an odd control word of %d hex digits each; %s", 2*f.size, describeHex(t)))
 			return nil
 		}
-		f.live.Set(0, false, b[:f.size])
-		f.live.Set(0, true, b[f.size:])
+		f.pending[0], f.pending[1] = b[:f.size], b[f.size:]
 	}
+	f.keyLines++
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,69 @@ func TestFollowRefusesList(t *testing.T) {
 	}
 	if err := Follow(context.Background(), filepath.Join(t.TempDir(), "missing"), CWSize, NewLive(), time.Millisecond, nil); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// Reread reads a log edited in place, which polling on from where it was does not see: the
+// keys already used stay used, the new one joins.
+func TestFollowerReread(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.cwl")
+	const a, b, c = "11 22 33 66 44 55 66 FF", "01 02 03 06 08 09 0A 1B", "AA BB CC 31 DD EE FF CA"
+	if err := os.WriteFile(path, []byte("0 "+a+"\n1 "+b+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive()
+	fl := NewFollower(path, CWSize, live, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fl.Run(ctx, time.Hour) }() // polls once, then only when asked
+	defer func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Error(err)
+		}
+	}()
+	for i := 0; live.NumCWs() < 2; i++ {
+		if i == 400 {
+			t.Fatal("timed out waiting for the first keys")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cw := func(k int) string { return fmt.Sprintf("% X", live.CW(k)) }
+	if k, _ := live.Begin(0x100, false); cw(k) != a {
+		t.Fatalf("even key %s", cw(k))
+	}
+	if k, _ := live.Begin(0x100, true); cw(k) != b {
+		t.Fatalf("odd key %s", cw(k))
+	}
+	// The even key's line is corrected in place: same length, so the file does not shrink.
+	if err := os.WriteFile(path, []byte("0 "+c+"\n1 "+b+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan int, 1)
+	fl.Reread(func(n int, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		read <- n
+	})
+	select {
+	case n := <-read:
+		if n != 2 {
+			t.Fatalf("%d key lines read again, want 2", n)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Reread did not read the file")
+	}
+	if live.NumCWs() != 3 {
+		t.Fatalf("%d CWs known, want the 2 first and the new one", live.NumCWs())
+	}
+	if k, final := live.Begin(0x100, false); !final || cw(k) != c {
+		t.Fatalf("even key after Reread %s", cw(k))
+	}
+	// The odd key did not change: the next odd period, which must not use the last one's
+	// key again, waits.
+	if k, final := live.Begin(0x100, true); final || k != NoKey {
+		t.Fatalf("the odd key already used was given again: %d", k)
 	}
 }

@@ -181,8 +181,13 @@ func (cl *classifier) livePeriodOf(pid uint16, odd bool) int32 {
 	if pk.cur >= 0 {
 		if cur := &cl.periods[pk.cur]; cur.odd == odd {
 			pk.run++
-			if cur.state == periodOpen {
+			switch {
+			case cur.state == periodOpen:
 				cl.live.packets[pk.cur]++
+			case cur.state == periodNoFit && !cl.live.cfg.Drop:
+				// The period gave up waiting before its end: the packets that follow pass as
+				// they came too, and count with those held (liveDrop counts dropped ones).
+				cl.live.st.PassedNoKey++
 			}
 			return pk.cur
 		}

@@ -250,3 +250,32 @@ func TestLiveKeysWithScheduleSource(t *testing.T) {
 		t.Fatalf("output differs from the clear stream: %d descrambled, %+v", st.Descrambled, *st.LiveKeys)
 	}
 }
+
+// A period that gives up waiting before it ends passes the packets that follow as they came
+// too, and the count of packets passed for want of a key has them all: on a live input whose
+// periods last longer than the wait, with a server that has no key, it is every scrambled
+// packet.
+func TestLiveKeysGiveUpMidPeriodCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("paces a stream over half a second")
+	}
+	const period = 500
+	_, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 3 * period, PeriodPackets: period, CWs: liveCWs()})
+	srv := camdouble.NewCS378x(t, "u", "p")
+	srv.SetAnswer(func([]byte) (byte, [16]byte, bool) { return 0x44, [16]byte{}, false }) // not found
+	lk, _ := cs378xKeys(t, srv, 30*time.Millisecond)
+	lk.FileInput = false
+	var out bytes.Buffer
+	// 100 packets each 20 ms: a period lasts 100 ms, more than three times the wait.
+	in := &pacedReader{r: bytes.NewReader(scrambled), chunk: 100 * 188, every: 20 * time.Millisecond}
+	st, err := pipeline.Run(context.Background(), in, &out, pipeline.Options{LiveKeys: lk, Batch: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), scrambled) {
+		t.Fatal("packets without a key were changed")
+	}
+	if st.LiveKeys.GaveUp != 3 || st.LiveKeys.PassedNoKey != 3*period {
+		t.Fatalf("%d periods gave up, %d packets passed; want 3 and %d: %+v", st.LiveKeys.GaveUp, st.LiveKeys.PassedNoKey, 3*period, *st.LiveKeys)
+	}
+}

@@ -92,8 +92,10 @@ func parseKeyServerURL(flag, s string) (*keyServerURL, error) {
 
 // keyServer is a running key server client and the pipeline's side of it.
 type keyServer struct {
-	url     *keyServerURL // nil for -follow
-	follow  string        // the -cw-file that -follow reads
+	url     *keyServerURL  // nil for -follow
+	follow  string         // the -cw-file that -follow reads
+	fl      *keys.Follower // its reader, for SIGHUP
+	logf    func(string)   // the run's log, from start
 	live    *keys.Live
 	lk      *pipeline.LiveKeys
 	feeder  *keyserver.Feeder
@@ -215,12 +217,14 @@ func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
 		return nil, err
 	}
 	ks.follow = path
+	// Its bad lines go to the run's log, which start sets before the follower runs.
+	ks.fl = keys.NewFollower(path, keys.CWSize, ks.live, func(err error) { ks.logf(err.Error()) })
 	return ks, nil
 }
 
 // start runs the client until stop; file says the input is a file, read ahead of real time.
 func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
-	ks.lk.FileInput, ks.lk.Log = file, logf
+	ks.lk.FileInput, ks.lk.Log, ks.logf = file, logf, logf
 	if ks.feeder != nil && ks.verbose {
 		ks.feeder.SetLog(logf)
 	}
@@ -233,13 +237,25 @@ func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
 			ks.feeder.Run(ctx)
 		case ks.dv != nil:
 			ks.dv.Run(ctx)
-		case ks.follow != "":
-			err := keys.Follow(ctx, ks.follow, keys.CWSize, ks.live, 200*time.Millisecond, func(err error) { logf(err.Error()) })
+		case ks.fl != nil:
+			err := ks.fl.Run(ctx, 200*time.Millisecond)
 			if err != nil && ctx.Err() == nil {
 				logf(fmt.Sprintf("-follow: %v: no more keys are read", unwrapPath(err)))
 			}
 		}
 	}()
+}
+
+// reread reads the followed -cw-file again from its start (SIGHUP): the keys already applied
+// stay, those new to the file join.
+func (ks *keyServer) reread(logf func(string)) {
+	logf("SIGHUP: reading " + ks.follow + " again from its start")
+	ks.fl.Reread(func(n int, err error) {
+		if err != nil {
+			return // the follower stops, and says why (start)
+		}
+		logf(fmt.Sprintf("SIGHUP: %s read again: %s; each key applies from the next crypto period of its parity", ks.follow, plural(n, "key line")))
+	})
 }
 
 // stop ends the client and fills in its counts.

@@ -284,11 +284,14 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 	}
 
-	// A live run rereads its key file on SIGHUP (key lists are edited while a feed runs);
-	// other runs stop, as when their terminal closes. A key server's keys, and a file followed
-	// as it grows (-follow), come in as they change already.
+	// A live run rereads its key file on SIGHUP (key lists are edited while a feed runs), and
+	// so does any run that follows a growing log (-follow: it reads on from where it was, and
+	// a log edited in place is seen only by reading it again); other runs stop, as when their
+	// terminal closes. A key server's keys come in as they change already.
 	var hangup func()
-	if in.live != nil && opts.Mode != pipeline.Scramble && c.String("cw-file") != "" && opts.LiveKeys == nil {
+	if ksrv != nil && ksrv.fl != nil {
+		hangup = func() { ksrv.reread(logf) }
+	} else if in.live != nil && opts.Mode != pipeline.Scramble && c.String("cw-file") != "" && opts.LiveKeys == nil {
 		rekey := make(chan *keys.Schedule, 1)
 		opts.Rekey = rekey
 		hangup = func() {

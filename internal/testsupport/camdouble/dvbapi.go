@@ -31,6 +31,7 @@ type DVBAPI struct {
 	greeting []byte
 	ecms     [][]byte
 	wg       sync.WaitGroup
+	stopOn   func(ecm []byte) bool // SetStopOn
 }
 
 // NewDVBAPI starts a server on a loopback port; the test's cleanup stops it.
@@ -62,6 +63,14 @@ func (s *DVBAPI) SetAlgo(algo uint32) {
 func (s *DVBAPI) SetDelay(d time.Duration) {
 	s.mu.Lock()
 	s.delay = d
+	s.mu.Unlock()
+}
+
+// SetStopOn makes the server go away, as a CAM daemon that crashes, at the first ECM for which
+// f is true: it answers that one with nothing and stops (Stop).
+func (s *DVBAPI) SetStopOn(f func(ecm []byte) bool) {
+	s.mu.Lock()
+	s.stopOn = f
 	s.mu.Unlock()
 }
 
@@ -228,8 +237,12 @@ func (s *DVBAPI) handle(c net.Conn) {
 			s.record(append(append(raw, b[:2]...), section...))
 			s.mu.Lock()
 			s.ecms = append(s.ecms, section)
-			delay, algo := s.delay, s.algo
+			delay, algo, stopOn := s.delay, s.algo, s.stopOn
 			s.mu.Unlock()
+			if stopOn != nil && stopOn(section) {
+				go s.Stop() // Stop waits for this goroutine
+				return
+			}
 			cw, err := AnswerECM(section)
 			if err != nil {
 				continue
