@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"slices"
@@ -27,7 +26,7 @@ import (
 // simulcryptFlags are the scrambler's flags for crypto periods in time and a SimulCrypt ECMG.
 func simulcryptFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.DurationFlag{Name: "cp-duration", Category: catScrambling, Usage: "crypto period of `DURATION` in stream time, from the PCRs (e.g. 10s): a fresh random CW each unless key flags give them"},
+		&cli.DurationFlag{Name: "cp-duration", Category: catScrambling, Usage: "crypto period of `DURATION` in stream time, from the PCRs (the wall clock for a network input) (e.g. 10s): a fresh random CW each unless key flags give them"},
 		&cli.StringFlag{Name: "ecmg", Category: catScrambling, Usage: "act as a DVB SimulCrypt SCS: get the ECMs from the ECMG at `HOST:PORT` (ETSI TS 103 197) and put them in the stream"},
 		&cli.StringFlag{Name: "super-cas-id", Category: catScrambling, Usage: "with -ecmg: the Super_CAS_id, 8 `HEX` digits (CA_system_id then CA_subsystem_id); the PMT's CA_descriptor takes the CA_system_id"},
 		&cli.StringFlag{Name: "ecm-pid", Category: catScrambling, Usage: "with -ecmg: the `PID` of the ECMs, decimal or 0x hex"},
@@ -60,6 +59,7 @@ type scsRun struct {
 	ecmg  string
 	pid   uint16
 	cp    time.Duration
+	live  bool // periods on the wall clock
 }
 
 // checkSCSFlags checks the flags of the stage before anything is opened.
@@ -106,9 +106,11 @@ func checkSCSFlags(c *cli.Context) error {
 
 // startSCS connects to the ECMG and returns the stage that reads in, with opts set to take its
 // crypto periods. ks holds the key flags' CWs (empty for random ones).
-func startSCS(c *cli.Context, in io.Reader, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
-	cfg := scs.Config{CPDuration: c.Duration("cp-duration"), Log: logf}
-	run := &scsRun{ecmg: c.String("ecmg"), cp: cfg.CPDuration}
+func startSCS(c *cli.Context, in *input, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
+	// A network input's periods follow the wall clock (see scs.Config.Live); a pipe's, like a
+	// file's, its PCRs, so that the same bytes scramble the same way.
+	cfg := scs.Config{CPDuration: c.Duration("cp-duration"), Log: logf, Live: in.live != nil}
+	run := &scsRun{ecmg: c.String("ecmg"), cp: cfg.CPDuration, live: cfg.Live}
 	if addr := c.String("ecmg"); addr != "" {
 		id, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(c.String("super-cas-id")), "0x"), 16, 32)
 		if err != nil {
@@ -202,8 +204,12 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 	}
 	st := r.stage.Stats()
 	if !quiet {
-		msg := fmt.Sprintf("crypto periods: %d of %v over %v of stream time", st.Periods, r.cp, st.StreamTime.Round(time.Millisecond))
-		if st.PCRs == 0 {
+		clock := "stream time"
+		if r.live {
+			clock = "wall time (a live input)"
+		}
+		msg := fmt.Sprintf("crypto periods: %d of %v over %v of %s", st.Periods, r.cp, st.StreamTime.Round(time.Millisecond), clock)
+		if st.PCRs == 0 && !r.live {
 			msg += " (the input has no PCR: one crypto period)"
 		}
 		logf(msg)
