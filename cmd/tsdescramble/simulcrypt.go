@@ -15,6 +15,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver"
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -237,33 +239,52 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 	return nil
 }
 
-// ecmKeys reads the CWs of -ecm-xor from the ECMs of the input, in a pass before the run: the
-// pipeline then follows them per PID as it follows a .cwl log, each CW in force from the flip
-// to its period's parity.
-func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, error) {
+// ecmKeys reads the CWs of -ecm-xor. From a regular file, they are read in a pass before the
+// run: the pipeline then follows them per PID as it follows a .cwl log, each CW in force from
+// the flip to its period's parity. From a pipe or a network input, which cannot be read twice,
+// the ECMs go to a key source as they come, as a key server's do (testca.Answerer): each CW
+// applies from the next period of its parity, and a period waits for its key up to -key-wait.
+func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, *keyServer, error) {
 	if anyKeyFlag(c) {
-		return nil, usageErr("-ecm-xor reads the CWs from the stream: give no other key flag")
+		return nil, nil, usageErr("-ecm-xor reads the CWs from the stream: give no other key flag")
 	}
 	if sys.Name() != "csa2" {
-		return nil, usageErr("-ecm-xor carries 8-byte CWs: use it with -cipher csa2")
+		return nil, nil, usageErr("-ecm-xor carries 8-byte CWs: use it with -cipher csa2")
 	}
 	key, err := keys.ParseCW(c.String("ecm-xor"), 8)
 	if err != nil {
-		return nil, usageErr("-ecm-xor: %v (example: -ecm-xor 4212022421206688)", err)
+		return nil, nil, usageErr("-ecm-xor: %v (example: -ecm-xor 4212022421206688)", err)
 	}
 	path := c.String("in")
 	fi, err := os.Stat(path)
-	if path == "-" || err == nil && !fi.Mode().IsRegular() {
-		return nil, usageErr("-ecm-xor reads the ECMs in a pass of their own: give the input as -in FILE")
+	if path == "-" || live.IsAddress(path) || err == nil && !fi.Mode().IsRegular() {
+		ks, err := newLiveKeys(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		ks.url = &keyServerURL{scheme: "ecm-xor"}
+		ks.feeder = keyserver.NewFeeder(ks.live, testca.Answerer{Key: key})
+		ks.verbose = c.Bool("verbose")
+		var choice keyserver.Choice
+		if c.IsSet("service") {
+			choice.ServiceID = uint16(c.Int("service"))
+		}
+		ks.lk.Sections = keyserver.NewECMSink(ks.feeder, choice)
+		return &keySet{sched: keys.NewList(nil)}, ks, nil
+	}
+	for _, name := range []string{"key-wait", "missing-key"} {
+		if c.IsSet(name) {
+			return nil, nil, usageErr("-%s: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -%s out", name, name)
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, failErr("cannot open the input: %v", unwrapPath(err))
+		return nil, nil, failErr("cannot open the input: %v", unwrapPath(err))
 	}
 	defer f.Close()
 	res, err := testca.ReadCWs(f, key, c.Int("service"))
 	if err != nil {
-		return nil, failErr("%s: -ecm-xor: %v", path, err)
+		return nil, nil, failErr("%s: -ecm-xor: %v", path, err)
 	}
 	var pids []string
 	for _, p := range res.PIDs {
@@ -271,5 +292,5 @@ func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, error) {
 	}
 	note := fmt.Sprintf("ECMs: %d read on PID %s, %d distinct: %d crypto periods' CWs", res.ECMs, strings.Join(pids, ", "), res.Distinct, len(res.Periods))
 	ks := &keySet{sched: keys.NewPeriods(res.Periods), notes: []string{note}, format: keys.FormatCWL}
-	return ks, nil
+	return ks, nil, nil
 }

@@ -126,8 +126,9 @@ func TestSimulCryptLive(t *testing.T) {
 	}
 	// 4.2 s of stream at a repetition of 300 ms: a dozen ECMs or more. A live input's periods
 	// and repetitions follow the wall clock, which the PCRs the gaps are read from follow within
-	// the jitter of the sender and the loopback: that much is allowed beyond ECM_rep_period.
-	if ecms < 12 || slices.Max(gaps) > ecmgtest.RepPeriod+defaultLatency {
+	// the jitter of the sender and the loopback on a shared machine (up to 52 ms seen): twice the
+	// latency bound is allowed beyond ECM_rep_period.
+	if ecms < 12 || slices.Max(gaps) > ecmgtest.RepPeriod+2*defaultLatency {
 		t.Errorf("%d ECM packets, largest gap %v (ECM_rep_period %v)", ecms, slices.Max(gaps), ecmgtest.RepPeriod)
 	}
 	p50, p99, top := percentiles(delays)
@@ -174,4 +175,23 @@ func TestSimulCryptLive(t *testing.T) {
 		t.Errorf("the summary does not count the %d ECMs:\n%s", ecms, d.stderr)
 	}
 	sameAsClear(t, "descrambled with -ecm-xor", clear, readFile(t, clean), pmtPID)
+
+	// -ecm-xor on inputs that cannot be read twice: the ECMs feed a live key source as they come.
+	d = run(t, out, "-i", "-", "-o", clean, "-ecm-xor", "4212022421206688")
+	if d.code != 0 {
+		t.Fatalf("descramble from a pipe with -ecm-xor: %s", describe(d))
+	}
+	if !strings.Contains(d.stderr, "ECMs (-ecm-xor): ") {
+		t.Errorf("the summary does not count the ECMs:\n%s", d.stderr)
+	}
+	sameAsClear(t, "descrambled from a pipe with -ecm-xor", clear, readFile(t, clean), pmtPID)
+	in2 := freeUDPPort(t)
+	lr := startLive(t, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in2), "-o", clean, "-ecm-xor", "4212022421206688",
+		"-packets", fmt.Sprint(len(pkts)), "-timeout", "10s")
+	waitListening(t, in2)
+	sendUDP(t, fmt.Sprintf("udp://127.0.0.1:%d", in2), out, time.Millisecond)
+	if d = lr.wait(t, 20*time.Second); d.code != 0 {
+		t.Fatalf("descramble from UDP with -ecm-xor: %s", describe(d))
+	}
+	sameAsClear(t, "descrambled from UDP with -ecm-xor", clear, readFile(t, clean), pmtPID)
 }
