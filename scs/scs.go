@@ -1,7 +1,8 @@
 // Package scs is the stream side of a DVB SimulCrypt scrambler (the SCS of ETSI TS 103 197): a
 // Stage reads a clear transport stream and hands it on with crypto periods on the clock of its
-// PCRs, a control word for each, the ECMs an ECMG builds from them on an ECM PID, and a
-// CA_descriptor naming that PID in the PMT of each scrambled service. The scrambling itself is
+// PCRs (on the wall clock for a live input, Config.Live), a control word for each, the ECMs an
+// ECMG builds from them on an ECM PID, and a CA_descriptor naming that PID in the PMT of each
+// scrambled service. The scrambling itself is
 // the pipeline's: the Stage tells it where each period starts through OnPeriod
 // (pipeline.PeriodFeed.Start).
 //
@@ -38,9 +39,15 @@ type Config struct {
 	ECMPID uint16
 	// AccessCriteria, when not empty, go with every CW_provision.
 	AccessCriteria []byte
-	// ECMTimeout bounds the wait for an ECM that is due (0: 2 s); after it the current ECM
-	// goes on repeating and the ECM comes when it comes.
+	// ECMTimeout bounds the wait for an ECM that is due (0: 2 s, or 50 ms with Live); after it
+	// the current ECM goes on repeating and the ECM comes when it comes.
 	ECMTimeout time.Duration
+	// Live says the input is a live feed. Its crypto periods follow the wall clock, from the
+	// arrival of the first packet, instead of the PCRs: the time of a packet is known as it
+	// comes, so that no packet waits for the next PCR (which can be 100 ms away, and for ever
+	// on a feed without PCR), and a Read hands out each packet as soon as it has come. An ECM
+	// that is due is waited for briefly, since the feed does not wait meanwhile.
+	Live bool
 	// Scrambled says whether a service is scrambled: its PMT gets the CA_descriptor.
 	Scrambled func(svc psi.Service) bool
 	// OnPeriod is called when a crypto period begins, at the packet-th packet the Stage hands
@@ -71,8 +78,8 @@ type Stats struct {
 	Reconnected   int64 // times it came back
 	PCRs          int64
 	PCRJumps      int64
-	Packets       int64 // input packets
-	StreamTime    time.Duration
+	Packets       int64         // input packets
+	StreamTime    time.Duration // on the PCR clock; with Config.Live, on the wall clock
 	ChannelParams simulcrypt.ChannelParams
 }
 
@@ -93,6 +100,8 @@ type Stage struct {
 	in     int64 // input packets
 	outN   int64 // packet units handed out or buffered
 	clk    clock
+	live   *liveSource // the reader of a live input (Config.Live), or nil
+	wall   wallClock
 	now    time.Duration
 	fr0    ts.Framing
 	tmpl   []byte // the current unit, as template for inserted units
@@ -129,13 +138,22 @@ func New(ctx context.Context, r io.Reader, cfg Config) (*Stage, error) {
 	if cfg.CPDuration <= 0 {
 		return nil, fmt.Errorf("scs: crypto period %v", cfg.CPDuration)
 	}
-	if cfg.ECMTimeout <= 0 {
+	switch {
+	case cfg.ECMTimeout > 0:
+	case cfg.Live:
+		cfg.ECMTimeout = 50 * time.Millisecond
+	default:
 		cfg.ECMTimeout = 2 * time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = func(string) {}
 	}
-	s := &Stage{cfg: cfg, fr: ts.NewFramer(r), clk: newClock(), period: -1, heldP: -1, cws: map[int64][]byte{},
+	var live *liveSource
+	if cfg.Live {
+		s := newLiveSource(r)
+		r, live = s, s
+	}
+	s := &Stage{cfg: cfg, fr: ts.NewFramer(r), live: live, clk: newClock(), period: -1, heldP: -1, cws: map[int64][]byte{},
 		ecms: map[int64][]byte{}, provided: map[int64]bool{}, waited: map[int64]bool{}, onAir: -1,
 		tracker: psi.NewTracker(), wanted: map[uint16]bool{}}
 	if cfg.ECMG != nil {
@@ -185,6 +203,14 @@ func (s *Stage) Read(p []byte) (int, error) {
 		// larger anyway.
 		for len(s.out) < readSize && s.err == nil {
 			unit, err := s.fr.Next()
+			if err == ts.ErrPending {
+				// A live input has nothing more for now: hand out what is ready, or wait.
+				if len(s.out) > 0 {
+					break
+				}
+				s.live.wait = true
+				continue
+			}
 			if err != nil {
 				s.err = err
 				if err := s.flush(); err != nil {
@@ -197,8 +223,9 @@ func (s *Stage) Read(p []byte) (int, error) {
 			s.look = append(s.look, unit...)
 			s.in++
 			p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
-			// Packets wait for the next PCR, which places them in time.
-			if s.clk.observe(p, ts.PID(p), s.in) || len(s.held) >= maxHeld {
+			// Packets wait for the next PCR, which places them in time; on a live input, the
+			// time is now.
+			if s.clk.observe(p, ts.PID(p), s.in) || len(s.held) >= maxHeld || s.live != nil {
 				if err := s.flush(); err != nil {
 					s.err = err
 				}
@@ -255,7 +282,11 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 	s.tmpl = unit
 	p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
 	pid := ts.PID(p)
-	s.now = s.clk.at(idx)
+	if s.live != nil {
+		s.now = s.wall.now()
+	} else {
+		s.now = s.clk.at(idx)
+	}
 	if pid == s.cfg.ECMPID && s.cfg.ECMG != nil {
 		return fmt.Errorf("%w: PID %#04x", ErrECMPIDInUse, pid)
 	}

@@ -125,7 +125,7 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 	}
 	if raw == "" {
 		for _, name := range []string{"key-wait", "missing-key"} {
-			if c.IsSet(name) {
+			if c.IsSet(name) && c.String("ecm-xor") == "" {
 				return nil, usageErr("-%s needs -key-server or -key-server-env", name)
 			}
 		}
@@ -331,6 +331,9 @@ func printKeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 // printServerLine prints the key server's counts.
 func printServerLine(w io.Writer, s *pipeline.KeyServerStats) {
 	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.ECMsSent)
+	if s.Protocol == "ecm-xor" {
+		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.ECMsSent)
+	}
 	if s.Protocol == "cs378x" {
 		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
 	}

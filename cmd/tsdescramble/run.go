@@ -52,7 +52,7 @@ func descrambleFlags() []cli.Flag {
 	f = append(f, keyServerFlags()...)
 	f = append(f, selectionFlags()...)
 	f = append(f,
-		&cli.StringFlag{Name: "ecm-xor", Category: catKeys, Usage: "read the CWs from the ECMs of a test CA system (VideoLAN's example ECMG): its 16 `HEX` digit XOR key; needs -in FILE"},
+		&cli.StringFlag{Name: "ecm-xor", Category: catKeys, Usage: "read the CWs from the ECMs of a test CA system (VideoLAN's example ECMG): its 16 `HEX` digit XOR key"},
 		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
 		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
 	)
@@ -182,7 +182,8 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	case ksrv != nil:
 		ks = &keySet{sched: keys.NewList(nil)}
 	case mode == pipeline.Descramble && c.String("ecm-xor") != "":
-		if ks, err = ecmKeys(c, sys); err != nil {
+		// From a pipe or a network input, the ECMs feed a key source as a key server's answers do.
+		if ks, ksrv, err = ecmKeys(c, sys); err != nil {
 			return err
 		}
 	case mode != pipeline.Scramble || !scsWanted(c) || anyKeyFlag(c):
@@ -333,7 +334,9 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		defer t.Stop()
 	}
 	if ksrv != nil {
-		ksrv.start(ctx, in.size >= 0, logf)
+		// -ecm-xor answers from the stream itself, at once: a pipe runs ahead of real time as a
+		// file does, and its reading may wait for the answers.
+		ksrv.start(ctx, in.size >= 0 || ksrv.url != nil && ksrv.url.scheme == "ecm-xor" && in.live == nil, logf)
 	}
 	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: end, f: printNotes}, out.w, opts)
 	if every != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver"
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -27,7 +28,7 @@ import (
 // simulcryptFlags are the scrambler's flags for crypto periods in time and a SimulCrypt ECMG.
 func simulcryptFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.DurationFlag{Name: "cp-duration", Category: catScrambling, Usage: "crypto period of `DURATION` in stream time, from the PCRs (e.g. 10s): a fresh random CW each unless key flags give them"},
+		&cli.DurationFlag{Name: "cp-duration", Category: catScrambling, Usage: "crypto period of `DURATION` in stream time, from the PCRs (the wall clock for a network input) (e.g. 10s): a fresh random CW each unless key flags give them"},
 		&cli.StringFlag{Name: "ecmg", Category: catScrambling, Usage: "act as a DVB SimulCrypt SCS: get the ECMs from the ECMG at `HOST:PORT` (ETSI TS 103 197) and put them in the stream"},
 		&cli.StringFlag{Name: "super-cas-id", Category: catScrambling, Usage: "with -ecmg: the Super_CAS_id, 8 `HEX` digits (CA_system_id then CA_subsystem_id); the PMT's CA_descriptor takes the CA_system_id"},
 		&cli.StringFlag{Name: "ecm-pid", Category: catScrambling, Usage: "with -ecmg: the `PID` of the ECMs, decimal or 0x hex"},
@@ -60,6 +61,7 @@ type scsRun struct {
 	ecmg  string
 	pid   uint16
 	cp    time.Duration
+	live  bool // periods on the wall clock
 }
 
 // checkSCSFlags checks the flags of the stage before anything is opened.
@@ -106,9 +108,11 @@ func checkSCSFlags(c *cli.Context) error {
 
 // startSCS connects to the ECMG and returns the stage that reads in, with opts set to take its
 // crypto periods. ks holds the key flags' CWs (empty for random ones).
-func startSCS(c *cli.Context, in io.Reader, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
-	cfg := scs.Config{CPDuration: c.Duration("cp-duration"), Log: logf}
-	run := &scsRun{ecmg: c.String("ecmg"), cp: cfg.CPDuration}
+func startSCS(c *cli.Context, in *input, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
+	// A network input's periods follow the wall clock (see scs.Config.Live); a pipe's, like a
+	// file's, its PCRs, so that the same bytes scramble the same way.
+	cfg := scs.Config{CPDuration: c.Duration("cp-duration"), Log: logf, Live: in.live != nil}
+	run := &scsRun{ecmg: c.String("ecmg"), cp: cfg.CPDuration, live: cfg.Live}
 	if addr := c.String("ecmg"); addr != "" {
 		id, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(c.String("super-cas-id")), "0x"), 16, 32)
 		if err != nil {
@@ -202,8 +206,12 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 	}
 	st := r.stage.Stats()
 	if !quiet {
-		msg := fmt.Sprintf("crypto periods: %d of %v over %v of stream time", st.Periods, r.cp, st.StreamTime.Round(time.Millisecond))
-		if st.PCRs == 0 {
+		clock := "stream time"
+		if r.live {
+			clock = "wall time (a live input)"
+		}
+		msg := fmt.Sprintf("crypto periods: %d of %v over %v of %s", st.Periods, r.cp, st.StreamTime.Round(time.Millisecond), clock)
+		if st.PCRs == 0 && !r.live {
 			msg += " (the input has no PCR: one crypto period)"
 		}
 		logf(msg)
@@ -231,33 +239,52 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 	return nil
 }
 
-// ecmKeys reads the CWs of -ecm-xor from the ECMs of the input, in a pass before the run: the
-// pipeline then follows them per PID as it follows a .cwl log, each CW in force from the flip
-// to its period's parity.
-func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, error) {
+// ecmKeys reads the CWs of -ecm-xor. From a regular file, they are read in a pass before the
+// run: the pipeline then follows them per PID as it follows a .cwl log, each CW in force from
+// the flip to its period's parity. From a pipe or a network input, which cannot be read twice,
+// the ECMs go to a key source as they come, as a key server's do (testca.Answerer): each CW
+// applies from the next period of its parity, and a period waits for its key up to -key-wait.
+func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, *keyServer, error) {
 	if anyKeyFlag(c) {
-		return nil, usageErr("-ecm-xor reads the CWs from the stream: give no other key flag")
+		return nil, nil, usageErr("-ecm-xor reads the CWs from the stream: give no other key flag")
 	}
 	if sys.Name() != "csa2" {
-		return nil, usageErr("-ecm-xor carries 8-byte CWs: use it with -cipher csa2")
+		return nil, nil, usageErr("-ecm-xor carries 8-byte CWs: use it with -cipher csa2")
 	}
 	key, err := keys.ParseCW(c.String("ecm-xor"), 8)
 	if err != nil {
-		return nil, usageErr("-ecm-xor: %v (example: -ecm-xor 4212022421206688)", err)
+		return nil, nil, usageErr("-ecm-xor: %v (example: -ecm-xor 4212022421206688)", err)
 	}
 	path := c.String("in")
 	fi, err := os.Stat(path)
-	if path == "-" || err == nil && !fi.Mode().IsRegular() {
-		return nil, usageErr("-ecm-xor reads the ECMs in a pass of their own: give the input as -in FILE")
+	if path == "-" || live.IsAddress(path) || err == nil && !fi.Mode().IsRegular() {
+		ks, err := newLiveKeys(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		ks.url = &keyServerURL{scheme: "ecm-xor"}
+		ks.feeder = keyserver.NewFeeder(ks.live, testca.Answerer{Key: key})
+		ks.verbose = c.Bool("verbose")
+		var choice keyserver.Choice
+		if c.IsSet("service") {
+			choice.ServiceID = uint16(c.Int("service"))
+		}
+		ks.lk.Sections = keyserver.NewECMSink(ks.feeder, choice)
+		return &keySet{sched: keys.NewList(nil)}, ks, nil
+	}
+	for _, name := range []string{"key-wait", "missing-key"} {
+		if c.IsSet(name) {
+			return nil, nil, usageErr("-%s: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -%s out", name, name)
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, failErr("cannot open the input: %v", unwrapPath(err))
+		return nil, nil, failErr("cannot open the input: %v", unwrapPath(err))
 	}
 	defer f.Close()
 	res, err := testca.ReadCWs(f, key, c.Int("service"))
 	if err != nil {
-		return nil, failErr("%s: -ecm-xor: %v", path, err)
+		return nil, nil, failErr("%s: -ecm-xor: %v", path, err)
 	}
 	var pids []string
 	for _, p := range res.PIDs {
@@ -265,5 +292,5 @@ func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, error) {
 	}
 	note := fmt.Sprintf("ECMs: %d read on PID %s, %d distinct: %d crypto periods' CWs", res.ECMs, strings.Join(pids, ", "), res.Distinct, len(res.Periods))
 	ks := &keySet{sched: keys.NewPeriods(res.Periods), notes: []string{note}, format: keys.FormatCWL}
-	return ks, nil
+	return ks, nil, nil
 }
