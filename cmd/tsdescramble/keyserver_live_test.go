@@ -251,8 +251,13 @@ func TestFollowHangupRereadsLog(t *testing.T) {
 		}
 	}
 	// The fourth key is appended as the log grows, and the rest of the stream sent.
+	// The log is polled every 200 ms; the input ends with the fourth period, and a period still
+	// waiting for its key when the input ends gets none, so the key must be read before then:
+	// the third period goes out now, the fourth after a wait of five polls.
 	appendLine(line(3, cws[3]))
-	sendUDP(t, url, scrambled[at(2*period):], liveKeyPace)
+	sendUDP(t, url, scrambled[at(2*period):at(3*period)], liveKeyPace)
+	time.Sleep(time.Second)
+	sendUDP(t, url, scrambled[at(3*period):], liveKeyPace)
 	if code := tsd.Wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, tsd.Output())
 	}
