@@ -518,6 +518,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			}
 			if opts.Counters != nil {
 				opts.Counters.fromWriter(&wst, &checks)
+				if !c.due.IsZero() {
+					opts.Counters.wrote(c.due.Add(-opts.Latency), time.Now())
+				}
 			}
 			free <- c
 		}
