@@ -99,5 +99,75 @@ if [ "$again" != 0 ] || ! grep -q 'skipped' "$work/pod0.log"; then
 	echo "FAIL: a retried pod redid its finished job (exit $again)"; cat "$work/pod0.log"; fail=1
 fi
 
+# The live Deployment, played by podman as a node would run it: its Secret, then the manifest
+# with its multicast groups turned to loopback ports (a host's groups may not loop back here)
+# and its metrics port to a free one. Its ports list goes: podman maps ports only on a network of
+# its own, where Kubernetes reads it, with hostNetwork, as a note. A sender on the host feeds it
+# the sample, scrambled with the Secret's CW; /healthz must turn ready and /metrics count what
+# came, and the descrambled stream must come out at the output address.
+if ! command -v catatonit >/dev/null && ! [ -x /usr/libexec/podman/catatonit ]; then
+	# A pod's infra container runs catatonit, which podman builds its pause image from.
+	if [ "$fail" != 0 ]; then exit 1; fi
+	echo "podman test passed: 4 indexes, 2 at a time, outputs identical, exit statuses 0 and 3, finished job skipped"
+	skip "the live Deployment: podman kube play needs catatonit (Debian: apt-get install catatonit)"
+fi
+free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); t=socket.socket(); t.bind(("127.0.0.1", s.getsockname()[1])); print(s.getsockname()[1])'; }
+inport=$(free_port)
+outport=$(free_port)
+mport=$(free_port)
+cw=11223366445566ff
+# The Secret, as podman 4.3 keeps one for secretKeyRef: a JSON object of its keys, each value in
+# base64 (podman takes neither a Kubernetes Secret object nor its "stringData" there).
+printf '{"cw": "%s"}' "$(printf %s "$cw" | base64)" >"$work/secret.json"
+sed -e "s|udp://@239.1.1.1:1234|udp://@127.0.0.1:$inport|" -e "s|udp://239.1.2.1:1234|udp://127.0.0.1:$outport|" \
+	-e "s|- :9400|- 127.0.0.1:$mport|" -e "s|port: 9400|port: $mport|" -e '/^ *ports:$/,/containerPort:/d' \
+	deploy/kubernetes/deployment.yaml >"$work/deployment.yaml"
+grep -q "udp://@127.0.0.1:$inport" "$work/deployment.yaml" && grep -q "127.0.0.1:$mport" "$work/deployment.yaml" ||
+	{ echo "FAIL: the Deployment's addresses were not found to rewrite"; exit 1; }
+podman tag "$image" localhost/tsdescramble:latest
+sender=""
+down() {
+	local status=$?
+	if [ -n "$sender" ]; then kill "$sender" 2>/dev/null || true; wait "$sender" 2>/dev/null || true; fi
+	timeout 60 $PODMAN kube play --down "$work/deployment.yaml" >/dev/null 2>&1 || true
+	podman secret rm tsdescramble-service-1 >/dev/null 2>&1 || true
+	podman rmi -f localhost/tsdescramble:latest "$image" >/dev/null 2>&1 || true
+	rm -rf "$work"
+	exit "$status"
+}
+trap down EXIT
+podman secret rm tsdescramble-service-1 >/dev/null 2>&1 || true # left by a run that was killed
+podman secret create tsdescramble-service-1 "$work/secret.json" >/dev/null
+timeout 120 $PODMAN kube play --down "$work/deployment.yaml" >/dev/null 2>&1 || true # the same
+timeout 120 $PODMAN kube play "$work/deployment.yaml" >/dev/null
+# The sample plays for about 25 s at its PCR's pace, which covers the checks.
+"$work/tsdescramble" scramble -q -in samples/demo-clear.ts -out "udp://127.0.0.1:$inport" -cw "$cw" &
+sender=$!
+# What the Deployment sends, received on the host: 2000 packets, within 30 s.
+"$work/tsdescramble" -q -in "udp://@127.0.0.1:$outport" -out "$work/live-out.ts" -cw "$cw" -packets 2000 -timeout 30s &
+receiver=$!
+healthy=""
+for _ in $(seq 60); do
+	if health=$(curl -fsS --max-time 2 "http://127.0.0.1:$mport/healthz" 2>&1); then healthy=yes; break; fi
+	sleep 0.5
+done
+if [ -z "$healthy" ]; then
+	echo "FAIL: the Deployment's /healthz did not turn ready within 30 s: $health"
+	timeout 30 $PODMAN pod logs "$(podman pod ps -q --filter name=tsdescramble-service-1 | head -1)" 2>&1 | tail -5
+	fail=1
+else
+	echo "Deployment ready: $health"
+	metrics=$(curl -fsS --max-time 5 "http://127.0.0.1:$mport/metrics")
+	for m in 'tsdescramble_packets_descrambled_total{pid="0x0100"} [1-9]' 'tsdescramble_received_datagrams_total [1-9]' \
+		'tsdescramble_unit_start_checks_total{pid="0x0100",result="good"} [1-9]' 'tsdescramble_sent_datagrams_total [1-9]'; do
+		if ! grep -q "^$m" <<<"$metrics"; then echo "FAIL: /metrics has no line $m"; fail=1; fi
+	done
+fi
+if wait "$receiver"; then
+	echo "Deployment output: $(($(stat -c %s "$work/live-out.ts") / 188)) packets received on the host"
+else
+	echo "FAIL: nothing came from the Deployment's output within 30 s"; fail=1
+fi
+
 if [ "$fail" != 0 ]; then exit 1; fi
-echo "podman test passed: 4 indexes, 2 at a time, outputs identical, exit statuses 0 and 3, finished job skipped"
+echo "podman test passed: 4 indexes, 2 at a time, outputs identical, exit statuses 0 and 3, finished job skipped; the live Deployment ready, its metrics counting"

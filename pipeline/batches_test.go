@@ -114,3 +114,28 @@ func TestWorkersCallOneBatch(t *testing.T) {
 		}
 	}
 }
+
+// The chunks a run leaves go to the next run with their buffers only: no key of the run, and
+// none of its numbering (oseq would otherwise pass a run's output keys to the next).
+func TestRecycledChunksKeepNothing(t *testing.T) {
+	c := newChunk(16)
+	c.seq, c.oseq, c.operiod, c.n, c.ready = 5, 6, 3, 188, 1
+	c.keys = append(c.keys, nil, nil)
+	c.okeys = append(c.okeys, nil)
+	c.jobs = append(c.jobs, job{pkt: 1})
+	c.runs = append(c.runs, unitRun{0, 188})
+	free := make(chan *chunk, 1)
+	free <- c
+	recycleChunks(free)
+	if len(free) != 0 {
+		t.Fatal("recycleChunks left a chunk in free")
+	}
+	// The pool may have dropped it (a collection): then there is nothing to check.
+	r := newChunk(8)
+	if r == c {
+		t.Fatal("a recycled chunk is the run's own: its keys and numbering go with it")
+	}
+	if len(r.buf) != 8*204 || len(r.jobs) != 0 || len(r.runs) != 0 || len(r.cws) != 0 || r.keys != nil || r.okeys != nil || r.seq != 0 || r.oseq != 0 || r.operiod != 0 || r.n != 0 || r.ready != 0 {
+		t.Errorf("a chunk from the pool carries a run's state: %+v", *r)
+	}
+}

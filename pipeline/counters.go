@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Counters are the counts of a run while it goes, for a caller that reports them before the
@@ -20,6 +21,12 @@ type Counters struct {
 	KeyChanges  atomic.Int64 // changes of scrambling parity
 	PESGood     atomic.Int64 // unit-start checks passed after descrambling
 	PESBad      atomic.Int64 // and failed
+	CCErrors    atomic.Int64 // continuity-counter errors (see Stats.CCErrors)
+	// Latency is how long the first packet of the unit of work written last waited in the
+	// run, from its arrival to its write, in nanoseconds; LatencyMax the longest so far. Kept
+	// only with Options.Latency, whose input notes when each packet arrives.
+	Latency    atomic.Int64
+	LatencyMax atomic.Int64
 
 	mu   sync.Mutex
 	pids map[uint16]*PIDCount
@@ -32,6 +39,7 @@ type PIDCount struct {
 	Descrambled int64
 	PESGood     int64
 	PESBad      int64
+	CCErrors    int64
 }
 
 // PIDs returns the counts of every PID seen so far, in PID order.
@@ -66,11 +74,12 @@ func (c *Counters) fromReader(st *Stats, pids *[8192]*PIDStats) {
 	c.Scrambled.Store(st.Scrambled)
 	c.LeftAsCame.Store(st.NoKey + st.LeftScrambled)
 	c.KeyChanges.Store(int64(st.KeyChanges))
+	c.CCErrors.Store(st.CCErrors)
 	c.mu.Lock()
 	for pid, ps := range pids {
 		if ps != nil {
 			p := c.pid(uint16(pid))
-			p.Packets, p.Descrambled = ps.Packets, ps.Descrambled
+			p.Packets, p.Descrambled, p.CCErrors = ps.Packets, ps.Descrambled, ps.CCErrors
 		}
 	}
 	c.mu.Unlock()
@@ -89,4 +98,14 @@ func (c *Counters) fromWriter(st *Stats, checks *[8192]*pesChecks) {
 		}
 	}
 	c.mu.Unlock()
+}
+
+// wrote notes the latency of a unit of work whose first packet arrived at arrived, written
+// now. Called from the writing goroutine alone, so the maximum needs no compare-and-swap.
+func (c *Counters) wrote(arrived, now time.Time) {
+	d := int64(now.Sub(arrived))
+	c.Latency.Store(d)
+	if d > c.LatencyMax.Load() {
+		c.LatencyMax.Store(d)
+	}
 }

@@ -94,3 +94,38 @@ func TestCountersWhileRunning(t *testing.T) {
 }
 
 func waitABit() { <-time.After(10 * time.Millisecond) }
+
+// The counters carry each PID's continuity errors as the statistics count them, and with a
+// latency bound how long the units of work waited in the run.
+func TestCountersContinuityAndLatency(t *testing.T) {
+	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
+	stream := scrambledStream(cw, 3000, 1000)
+	stream = append(stream[:500*188:500*188], stream[501*188:]...) // one packet lost
+	var live pipeline.Counters
+	st, err := pipeline.Run(context.Background(), bytes.NewReader(stream), io.Discard, pipeline.Options{
+		Keys: keys.NewFixed(cw, cw), Counters: &live, Latency: time.Second, Batch: 100,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CCErrors == 0 || live.CCErrors.Load() != st.CCErrors {
+		t.Errorf("continuity errors: counters %d, statistics %d (want above 0)", live.CCErrors.Load(), st.CCErrors)
+	}
+	for i, p := range live.PIDs() {
+		if p.PID != st.PIDs[i].PID || p.CCErrors != st.PIDs[i].CCErrors {
+			t.Errorf("PID %#04x: counters %d continuity errors, statistics %d", p.PID, p.CCErrors, st.PIDs[i].CCErrors)
+		}
+	}
+	if l, top := live.Latency.Load(), live.LatencyMax.Load(); l <= 0 || top < l || top > int64(10*time.Second) {
+		t.Errorf("latency %v, at most %v: want above 0, and the last at most the longest", time.Duration(l), time.Duration(top))
+	}
+
+	// Without a latency bound no arrival is noted: no latency.
+	var file pipeline.Counters
+	if _, err := pipeline.Run(context.Background(), bytes.NewReader(stream), io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Counters: &file}); err != nil {
+		t.Fatal(err)
+	}
+	if file.LatencyMax.Load() != 0 {
+		t.Errorf("latency %v without a latency bound", time.Duration(file.LatencyMax.Load()))
+	}
+}

@@ -518,6 +518,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			}
 			if opts.Counters != nil {
 				opts.Counters.fromWriter(&wst, &checks)
+				if !c.due.IsZero() {
+					opts.Counters.wrote(c.due.Add(-opts.Latency), time.Now())
+				}
 			}
 			free <- c
 		}
@@ -533,6 +536,8 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		}
 	}
 	wg.Wait()
+	// Every chunk is back in free: the reader, the workers and the writer are done with them.
+	recycleChunks(free)
 	if opts.Counters != nil {
 		// Stopping decides the periods still open: their packets count too.
 		opts.Counters.fromReader(&st, &pids)
@@ -568,9 +573,36 @@ func checkUnitStarts(c *chunk) {
 	}
 }
 
-// newChunk returns an empty chunk for units of work of batch packets.
+// newChunk returns an empty chunk for units of work of batch packets: one a run that ended left
+// (recycleChunks), or a new one.
 func newChunk(batch int) *chunk {
+	if c, _ := spareChunks.Get().(*chunk); c != nil && cap(c.buf) >= batch*204 && cap(c.jobs) >= batch {
+		c.buf = c.buf[:batch*204]
+		return c
+	}
 	return &chunk{buf: make([]byte, batch*204), jobs: make([]job, 0, batch)}
+}
+
+// spareChunks are the chunks of runs that ended, for the runs that follow. A run's chunks (two
+// megabytes at the default batch on two cores) would otherwise be allocated, zeroed and
+// faulted in anew by every run, which costs a run over a small file as much as its work does
+// (a batch of many small recordings); the pool lets the garbage collector take them back when
+// no run follows.
+var spareChunks sync.Pool
+
+// recycleChunks hands the chunks of a run that ended to spareChunks, without what the run put
+// in them but their buffers: its keys (secrets are not kept past their run) and its numbering.
+func recycleChunks(free chan *chunk) {
+	for {
+		select {
+		case c := <-free:
+			clear(c.keys[:cap(c.keys)])
+			clear(c.okeys[:cap(c.okeys)])
+			spareChunks.Put(&chunk{buf: c.buf, jobs: c.jobs[:0], cws: c.cws[:0], runs: c.runs[:0]})
+		default:
+			return
+		}
+	}
 }
 
 // pesChecks counts PES-start checks of one PID by parity.

@@ -51,16 +51,19 @@ is 0 when every job succeeded or was skipped, else 1 when a job failed in a way 
 Examples:
    tsdescramble batch -manifest jobs.jsonl -stats-dir stats
    JOB_COMPLETION_INDEX=4 tsdescramble batch -manifest /data/jobs.jsonl -stats-dir /data/stats`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "manifest", TakesFile: true, Category: catIO, Usage: "the jobs: a JSON Lines `FILE`, one object of flags per job"},
 			&cli.IntFlag{Name: "index", Category: catIO, Usage: "run job `N` only (from 0; absent: $" + indexEnv + " if set, else every job)"},
 			&cli.IntFlag{Name: "jobs", Value: defaultJobs(), DefaultText: "one per 4 CPUs", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
 			&cli.StringFlag{Name: "stats-dir", TakesFile: true, Category: catReporting, Usage: "write each job's statistics to `DIR`/N.json, and skip the jobs they say are done"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors (and give each job -quiet)"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line, with the job's number)"},
-		},
+		}, profileFlags()...),
 		Action: func(c *cli.Context) error {
-			return withLogFormat(c, env, func(env Env) error { return runBatch(c, env, localFiles{}) })
+			return withLogFormat(c, env, func(env Env) error {
+				// Profiles of the whole batch, all its jobs: where a job's start-up goes.
+				return profiled(c, func() error { return runBatch(c, env, localFiles{}) })
+			})
 		},
 	}
 }

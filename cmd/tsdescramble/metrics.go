@@ -9,13 +9,18 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // -metrics ADDR serves a run's counts while it goes, in the Prometheus text exposition format
-// (version 0.0.4), and /healthz for a scheduler's probes. The format is written here rather than
+// (version 0.0.4), and /healthz for a scheduler's probes. Each scrape reads what the run
+// already keeps: pipeline.Counters, published once per unit of work, and the network input's
+// and output's own counts (live.Reader.Stats, live.Writer.Stats), which the summary and -stats
+// read too; no count is kept twice, and a scrape adds no work per packet. The format is written here rather than
 // with the Prometheus client library: a dozen counters read from pipeline.Counters need no
 // registry, and the library would bring its own dependencies (protobuf among them) into the
 // command's build.
@@ -27,6 +32,8 @@ const healthWindow = 5 * time.Second
 // metricsServer serves /metrics and /healthz for one run.
 type metricsServer struct {
 	counters *pipeline.Counters
+	in       atomic.Pointer[live.Reader] // the network input, once open
+	out      atomic.Pointer[live.Writer] // the network output, once open
 	srv      *http.Server
 	addr     net.Addr // where it listens
 	start    time.Time
@@ -67,6 +74,17 @@ func serveMetrics(addr string, counters *pipeline.Counters) (*metricsServer, err
 		}
 	}()
 	return m, nil
+}
+
+// watch adds the run's network input and output, either of which may be nil, to what
+// /metrics serves. They open after the server starts: a live input may take a while.
+func (m *metricsServer) watch(in *live.Reader, out *live.Writer) {
+	if in != nil {
+		m.in.Store(in)
+	}
+	if out != nil {
+		m.out.Store(out)
+	}
 }
 
 func (m *metricsServer) close() {
@@ -118,12 +136,24 @@ func (m *metricsServer) healthz(w http.ResponseWriter, r *http.Request) {
 
 func (m *metricsServer) metrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	writeMetrics(w, m.counters)
+	var ls *live.Stats
+	var ws *live.WriterStats
+	if r := m.in.Load(); r != nil {
+		s := r.Stats()
+		ls = &s
+	}
+	if o := m.out.Load(); o != nil {
+		s := o.Stats()
+		ws = &s
+	}
+	writeMetrics(w, m.counters, ls, ws)
 }
 
 // writeMetrics writes the counters in the Prometheus text format. Per-PID series carry a pid
 // label written as the summaries write PIDs (0x0100); the totals over PIDs are their sums.
-func writeMetrics(w io.Writer, c *pipeline.Counters) {
+// The counts of a network input (in) and output (out) come when the run has them; the RTP
+// ones when the input is rtp://.
+func writeMetrics(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.WriterStats) {
 	var b strings.Builder
 	metric := func(name, typ, help string) {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
@@ -146,6 +176,10 @@ func writeMetrics(w io.Writer, c *pipeline.Counters) {
 			fmt.Fprintf(&b, "tsdescramble_unit_start_checks_total{pid=\"%#04x\",result=\"bad\"} %d\n", p.PID, p.PESBad)
 		}
 	}
+	metric("tsdescramble_continuity_errors_total", "counter", "Continuity-counter errors, per PID: packets lost, repeated or out of order before the input.")
+	for _, p := range pids {
+		fmt.Fprintf(&b, "tsdescramble_continuity_errors_total{pid=\"%#04x\"} %d\n", p.PID, p.CCErrors)
+	}
 	metric("tsdescramble_read_bytes_total", "counter", "Bytes read from the input.")
 	value("tsdescramble_read_bytes_total", c.BytesIn.Load())
 	metric("tsdescramble_written_packets_total", "counter", "Packet units written to the output.")
@@ -156,5 +190,34 @@ func writeMetrics(w io.Writer, c *pipeline.Counters) {
 	value("tsdescramble_left_scrambled_packets_total", c.LeftAsCame.Load())
 	metric("tsdescramble_key_changes_total", "counter", "Changes of scrambling parity (crypto periods begun).")
 	value("tsdescramble_key_changes_total", c.KeyChanges.Load())
+	if max := c.LatencyMax.Load(); max > 0 {
+		seconds := func(name string, ns int64) { fmt.Fprintf(&b, "%s %g\n", name, time.Duration(ns).Seconds()) }
+		metric("tsdescramble_latency_seconds", "gauge", "How long the first packet of the unit of work written last waited in the run, from its arrival to its write.")
+		seconds("tsdescramble_latency_seconds", c.Latency.Load())
+		metric("tsdescramble_latency_max_seconds", "gauge", "The longest such wait so far.")
+		seconds("tsdescramble_latency_max_seconds", max)
+	}
+	if in != nil {
+		metric("tsdescramble_received_datagrams_total", "counter", "Datagrams received from the network input.")
+		value("tsdescramble_received_datagrams_total", in.Datagrams)
+		metric("tsdescramble_received_datagrams_dropped_total", "counter", "Datagrams the system dropped before the input read them, its receive buffer full.")
+		value("tsdescramble_received_datagrams_dropped_total", in.Dropped)
+		if in.RTP > 0 {
+			metric("tsdescramble_rtp_datagrams_lost_total", "counter", "RTP datagrams lost: sequence numbers that never came.")
+			value("tsdescramble_rtp_datagrams_lost_total", in.Lost)
+			metric("tsdescramble_rtp_datagrams_reordered_total", "counter", "RTP datagrams that came out of order and were put back in it.")
+			value("tsdescramble_rtp_datagrams_reordered_total", in.Reordered)
+			metric("tsdescramble_rtp_datagrams_late_total", "counter", "RTP datagrams that came after their place had been given up, passed on late.")
+			value("tsdescramble_rtp_datagrams_late_total", in.Late)
+			metric("tsdescramble_rtp_datagrams_duplicated_total", "counter", "RTP datagrams that came twice, the copy dropped.")
+			value("tsdescramble_rtp_datagrams_duplicated_total", in.Duplicates)
+			metric("tsdescramble_rtp_sequence_jumps_total", "counter", "Jumps of the RTP sequence number too large to be losses (a restarted sender).")
+			value("tsdescramble_rtp_sequence_jumps_total", in.Jumps)
+		}
+	}
+	if out != nil {
+		metric("tsdescramble_sent_datagrams_total", "counter", "Datagrams sent to the network output.")
+		value("tsdescramble_sent_datagrams_total", out.Datagrams)
+	}
 	io.WriteString(w, b.String())
 }

@@ -116,8 +116,10 @@ func TestMetricsWhileRunning(t *testing.T) {
 	}
 	var body string
 	for range 200 {
-		// The run starts its server once it has read its flags: the first tries may find none.
-		if code, b, err := tryGet(addr, "/metrics"); err == nil && code == 200 && strings.Contains(b, `tsdescramble_packets_total{pid="0x0100"}`) {
+		// The run starts its server once it has read its flags: the first tries may find none,
+		// and the reader counts a unit of work before the writer has written it.
+		if code, b, err := tryGet(addr, "/metrics"); err == nil && code == 200 && strings.Contains(b, `tsdescramble_packets_total{pid="0x0100"}`) &&
+			!strings.Contains(b, "tsdescramble_written_packets_total 0\n") {
 			body = b
 			break
 		}
@@ -127,7 +129,7 @@ func TestMetricsWhileRunning(t *testing.T) {
 		t.Fatal("no per-PID counts while the run waits for input")
 	}
 	named := map[string]bool{}
-	sample := regexp.MustCompile(`^([a-z_]+)(\{[a-z]+="[^"]*"(,[a-z]+="[^"]*")*\})? [0-9]+$`)
+	sample := regexp.MustCompile(`^([a-z_]+)(\{[a-z]+="[^"]*"(,[a-z]+="[^"]*")*\})? [0-9]+(\.[0-9]+)?(e-?[0-9]+)?$`)
 	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
 		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#" && f[1] == "TYPE" {
 			named[f[2]] = true

@@ -152,14 +152,14 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 			}
 		}
 	}
+	var metrics *metricsServer
 	if addr := c.String("metrics"); addr != "" {
 		// Served from before the input is opened: a live input may take a while to start.
 		opts.Counters = new(pipeline.Counters)
-		ms, err := serveMetrics(addr, opts.Counters)
-		if err != nil {
+		if metrics, err = serveMetrics(addr, opts.Counters); err != nil {
 			return err
 		}
-		defer ms.close()
+		defer metrics.close()
 	}
 	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
 	// the input now (system_detect.go).
@@ -268,6 +268,13 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 			out.net.w.Close() // a run that ended early; close after close is harmless
 		}
 	}()
+	if metrics != nil {
+		var w *live.Writer
+		if out.net != nil {
+			w = out.net.w
+		}
+		metrics.watch(in.live, w)
+	}
 	// A run that must stop, by a signal or because the output failed, must not wait for an
 	// idle input pipe to send more.
 	out.onFail = in.interrupt

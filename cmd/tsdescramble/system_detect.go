@@ -259,8 +259,14 @@ type recorder struct {
 	err      error // the error that ended a read of r, io.EOF included
 }
 
-// recordChunk is the size of the chunks of a recorder.
+// recordChunk is the largest size of the chunks of a recorder. The first is of peekRead bytes,
+// each next one twice the size of the one before.
 const recordChunk = 256 << 10
+
+// peekRead bounds a read of the look-ahead. A PMT most often comes in the first few kilobytes:
+// the look-ahead then copies and reads twice that much, not a whole read of the framer
+// (256 KiB, most of a small recording in a batch).
+const peekRead = 16 << 10
 
 func (r *recorder) Read(p []byte) (int, error) {
 	if r.err != nil {
@@ -270,7 +276,7 @@ func (r *recorder) Read(p []byte) (int, error) {
 	if room <= 0 || !r.until.IsZero() && time.Now().After(r.until) {
 		return 0, io.EOF
 	}
-	p = p[:min(len(p), room)]
+	p = p[:min(len(p), room, peekRead)]
 	if r.deadline != nil {
 		r.deadline.SetReadDeadline(time.Now().Add(peekIdle))
 	}
@@ -278,7 +284,11 @@ func (r *recorder) Read(p []byte) (int, error) {
 	r.n += n
 	for b := p[:n]; len(b) > 0; {
 		if last := len(r.chunks) - 1; last < 0 || len(r.chunks[last]) == cap(r.chunks[last]) {
-			r.chunks = append(r.chunks, make([]byte, 0, min(recordChunk, r.limit)))
+			size := peekRead
+			if last >= 0 {
+				size = 2 * cap(r.chunks[last])
+			}
+			r.chunks = append(r.chunks, make([]byte, 0, min(size, recordChunk, r.limit)))
 		}
 		c := &r.chunks[len(r.chunks)-1]
 		k := min(len(b), cap(*c)-len(*c))
