@@ -131,10 +131,18 @@ func TestFFmpegSendsRTP(t *testing.T) {
 
 	ff := proc.Start(t, 30*time.Second, "ffmpeg", "-v", "error", "-readrate", "10", "-i", sample,
 		"-map", "0", "-c", "copy", "-f", "rtp_mpegts", fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", port(r), freePort(t), freePort(t)))
-	// ffmpeg takes a while to start on a loaded machine (seconds under the race detector):
-	// its first datagram may come late, the rest follows within the idle time until it stops.
-	got := readN(t, r, 1, 20*time.Second, 20*time.Second)
-	got = append(got, readN(t, r, 1<<30, 5*time.Second, 30*time.Second)...)
+	// Read until ffmpeg has ended and its last datagrams are in. It may be slow to start, and
+	// pause, on a loaded machine (seconds under the race detector): an idle time alone would
+	// end the reading early.
+	var got []byte
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+		exited := ff.Exited()
+		n := len(got)
+		got = append(got, readN(t, r, 1<<30, time.Second, 30*time.Second)...)
+		if exited && len(got) == n {
+			break
+		}
+	}
 	// ffmpeg's RTP muxer chains its TS muxer with other settings than its file output, so the
 	// bytes differ; the frames in them must not, but for the last video frame and the last
 	// 11 audio frames, which ffmpeg's RTP muxer does not send.

@@ -46,6 +46,17 @@ func Start(t testing.TB, limit time.Duration, name string, args ...string) *Proc
 	return p
 }
 
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
 // Output returns what the process wrote so far, on standard output and error together.
 func (p *Proc) Output() string { return p.out.String() }
 
