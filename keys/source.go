@@ -2,6 +2,7 @@ package keys
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 )
 
@@ -30,6 +31,10 @@ type Source interface {
 	// Arrived returns a channel that receives a value when new control words have arrived,
 	// or nil for a source whose keys are all known from the start.
 	Arrived() <-chan struct{}
+	// Reject says that the CW Begin or Current gave pid's current period does not fit it
+	// (the caller checked it on the period's first unit start): the period waits again, and
+	// that CW is not given to it again. A source whose answers are final answers the same.
+	Reject(pid uint16)
 }
 
 // ScheduleSource puts a Schedule behind the Source interface: each PID follows the schedule's
@@ -74,6 +79,9 @@ func (ss *ScheduleSource) CW(i int) []byte { return ss.s.CW(i) }
 // Arrived implements Source: a schedule's keys are all known from the start.
 func (ss *ScheduleSource) Arrived() <-chan struct{} { return nil }
 
+// Reject implements Source: a schedule has no other key for the period.
+func (ss *ScheduleSource) Reject(uint16) {}
+
 // MaxLiveCWs bounds the distinct control words a Live source keeps: far more than a day of
 // crypto periods of ten seconds on a few key slots. Past it, Set refuses new CWs (SetRefused
 // counts them), so that a key server cannot make the process grow without bound.
@@ -94,6 +102,10 @@ const MaxLiveSlots = 256
 // current one, so the new key is there before the parity changes). Otherwise the period waits
 // (Begin and Current answer NoKey, not final), and the first new CW of its parity that arrives
 // decides it: a late key applies from the period's first packet, which the caller still holds.
+// A CW the caller rejects (Reject: it does not fit the period's first unit start) is new no
+// more for that period, which waits for the next one: a key server that also sends the other
+// parity's previous key sends it late, after a period that got no key, and that stale key is
+// new to the PID.
 // A period that never gets a key is the caller's to give up on, after a wait of its choosing.
 //
 // A stream whose key of one parity repeats from one period of that parity to the next (a
@@ -120,6 +132,8 @@ type livePID struct {
 	odd     bool
 	cw      int    // CW of the current period, or NoKey while it waits
 	last    [2]int // CW index the PID's last period of each parity used, or NoKey
+	// rejected holds the CWs the caller found not to fit the current period.
+	rejected []int
 }
 
 // AppliedKey names the CWs a Live source gave, per PID and parity, for Live.Applied.
@@ -199,6 +213,7 @@ func (l *Live) Begin(pid uint16, odd bool) (int, bool) {
 		p.last[parityIndex(p.odd)] = p.cw
 	}
 	p.started, p.odd, p.cw = true, odd, NoKey
+	p.rejected = p.rejected[:0]
 	l.decide(pid, p)
 	return p.cw, p.cw != NoKey
 }
@@ -224,11 +239,28 @@ func (l *Live) decide(pid uint16, p *livePID) {
 		return
 	}
 	cw := sl[parityIndex(p.odd)]
-	if cw == NoKey || cw == p.last[parityIndex(p.odd)] {
+	if cw == NoKey || cw == p.last[parityIndex(p.odd)] || slices.Contains(p.rejected, cw) {
 		return
 	}
 	p.cw = cw
 	l.applied[AppliedKey{PID: pid, Odd: p.odd}]++
+}
+
+// Reject implements Source.
+func (l *Live) Reject(pid uint16) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.pids[pid]
+	if p == nil || !p.started || p.cw == NoKey {
+		return
+	}
+	p.rejected = append(p.rejected, p.cw)
+	if a := (AppliedKey{PID: pid, Odd: p.odd}); l.applied[a] > 1 {
+		l.applied[a]--
+	} else {
+		delete(l.applied, a)
+	}
+	p.cw = NoKey
 }
 
 // CW implements Source.

@@ -131,3 +131,39 @@ func TestLiveSlotsAndBounds(t *testing.T) {
 		t.Fatalf("%d CWs kept, want the bound %d", n, MaxLiveCWs)
 	}
 }
+
+// A CW the caller rejects is not given to the period again, and does not count as applied;
+// the next new CW of the parity is, and the period after the rejection compares with the CW
+// the PID really used.
+func TestLiveReject(t *testing.T) {
+	k1, stale, k3 := []byte{1, 1, 1, 3, 1, 1, 1, 3}, []byte{2, 2, 2, 6, 2, 2, 2, 6}, []byte{3, 3, 3, 9, 3, 3, 3, 9}
+	l := NewLive()
+	l.Set(0, false, k1)
+	if cw, final := l.Begin(0x100, false); cw == NoKey || !final {
+		t.Fatalf("first period: CW %d, final %v", cw, final)
+	}
+	l.Set(0, false, stale)
+	cw, _ := l.Begin(0x100, false)
+	if !bytes.Equal(l.CW(cw), stale) {
+		t.Fatalf("second period: CW %d, want the stale one", cw)
+	}
+	l.Reject(0x100)
+	if cw, final := l.Current(0x100); cw != NoKey || final {
+		t.Fatalf("after Reject: CW %d, final %v; want a wait", cw, final)
+	}
+	l.Set(0, false, stale) // sent again: still not for this period
+	if cw, _ := l.Current(0x100); cw != NoKey {
+		t.Fatalf("the rejected CW was given again")
+	}
+	l.Set(0, false, k3)
+	if cw, final := l.Current(0x100); cw == NoKey || !final || !bytes.Equal(l.CW(cw), k3) {
+		t.Fatalf("after a new CW: CW %d, final %v", cw, final)
+	}
+	if n := l.Applied()[AppliedKey{PID: 0x100}]; n != 2 {
+		t.Fatalf("%d periods applied, want 2", n)
+	}
+	// The next period of the parity: k3 was used, so only a CW other than k3 is new.
+	if cw, _ := l.Begin(0x100, false); cw != NoKey {
+		t.Fatalf("third period took CW %d, the one the second used", cw)
+	}
+}

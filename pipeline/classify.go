@@ -204,8 +204,11 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
 			j.flags |= jobCheck
 			j.carriage = carriage
-			if cl.live == nil { // a key server's keys are not searched
-				cl.offerUnitStart(idx, unitStart{c: c, off: j.off, end: j.end, carriage: carriage})
+			u := unitStart{c: c, off: j.off, end: j.end, carriage: carriage}
+			if cl.live == nil {
+				cl.offerUnitStart(idx, u)
+			} else { // a key server's keys are not searched, only checked
+				cl.liveUnitStart(idx, u)
 			}
 			if len(cl.st.Samples) < maxSamples {
 				cl.st.Samples = append(cl.st.Samples, Sample{PID: pid, Odd: tsc == ts.Odd,
@@ -354,7 +357,13 @@ func (cl *classifier) trial(k int, payload []byte, carriage psi.Carriage) trialO
 // it is.
 func (cl *classifier) decryptPrefix(k int, payload []byte, n int) []byte {
 	dst := cl.trialBuf[:n]
-	if err := scrambling.DecryptPrefix(cl.cs.in, cl.keys.CW(k), payload, dst); err != nil {
+	var cw []byte
+	if cl.live != nil {
+		cw = cl.live.cfg.Source.CW(k) // its size was checked by liveOffer
+	} else {
+		cw = cl.keys.CW(k)
+	}
+	if err := scrambling.DecryptPrefix(cl.cs.in, cw, payload, dst); err != nil {
 		// The control words were all checked by newCiphers.
 		panic("pipeline: " + err.Error())
 	}

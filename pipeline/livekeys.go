@@ -17,8 +17,15 @@ import (
 // held, with the chunks after them, and the source is asked again at each unit of work read
 // (Current), until the key comes (it then applies from the period's first packet) or the wait
 // runs out: then LiveKeys.Missing decides, the period's packets pass as they came (counted).
-// Periods are started by parity changes alone, without key trials or glitch detection: the key
-// server, not a search, says which key applies. Holding is bounded as for any undecided
+// Periods are started by parity changes alone, without glitch detection: the key server, not a
+// search, says which key applies. But a key that arrives is checked before it is used: it
+// must fit the period's first checkable unit start (one trial per period, as a key list's
+// expected key gets), and a period holds its packets until that unit start comes. A key that
+// does not fit is not used for the period, which waits for the next key of its parity; a
+// period without a unit start to check (one that ends, or waits past LiveKeys.Wait, first)
+// takes its key unchecked. The check keeps a stale key out: a key server that sends, with
+// each key, the other parity's previous one sends that one late, and after a period that got
+// no key it is new to the PID. Holding is bounded as for any undecided
 // period (holdPackets), and in time by LiveKeys.Wait.
 //
 // The sections of the PIDs the key server wants (ECMs, EMMs) are gathered from the stream in
@@ -66,6 +73,7 @@ type LiveKeyStats struct {
 	PassedNoKey int64         `json:"packets_passed"`   // their packets, passed as they came (LiveKeys.Drop: dropped)
 	Dropped     int64         `json:"packets_dropped"`  // packets dropped for want of a key (LiveKeys.Drop)
 	BadSize     int64         `json:"cws_wrong_size"`   // CWs the input system cannot take, not used
+	NotFitting  int64         `json:"cws_not_fitting"`  // CWs that did not fit their period's first unit start, not used
 	ReaderWaits time.Duration `json:"reader_waited_ns"` // time the reader waited for the key server (file input)
 
 	// Server holds the key server client's counts, when the caller that runs the client
@@ -203,14 +211,96 @@ func (cl *classifier) livePeriodOf(pid uint16, odd bool) int32 {
 	cl.periods = append(cl.periods, p)
 	pk.cur, pk.run = idx, 1
 	k, final := cl.live.cfg.Source.Begin(pid, odd)
-	if final || k != keys.NoKey {
+	switch {
+	case k != keys.NoKey:
+		cl.liveOffer(idx, k, false) // checked on the period's first unit start
+	case final:
 		cl.liveDecide(idx, k)
-	} else {
+	}
+	if cl.periods[idx].state == periodOpen {
 		cl.open = append(cl.open, idx)
 		cl.live.waiting = append(cl.live.waiting, liveWait{idx: idx, since: time.Now()})
 		cl.live.packets[idx] = 1
 	}
 	return idx
+}
+
+// liveOffer makes CW k of the source period idx's candidate key; late says it came after the
+// period's first packet. A CW of a size the input system cannot take decides the period
+// without a key; another is checked at once if the period's first unit start is known.
+func (cl *classifier) liveOffer(idx int32, k int, late bool) {
+	p := &cl.periods[idx]
+	l := cl.live
+	p.late = late
+	if !slices.Contains(l.sizes, len(l.cfg.Source.CW(k))) {
+		cl.liveAccept(idx, k)
+		return
+	}
+	p.key = k
+	cl.liveCheck(idx)
+}
+
+// liveUnitStart is called for each checkable unit start of period idx: the first is kept (its
+// chunk is held while the period is open) and checks the period's key, now or when it comes.
+func (cl *classifier) liveUnitStart(idx int32, u unitStart) {
+	p := &cl.periods[idx]
+	if p.state != periodOpen || p.npending > 0 {
+		return
+	}
+	p.pending[0], p.npending = u, 1
+	cl.liveCheck(idx)
+}
+
+// liveCheck tries period idx's candidate key on its first checkable unit start, when both are
+// known: a key that fits decides the period, one that does not is rejected.
+func (cl *classifier) liveCheck(idx int32) {
+	p := &cl.periods[idx]
+	if p.key == keys.NoKey || p.npending == 0 {
+		return
+	}
+	u := p.pending[0]
+	switch cl.trial(p.key, u.c.buf[u.off:u.end], u.carriage) {
+	case trialGood:
+		cl.liveAccept(idx, p.key)
+	case trialBad:
+		cl.liveReject(idx)
+	default:
+		p.npending = 0 // says nothing: the next unit start is checked
+	}
+}
+
+// liveAccept decides period idx with CW k, checked or not (a size the input system cannot
+// take: without a key).
+func (cl *classifier) liveAccept(idx int32, k int) {
+	p := &cl.periods[idx]
+	l := cl.live
+	if p.late {
+		l.st.Waited++
+		l.st.Held += l.packets[idx]
+	}
+	delete(l.packets, idx)
+	cl.liveDecide(idx, k)
+}
+
+// liveReject drops period idx's candidate key, which did not fit its first unit start: the
+// period waits for the next key of its parity, or gives up when the source has none.
+func (cl *classifier) liveReject(idx int32) {
+	p := &cl.periods[idx]
+	l := cl.live
+	l.st.NotFitting++
+	if l.cfg.Log != nil {
+		l.cfg.Log(fmt.Sprintf("the key server's CW for PID %#04x crypto period %d (%s) does not fit its first unit start: not used",
+			p.pid, p.number, parity(p.odd)))
+	}
+	rejected := p.key
+	p.key = keys.NoKey
+	l.cfg.Source.Reject(p.pid)
+	switch k, final := l.cfg.Source.Current(p.pid); {
+	case k == rejected || final && k == keys.NoKey:
+		cl.liveGiveUp(idx) // the source has no other key for the period
+	case k != keys.NoKey:
+		cl.liveOffer(idx, k, true) // another key came while this one was tried
+	}
 }
 
 // liveDecide decides a period with CW k of the source (NoKey: passed as it came).
@@ -255,7 +345,7 @@ func (cl *classifier) liveSettle(idx int32) {
 		// A file's reader has run through the whole period: wait for the key server here.
 		start := time.Now()
 		arrived := l.cfg.Source.Arrived()
-		for l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
+		for p.key == keys.NoKey && l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
 			if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
 				break
 			}
@@ -267,48 +357,67 @@ func (cl *classifier) liveSettle(idx int32) {
 		}
 		l.st.ReaderWaits += time.Since(start)
 	}
-	if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
-		l.st.Waited++
-		l.st.Held += l.packets[idx]
-		delete(l.packets, idx)
-		cl.liveDecide(idx, k)
-		return
+	if p.key == keys.NoKey {
+		if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
+			cl.liveOffer(idx, k, true)
+		}
 	}
-	cl.liveGiveUp(idx)
+	cl.liveEnd(idx)
 }
 
-// liveResolve decides the waiting periods whose key came; with expire, it gives up on those
-// that waited longer than the wait. It reports whether none waits any more.
+// liveEnd decides an open period without waiting more: with its key, unchecked when no unit
+// start could check it, or without one.
+func (cl *classifier) liveEnd(idx int32) {
+	switch p := &cl.periods[idx]; {
+	case p.state != periodOpen:
+	case p.key != keys.NoKey:
+		cl.liveAccept(idx, p.key)
+	default:
+		cl.liveGiveUp(idx)
+	}
+}
+
+// liveResolve decides the waiting periods whose key came and fits; with expire, it decides
+// those that waited longer than the wait (with their key unchecked when no unit start came to
+// check it). It reports whether none waits for a key any more.
 func (cl *classifier) liveResolve(expire bool) bool {
 	l := cl.live
 	now := time.Now()
 	busy := l.cfg.FileInput && l.cfg.Sections != nil && l.cfg.Sections.Busy()
 	kept := l.waiting[:0]
+	keyless := 0
 	for _, w := range l.waiting {
 		p := &cl.periods[w.idx]
 		if p.state != periodOpen {
 			cl.liveSettled(w.idx)
 			continue
 		}
-		if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
-			l.st.Waited++
-			l.st.Held += l.packets[w.idx]
-			l.st.HeldMax = max(l.st.HeldMax, now.Sub(w.since))
-			delete(l.packets, w.idx)
-			cl.liveDecide(w.idx, k)
-			continue
+		if p.key == keys.NoKey {
+			if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
+				l.st.HeldMax = max(l.st.HeldMax, now.Sub(w.since))
+				cl.liveOffer(w.idx, k, true)
+				if p.state != periodOpen {
+					continue
+				}
+			}
 		}
-		if busy {
+		if busy && p.key == keys.NoKey {
 			w.since = now // a file's reader waits for the server: the wait starts when it is idle
 		}
 		if expire && now.Sub(w.since) > l.cfg.Wait {
-			cl.liveGiveUp(w.idx)
+			cl.liveEnd(w.idx)
 			continue
+		}
+		if p.state != periodOpen {
+			continue // gave up: the source has no other key
+		}
+		if p.key == keys.NoKey {
+			keyless++
 		}
 		kept = append(kept, w)
 	}
 	l.waiting = kept
-	return len(kept) == 0
+	return keyless == 0
 }
 
 // liveGiveUp decides a period whose key did not come: its packets pass as they came.
@@ -353,7 +462,7 @@ func (cl *classifier) liveFinish() {
 	}
 	for _, w := range l.waiting {
 		if cl.periods[w.idx].state == periodOpen {
-			cl.liveGiveUp(w.idx)
+			cl.liveEnd(w.idx)
 		} else {
 			cl.liveSettled(w.idx)
 		}

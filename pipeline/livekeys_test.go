@@ -279,3 +279,82 @@ func TestLiveKeysGiveUpMidPeriodCounts(t *testing.T) {
 		t.Fatalf("%d periods gave up, %d packets passed; want 3 and %d: %+v", st.LiveKeys.GaveUp, st.LiveKeys.PassedNoKey, 3*period, *st.LiveKeys)
 	}
 }
+
+// scriptedSource is a keys.Live whose keys are set by a script as the stream's periods begin:
+// before Begin starts period n (from 1), atBegin[n] runs; at the first Current for period n,
+// atCurrent[n] does.
+type scriptedSource struct {
+	*keys.Live
+	begins             int
+	atBegin, atCurrent map[int]func(*keys.Live)
+}
+
+func (s *scriptedSource) Begin(pid uint16, odd bool) (int, bool) {
+	s.begins++
+	if f := s.atBegin[s.begins]; f != nil {
+		f(s.Live)
+	}
+	return s.Live.Begin(pid, odd)
+}
+
+func (s *scriptedSource) Current(pid uint16) (int, bool) {
+	if f := s.atCurrent[s.begins]; f != nil {
+		delete(s.atCurrent, s.begins)
+		f(s.Live)
+	}
+	return s.Live.Current(pid)
+}
+
+// A period that gets no key passes as it came, and the stale key of its parity that comes
+// afterwards (a key server that sends, with each key, the other parity's previous one) is new
+// to the PID but does not fit the next period of that parity: it is not used, and the period
+// takes the next key that comes. Every other period is descrambled.
+func TestLiveKeysStaleKeyAfterMissingPeriod(t *testing.T) {
+	const period = 500
+	cws := liveCWs()
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: cws})
+	// Period n (from 1) uses cws[n-1]; period 3 (even) gets no key.
+	set := func(n int) func(*keys.Live) {
+		return func(l *keys.Live) { l.Set(0, (n-1)%2 == 1, cws[(n-1)%len(cws)]) }
+	}
+	src := &scriptedSource{Live: keys.NewLive(),
+		atBegin: map[int]func(*keys.Live){
+			1: set(1), 2: set(2),
+			// Period 4's answer carries period 3's key late, with its own.
+			4: func(l *keys.Live) { set(4)(l); set(3)(l) },
+			6: set(6),
+		},
+		// Period 5 begins with only the stale key of its parity; its own comes while it waits.
+		atCurrent: map[int]func(*keys.Live){5: set(5)},
+	}
+	// The clear stream with the elementary stream's packets of period 3 as they came.
+	want := bytes.Clone(clear)
+	es := 0
+	for i := 0; i < len(scrambled); i += 188 {
+		if scrambled[i+3]&0xC0 != 0 {
+			es++
+			if (es-1)/period == 2 {
+				copy(want[i:i+188], scrambled[i:i+188])
+			}
+		}
+	}
+	for _, batch := range []int{1, 300, 1024} {
+		src.begins = 0
+		src.Live = keys.NewLive()
+		src.atCurrent = map[int]func(*keys.Live){5: set(5)}
+		var logs []string
+		lk := &pipeline.LiveKeys{Source: src, Wait: time.Minute, Log: func(s string) { logs = append(logs, s) }}
+		var out bytes.Buffer
+		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("batch %d: output is not the clear stream with period 3 as it came: %d descrambled, %+v", batch, st.Descrambled, *st.LiveKeys)
+		}
+		if st.LiveKeys.GaveUp != 1 || st.LiveKeys.PassedNoKey != period || st.LiveKeys.NotFitting != 1 || st.LiveKeys.Waited != 1 {
+			t.Fatalf("batch %d: want 1 period without a key, %d packets passed, 1 CW not fitting, 1 period waited: %+v (%q)",
+				batch, period, *st.LiveKeys, logs)
+		}
+	}
+}

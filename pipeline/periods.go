@@ -73,6 +73,7 @@ type period struct {
 	pid       uint16
 	odd       bool
 	tentative bool // a parity change that the PID's next packet has not confirmed yet
+	late      bool // LiveKeys: its key came after its first packet
 	state     periodState
 	attempts  uint8 // checked unit starts that no key fitted
 	npending  uint8
