@@ -86,6 +86,23 @@ func TestFlush(t *testing.T) {
 	}
 }
 
+// Datagrams that wait in the socket while the caller is busy for longer than the idle timeout
+// are read, not taken for silence.
+func TestIdleTimeoutBusyCaller(t *testing.T) {
+	r := listenT(t, "udp://@127.0.0.1:0")
+	r.SetIdleTimeout(50 * time.Millisecond)
+	pkt := makeStream(1, 0, 1)
+	sendRaw(t, r.LocalAddr(), pkt)
+	time.Sleep(200 * time.Millisecond) // four idle timeouts without a Read
+	buf := make([]byte, 188)
+	if n, err := r.Read(buf); n != 188 || err != nil || string(buf) != string(pkt) {
+		t.Fatalf("Read = %d, %v after a busy spell, want the datagram waiting", n, err)
+	}
+	if _, err := r.Read(buf); !errors.Is(err, ErrIdle) {
+		t.Fatalf("then Read = %v, want the idle timeout", err)
+	}
+}
+
 // The idle timeout is a typed error, and the Reader goes on after it.
 func TestIdleTimeout(t *testing.T) {
 	r := listenT(t, "udp://@127.0.0.1:0")

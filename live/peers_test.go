@@ -131,18 +131,11 @@ func TestFFmpegSendsRTP(t *testing.T) {
 
 	ff := proc.Start(t, 30*time.Second, "ffmpeg", "-v", "error", "-readrate", "10", "-i", sample,
 		"-map", "0", "-c", "copy", "-f", "rtp_mpegts", fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", port(r), freePort(t), freePort(t)))
-	// Read until ffmpeg has ended and its last datagrams are in. It may be slow to start, and
-	// pause, on a loaded machine (seconds under the race detector): an idle time alone would
-	// end the reading early.
-	var got []byte
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
-		exited := ff.Exited()
-		n := len(got)
-		got = append(got, readN(t, r, 1<<30, time.Second, 30*time.Second)...)
-		if exited && len(got) == n {
-			break
-		}
-	}
+	// ffmpeg may be slow to start, and pause, on a loaded machine (seconds under the race
+	// detector), so an idle time cannot tell its end: wait for it to end, then read what it
+	// sent (the 870 kB of the sample wait in the socket's 4 MB buffer).
+	ff.WaitOK(t, 30*time.Second)
+	got := readN(t, r, 1<<30, 2*time.Second, 30*time.Second)
 	// ffmpeg's RTP muxer chains its TS muxer with other settings than its file output, so the
 	// bytes differ; the frames in them must not, but for the last video frame and the last
 	// 11 audio frames, which ffmpeg's RTP muxer does not send.
@@ -152,7 +145,7 @@ func TestFFmpegSendsRTP(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in.ts")
 	os.WriteFile(in, got, 0o644)
 	if len(got) == 0 {
-		t.Fatalf("nothing from ffmpeg: %s", ff.Output())
+		t.Fatalf("nothing from ffmpeg (%v, %v): %s", ff.Cmd.ProcessState, ff.Cmd.Args, ff.Output())
 	}
 	sameFrames(t, in, sample, 0, 12)
 	if s := r.Stats(); s.RTP != s.Datagrams || s.Lost+s.Reordered+s.Duplicates+s.OtherPT+s.Truncated != 0 {

@@ -267,6 +267,12 @@ func (r *Reader) fill() error {
 			dl = h
 		}
 	}
+	// A deadline already past would fail the read before it looks at the socket (Go checks the
+	// deadline first), so datagrams waiting there while the caller was busy would be taken for
+	// silence: one short read comes first, and the timeout applies when it finds nothing.
+	if start := time.Now(); !dl.IsZero() && dl.Before(start) {
+		dl = start.Add(time.Millisecond)
+	}
 	if !dl.Equal(r.deadline) {
 		if err := r.conn.SetReadDeadline(dl); err != nil && !r.closed.Load() {
 			return fmt.Errorf("%s: %v", r.addr, err)
