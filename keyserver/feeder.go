@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/roundtrip"
 	"github.com/tsdescramble/tsdescramble/keys"
 )
 
@@ -64,7 +65,7 @@ type Feeder struct {
 	sent    []uint64 // hashes of the ECMs sent or queued, oldest first
 	busy    int      // ECMs being answered
 	st      Stats
-	rtts    []time.Duration
+	rtts    roundtrip.Times
 	lastErr error
 	log     func(string)
 }
@@ -169,13 +170,13 @@ func (f *Feeder) Run(ctx context.Context) {
 		switch {
 		case err == nil:
 			f.st.Answers++
-			f.rtts = append(f.rtts, rtt)
+			f.rtts.Add(rtt)
 		case errors.Is(err, ErrNotFound):
 			f.st.NotFound++
-			f.rtts = append(f.rtts, rtt)
+			f.rtts.Add(rtt)
 		case errors.Is(err, ErrNoCard):
 			f.st.NoCard++
-			f.rtts = append(f.rtts, rtt)
+			f.rtts.Add(rtt)
 		case ctx.Err() != nil:
 		case errors.Is(err, ErrTimeout):
 			f.st.Timeouts++
@@ -193,11 +194,6 @@ func (f *Feeder) Run(ctx context.Context) {
 			log(fmt.Sprintf("ECM of service %d on PID %#04x (table %#02x, CA system %#04x): %v after %v",
 				e.ServiceID, e.PID, e.Section[0], e.CAID, err, rtt.Round(time.Microsecond)))
 		}
-		f.mu.Lock()
-		if len(f.rtts) > 1<<16 {
-			f.rtts = f.rtts[len(f.rtts)/2:] // the recent half is enough for the figures
-		}
-		f.mu.Unlock()
 		if ctx.Err() != nil {
 			return
 		}
@@ -217,11 +213,7 @@ func (f *Feeder) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
-	if n := len(f.rtts); n > 0 {
-		r := slices.Clone(f.rtts)
-		slices.Sort(r)
-		st.RTTMedian, st.RTTMax = r[n/2], r[n-1]
-	}
+	st.RTTMedian, st.RTTMax = f.rtts.Summary()
 	return st
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/roundtrip"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
@@ -92,7 +93,7 @@ type Client struct {
 	ecmSent  time.Time
 	pending  []sentECM // the ECMs sent that no CA_SET_DESCR answered yet, oldest first
 	svcsSet  time.Time // when SetServices last changed the services
-	rtts     []time.Duration
+	rtts     roundtrip.Times
 	lastErr  error
 }
 
@@ -356,10 +357,7 @@ func (c *Client) handle(m *Message) error {
 			algoName(m.Algo), m.Index))
 	case OpCASetDescr:
 		if !c.ecmSent.IsZero() {
-			c.rtts = append(c.rtts, time.Since(c.ecmSent))
-			if len(c.rtts) > 1<<16 {
-				c.rtts = c.rtts[len(c.rtts)/2:]
-			}
+			c.rtts.Add(time.Since(c.ecmSent))
 			c.ecmSent = time.Time{}
 		}
 		c.answered(m.MsgID)
@@ -422,11 +420,7 @@ func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.st
-	if n := len(c.rtts); n > 0 {
-		r := slices.Clone(c.rtts)
-		slices.Sort(r)
-		st.RTTMedian, st.RTTMax = r[n/2], r[n-1]
-	}
+	st.RTTMedian, st.RTTMax = c.rtts.Summary()
 	return st
 }
 
