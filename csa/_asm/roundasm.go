@@ -91,6 +91,50 @@ func (e *roundEmitter) store(in ins) {
 	e.written[in.at] = true
 }
 
+// gateSet is the instructions of one instruction set for the two-input
+// gates: out = op(a, b), where andNot computes ^a & b.
+type gateSet struct{ and, or, xor, andNot func(a, b, out Op) }
+
+var (
+	avx2Gates = gateSet{
+		and:    func(a, b, out Op) { VPAND(a, b, out) },
+		or:     func(a, b, out Op) { VPOR(a, b, out) },
+		xor:    func(a, b, out Op) { VPXOR(a, b, out) },
+		andNot: func(a, b, out Op) { VPANDN(a, b, out) },
+	}
+	avx512Gates = gateSet{
+		and:    func(a, b, out Op) { VPANDQ(a, b, out) },
+		or:     func(a, b, out Op) { VPORQ(a, b, out) },
+		xor:    func(a, b, out Op) { VPXORQ(a, b, out) },
+		andNot: func(a, b, out Op) { VPANDNQ(a, b, out) },
+	}
+)
+
+// gate emits gate i, in, as one instruction of set g into a new register.
+// Only the first source may be an address: a load with no other use goes
+// there, so the commutative gates swap their operands to put it there.
+func (e *roundEmitter) gate(i int, in ins, g gateSet) {
+	x, y := in.a, in.b
+	out := YMM()
+	if in.kind == opAndNot { // x &^ y = ^y & x
+		g.andNot(e.operand(x, true), e.operand(y, false), out)
+	} else {
+		if e.unloaded(x) && !e.unloaded(y) {
+			x, y = y, x
+		}
+		a, b := e.operand(y, true), e.operand(x, false)
+		switch in.kind {
+		case opAnd:
+			g.and(a, b, out)
+		case opOr:
+			g.or(a, b, out)
+		case opXor:
+			g.xor(a, b, out)
+		}
+	}
+	e.reg[i] = out
+}
+
 // emitRoundAVX2 emits round program p with AVX2 instructions, one per
 // gate; sboxes emits the S-boxes.
 func emitRoundAVX2(p *roundProg, mem func(loc) Mem, sboxes func()) {
@@ -98,25 +142,7 @@ func emitRoundAVX2(p *roundProg, mem func(loc) Mem, sboxes func()) {
 	for i, in := range p.ins {
 		switch {
 		case isGate(in.kind):
-			x, y := in.a, in.b
-			out := YMM()
-			if in.kind == opAndNot { // x &^ y = ^y & x
-				VPANDN(e.operand(x, true), e.operand(y, false), out)
-			} else {
-				if e.unloaded(x) && !e.unloaded(y) {
-					x, y = y, x
-				}
-				a, b := e.operand(y, true), e.operand(x, false)
-				switch in.kind {
-				case opAnd:
-					VPAND(a, b, out)
-				case opOr:
-					VPOR(a, b, out)
-				case opXor:
-					VPXOR(a, b, out)
-				}
-			}
-			e.reg[i] = out
+			e.gate(i, in, avx2Gates)
 		case in.kind == insStore:
 			e.store(in)
 		case in.kind == insSbox:
@@ -234,25 +260,7 @@ func emitRoundAVX512(p *roundProg, mem func(loc) Mem, sboxes func()) {
 	emit := func(i int) {
 		in, f := p.ins[i], fused[i]
 		if slices.Equal(f.leaves, []int{in.a, in.b}) || slices.Equal(f.leaves, []int{in.b, in.a}) {
-			x, y := in.a, in.b
-			out := YMM()
-			if in.kind == opAndNot {
-				VPANDNQ(e.operand(x, true), e.operand(y, false), out)
-			} else {
-				if e.unloaded(x) && !e.unloaded(y) {
-					x, y = y, x
-				}
-				a, b := e.operand(y, true), e.operand(x, false)
-				switch in.kind {
-				case opAnd:
-					VPANDQ(a, b, out)
-				case opOr:
-					VPORQ(a, b, out)
-				case opXor:
-					VPXORQ(a, b, out)
-				}
-			}
-			e.reg[i] = out
+			e.gate(i, in, avx512Gates)
 			return
 		}
 		if len(f.leaves) < 2 {
