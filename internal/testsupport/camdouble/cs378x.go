@@ -13,19 +13,15 @@ import (
 // CS378x is the server side of the cs378x protocol for tests: it answers each ECM request with
 // what Answer says, after Delay.
 type CS378x struct {
-	Addr string // 127.0.0.1:port
+	tcpServer
 
-	ln    net.Listener
 	codec *cs378x.Codec
-	done  chan struct{}
 
 	mu       sync.Mutex
 	answer   AnswerFunc
 	delay    time.Duration
-	conns    map[net.Conn]bool
 	requests []Request
 	badCRC   int
-	wg       sync.WaitGroup
 }
 
 // Request is an ECM request the server received.
@@ -46,10 +42,8 @@ func NewCS378x(t testing.TB, user, password string) *CS378x {
 }
 
 func start(t testing.TB, ln net.Listener, user, password string) *CS378x {
-	s := &CS378x{Addr: ln.Addr().String(), ln: ln, codec: cs378x.NewCodec(user, password),
-		conns: map[net.Conn]bool{}, done: make(chan struct{}), answer: TestCAAnswer}
-	s.wg.Add(1)
-	go s.serve()
+	s := &CS378x{codec: cs378x.NewCodec(user, password), answer: TestCAAnswer}
+	s.serve(ln, s.handle)
 	t.Cleanup(s.Stop)
 	return s
 }
@@ -96,45 +90,7 @@ func (s *CS378x) BadCRC() int {
 	return s.badCRC
 }
 
-// Stop closes the listener and every connection, and waits for the server's goroutines.
-func (s *CS378x) Stop() {
-	s.ln.Close()
-	s.mu.Lock()
-	select {
-	case <-s.done:
-	default:
-		close(s.done)
-	}
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
-func (s *CS378x) serve() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.mu.Lock()
-		s.conns[c] = true
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go s.handle(c)
-	}
-}
-
 func (s *CS378x) handle(c net.Conn) {
-	defer s.wg.Done()
-	defer func() {
-		c.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
 	buf := make([]byte, cs378x.MaxMessage+4)
 	var out []byte
 	rec := &recorder{r: c}

@@ -18,19 +18,14 @@ import (
 // for the service's streams (once), CA_SET_DESCR_MODE (once, with Algo), and CA_SET_DESCR for
 // each parity whose key changed; an ECM that changes no key gets no answer at all.
 type DVBAPI struct {
-	Addr string
-
-	ln   net.Listener
-	done chan struct{}
+	tcpServer
 
 	mu       sync.Mutex
 	algo     uint32
 	delay    time.Duration
-	conns    map[net.Conn]bool
 	received [][]byte // the raw messages received after CLIENT_INFO, in order
 	greeting []byte
 	ecms     [][]byte
-	wg       sync.WaitGroup
 	stopOn   func(ecm []byte) bool // SetStopOn
 }
 
@@ -45,9 +40,8 @@ func NewDVBAPIAt(t testing.TB, addr string) *DVBAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &DVBAPI{Addr: ln.Addr().String(), ln: ln, done: make(chan struct{}), conns: map[net.Conn]bool{}}
-	s.wg.Add(1)
-	go s.serve()
+	s := &DVBAPI{}
+	s.serve(ln, s.handle)
 	t.Cleanup(s.Stop)
 	return s
 }
@@ -95,37 +89,6 @@ func (s *DVBAPI) ECMs() [][]byte {
 	return append([][]byte(nil), s.ecms...)
 }
 
-// Stop closes the listener and every connection, and waits for the server's goroutines.
-func (s *DVBAPI) Stop() {
-	s.ln.Close()
-	s.mu.Lock()
-	select {
-	case <-s.done:
-	default:
-		close(s.done)
-	}
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
-func (s *DVBAPI) serve() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.mu.Lock()
-		s.conns[c] = true
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go s.handle(c)
-	}
-}
-
 // msg frames a server message: 0xA5, message id, opcode, adapter 0 (not for SERVER_INFO), body.
 func msg(id, opcode uint32, body ...byte) []byte {
 	b := []byte{0xA5}
@@ -138,13 +101,6 @@ func msg(id, opcode uint32, body ...byte) []byte {
 }
 
 func (s *DVBAPI) handle(c net.Conn) {
-	defer s.wg.Done()
-	defer func() {
-		c.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
 	r := bufio.NewReader(c)
 	// CLIENT_INFO: opcode, version, name length, name; never framed.
 	head := make([]byte, 7)
