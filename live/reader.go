@@ -260,18 +260,19 @@ func (r *Reader) fill() error {
 	idle := time.Duration(r.idle.Load())
 	if idle > 0 {
 		dl = r.lastArrival.Add(idle)
+		// Silence counts only while the Reader listens. A deadline already past would fail
+		// the read before it looks at the socket (Go checks the deadline first), so datagrams
+		// that came while the caller was busy would be taken for silence: after a busy spell,
+		// the Reader listens for the whole idle time again.
+		if now := time.Now(); dl.Before(now) {
+			dl = now.Add(idle)
+		}
 	}
 	holding := r.seq.holding()
 	if holding {
 		if h := r.heldSince.Add(maxHold); dl.IsZero() || h.Before(dl) {
 			dl = h
 		}
-	}
-	// A deadline already past would fail the read before it looks at the socket (Go checks the
-	// deadline first), so datagrams waiting there while the caller was busy would be taken for
-	// silence: one short read comes first, and the timeout applies when it finds nothing.
-	if start := time.Now(); !dl.IsZero() && dl.Before(start) {
-		dl = start.Add(time.Millisecond)
 	}
 	if !dl.Equal(r.deadline) {
 		if err := r.conn.SetReadDeadline(dl); err != nil && !r.closed.Load() {
