@@ -192,7 +192,7 @@ func TestLiveThroughput(t *testing.T) {
 			defer rd.Close()
 			in := freeUDPPort(t)
 			stats := filepath.Join(t.TempDir(), "stats.json")
-			tsd := proc.Start(t, 2*time.Minute, "/usr/bin/time", "-f", "maxrss %M kB", bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
+			tsd := proc.Start(t, 2*time.Minute, "/usr/bin/time", "-f", "maxrss %M kB, CPU %U s user %S s sys", bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
 				"-out", fmt.Sprintf("udp://127.0.0.1:%d", rd.LocalAddr().(*net.UDPAddr).Port),
 				"-cw-file", demoKeys, "-packets", fmt.Sprint(loops*demoPackets), "-timeout", "2s", "-stats", stats)
 			waitListening(t, in)
