@@ -341,28 +341,41 @@ func (cl *classifier) livePoll() {
 func (cl *classifier) liveSettle(idx int32) {
 	l := cl.live
 	p := &cl.periods[idx]
-	if l.cfg.FileInput && l.cfg.Sections != nil {
-		// A file's reader has run through the whole period: wait for the key server here.
-		start := time.Now()
-		arrived := l.cfg.Source.Arrived()
-		for p.key == keys.NoKey && l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
-			if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
-				break
-			}
-			select {
-			case <-arrived:
-			case <-time.After(10 * time.Millisecond):
-			case <-cl.ctx.Done():
-			}
+	// Each key offered is either taken or rejected, and a rejected one is not offered again:
+	// the loop ends. A key rejected here sends a file's reader back to wait for the server,
+	// which may still be answering an ECM that carries the period's right key; without that
+	// wait the period would give up or not by when the reader's units of work were cut.
+	for p.state == periodOpen && p.key == keys.NoKey {
+		cl.liveAwaitServer(p.pid)
+		k, _ := l.cfg.Source.Current(p.pid)
+		if k == keys.NoKey {
+			break
 		}
-		l.st.ReaderWaits += time.Since(start)
-	}
-	if p.key == keys.NoKey {
-		if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
-			cl.liveOffer(idx, k, true)
-		}
+		cl.liveOffer(idx, k, true)
 	}
 	cl.liveEnd(idx)
+}
+
+// liveAwaitServer waits, for a file input, while the key server is busy and pid's period has
+// no key yet: the file's reader has run through the whole period.
+func (cl *classifier) liveAwaitServer(pid uint16) {
+	l := cl.live
+	if !l.cfg.FileInput || l.cfg.Sections == nil {
+		return
+	}
+	start := time.Now()
+	arrived := l.cfg.Source.Arrived()
+	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
+		if k, _ := l.cfg.Source.Current(pid); k != keys.NoKey {
+			break
+		}
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Millisecond):
+		case <-cl.ctx.Done():
+		}
+	}
+	l.st.ReaderWaits += time.Since(start)
 }
 
 // liveEnd decides an open period without waiting more: with its key, unchecked when no unit

@@ -52,6 +52,9 @@ func TestKeyServerCS378x(t *testing.T) {
 		!strings.Contains(r.stderr, "CWs applied: PID 0x0100 even 2 periods, PID 0x0100 odd 2 periods") {
 		t.Fatalf("summary: %s", r.stderr)
 	}
+	if strings.Contains(r.stderr, "CWs rejected") {
+		t.Fatalf("the summary counts rejected CWs when none was: %s", r.stderr)
+	}
 	var st struct {
 		LiveKeys pipeline.LiveKeyStats `json:"live_keys"`
 	}
@@ -113,6 +116,48 @@ func TestKeyServerNoAnswer(t *testing.T) {
 	}
 	if got := readFile(t, out); !bytes.Equal(got, want) {
 		t.Fatalf("%d bytes out, want the %d of the clear packets", len(got), len(want))
+	}
+}
+
+// A CW from the key server that fails the trial decryption is rejected and counted. Here the
+// server answers the second ECM with a wrong key for its period, whose right key comes with the
+// next ECM (a card sends the other parity's previous key with each), while a file's reader has
+// already reached the period's end: the reader waits for that answer, so the output is the
+// clear stream whatever -batch cuts the reads into.
+func TestKeyServerRejectedCW(t *testing.T) {
+	clear, _, in := keyServerStream(t)
+	right := mustCW(t, "A1B2C316D4E5F6AF") // the second period's (odd) CW
+	wrong := mustCW(t, "0F1E2D5A3C4B5AF1")
+	srv := camdouble.NewCS378x(t, "u", "p")
+	srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
+		cmd, cw, drop := camdouble.TestCAAnswer(ecm)
+		if ecm[0] == 0x81 && bytes.Equal(cw[8:], right) {
+			copy(cw[8:], wrong) // the odd period's own ECM; the next ECM carries the right key
+		}
+		return cmd, cw, drop
+	})
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "st.json")
+	for _, batch := range []string{"1", "100", "1024"} {
+		r := run(t, nil, "-v", "-batch", batch, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "10s", "-in", in, "-out", out, "-stats", stats)
+		if r.code != 0 {
+			t.Fatalf("-batch %s: exit %d: %s", batch, r.code, r.stderr)
+		}
+		if got := readFile(t, out); !bytes.Equal(got, clear) {
+			t.Fatalf("-batch %s: output differs from the clear stream\n%s", batch, r.stderr)
+		}
+		var st struct {
+			LiveKeys pipeline.LiveKeyStats `json:"live_keys"`
+		}
+		if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.LiveKeys.NotFitting != 1 {
+			t.Fatalf("-batch %s: -stats: %d CWs not fitting, want 1\n%s", batch, st.LiveKeys.NotFitting, r.stderr)
+		}
+		if u := strings.ToUpper(r.stderr); strings.Contains(u, "0F1E2D5A3C4B5AF1") {
+			t.Fatalf("-batch %s: the rejected CW was printed without -show-keys: %s", batch, r.stderr)
+		}
 	}
 }
 
