@@ -324,8 +324,14 @@ func printKeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 			fmt.Fprintf(w, "tsdescramble: key server CWs applied: %s\n", strings.Join(parts, ", "))
 		}
 	}
-	fmt.Fprintf(w, "tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)\n",
+	line := fmt.Sprintf("tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)",
 		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
+	if lk.NotFitting > 0 {
+		// A CW that failed the trial decryption says the server answered with a wrong or
+		// stale key: a user who sees periods wait or go without a key needs to know that.
+		line += fmt.Sprintf("; %d CWs rejected (they did not fit their crypto period's first unit start)", lk.NotFitting)
+	}
+	fmt.Fprintln(w, line)
 }
 
 // printServerLine prints the key server's counts.

@@ -119,7 +119,8 @@ func TestKeyServerNoAnswer(t *testing.T) {
 	}
 }
 
-// A CW from the key server that fails the trial decryption is rejected and counted. Here the
+// A CW from the key server that fails the trial decryption is rejected, and counted in -stats
+// and in the summary. Here the
 // server answers the second ECM with a wrong key for its period, whose right key comes with the
 // next ECM (a card sends the other parity's previous key with each), while a file's reader has
 // already reached the period's end: the reader waits for that answer, so the output is the
@@ -154,6 +155,10 @@ func TestKeyServerRejectedCW(t *testing.T) {
 		}
 		if st.LiveKeys.NotFitting != 1 {
 			t.Fatalf("-batch %s: -stats: %d CWs not fitting, want 1\n%s", batch, st.LiveKeys.NotFitting, r.stderr)
+		}
+		// The summary counts it beside the other key counts, as -stats does.
+		if !strings.Contains(r.stderr, "; 1 CWs rejected (they did not fit their crypto period's first unit start)") {
+			t.Fatalf("-batch %s: the summary does not count the rejected CW: %s", batch, r.stderr)
 		}
 		if u := strings.ToUpper(r.stderr); strings.Contains(u, "0F1E2D5A3C4B5AF1") {
 			t.Fatalf("-batch %s: the rejected CW was printed without -show-keys: %s", batch, r.stderr)
