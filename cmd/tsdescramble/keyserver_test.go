@@ -57,12 +57,22 @@ func TestKeyServerCS378x(t *testing.T) {
 	}
 	var st struct {
 		LiveKeys pipeline.LiveKeyStats `json:"live_keys"`
+		PIDs     []pipeline.PIDStats   `json:"pids"`
 	}
 	if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.LiveKeys.Server == nil || st.LiveKeys.Server.ECMsSent != 4 || len(st.LiveKeys.Server.Applied) != 2 {
 		t.Fatalf("stats %+v", st.LiveKeys)
+	}
+	// Each period's key passed the trial decryption on its first unit start: it fits.
+	for _, ps := range st.PIDs {
+		if ps.PID == camdouble.ESPID && (ps.PeriodsFit != 4 || ps.PeriodsUnchecked != 0 || ps.KeyFit != "all") {
+			t.Fatalf("-stats: PID %#04x: %d periods fit, %d unchecked, key fit %q; want 4 that fit", ps.PID, ps.PeriodsFit, ps.PeriodsUnchecked, ps.KeyFit)
+		}
+	}
+	if !strings.Contains(r.stderr, "crypto periods 4 (4 fit, 0 unchecked, 0 left scrambled)") {
+		t.Fatalf("-v: the periods that fit are not counted as such: %s", r.stderr)
 	}
 	t.Log(strings.TrimSpace(r.stderr))
 }
