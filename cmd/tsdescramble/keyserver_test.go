@@ -206,6 +206,46 @@ func TestKeyServerFlagErrors(t *testing.T) {
 	}
 }
 
+// The checks of the flags around each source of keys that come while the stream runs
+// (-key-server, -ecm-xor, -follow), with their messages to the letter: each is a usage error
+// (exit 2) in one line.
+func TestLiveKeySourceFlagMessages(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.ts")
+	os.WriteFile(in, nullPacket(), 0o644)
+	const server, xor, cw = "cs378x://u:secretpw@127.0.0.1:1", "4212022421206688", "11223366445566FF"
+	for _, c := range []struct {
+		stdin []byte
+		args  []string
+		want  string
+	}{
+		{nil, []string{"-key-server", server, "-cw", cw}, "give one key source: -key-server or -cw, not both"},
+		{nil, []string{"-key-server", server, "-cw-env", "X"}, "give one key source: -key-server or -cw-env, not both"},
+		{nil, []string{"-key-server-env", "TSD_TEST_KEY_SERVER_SET", "-biss", "112233445566"}, "give one key source: -key-server-env or -biss, not both"},
+		{nil, []string{"-key-server-env", "TSD_TEST_KEY_SERVER_SET", "-key-server", server}, "give -key-server or -key-server-env, not both"},
+		{nil, []string{"-missing-key", "drop", "-cw", cw}, "-missing-key needs -key-server or -key-server-env"},
+		{nil, []string{"-key-server", server, "-key-wait", "0s"}, "-key-wait: want a duration from 1ms to 1h, 2s for instance"},
+		{nil, []string{"-ecm-xor", xor, "-cw", cw}, "-ecm-xor reads the CWs from the stream: give no other key flag"},
+		{nil, []string{"-ecm-xor", xor, "-cw-file", "../../samples/demo-keys.cwl"}, "-ecm-xor reads the CWs from the stream: give no other key flag"},
+		{nil, []string{"-ecm-xor", xor, "-cipher", "dvb-cissa"}, "-ecm-xor carries 8-byte CWs: use it with -cipher csa2"},
+		{nil, []string{"-ecm-xor", "zz"}, "-ecm-xor: want 16 hex digits, found 'z' (example: -ecm-xor 4212022421206688)"},
+		{nil, []string{"-ecm-xor", xor, "-key-wait", "1s"}, "-key-wait: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -key-wait out"},
+		{nil, []string{"-ecm-xor", xor, "-missing-key", "drop"}, "-missing-key: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -missing-key out"},
+		{nil, []string{"-ecm-xor", xor, "-key-server", server}, "-ecm-xor and -key-server are two sources of the same CWs: give one"},
+		{nullPacket(), []string{"-ecm-xor", xor, "-missing-key", "keep", "-in", "-"}, "-missing-key: want pass (the packets of a period without its key pass as they came) or drop"},
+		{nullPacket(), []string{"-ecm-xor", xor, "-key-wait", "2h", "-in", "-"}, "-key-wait: want a duration from 1ms to 1h, 2s for instance"},
+		{nil, []string{"-follow", "-cw-file", "../../samples/demo-keys.cwl", "-cw", cw}, "give one key source: -cw-file or -cw, not both"},
+		{nil, []string{"-follow", "-cw-file", "../../samples/demo-keys.cwl", "-cipher", "dvb-cissa"}, "-follow reads DVB-CSA2 control words: use it with -cipher csa2"},
+		{nil, []string{"-follow", "-cw-file", "../../samples/demo-keys.cwl", "-missing-key", "keep"}, "-missing-key: want pass (the packets of a period without its key pass as they came) or drop"},
+	} {
+		t.Setenv("TSD_TEST_KEY_SERVER_SET", server)
+		args := append([]string{"-in", in}, c.args...)
+		r := run(t, c.stdin, append(args, "-out", filepath.Join(t.TempDir(), "o.ts"))...)
+		if want := "tsdescramble: " + c.want + "\n"; r.code != exitUsage || r.stderr != want {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, r.code, r.stderr, exitUsage, want)
+		}
+	}
+}
+
 // -cw-file FILE -follow: the log grows while the stream comes through a pipe, each key written
 // before its crypto period's packets.
 func TestFollowGrowingLog(t *testing.T) {
