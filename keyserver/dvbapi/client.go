@@ -261,6 +261,9 @@ func (c *Client) session(ctx context.Context) error {
 		c.logOnce(fmt.Sprintf("dvbapi: the key server speaks protocol version %d; this client speaks %d", m.Version, ProtocolVersion))
 	}
 	conn.SetDeadline(time.Time{})
+	// A connection that completed the handshake ends a run of failures: when it is lost, the
+	// loss is told, and the client tries again after the shortest backoff.
+	c.redial.Connected()
 
 	out := make(chan []byte, maxOutQueue)
 	werr := make(chan error, 1)
