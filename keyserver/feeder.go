@@ -3,7 +3,7 @@
 // cs378x client, for one), and sets the control words of each answer in a keys.Live source,
 // which the descrambler asks at each crypto period. The protocols live in the packages below
 // (cs378x, dvbapi); this package holds what they share: the ECM, the errors a server answers,
-// and the counts a run reports.
+// how a client connects again after a failure (Redial), and the counts a run reports.
 package keyserver
 
 import (

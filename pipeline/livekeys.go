@@ -215,7 +215,7 @@ func (cl *classifier) livePeriodOf(pid uint16, odd bool) int32 {
 	case k != keys.NoKey:
 		cl.liveOffer(idx, k, false) // checked on the period's first unit start
 	case final:
-		cl.liveDecide(idx, k)
+		cl.liveDecide(idx, k, false)
 	}
 	if cl.periods[idx].state == periodOpen {
 		cl.open = append(cl.open, idx)
@@ -233,7 +233,7 @@ func (cl *classifier) liveOffer(idx int32, k int, late bool) {
 	l := cl.live
 	p.late = late
 	if !slices.Contains(l.sizes, len(l.cfg.Source.CW(k))) {
-		cl.liveAccept(idx, k)
+		cl.liveAccept(idx, k, false)
 		return
 	}
 	p.key = k
@@ -261,7 +261,7 @@ func (cl *classifier) liveCheck(idx int32) {
 	u := p.pending[0]
 	switch cl.trial(p.key, u.c.buf[u.off:u.end], u.carriage) {
 	case trialGood:
-		cl.liveAccept(idx, p.key)
+		cl.liveAccept(idx, p.key, true)
 	case trialBad:
 		cl.liveReject(idx)
 	default:
@@ -269,9 +269,9 @@ func (cl *classifier) liveCheck(idx int32) {
 	}
 }
 
-// liveAccept decides period idx with CW k, checked or not (a size the input system cannot
-// take: without a key).
-func (cl *classifier) liveAccept(idx int32, k int) {
+// liveAccept decides period idx with CW k; checked says it fitted the period's first checkable
+// unit start (a size the input system cannot take: without a key).
+func (cl *classifier) liveAccept(idx int32, k int, checked bool) {
 	p := &cl.periods[idx]
 	l := cl.live
 	if p.late {
@@ -279,7 +279,7 @@ func (cl *classifier) liveAccept(idx int32, k int) {
 		l.st.Held += l.packets[idx]
 	}
 	delete(l.packets, idx)
-	cl.liveDecide(idx, k)
+	cl.liveDecide(idx, k, checked)
 }
 
 // liveReject drops period idx's candidate key, which did not fit its first unit start: the
@@ -303,15 +303,20 @@ func (cl *classifier) liveReject(idx int32) {
 	}
 }
 
-// liveDecide decides a period with CW k of the source (NoKey: passed as it came).
-func (cl *classifier) liveDecide(idx int32, k int) {
+// liveDecide decides a period with CW k of the source (NoKey: passed as it came); checked says
+// k fitted the period's first checkable unit start, which makes the period one that fits.
+func (cl *classifier) liveDecide(idx int32, k int, checked bool) {
 	p := &cl.periods[idx]
 	if k != keys.NoKey && !slices.Contains(cl.live.sizes, len(cl.live.cfg.Source.CW(k))) {
 		cl.live.st.BadSize++
-		k = keys.NoKey
+		k, checked = keys.NoKey, false
 	}
 	p.key = k
-	cl.decide(p, periodUnchecked)
+	if checked {
+		cl.decide(p, periodFit)
+	} else {
+		cl.decide(p, periodUnchecked)
+	}
 }
 
 // livePoll asks the source again for the periods that wait for their key, and gives up on
@@ -341,28 +346,41 @@ func (cl *classifier) livePoll() {
 func (cl *classifier) liveSettle(idx int32) {
 	l := cl.live
 	p := &cl.periods[idx]
-	if l.cfg.FileInput && l.cfg.Sections != nil {
-		// A file's reader has run through the whole period: wait for the key server here.
-		start := time.Now()
-		arrived := l.cfg.Source.Arrived()
-		for p.key == keys.NoKey && l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
-			if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
-				break
-			}
-			select {
-			case <-arrived:
-			case <-time.After(10 * time.Millisecond):
-			case <-cl.ctx.Done():
-			}
+	// Each key offered is either taken or rejected, and a rejected one is not offered again:
+	// the loop ends. A key rejected here sends a file's reader back to wait for the server,
+	// which may still be answering an ECM that carries the period's right key; without that
+	// wait the period would give up or not by when the reader's units of work were cut.
+	for p.state == periodOpen && p.key == keys.NoKey {
+		cl.liveAwaitServer(p.pid)
+		k, _ := l.cfg.Source.Current(p.pid)
+		if k == keys.NoKey {
+			break
 		}
-		l.st.ReaderWaits += time.Since(start)
-	}
-	if p.key == keys.NoKey {
-		if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
-			cl.liveOffer(idx, k, true)
-		}
+		cl.liveOffer(idx, k, true)
 	}
 	cl.liveEnd(idx)
+}
+
+// liveAwaitServer waits, for a file input, while the key server is busy and pid's period has
+// no key yet: the file's reader has run through the whole period.
+func (cl *classifier) liveAwaitServer(pid uint16) {
+	l := cl.live
+	if !l.cfg.FileInput || l.cfg.Sections == nil {
+		return
+	}
+	start := time.Now()
+	arrived := l.cfg.Source.Arrived()
+	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
+		if k, _ := l.cfg.Source.Current(pid); k != keys.NoKey {
+			break
+		}
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Millisecond):
+		case <-cl.ctx.Done():
+		}
+	}
+	l.st.ReaderWaits += time.Since(start)
 }
 
 // liveEnd decides an open period without waiting more: with its key, unchecked when no unit
@@ -371,7 +389,7 @@ func (cl *classifier) liveEnd(idx int32) {
 	switch p := &cl.periods[idx]; {
 	case p.state != periodOpen:
 	case p.key != keys.NoKey:
-		cl.liveAccept(idx, p.key)
+		cl.liveAccept(idx, p.key, false)
 	default:
 		cl.liveGiveUp(idx)
 	}
@@ -481,10 +499,15 @@ func (cl *classifier) liveDecided(p *period, ps *PIDStats) {
 		ps.PeriodsUnchecked++
 		what = "no key"
 	default:
-		ps.PeriodsUnchecked++
 		what = fmt.Sprintf("key server CW %d", p.key+1)
 		if cl.live.cfg.ShowKeys {
 			what += fmt.Sprintf(" (%X)", cl.live.cfg.Source.CW(p.key))
+		}
+		if p.state == periodFit {
+			ps.PeriodsFit++
+		} else {
+			ps.PeriodsUnchecked++
+			what += ", no unit start checked"
 		}
 	}
 	ps.Periods++

@@ -68,6 +68,11 @@ func TestLiveKeysThroughCS378x(t *testing.T) {
 			if st.LiveKeys.GaveUp != 0 || st.LeftScrambled != 0 {
 				t.Fatalf("periods without a key: %+v", *st.LiveKeys)
 			}
+			// Every period's key passed the trial decryption on its first unit start.
+			if ps := esStats(st); ps.Periods != 6 || ps.PeriodsFit != 6 || ps.PeriodsUnchecked != 0 || ps.KeyFit != "all" {
+				t.Fatalf("the elementary stream's periods: %d, %d fit, %d unchecked, key fit %q; want 6 that fit",
+					ps.Periods, ps.PeriodsFit, ps.PeriodsUnchecked, ps.KeyFit)
+			}
 			t.Logf("cs378x on loopback: %d ECMs, round trip median %v max %v; %d periods waited for their key, %d packets held, longest wait %v",
 				fs.Sent, fs.RTTMedian, fs.RTTMax, st.LiveKeys.Waited, st.LiveKeys.Held, st.LiveKeys.HeldMax)
 		})
@@ -95,6 +100,44 @@ func TestLiveKeysThroughDVBAPI(t *testing.T) {
 	}
 	t.Logf("dvbapi on loopback: %d ECM sections sent, %d CWs, round trip median %v max %v; %d periods waited, %d packets held",
 		cs.ECMs, cs.CWs, cs.RTTMedian, cs.RTTMax, st.LiveKeys.Waited, st.LiveKeys.Held)
+}
+
+// esStats returns the statistics of the elementary stream of camdouble.ECMStream.
+func esStats(st pipeline.Stats) pipeline.PIDStats {
+	for _, ps := range st.PIDs {
+		if ps.PID == camdouble.ESPID {
+			return ps
+		}
+	}
+	return pipeline.PIDStats{}
+}
+
+// A period with no unit start to check its key on takes the key server's key unchecked, and is
+// counted so: here the elementary stream's packets carry no payload_unit_start_indicator, so
+// no PES header can be looked for (descrambling does not look at that bit).
+func TestLiveKeysNothingToCheckStaysUnchecked(t *testing.T) {
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 3000, PeriodPackets: 500, CWs: liveCWs()})
+	for _, s := range [][]byte{clear, scrambled} {
+		for i := 0; i < len(s); i += 188 {
+			if uint16(s[i+1]&0x1F)<<8|uint16(s[i+2]) == camdouble.ESPID {
+				s[i+1] &^= 0x40
+			}
+		}
+	}
+	srv := camdouble.NewCS378x(t, "u", "p")
+	lk, _ := cs378xKeys(t, srv, 2*time.Second)
+	var out bytes.Buffer
+	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), clear) {
+		t.Fatalf("output differs from the clear stream (%d packets descrambled, live %+v)", st.Descrambled, *st.LiveKeys)
+	}
+	if ps := esStats(st); ps.Periods != 6 || ps.PeriodsFit != 0 || ps.PeriodsUnchecked != 6 || ps.KeyFit != "unchecked" {
+		t.Fatalf("the elementary stream's periods: %d, %d fit, %d unchecked, key fit %q; want 6 unchecked",
+			ps.Periods, ps.PeriodsFit, ps.PeriodsUnchecked, ps.KeyFit)
+	}
 }
 
 // With the server stopped in the middle of the run, the periods after the keys it gave pass

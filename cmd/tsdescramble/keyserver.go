@@ -124,47 +124,85 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 		return followFromFlags(c, raw != "")
 	}
 	if raw == "" {
-		for _, name := range []string{"key-wait", "missing-key"} {
-			if c.IsSet(name) && c.String("ecm-xor") == "" {
-				return nil, usageErr("-%s needs -key-server or -key-server-env", name)
-			}
+		// -ecm-xor takes them too, and says itself when it does not (ecmKeys).
+		if name := givenWaitFlag(c); name != "" && c.String("ecm-xor") == "" {
+			return nil, usageErr("-%s needs -key-server or -key-server-env", name)
 		}
 		return nil, nil
 	}
 	if mode == pipeline.Scramble {
 		return nil, usageErr("a key server gives keys to descramble with: scramble takes -cw, -cw-file and the like")
 	}
-	for _, name := range []string{"cw", "cw-even", "cw-odd", "cw-file", "biss", "cw-env"} {
-		if c.String(name) != "" {
-			return nil, usageErr("give one key source: %s or -%s, not both", strings.Fields(flag)[0], name)
-		}
+	if name := givenKeyFlag(c, ""); name != "" {
+		return nil, usageErr("give one key source: %s or -%s, not both", strings.Fields(flag)[0], name)
 	}
 	u, err := parseKeyServerURL(flag, raw)
 	if err != nil {
 		return nil, err
+	}
+	if u.scheme == "cs378x" {
+		cs := cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password})
+		ks, err := newECMKeys(c, u, cs, u.choice)
+		if err != nil {
+			return nil, err
+		}
+		ks.cs = cs
+		return ks, nil
 	}
 	ks, err := newLiveKeys(c)
 	if err != nil {
 		return nil, err
 	}
 	ks.url = u
-	switch u.scheme {
-	case "cs378x":
-		ks.cs = cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password})
-		ks.feeder = keyserver.NewFeeder(ks.live, ks.cs)
-		ks.verbose = c.Bool("verbose")
-		if c.IsSet("service") {
-			u.choice.ServiceID = uint16(c.Int("service"))
-		}
-		ks.lk.Sections = keyserver.NewECMSink(ks.feeder, u.choice)
-	case "dvbapi":
-		cfg := dvbapi.Config{Addr: u.addr}
-		if c.IsSet("service") {
-			cfg.ServiceID = uint16(c.Int("service"))
-		}
-		ks.dv = dvbapi.NewClient(cfg, ks.live)
-		ks.lk.Sections = ks.dv
+	cfg := dvbapi.Config{Addr: u.addr}
+	if c.IsSet("service") {
+		cfg.ServiceID = uint16(c.Int("service"))
 	}
+	ks.dv = dvbapi.NewClient(cfg, ks.live)
+	ks.lk.Sections = ks.dv
+	return ks, nil
+}
+
+// givenKeyFlag returns the name of the first key flag of the input side given, but own, or "":
+// a source of keys that come while the stream runs (-key-server, -ecm-xor, -follow) takes no
+// other.
+func givenKeyFlag(c *cli.Context, own string) string {
+	for _, name := range []string{"cw", "cw-even", "cw-odd", "cw-file", "biss", "cw-env"} {
+		if name != own && c.String(name) != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// givenWaitFlag returns the name of the first flag given of those that say how a crypto period
+// waits for its key (-key-wait, -missing-key), or "": only a source of keys that come while
+// the stream runs takes them.
+func givenWaitFlag(c *cli.Context) string {
+	for _, name := range []string{"key-wait", "missing-key"} {
+		if c.IsSet(name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// newECMKeys returns the key source of a run whose keys answer the stream's ECMs (a cs378x
+// server, -ecm-xor on a pipe or a network input): the ECM PID as choice (with -service) names
+// it, each distinct ECM answered by ans, -key-wait and -missing-key read. url names the
+// protocol in the summary.
+func newECMKeys(c *cli.Context, url *keyServerURL, ans keyserver.Answerer, choice keyserver.Choice) (*keyServer, error) {
+	ks, err := newLiveKeys(c)
+	if err != nil {
+		return nil, err
+	}
+	ks.url = url
+	ks.feeder = keyserver.NewFeeder(ks.live, ans)
+	ks.verbose = c.Bool("verbose")
+	if c.IsSet("service") {
+		choice.ServiceID = uint16(c.Int("service"))
+	}
+	ks.lk.Sections = keyserver.NewECMSink(ks.feeder, choice)
 	return ks, nil
 }
 
@@ -191,10 +229,8 @@ func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
 	case path == "":
 		return nil, usageErr("-follow needs -cw-file FILE: the OSCam .cwl log (or file of EVEN ODD pairs) to follow")
 	}
-	for _, name := range []string{"cw", "cw-even", "cw-odd", "biss", "cw-env"} {
-		if c.String(name) != "" {
-			return nil, usageErr("give one key source: -cw-file or -%s, not both", name)
-		}
+	if name := givenKeyFlag(c, "cw-file"); name != "" {
+		return nil, usageErr("give one key source: -cw-file or -%s, not both", name)
 	}
 	if c.String("cipher") != "csa2" {
 		return nil, usageErr("-follow reads DVB-CSA2 control words: use it with -cipher csa2")
@@ -324,8 +360,14 @@ func printKeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 			fmt.Fprintf(w, "tsdescramble: key server CWs applied: %s\n", strings.Join(parts, ", "))
 		}
 	}
-	fmt.Fprintf(w, "tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)\n",
+	line := fmt.Sprintf("tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)",
 		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
+	if lk.NotFitting > 0 {
+		// A CW that failed the trial decryption says the server answered with a wrong or
+		// stale key: a user who sees periods wait or go without a key needs to know that.
+		line += fmt.Sprintf("; %d CWs rejected (they did not fit their crypto period's first unit start)", lk.NotFitting)
+	}
+	fmt.Fprintln(w, line)
 }
 
 // printServerLine prints the key server's counts.

@@ -52,14 +52,27 @@ func TestKeyServerCS378x(t *testing.T) {
 		!strings.Contains(r.stderr, "CWs applied: PID 0x0100 even 2 periods, PID 0x0100 odd 2 periods") {
 		t.Fatalf("summary: %s", r.stderr)
 	}
+	if strings.Contains(r.stderr, "CWs rejected") {
+		t.Fatalf("the summary counts rejected CWs when none was: %s", r.stderr)
+	}
 	var st struct {
 		LiveKeys pipeline.LiveKeyStats `json:"live_keys"`
+		PIDs     []pipeline.PIDStats   `json:"pids"`
 	}
 	if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.LiveKeys.Server == nil || st.LiveKeys.Server.ECMsSent != 4 || len(st.LiveKeys.Server.Applied) != 2 {
 		t.Fatalf("stats %+v", st.LiveKeys)
+	}
+	// Each period's key passed the trial decryption on its first unit start: it fits.
+	for _, ps := range st.PIDs {
+		if ps.PID == camdouble.ESPID && (ps.PeriodsFit != 4 || ps.PeriodsUnchecked != 0 || ps.KeyFit != "all") {
+			t.Fatalf("-stats: PID %#04x: %d periods fit, %d unchecked, key fit %q; want 4 that fit", ps.PID, ps.PeriodsFit, ps.PeriodsUnchecked, ps.KeyFit)
+		}
+	}
+	if !strings.Contains(r.stderr, "crypto periods 4 (4 fit, 0 unchecked, 0 left scrambled)") {
+		t.Fatalf("-v: the periods that fit are not counted as such: %s", r.stderr)
 	}
 	t.Log(strings.TrimSpace(r.stderr))
 }
@@ -116,6 +129,53 @@ func TestKeyServerNoAnswer(t *testing.T) {
 	}
 }
 
+// A CW from the key server that fails the trial decryption is rejected, and counted in -stats
+// and in the summary. Here the
+// server answers the second ECM with a wrong key for its period, whose right key comes with the
+// next ECM (a card sends the other parity's previous key with each), while a file's reader has
+// already reached the period's end: the reader waits for that answer, so the output is the
+// clear stream whatever -batch cuts the reads into.
+func TestKeyServerRejectedCW(t *testing.T) {
+	clear, _, in := keyServerStream(t)
+	right := mustCW(t, "A1B2C316D4E5F6AF") // the second period's (odd) CW
+	wrong := mustCW(t, "0F1E2D5A3C4B5AF1")
+	srv := camdouble.NewCS378x(t, "u", "p")
+	srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
+		cmd, cw, drop := camdouble.TestCAAnswer(ecm)
+		if ecm[0] == 0x81 && bytes.Equal(cw[8:], right) {
+			copy(cw[8:], wrong) // the odd period's own ECM; the next ECM carries the right key
+		}
+		return cmd, cw, drop
+	})
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "st.json")
+	for _, batch := range []string{"1", "100", "1024"} {
+		r := run(t, nil, "-v", "-batch", batch, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "10s", "-in", in, "-out", out, "-stats", stats)
+		if r.code != 0 {
+			t.Fatalf("-batch %s: exit %d: %s", batch, r.code, r.stderr)
+		}
+		if got := readFile(t, out); !bytes.Equal(got, clear) {
+			t.Fatalf("-batch %s: output differs from the clear stream\n%s", batch, r.stderr)
+		}
+		var st struct {
+			LiveKeys pipeline.LiveKeyStats `json:"live_keys"`
+		}
+		if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.LiveKeys.NotFitting != 1 {
+			t.Fatalf("-batch %s: -stats: %d CWs not fitting, want 1\n%s", batch, st.LiveKeys.NotFitting, r.stderr)
+		}
+		// The summary counts it beside the other key counts, as -stats does.
+		if !strings.Contains(r.stderr, "; 1 CWs rejected (they did not fit their crypto period's first unit start)") {
+			t.Fatalf("-batch %s: the summary does not count the rejected CW: %s", batch, r.stderr)
+		}
+		if u := strings.ToUpper(r.stderr); strings.Contains(u, "0F1E2D5A3C4B5AF1") {
+			t.Fatalf("-batch %s: the rejected CW was printed without -show-keys: %s", batch, r.stderr)
+		}
+	}
+}
+
 func TestKeyServerFlagErrors(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in.ts")
 	os.WriteFile(in, nullPacket(), 0o644)
@@ -142,6 +202,46 @@ func TestKeyServerFlagErrors(t *testing.T) {
 		}
 		if strings.Contains(r.stderr, "secretpw") {
 			t.Errorf("%v: the password was printed: %s", c.args, r.stderr)
+		}
+	}
+}
+
+// The checks of the flags around each source of keys that come while the stream runs
+// (-key-server, -ecm-xor, -follow), with their messages to the letter: each is a usage error
+// (exit 2) in one line.
+func TestLiveKeySourceFlagMessages(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.ts")
+	os.WriteFile(in, nullPacket(), 0o644)
+	const server, xor, cw = "cs378x://u:secretpw@127.0.0.1:1", "4212022421206688", "11223366445566FF"
+	for _, c := range []struct {
+		stdin []byte
+		args  []string
+		want  string
+	}{
+		{nil, []string{"-key-server", server, "-cw", cw}, "give one key source: -key-server or -cw, not both"},
+		{nil, []string{"-key-server", server, "-cw-env", "X"}, "give one key source: -key-server or -cw-env, not both"},
+		{nil, []string{"-key-server-env", "TSD_TEST_KEY_SERVER_SET", "-biss", "112233445566"}, "give one key source: -key-server-env or -biss, not both"},
+		{nil, []string{"-key-server-env", "TSD_TEST_KEY_SERVER_SET", "-key-server", server}, "give -key-server or -key-server-env, not both"},
+		{nil, []string{"-missing-key", "drop", "-cw", cw}, "-missing-key needs -key-server or -key-server-env"},
+		{nil, []string{"-key-server", server, "-key-wait", "0s"}, "-key-wait: want a duration from 1ms to 1h, 2s for instance"},
+		{nil, []string{"-ecm-xor", xor, "-cw", cw}, "-ecm-xor reads the CWs from the stream: give no other key flag"},
+		{nil, []string{"-ecm-xor", xor, "-cw-file", "../../samples/demo-keys.cwl"}, "-ecm-xor reads the CWs from the stream: give no other key flag"},
+		{nil, []string{"-ecm-xor", xor, "-cipher", "dvb-cissa"}, "-ecm-xor carries 8-byte CWs: use it with -cipher csa2"},
+		{nil, []string{"-ecm-xor", "zz"}, "-ecm-xor: want 16 hex digits, found 'z' (example: -ecm-xor 4212022421206688)"},
+		{nil, []string{"-ecm-xor", xor, "-key-wait", "1s"}, "-key-wait: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -key-wait out"},
+		{nil, []string{"-ecm-xor", xor, "-missing-key", "drop"}, "-missing-key: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -missing-key out"},
+		{nil, []string{"-ecm-xor", xor, "-key-server", server}, "-ecm-xor and -key-server are two sources of the same CWs: give one"},
+		{nullPacket(), []string{"-ecm-xor", xor, "-missing-key", "keep", "-in", "-"}, "-missing-key: want pass (the packets of a period without its key pass as they came) or drop"},
+		{nullPacket(), []string{"-ecm-xor", xor, "-key-wait", "2h", "-in", "-"}, "-key-wait: want a duration from 1ms to 1h, 2s for instance"},
+		{nil, []string{"-follow", "-cw-file", "../../samples/demo-keys.cwl", "-cw", cw}, "give one key source: -cw-file or -cw, not both"},
+		{nil, []string{"-follow", "-cw-file", "../../samples/demo-keys.cwl", "-cipher", "dvb-cissa"}, "-follow reads DVB-CSA2 control words: use it with -cipher csa2"},
+		{nil, []string{"-follow", "-cw-file", "../../samples/demo-keys.cwl", "-missing-key", "keep"}, "-missing-key: want pass (the packets of a period without its key pass as they came) or drop"},
+	} {
+		t.Setenv("TSD_TEST_KEY_SERVER_SET", server)
+		args := append([]string{"-in", in}, c.args...)
+		r := run(t, c.stdin, append(args, "-out", filepath.Join(t.TempDir(), "o.ts"))...)
+		if want := "tsdescramble: " + c.want + "\n"; r.code != exitUsage || r.stderr != want {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, r.code, r.stderr, exitUsage, want)
 		}
 	}
 }

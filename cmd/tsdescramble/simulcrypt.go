@@ -44,14 +44,7 @@ func scsWanted(c *cli.Context) bool {
 }
 
 // anyKeyFlag reports whether a key flag of the input side is given.
-func anyKeyFlag(c *cli.Context) bool {
-	for _, f := range []string{"cw", "cw-even", "cw-odd", "cw-file", "biss", "cw-env"} {
-		if c.String(f) != "" {
-			return true
-		}
-	}
-	return false
-}
+func anyKeyFlag(c *cli.Context) bool { return givenKeyFlag(c, "") != "" }
 
 // scsRun is a scrambling run's SimulCrypt stage, with what it needs to end.
 type scsRun struct {
@@ -258,24 +251,14 @@ func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, *keyServer, error)
 	path := c.String("in")
 	fi, err := os.Stat(path)
 	if path == "-" || live.IsAddress(path) || err == nil && !fi.Mode().IsRegular() {
-		ks, err := newLiveKeys(c)
+		ks, err := newECMKeys(c, &keyServerURL{scheme: "ecm-xor"}, testca.Answerer{Key: key}, keyserver.Choice{})
 		if err != nil {
 			return nil, nil, err
 		}
-		ks.url = &keyServerURL{scheme: "ecm-xor"}
-		ks.feeder = keyserver.NewFeeder(ks.live, testca.Answerer{Key: key})
-		ks.verbose = c.Bool("verbose")
-		var choice keyserver.Choice
-		if c.IsSet("service") {
-			choice.ServiceID = uint16(c.Int("service"))
-		}
-		ks.lk.Sections = keyserver.NewECMSink(ks.feeder, choice)
 		return &keySet{sched: keys.NewList(nil)}, ks, nil
 	}
-	for _, name := range []string{"key-wait", "missing-key"} {
-		if c.IsSet(name) {
-			return nil, nil, usageErr("-%s: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -%s out", name, name)
-		}
+	if name := givenWaitFlag(c); name != "" {
+		return nil, nil, usageErr("-%s: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -%s out", name, name)
 	}
 	f, err := os.Open(path)
 	if err != nil {

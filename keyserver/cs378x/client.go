@@ -46,29 +46,19 @@ type Client struct {
 	cfg   Config
 	codec *Codec
 
-	mu       sync.Mutex
-	conn     net.Conn
-	buf      []byte
-	out      []byte
-	msgID    uint16
-	failures int
-	retryAt  time.Time
-	dialErr  error // the last connection attempt's error, nil once one succeeds
-	dialer   net.Dialer
+	mu     sync.Mutex
+	conn   net.Conn
+	buf    []byte
+	out    []byte
+	msgID  uint16
+	redial *keyserver.Redial // the backoff after failed connection attempts
 }
 
 // NewClient returns a client for cfg; it connects on the first request.
 func NewClient(cfg Config) *Client {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 3 * time.Second
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 100 * time.Millisecond
-	}
-	if cfg.MaxBackoff < cfg.MinBackoff {
-		cfg.MaxBackoff = max(10*time.Second, cfg.MinBackoff)
-	}
-	return &Client{cfg: cfg, codec: NewCodec(cfg.User, cfg.Password), buf: make([]byte, MaxMessage+4)}
+	r := keyserver.NewRedial(cfg.Addr, cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff)
+	cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff = r.Timeout, r.MinBackoff, r.MaxBackoff
+	return &Client{cfg: cfg, codec: NewCodec(cfg.User, cfg.Password), buf: make([]byte, MaxMessage+4), redial: r}
 }
 
 // Request is an ECM to send.
@@ -130,13 +120,10 @@ func (c *Client) ECM(ctx context.Context, req Request) (even, odd []byte, err er
 			if len(m.Data) < 16 {
 				return nil, nil, fmt.Errorf("cs378x: an answer of %d bytes, a CW pair is 16", len(m.Data))
 			}
-			c.failures = 0
 			return append([]byte(nil), m.Data[:8]...), append([]byte(nil), m.Data[8:16]...), nil
 		case m.Cmd == CmdNotFound:
-			c.failures = 0
 			return nil, nil, ErrNotFound
 		case m.Cmd == CmdNoCard:
-			c.failures = 0
 			return nil, nil, ErrNoCard
 		default:
 			return nil, nil, c.fail(ctx, fmt.Errorf("cs378x: an answer with unknown command %#02x (wrong password?)", m.Cmd))
@@ -155,18 +142,16 @@ func (c *Client) connect(ctx context.Context) error {
 	if c.conn != nil {
 		return nil
 	}
-	if wait := time.Until(c.retryAt); c.dialErr != nil && wait > 0 {
-		return fmt.Errorf("%w (%v); next attempt in %v", ErrUnreachable, c.dialErr, wait.Round(time.Millisecond))
+	if wait, err := c.redial.Backoff(); err != nil {
+		return fmt.Errorf("%w (%v); next attempt in %v", ErrUnreachable, err, wait.Round(time.Millisecond))
 	}
-	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	conn, err := c.dialer.DialContext(dctx, "tcp", c.cfg.Addr)
+	conn, err := c.redial.Dial(ctx)
 	if err != nil {
-		c.dialErr = err
-		c.backoff()
+		c.redial.Failed(err)
 		return fmt.Errorf("cs378x: connecting to the server: %w", err)
 	}
-	c.conn, c.dialErr, c.failures = conn, nil, 0
+	c.conn = conn
+	c.redial.Connected()
 	return nil
 }
 
@@ -186,12 +171,6 @@ func (c *Client) fail(ctx context.Context, err error) error {
 		return ErrTimeout
 	}
 	return err
-}
-
-func (c *Client) backoff() {
-	d := c.cfg.MinBackoff << min(c.failures, 16)
-	c.failures++
-	c.retryAt = time.Now().Add(min(d, c.cfg.MaxBackoff))
 }
 
 // Close closes the connection, if any.

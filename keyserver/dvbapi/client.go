@@ -6,13 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/roundtrip"
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
 
@@ -78,8 +78,9 @@ type filter struct {
 // Client is a DVBAPI network client: it tells the server the services (SetServices), offers it
 // the sections of the PIDs it filters (Section), and sets the keys it sends in a keys.Live.
 type Client struct {
-	cfg  Config
-	live *keys.Live
+	cfg    Config
+	live   *keys.Live
+	redial *keyserver.Redial // Run's alone
 
 	mu       sync.Mutex
 	services []CAPMTService
@@ -102,16 +103,9 @@ func NewClient(cfg Config, live *keys.Live) *Client {
 	if cfg.Name == "" {
 		cfg.Name = "tsdescramble"
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 3 * time.Second
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 100 * time.Millisecond
-	}
-	if cfg.MaxBackoff < cfg.MinBackoff {
-		cfg.MaxBackoff = max(10*time.Second, cfg.MinBackoff)
-	}
-	return &Client{cfg: cfg, live: live, filters: map[filterKey]*filter{}, refused: map[int32]bool{}, told: map[string]bool{}}
+	r := keyserver.NewRedial(cfg.Addr, cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff)
+	cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff = r.Timeout, r.MinBackoff, r.MaxBackoff
+	return &Client{cfg: cfg, live: live, redial: r, filters: map[filterKey]*filter{}, refused: map[int32]bool{}, told: map[string]bool{}}
 }
 
 // SetServices sets the services to descramble, each with the demux index the server will name
@@ -216,7 +210,6 @@ func (c *Client) Section(pid uint16, section []byte) {
 // Run connects to the server and serves it until ctx is done, connecting again after a backoff
 // when the connection fails. It returns ctx's error.
 func (c *Client) Run(ctx context.Context) error {
-	failures := 0
 	for {
 		err := c.session(ctx)
 		if ctx.Err() != nil {
@@ -225,20 +218,11 @@ func (c *Client) Run(ctx context.Context) error {
 		c.mu.Lock()
 		c.lastErr = err
 		c.mu.Unlock()
-		if c.cfg.Log != nil && failures == 0 {
+		if _, first := c.redial.Failed(err); first && c.cfg.Log != nil {
 			c.cfg.Log(fmt.Sprintf("dvbapi: connection to the key server lost: %v; connecting again", err))
 		}
-		wait := min(c.cfg.MinBackoff<<min(failures, 16), c.cfg.MaxBackoff)
-		failures++
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
-		if err == nil {
-			failures = 0
+		if err := c.redial.Wait(ctx); err != nil {
+			return err
 		}
 	}
 }
@@ -252,10 +236,7 @@ func (c *Client) LastError() error {
 
 // session runs one connection: handshake, CA PMTs, then the server's messages.
 func (c *Client) session(ctx context.Context) error {
-	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", c.cfg.Addr)
-	cancel()
+	conn, err := c.redial.Dial(ctx)
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}
@@ -280,6 +261,9 @@ func (c *Client) session(ctx context.Context) error {
 		c.logOnce(fmt.Sprintf("dvbapi: the key server speaks protocol version %d; this client speaks %d", m.Version, ProtocolVersion))
 	}
 	conn.SetDeadline(time.Time{})
+	// A connection that completed the handshake ends a run of failures: when it is lost, the
+	// loss is told, and the client tries again after the shortest backoff.
+	c.redial.Connected()
 
 	out := make(chan []byte, maxOutQueue)
 	werr := make(chan error, 1)

@@ -142,6 +142,15 @@ func TestClientReconnects(t *testing.T) {
 	if !strings.Contains(l.all(), "connection to the key server lost") {
 		t.Fatalf("log %q", l.all())
 	}
+	// A connection that completed its handshake ends the failures in a row: its loss is told
+	// too, and the client finds the next server as soon.
+	srv2.Stop()
+	until(t, "the filters to go with the second connection", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 0 })
+	camdouble.NewDVBAPIAt(t, addr)
+	until(t, "the filter from the third server", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	if n := strings.Count(l.all(), "connection to the key server lost"); n != 2 || cl.Stats().Connects != 3 {
+		t.Fatalf("%d lost connections told, want 2; stats %+v; log %q", n, cl.Stats(), l.all())
+	}
 }
 
 // Two ECMs in a row: the answer to the first leaves the client busy with the second, so that
