@@ -232,6 +232,37 @@ ip -6 addr add fd00::2/64 dev tsd1 nodad`
 	}
 }
 
+// The command sends IPv6 multicast: it descrambles the sample to udp://[ff3e::1237]:5000 out of
+// tsd0 (iface=), and socat, a member of the group on tsd1, receives the file path's output.
+func TestPeerMulticastIPv6OutputInNamespace(t *testing.T) {
+	needNamespace(t)
+	bin := buildBinary(t, "")
+	out := filepath.Join(t.TempDir(), "out.ts")
+	want := readFile(t, demoClear)
+	script := fmt.Sprintf(`set -e
+ip link set lo up || exit 8
+ip link add name tsd0 type veth peer name tsd1 || exit 8
+ip link set tsd0 up || exit 8
+ip link set tsd1 up || exit 8
+ip -6 addr add fd00::1/64 dev tsd0 nodad || exit 8
+ip -6 addr add fd00::2/64 dev tsd1 nodad || exit 8
+socat -u 'UDP6-RECV:5000,ipv6-join-group=[ff3e::1237]:tsd1,rcvbuf=8388608' 'CREATE:%s' &
+s=$!
+i=0; while ! grep -q ':1388 ' /proc/net/udp6; do i=$((i+1)); [ $i -lt 200 ] || exit 9; sleep 0.02; done
+%s -in '%s' -out 'udp://[ff3e::1237]:5000?iface=tsd0' -cw-file '%s' -pace=false
+i=0; while [ "$(stat -c %%s '%s')" -lt %d ]; do i=$((i+1)); [ $i -lt 250 ] || break; sleep 0.02; done
+kill $s`, out, bin, demoScrambled, demoKeys, out, len(want))
+	p := proc.Start(t, time.Minute, "unshare", "-n", "sh", "-c", script)
+	switch code := p.Wait(t, 30*time.Second); code {
+	case 0:
+	case 8:
+		t.Skipf("this machine cannot set up the namespace's interfaces:\n%s", p.Output())
+	default:
+		t.Fatalf("exit %d:\n%s", code, p.Output())
+	}
+	sameBytes(t, "sent to the group, received by socat", readFile(t, out), want, 188)
+}
+
 // nullPackets returns n null packets (PID 0x1FFF).
 func nullPackets(n int) []byte {
 	b := make([]byte, n*188)
