@@ -9,17 +9,18 @@ import (
 	"github.com/tsdescramble/tsdescramble/ts"
 )
 
-// A live input read ahead: the packets that have come are handed out at the deadline, however
+// A live input read ahead: the packets that have come are handed out by the deadline, however
 // long the input then stays quiet, and the end of the input comes after them.
 func ExampleReadAhead() {
 	pr, pw := io.Pipe()
+	quiet := make(chan struct{}) // the input stays quiet until the packets sent are out
 	go func() {
 		pkt := make([]byte, ts.PacketSize)
 		pkt[0] = ts.SyncByte
 		for range 3 {
 			pw.Write(pkt)
 		}
-		time.Sleep(100 * time.Millisecond) // a quiet input
+		<-quiet
 		pw.Write(pkt)
 		pw.Close()
 	}()
@@ -34,6 +35,7 @@ func ExampleReadAhead() {
 		if err == ts.ErrPending {
 			if packets == 3 {
 				fmt.Println("3 packets out while the input is quiet")
+				close(quiet)
 				packets++ // say it once
 			}
 			continue
