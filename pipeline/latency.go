@@ -11,9 +11,12 @@ import (
 // A run with a latency bound (Options.Latency) must never wait on a read while it holds packets
 // that are due: a blocked read of a quiet live input would hold a partial unit of work, or a
 // crypto period waiting for its decision, for as long as the input stays quiet. So the input is
-// read by a goroutine of its own, the feed, into a few blocks, and the reading goroutine of Run
-// takes them with a deadline: when the oldest packet it holds is due, the feed's Read returns
-// ts.ErrPending, the framer returns the whole packets it has, and the unit of work is cut.
+// read ahead by a goroutine of its own (ts.ReadAhead, the feed), and the reading goroutine of
+// Run takes its blocks with a deadline: when the oldest packet it holds is due, the feed's Read
+// returns ts.ErrPending, the framer returns the whole packets it has, and the unit of work is
+// cut. A block already read is taken even past the deadline: the run is behind the input then,
+// and cutting its units of work short would only slow it further (a unit of a hundred packets
+// fills few of the engine's lanes).
 
 const (
 	// feedBlock is the size of one read of the input. A live.Reader returns a batch of
@@ -28,42 +31,20 @@ const (
 	maxArrivals = 4096
 )
 
-// feedBuf is one read of the input, with the time it returned.
-type feedBuf struct {
-	buf []byte
-	n   int
-	err error
-	at  time.Time
-}
-
 // arrival is where a block handed to the framer ends in the input, and when it arrived.
 type arrival struct {
 	end int64
 	at  time.Time
 }
 
-// feed reads r in its own goroutine; its Read, called by the framer, hands the blocks on.
+// feed is the input of a run with a latency bound: a ts.ReadAhead, with when each block it
+// handed on arrived, to know when the oldest packet the framer holds is due.
 type feed struct {
-	ctx     context.Context
+	*ts.ReadAhead
 	latency time.Duration
-	full    chan *feedBuf
-	free    chan *feedBuf
-	cur     *feedBuf
-	off     int
-	timer   *time.Timer
-	closed  bool // the context ended and no block was left: Read returns its error
 
-	// deadline, when not zero, is when Read stops handing blocks on and returns ts.ErrPending.
-	// The reading goroutine sets it before each packet it asks the framer for: when its
-	// oldest packet held is due, or zero when it holds none. Read sets it when it hands on a
-	// block while it is zero: the framer may want more bytes before it returns a packet of
-	// that block, and must not wait for them past the block's own deadline.
-	deadline time.Time
 	// report, when not zero, is when the next Options.Report is due: a deadline too.
 	report time.Time
-	// now is the time Read last looked at the clock: when it handed on a block, or found
-	// none by the deadline.
-	now time.Time
 	// read counts the bytes handed on; arrivals says when each block still in the framer's
 	// buffer arrived (arrivals[head:] in order).
 	read     int64
@@ -71,120 +52,29 @@ type feed struct {
 	head     int
 }
 
-// newFeed starts reading r. The goroutine ends at the end of the input or at a read error; when
-// ctx ends, it stops taking new blocks, but a read it has begun returns only when r's Read does.
+// newFeed starts reading r (see ts.NewReadAhead). The reading goroutine of Run sets the feed's
+// deadline before each packet it asks the framer for: when its oldest packet held is due, or
+// zero when it holds none. The feed sets it when it hands on a block while it is zero: the
+// framer may want more bytes before it returns a packet of that block, and must not wait for
+// them past the block's own deadline.
 func newFeed(ctx context.Context, r io.Reader, latency time.Duration) *feed {
-	f := &feed{ctx: ctx, latency: latency, full: make(chan *feedBuf, feedBlocks), free: make(chan *feedBuf, feedBlocks)}
-	for range feedBlocks {
-		f.free <- &feedBuf{buf: make([]byte, feedBlock)}
-	}
-	f.timer = time.NewTimer(time.Hour)
-	f.timer.Stop()
-	go func() {
-		for {
-			var b *feedBuf
-			select {
-			case b = <-f.free:
-			case <-ctx.Done():
-				return
-			}
-			b.n, b.err = r.Read(b.buf)
-			b.at = time.Now()
-			f.full <- b // full has room for every block
-			if b.err != nil {
-				return
-			}
-		}
-	}()
+	f := &feed{latency: latency}
+	f.ReadAhead = ts.NewReadAhead(ctx, r, feedBlock, feedBlocks, f.handedOn)
 	return f
 }
 
-// Read hands on the bytes of the next block, waiting for one until the deadline; past the
-// deadline it returns ts.ErrPending. When the run's context ends, the blocks already read are
-// handed on, then the context's error.
-func (f *feed) Read(p []byte) (int, error) {
-	if f.cur != nil && f.off == f.cur.n {
-		if f.cur.err != nil {
-			return 0, f.cur.err
-		}
-		f.free <- f.cur
-		f.cur = nil
+// handedOn notes a block the framer is given.
+func (f *feed) handedOn(n int, at time.Time) {
+	f.read += int64(n)
+	f.arrivals = append(f.arrivals, arrival{end: f.read, at: at})
+	if len(f.arrivals)-f.head > maxArrivals {
+		// Bytes the framer holds that long are garbage it is skipping: forget when the
+		// oldest came, so that the list stays bounded.
+		f.head = len(f.arrivals) - maxArrivals
 	}
-	if f.cur == nil {
-		if f.closed {
-			return 0, f.ctx.Err()
-		}
-		b, err := f.next()
-		if err != nil {
-			return 0, err
-		}
-		f.cur, f.off = b, 0
-		f.read += int64(b.n)
-		f.arrivals = append(f.arrivals, arrival{end: f.read, at: b.at})
-		if len(f.arrivals)-f.head > maxArrivals {
-			// Bytes the framer holds that long are garbage it is skipping: forget when
-			// the oldest came, so that the list stays bounded.
-			f.head = len(f.arrivals) - maxArrivals
-		}
-		f.compact()
-		if f.deadline.IsZero() {
-			f.deadline = b.at.Add(f.latency)
-		}
-	}
-	n := copy(p, f.cur.buf[f.off:f.cur.n])
-	f.off += n
-	if f.off == f.cur.n && f.cur.err != nil {
-		return n, f.cur.err
-	}
-	return n, nil
-}
-
-// next waits for a block until the deadline.
-func (f *feed) next() (*feedBuf, error) {
-	if !f.deadline.IsZero() {
-		// A block already read is taken even past the deadline: the run is behind the
-		// input then, and cutting its units of work short would only slow it further (a
-		// unit of a hundred packets fills few of the engine's lanes). Past the deadline,
-		// Read waits for nothing.
-		select {
-		case b := <-f.full:
-			f.now = time.Now()
-			return b, nil
-		default:
-		}
-		if f.now = time.Now(); !f.now.Before(f.deadline) {
-			return nil, ts.ErrPending
-		}
-		f.timer.Reset(f.deadline.Sub(f.now))
-		defer f.timer.Stop()
-		select {
-		case b := <-f.full:
-			f.now = time.Now()
-			return b, nil
-		case <-f.timer.C:
-			f.now = time.Now()
-			return nil, ts.ErrPending
-		case <-f.ctx.Done():
-			return f.drain()
-		}
-	}
-	select {
-	case b := <-f.full:
-		f.now = time.Now()
-		return b, nil
-	case <-f.ctx.Done():
-		return f.drain()
-	}
-}
-
-// drain returns a block already read after the context ended, or the context's error.
-func (f *feed) drain() (*feedBuf, error) {
-	select {
-	case b := <-f.full:
-		return b, nil
-	default:
-		f.closed = true
-		return nil, f.ctx.Err()
+	f.compact()
+	if f.Deadline().IsZero() {
+		f.SetDeadline(at.Add(f.latency))
 	}
 }
 
@@ -198,7 +88,7 @@ func (f *feed) arrivedAt(off int64) time.Time {
 	if f.head < len(f.arrivals) {
 		return f.arrivals[f.head].at
 	}
-	return f.now
+	return f.Now()
 }
 
 // compact drops the arrivals forgotten, when they are most of the list.

@@ -394,7 +394,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 					break
 				}
 				if fd != nil {
-					fd.deadline = due(held, c, fr, fd, stalled, opts.DecideOnTime)
+					fd.SetDeadline(due(held, c, fr, fd, stalled, opts.DecideOnTime))
 				}
 				var unit []byte
 				unit, err = fr.Next()
@@ -447,7 +447,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				// due are decided now.
 				err = nil
 				if fd != nil && opts.DecideOnTime {
-					cl.expireDue(held, fd.now)
+					cl.expireDue(held, fd.Now())
 				}
 			}
 			if fd != nil && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {

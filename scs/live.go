@@ -1,83 +1,54 @@
 package scs
 
 import (
+	"context"
 	"io"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/ts"
 )
 
-// A live input is read by a goroutine of its own, so that the Stage can tell a quiet input from
-// one that has more: a Read of the Stage hands out what it has as soon as the input has nothing
-// more for now, rather than waiting for a full read, and the framer hands out the whole packets
-// it holds (ts.ErrPending) rather than waiting for the bytes of its look-ahead.
+// A live input is read ahead by a goroutine of its own (ts.ReadAhead), so that the Stage can
+// tell a quiet input from one that has more: a Read of the Stage hands out what it has as soon
+// as the input has nothing more for now, rather than waiting for a full read, and the framer
+// hands out the whole packets it holds (ts.ErrPending) rather than waiting for the bytes of its
+// look-ahead.
 
-// liveBlock is the size of one read of a live input: a live.Reader returns a batch of
-// datagrams per read.
-const liveBlock = 64 << 10
+const (
+	// liveBlock is the size of one read of a live input: a live.Reader returns a batch of
+	// datagrams per read.
+	liveBlock = 64 << 10
+	// liveBlocks is how many blocks are read ahead.
+	liveBlocks = 4
+)
 
-type liveRead struct {
-	buf []byte
-	n   int
-	err error
-}
+// noWait is a deadline long past: a Read with it takes only a block already read.
+var noWait = time.Unix(0, 1)
 
-// liveSource reads r in its own goroutine. Its Read returns ts.ErrPending when no bytes have
-// come, unless wait is set: then it waits for them (and clears wait).
+// liveSource is the read-ahead of a live input. Its Read returns ts.ErrPending when no bytes
+// have come, unless wait is set: then it waits for them (and clears wait).
 type liveSource struct {
-	full chan *liveRead
-	free chan *liveRead
-	cur  *liveRead
-	off  int
+	ra   *ts.ReadAhead
 	wait bool
 }
 
+// newLiveSource starts reading r. Its goroutine ends at the input's end or error: closing a live
+// input ends its reads.
 func newLiveSource(r io.Reader) *liveSource {
-	s := &liveSource{full: make(chan *liveRead, 4), free: make(chan *liveRead, 4)}
-	for range 4 {
-		s.free <- &liveRead{buf: make([]byte, liveBlock)}
-	}
-	// The goroutine ends at the input's end or error: closing a live input ends its reads.
-	go func() {
-		for {
-			b := <-s.free
-			b.n, b.err = r.Read(b.buf)
-			s.full <- b // full has room for every block
-			if b.err != nil {
-				return
-			}
-		}
-	}()
-	return s
+	return &liveSource{ra: ts.NewReadAhead(context.Background(), r, liveBlock, liveBlocks, nil)}
 }
 
 func (s *liveSource) Read(p []byte) (int, error) {
-	if s.cur != nil && s.off == s.cur.n {
-		if s.cur.err != nil {
-			return 0, s.cur.err
-		}
-		s.free <- s.cur
-		s.cur = nil
+	if s.wait {
+		s.ra.SetDeadline(time.Time{})
+	} else {
+		s.ra.SetDeadline(noWait)
 	}
-	if s.cur == nil {
-		if s.wait {
-			s.cur = <-s.full
-			s.wait = false
-		} else {
-			select {
-			case s.cur = <-s.full:
-			default:
-				return 0, ts.ErrPending
-			}
-		}
-		s.off = 0
+	n, err := s.ra.Read(p)
+	if err != ts.ErrPending {
+		s.wait = false
 	}
-	n := copy(p, s.cur.buf[s.off:s.cur.n])
-	s.off += n
-	if s.off == s.cur.n && s.cur.err != nil {
-		return n, s.cur.err
-	}
-	return n, nil
+	return n, err
 }
 
 // wallClock is the time of a live input: from the arrival of its first packet.

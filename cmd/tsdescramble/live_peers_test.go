@@ -176,9 +176,105 @@ func TestPeerTsdecryptReceivesRTP(t *testing.T) {
 
 // Multicast, any-source and source-specific, inside a network namespace the test makes (as
 // root, with unshare): the command joins the group, socat sends the scrambled sample to it, and
-// the output is the file path's. (IPv4 only: a namespace's loopback, the one interface it has
-// without the dummy module, does not carry IPv6 multicast.)
+// the output is the file path's. IPv4 goes over the namespace's loopback, with a route for
+// 224.0.0.0/4.
 func TestPeerMulticastInNamespace(t *testing.T) {
+	needNamespace(t)
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	const setup = `ip link set lo up
+ip link set lo multicast on
+ip route add 224.0.0.0/4 dev lo`
+	for _, c := range []struct{ name, in, to string }{
+		{"ipv4 any source", "udp://@239.255.1.1:5000", "UDP4-DATAGRAM:239.255.1.1:5000"},
+		{"ipv4 source-specific", "udp://127.0.0.1@239.255.1.2:5000", "UDP4-DATAGRAM:239.255.1.2:5000,bind=127.0.0.1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".ts")
+			multicastInNamespace(t, bin, setup, c.in, out, "", c.to)
+			sameBytes(t, "received from the group", readFile(t, out), readFile(t, demoClear), 188)
+		})
+	}
+}
+
+// IPv6 multicast, any-source and source-specific, inside a network namespace: a namespace's
+// loopback does not carry IPv6 multicast (its only route, ff00::/8 in the local table, is for
+// the interfaces that have one), so the test makes a veth pair, tsd0 and tsd1, whose ends send
+// and receive it. socat sends from fd00::1 out of tsd0; the command joins on tsd1, named by
+// iface= or by its address fd00::2, or on the interface the routing table gives (either end:
+// a member on tsd0 gets the datagrams sent out of it looped back). For the source-specific
+// group, a second sender at fd00::3 sends null packets first: the command must not hear them.
+func TestPeerMulticastIPv6InNamespace(t *testing.T) {
+	needNamespace(t)
+	bin := buildBinary(t, "")
+	dir := t.TempDir()
+	const setup = `ip link set lo up
+ip link add name tsd0 type veth peer name tsd1
+ip link set tsd0 up
+ip link set tsd1 up
+ip -6 addr add fd00::1/64 dev tsd0 nodad
+ip -6 addr add fd00::3/64 dev tsd0 nodad
+ip -6 addr add fd00::2/64 dev tsd1 nodad`
+	for _, c := range []struct{ name, in, other, to string }{
+		{"ipv6 any source", "udp://@[ff3e::1234]:5000", "",
+			"UDP6-DATAGRAM:[ff3e::1234]:5000,bind=[fd00::1],so-bindtodevice=tsd0"},
+		{"ipv6 any source on an address", "udp://@[ff3e::1236]:5000?iface=fd00::2", "",
+			"UDP6-DATAGRAM:[ff3e::1236]:5000,bind=[fd00::1],so-bindtodevice=tsd0"},
+		{"ipv6 source-specific", "udp://[fd00::1]@[ff3e::1235]:5000?iface=tsd1",
+			"UDP6-DATAGRAM:[ff3e::1235]:5000,bind=[fd00::3],so-bindtodevice=tsd0",
+			"UDP6-DATAGRAM:[ff3e::1235]:5000,bind=[fd00::1],so-bindtodevice=tsd0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".ts")
+			multicastInNamespace(t, bin, setup, c.in, out, c.other, c.to)
+			sameBytes(t, "received from the group", readFile(t, out), readFile(t, demoClear), 188)
+		})
+	}
+}
+
+// The command sends IPv6 multicast: it descrambles the sample to udp://[ff3e::1237]:5000 out of
+// tsd0 (iface=), and socat, a member of the group on tsd1, receives the file path's output.
+func TestPeerMulticastIPv6OutputInNamespace(t *testing.T) {
+	needNamespace(t)
+	bin := buildBinary(t, "")
+	out := filepath.Join(t.TempDir(), "out.ts")
+	want := readFile(t, demoClear)
+	script := fmt.Sprintf(`set -e
+ip link set lo up || exit 8
+ip link add name tsd0 type veth peer name tsd1 || exit 8
+ip link set tsd0 up || exit 8
+ip link set tsd1 up || exit 8
+ip -6 addr add fd00::1/64 dev tsd0 nodad || exit 8
+ip -6 addr add fd00::2/64 dev tsd1 nodad || exit 8
+socat -u 'UDP6-RECV:5000,ipv6-join-group=[ff3e::1237]:tsd1,rcvbuf=8388608' 'CREATE:%s' &
+s=$!
+i=0; while ! grep -q ':1388 ' /proc/net/udp6; do i=$((i+1)); [ $i -lt 200 ] || exit 9; sleep 0.02; done
+%s -in '%s' -out 'udp://[ff3e::1237]:5000?iface=tsd0' -cw-file '%s' -pace=false
+i=0; while [ "$(stat -c %%s '%s')" -lt %d ]; do i=$((i+1)); [ $i -lt 250 ] || break; sleep 0.02; done
+kill $s`, out, bin, demoScrambled, demoKeys, out, len(want))
+	p := proc.Start(t, time.Minute, "unshare", "-n", "sh", "-c", script)
+	switch code := p.Wait(t, 30*time.Second); code {
+	case 0:
+	case 8:
+		t.Skipf("this machine cannot set up the namespace's interfaces:\n%s", p.Output())
+	default:
+		t.Fatalf("exit %d:\n%s", code, p.Output())
+	}
+	sameBytes(t, "sent to the group, received by socat", readFile(t, out), want, 188)
+}
+
+// nullPackets returns n null packets (PID 0x1FFF).
+func nullPackets(n int) []byte {
+	b := make([]byte, n*188)
+	for i := 0; i < len(b); i += 188 {
+		b[i], b[i+1], b[i+2], b[i+3] = 0x47, 0x1f, 0xff, 0x10
+	}
+	return b
+}
+
+// needNamespace skips the test unless it can make a network namespace.
+func needNamespace(t *testing.T) {
+	t.Helper()
 	needTool(t, "unshare", "ip", "socat")
 	if os.Geteuid() != 0 {
 		t.Skip("making a network namespace needs root (.ci/run runs the tests as root)")
@@ -186,33 +282,40 @@ func TestPeerMulticastInNamespace(t *testing.T) {
 	if err := exec.Command("unshare", "-n", "true").Run(); err != nil {
 		t.Skipf("this machine does not allow a network namespace (unshare -n: %v)", err)
 	}
-	bin := buildBinary(t, "")
-	dir := t.TempDir()
-	for _, c := range []struct{ name, in, to string }{
-		{"ipv4 any source", "udp://@239.255.1.1:5000", "UDP4-DATAGRAM:239.255.1.1:5000"},
-		{"ipv4 source-specific", "udp://127.0.0.1@239.255.1.2:5000", "UDP4-DATAGRAM:239.255.1.2:5000,bind=127.0.0.1"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".ts")
-			script := fmt.Sprintf(`set -e
-ip link set lo up
-ip link set lo multicast on
-ip route add 224.0.0.0/4 dev lo
+}
+
+// multicastInNamespace runs, in a new network namespace set up by the shell commands setup
+// (one a line), the command receiving the scrambled sample from in into out, then socat
+// sending it to the socat address to (port 5000). When other is not empty, socat first sends
+// 700 null packets to that address, which the command must not receive. The test skips when
+// setup fails (a kernel without veth, for one).
+func multicastInNamespace(t *testing.T, bin, setup, in, out, other, to string) {
+	t.Helper()
+	const setupFailed = 8
+	setup = strings.ReplaceAll(setup, "\n", fmt.Sprintf(" || exit %d\n", setupFailed)) + fmt.Sprintf(" || exit %d", setupFailed)
+	send := fmt.Sprintf("socat -b 1316 -u 'FILE:%s' '%s'", demoScrambled, to)
+	if other != "" {
+		null := writeFile(t, t.TempDir(), "null.ts", nullPackets(700))
+		send = fmt.Sprintf("socat -b 1316 -u 'FILE:%s' '%s'\n%s", null, other, send)
+	}
+	script := fmt.Sprintf(`set -e
+%s
 %s -in '%s' -out '%s' -cw-file '%s' -packets %d -timeout 10s &
 tsd=$!
 i=0; while ! grep -q ':1388 ' /proc/net/udp /proc/net/udp6; do i=$((i+1)); [ $i -lt 200 ] || exit 9; sleep 0.02; done
 sleep 0.1
-socat -b 1316 -u 'FILE:%s' '%s'
-wait $tsd`, bin, c.in, out, demoKeys, demoPackets, demoScrambled, c.to)
-			p := proc.Start(t, time.Minute, "unshare", "-n", "sh", "-c", script)
-			if code := p.Wait(t, 30*time.Second); code != 0 {
-				if strings.Contains(p.Output(), "cannot join") || strings.Contains(p.Output(), "Cannot") {
-					t.Skipf("this kernel does not route the group on loopback in a namespace:\n%s", p.Output())
-				}
-				t.Fatalf("exit %d:\n%s", code, p.Output())
-			}
-			sameBytes(t, "received from the group", readFile(t, out), readFile(t, demoClear), 188)
-		})
+%s
+wait $tsd`, setup, bin, in, out, demoKeys, demoPackets, send)
+	p := proc.Start(t, time.Minute, "unshare", "-n", "sh", "-c", script)
+	code := p.Wait(t, 30*time.Second)
+	if code == setupFailed {
+		t.Skipf("this machine cannot set up the namespace's interfaces:\n%s", p.Output())
+	}
+	if code != 0 {
+		if strings.Contains(p.Output(), "cannot join") || strings.Contains(p.Output(), "Cannot") {
+			t.Skipf("this kernel does not route the group in a namespace:\n%s", p.Output())
+		}
+		t.Fatalf("exit %d:\n%s", code, p.Output())
 	}
 }
 
