@@ -114,7 +114,6 @@ func due(held []*chunk, c *chunk, fr *ts.Framer, fd *feed, stalled, decideOnTime
 		if decideOnTime {
 			t = held[0].due
 		}
-		t = held[0].due
 	case c.n > 0:
 		t = c.due
 	case !stalled && fr.Buffered() > 0:
