@@ -506,8 +506,11 @@ func writeAsm(circuits [7]circuit) {
 	tc := synthesizeTern()
 	streamKernelAVX512(tc, true)
 	streamKernelAVX512(tc, false)
-	transposeKernel(false)
-	transposeKernel(true)
+	transposeKernel(false, false)
+	transposeKernel(true, false)
+	transposeKernel(false, true)
+	transposeKernel(true, true)
+	storeKernel()
 	Generate()
 }
 
@@ -553,20 +556,49 @@ func transpose4x4(m [4]VecVirtual) [4]VecVirtual {
 // four quarters run side by side, one per 64-bit element; steps 32, 16 and
 // 8 swap among rows k, k+8, ..., k+56 and steps 4, 2 and 1 among eight
 // consecutive rows, so each pass keeps eight rows in registers.
-func transposeKernel(toLanes bool) {
-	if toLanes {
-		TEXT("planesToLanesXorAVX2", NOSPLIT, "func(planes *[64][4]uint64, col *[256]uint64, tab *avx2Tables)")
-		Doc("planesToLanesXorAVX2 transposes the 64 bit-planes of 256 lanes and XORs lane l's", "64-bit value into col[l]. It overwrites planes.")
-	} else {
-		TEXT("lanesToPlanesAVX2", NOSPLIT, "func(col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)")
-		Doc("lanesToPlanesAVX2 transposes the 64-bit values of 256 lanes into 64 bit-planes.")
+//
+// With direct set, the lanes' blocks are read from the payloads instead of
+// from col: the block of lane l at byte offset off of the address ptrs[l]
+// (see transposeGather). Going to planes, the blocks read are also written
+// to col, for the block cipher; going to lanes, col gets the blocks read
+// XORed with the planes.
+func transposeKernel(toLanes, direct bool) {
+	suffix := "AVX2"
+	if direct {
+		suffix = "DirectAVX2"
+	}
+	var name string
+	switch {
+	case toLanes && direct:
+		name = "planesToLanesXor" + suffix
+		TEXT(name, NOSPLIT, "func(planes *[64][4]uint64, ptrs *[256]uintptr, off int, col *[256]uint64, tab *avx2Tables)")
+		Doc(name+" transposes the 64 bit-planes of 256 lanes, XORs lane l's 64-bit value",
+			"with the 8 bytes at ptrs[l]+off and writes the result to col[l]. It overwrites planes.")
+	case toLanes:
+		name = "planesToLanesXor" + suffix
+		TEXT(name, NOSPLIT, "func(planes *[64][4]uint64, col *[256]uint64, tab *avx2Tables)")
+		Doc(name+" transposes the 64 bit-planes of 256 lanes and XORs lane l's", "64-bit value into col[l]. It overwrites planes.")
+	case direct:
+		name = "lanesToPlanes" + suffix
+		TEXT(name, NOSPLIT, "func(ptrs *[256]uintptr, off int, col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)")
+		Doc(name+" reads the 8 bytes at ptrs[l]+off of each of 256 lanes, writes them",
+			"to col[l] and transposes them into 64 bit-planes.")
+	default:
+		name = "lanesToPlanes" + suffix
+		TEXT(name, NOSPLIT, "func(col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)")
+		Doc(name + " transposes the 64-bit values of 256 lanes into 64 bit-planes.")
 	}
 	Pragma("noescape")
-	var planes, col Register
+	var planes, col, ptrs, off Register
 	if toLanes {
-		planes, col = Load(Param("planes"), GP64()), Load(Param("col"), GP64())
-	} else {
-		col, planes = Load(Param("col"), GP64()), Load(Param("planes"), GP64())
+		planes = Load(Param("planes"), GP64())
+	}
+	if direct {
+		ptrs, off = Load(Param("ptrs"), GP64()), Load(Param("off"), GP64())
+	}
+	col = Load(Param("col"), GP64())
+	if !toLanes {
+		planes = Load(Param("planes"), GP64())
 	}
 	tab := Load(Param("tab"), GP64())
 	plane := func(k int) Mem { return Mem{Base: planes, Disp: k * ymmBytes} }
@@ -615,8 +647,13 @@ func transposeKernel(toLanes bool) {
 			for h := 0; h < 2; h++ {
 				v := transpose4x4([4]VecVirtual{m[4*h], m[4*h+1], m[4*h+2], m[4*h+3]})
 				for q := range v {
-					VPXOR(lane(64*q+8*b+4*h), v[q], v[q])
-					VMOVDQU(v[q], lane(64*q+8*b+4*h))
+					l := 64*q + 8*b + 4*h
+					if direct {
+						VPXOR(transposeGather(ptrs, off, l), v[q], v[q])
+					} else {
+						VPXOR(lane(l), v[q], v[q])
+					}
+					VMOVDQU(v[q], lane(l))
 				}
 			}
 		}
@@ -626,8 +663,14 @@ func transposeKernel(toLanes bool) {
 			for h := 0; h < 2; h++ {
 				var v [4]VecVirtual
 				for q := range v {
-					v[q] = YMM()
-					VMOVDQU(lane(64*q+8*b+4*h), v[q])
+					l := 64*q + 8*b + 4*h
+					if direct {
+						v[q] = transposeGather(ptrs, off, l)
+						VMOVDQU(v[q], lane(l))
+					} else {
+						v[q] = YMM()
+						VMOVDQU(lane(l), v[q])
+					}
 				}
 				r := transpose4x4(v)
 				copy(m[4*h:], r[:])
@@ -639,6 +682,78 @@ func transposeKernel(toLanes bool) {
 		}
 		farSteps()
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// transposeGather returns the 8-byte blocks of lanes l..l+3 in one YMM
+// register, lane l+i's from byte offset off of the address ptrs[l+i]: two
+// scalar loads and an insert per 128-bit half. (VPGATHERQQ measured no
+// faster on AMD Zen 5, and gathers are slow on earlier Zen cores.)
+func transposeGather(ptrs, off Register, l int) VecVirtual {
+	var half [2]VecVirtual
+	for h := range half {
+		half[h] = XMM()
+		p0, p1 := GP64(), GP64()
+		MOVQ(Mem{Base: ptrs, Disp: 8 * (l + 2*h)}, p0)
+		MOVQ(Mem{Base: ptrs, Disp: 8 * (l + 2*h + 1)}, p1)
+		VMOVQ(Mem{Base: p0, Index: off, Scale: 1}, half[h])
+		VPINSRQ(U8(1), Mem{Base: p1, Index: off, Scale: 1}, half[h], half[h])
+	}
+	y := YMM()
+	VINSERTI128(U8(1), half[1], half[0].AsY(), y)
+	return y
+}
+
+// storeKernel emits storeDecryptedAVX2, which writes the plaintext of
+// column c straight to the payloads: lane l's block cipher output out[l],
+// XORed with next[l] (the lane's block c+1 after the stream cipher) where
+// block c+1 is full too (full[l] > c+1), goes to the 8 bytes at
+// ptrs[l]+8c. Every lane of the quads groups of four is written: the
+// engine points lanes without a full block c at scratch space.
+func storeKernel() {
+	TEXT("storeDecryptedAVX2", NOSPLIT, "func(out, next *[256]uint64, full *[256]uint8, ptrs *[256]uintptr, c int, quads int)")
+	Pragma("noescape")
+	Doc("storeDecryptedAVX2 writes out[l] ^ next[l] (out[l] alone where full[l] <= c+1)",
+		"to the 8 bytes at ptrs[l]+8c, for the lanes of quads groups of four.")
+	out := Load(Param("out"), GP64())
+	next := Load(Param("next"), GP64())
+	full := Load(Param("full"), GP64())
+	ptrs := Load(Param("ptrs"), GP64())
+	c := Load(Param("c"), GP64())
+	n := Load(Param("quads"), GP64())
+	c1 := GP64()
+	LEAQ(Mem{Base: c, Disp: 1}, c1)
+	lim := YMM()
+	VMOVQ(c1, lim.AsX())
+	VPBROADCASTQ(lim.AsX(), lim)
+	off := GP64()
+	MOVQ(c, off)
+	SHLQ(U8(3), off)
+	Label("storeDecryptedAVX2_quad")
+	v, f := YMM(), YMM()
+	VPMOVZXBQ(Mem{Base: full}, f)
+	VPCMPGTQ(lim, f, f) // full[l] > c+1
+	VPAND(Mem{Base: next}, f, f)
+	VPXOR(Mem{Base: out}, f, v)
+	for h := range 2 {
+		x := v.AsX()
+		if h == 1 {
+			x = XMM()
+			VEXTRACTI128(U8(1), v, x)
+		}
+		p0, p1 := GP64(), GP64()
+		MOVQ(Mem{Base: ptrs, Disp: 16 * h}, p0)
+		MOVQ(Mem{Base: ptrs, Disp: 16*h + 8}, p1)
+		VMOVQ(x, Mem{Base: p0, Index: off, Scale: 1})
+		VPEXTRQ(U8(1), x, Mem{Base: p1, Index: off, Scale: 1})
+	}
+	ADDQ(U8(32), out)
+	ADDQ(U8(32), next)
+	ADDQ(U8(4), full)
+	ADDQ(U8(32), ptrs)
+	DECQ(n)
+	JNZ(LabelRef("storeDecryptedAVX2_quad"))
 	VZEROUPPER()
 	RET()
 }
