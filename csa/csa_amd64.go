@@ -336,6 +336,17 @@ func (x *avx512Kernel) streamXOR(col []uint64) {
 	planesToLanesXorAVX2(&x.planes, (*[256]uint64)(col), &avx2Tab)
 }
 
+func (x *avx512Kernel) streamInitFrom(k *Key, ptrs []uintptr, iv []uint64) {
+	x.reset(k)
+	lanesToPlanesDirectAVX2((*[256]uintptr)(ptrs), 0, (*[256]uint64)(iv), &x.planes, &avx2Tab)
+	streamInitAVX512(&x.st, &x.planes)
+}
+
+func (x *avx512Kernel) streamXORFrom(ptrs []uintptr, off int, col []uint64) {
+	streamGenAVX512(&x.st, &x.planes)
+	planesToLanesXorDirectAVX2(&x.planes, (*[256]uintptr)(ptrs), off, (*[256]uint64)(col), &avx2Tab)
+}
+
 func (x *avx512Kernel) blockDecrypt(k *Key, in, out []uint64, n int) {
 	blockDecryptVBMI((*[256]uint64)(in), (*[256]uint64)(out), &k.bsBlock, &vbmiTab, (n+127)/128)
 }
