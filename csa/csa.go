@@ -186,6 +186,11 @@ func (e *Engine) Encrypt(k *Key, payloads [][]byte) { e.run(k, payloads, true) }
 func (e *Engine) run(k *Key, payloads [][]byte, encrypt bool) {
 	for len(payloads) > 0 {
 		switch {
+		case encrypt && e.direct != nil:
+			payloads = e.b.fillDirect(payloads, e.lanes)
+			if e.b.n > 0 {
+				e.encryptDirect(k, e.direct)
+			}
 		case encrypt:
 			payloads = e.b.fill(payloads, e.lanes)
 			if e.b.n > 0 {

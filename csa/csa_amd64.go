@@ -160,6 +160,15 @@ func planesToLanesXorDirectAVX2(planes *[64][4]uint64, ptrs *[256]uintptr, off i
 func storeDecryptedAVX2(out, next *[256]uint64, full *[256]uint8, ptrs *[256]uintptr, c int, quads int)
 
 //go:noescape
+func chainToEncryptAVX2(ptrs *[256]uintptr, next *[256]uint64, full *[256]uint8, c int, col, in *[256]uint64, quads int)
+
+//go:noescape
+func mergeEncryptedAVX2(out *[256]uint64, full *[256]uint8, c int, col *[256]uint64, quads int)
+
+//go:noescape
+func storeColumnAVX2(col *[256]uint64, ptrs *[256]uintptr, c int, quads int)
+
+//go:noescape
 func blockDecryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 
 //go:noescape
@@ -272,10 +281,23 @@ func (x *ymmKernel) reset(k *Key) {
 	}
 }
 
-// storeDecrypted writes the plaintext of column c to the payloads
-// (directFuncs), four lanes at a time.
+// The column functions of directFuncs, shared by the AVX2 and AVX-512
+// kernels, run four lanes at a time.
+
 func (x *ymmKernel) storeDecrypted(out, next []uint64, full []uint8, ptrs []uintptr, c, n int) {
 	storeDecryptedAVX2((*[256]uint64)(out), (*[256]uint64)(next), (*[256]uint8)(full), (*[256]uintptr)(ptrs), c, (n+3)/4)
+}
+
+func (x *ymmKernel) chainToEncrypt(ptrs []uintptr, next []uint64, full []uint8, c int, col, in []uint64, n int) {
+	chainToEncryptAVX2((*[256]uintptr)(ptrs), (*[256]uint64)(next), (*[256]uint8)(full), c, (*[256]uint64)(col), (*[256]uint64)(in), (n+3)/4)
+}
+
+func (x *ymmKernel) mergeEncrypted(out []uint64, full []uint8, c int, col []uint64, n int) {
+	mergeEncryptedAVX2((*[256]uint64)(out), (*[256]uint8)(full), c, (*[256]uint64)(col), (n+3)/4)
+}
+
+func (x *ymmKernel) storeColumn(col []uint64, ptrs []uintptr, c, n int) {
+	storeColumnAVX2((*[256]uint64)(col), (*[256]uintptr)(ptrs), c, (n+3)/4)
 }
 
 // avx2Kernel is the AVX2 kernel: 256 lanes per stream cipher pass, 32

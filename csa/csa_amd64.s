@@ -20202,11 +20202,11 @@ TEXT ·storeDecryptedAVX2(SB), NOSPLIT, $0-48
 	MOVQ         full+16(FP), DX
 	MOVQ         ptrs+24(FP), BX
 	MOVQ         c+32(FP), SI
-	MOVQ         quads+40(FP), DI
-	LEAQ         1(SI), R8
-	VMOVQ        R8, X0
+	LEAQ         1(SI), DI
+	VMOVQ        DI, X0
 	VPBROADCASTQ X0, Y0
 	SHLQ         $0x03, SI
+	MOVQ         quads+40(FP), DI
 
 storeDecryptedAVX2_quad:
 	VPMOVZXBQ    (DX), Y1
@@ -20224,9 +20224,104 @@ storeDecryptedAVX2_quad:
 	VPEXTRQ      $0x01, X1, (R9)(SI*1)
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, CX
-	ADDQ         $0x04, DX
 	ADDQ         $0x20, BX
+	ADDQ         $0x04, DX
 	DECQ         DI
 	JNZ          storeDecryptedAVX2_quad
+	VZEROUPPER
+	RET
+
+// func chainToEncryptAVX2(ptrs *[256]uintptr, next *[256]uint64, full *[256]uint8, c int, col *[256]uint64, in *[256]uint64, quads int)
+// Requires: AVX, AVX2
+TEXT ·chainToEncryptAVX2(SB), NOSPLIT, $0-56
+	MOVQ         ptrs+0(FP), AX
+	MOVQ         next+8(FP), CX
+	MOVQ         full+16(FP), DX
+	MOVQ         col+32(FP), BX
+	MOVQ         in+40(FP), SI
+	MOVQ         c+24(FP), DI
+	LEAQ         1(DI), R8
+	VMOVQ        R8, X0
+	VPBROADCASTQ X0, Y0
+	SHLQ         $0x03, DI
+	MOVQ         quads+48(FP), R8
+
+chainToEncryptAVX2_quad:
+	MOVQ        (AX), R9
+	MOVQ        8(AX), R10
+	VMOVQ       (R9)(DI*1), X1
+	VPINSRQ     $0x01, (R10)(DI*1), X1, X1
+	MOVQ        16(AX), R9
+	MOVQ        24(AX), R10
+	VMOVQ       (R9)(DI*1), X2
+	VPINSRQ     $0x01, (R10)(DI*1), X2, X2
+	VINSERTI128 $0x01, X2, Y1, Y2
+	VMOVDQU     Y2, (BX)
+	VPMOVZXBQ   (DX), Y3
+	VPCMPGTQ    Y0, Y3, Y3
+	VPAND       (CX), Y3, Y3
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, (SI)
+	ADDQ        $0x20, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, BX
+	ADDQ        $0x20, SI
+	ADDQ        $0x04, DX
+	DECQ        R8
+	JNZ         chainToEncryptAVX2_quad
+	VZEROUPPER
+	RET
+
+// func mergeEncryptedAVX2(out *[256]uint64, full *[256]uint8, c int, col *[256]uint64, quads int)
+// Requires: AVX, AVX2
+TEXT ·mergeEncryptedAVX2(SB), NOSPLIT, $0-40
+	MOVQ         out+0(FP), AX
+	MOVQ         full+8(FP), CX
+	MOVQ         col+24(FP), DX
+	MOVQ         c+16(FP), BX
+	LEAQ         (BX), SI
+	VMOVQ        SI, X0
+	VPBROADCASTQ X0, Y0
+	SHLQ         $0x03, BX
+	MOVQ         quads+32(FP), BX
+
+mergeEncryptedAVX2_quad:
+	VPMOVZXBQ (CX), Y1
+	VPCMPGTQ  Y0, Y1, Y1
+	VMOVDQU   (DX), Y2
+	VPBLENDVB Y1, (AX), Y2, Y2
+	VMOVDQU   Y2, (DX)
+	ADDQ      $0x20, AX
+	ADDQ      $0x20, DX
+	ADDQ      $0x04, CX
+	DECQ      BX
+	JNZ       mergeEncryptedAVX2_quad
+	VZEROUPPER
+	RET
+
+// func storeColumnAVX2(col *[256]uint64, ptrs *[256]uintptr, c int, quads int)
+// Requires: AVX, AVX2
+TEXT ·storeColumnAVX2(SB), NOSPLIT, $0-32
+	MOVQ col+0(FP), AX
+	MOVQ ptrs+8(FP), CX
+	MOVQ c+16(FP), DX
+	SHLQ $0x03, DX
+	MOVQ quads+24(FP), BX
+
+storeColumnAVX2_quad:
+	VMOVDQU      (AX), Y0
+	MOVQ         (CX), SI
+	MOVQ         8(CX), DI
+	VMOVQ        X0, (SI)(DX*1)
+	VPEXTRQ      $0x01, X0, (DI)(DX*1)
+	VEXTRACTI128 $0x01, Y0, X0
+	MOVQ         16(CX), SI
+	MOVQ         24(CX), DI
+	VMOVQ        X0, (SI)(DX*1)
+	VPEXTRQ      $0x01, X0, (DI)(DX*1)
+	ADDQ         $0x20, AX
+	ADDQ         $0x20, CX
+	DECQ         BX
+	JNZ          storeColumnAVX2_quad
 	VZEROUPPER
 	RET

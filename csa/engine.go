@@ -62,25 +62,34 @@ type kernelFuncs interface {
 	blockEncrypt(k *Key, in, out []uint64, n int)
 }
 
-// directFuncs are what a kernel supplies, beside its kernelFuncs, to
-// decipher a batch without copying it: its assembly reads the 8-byte blocks
-// from the payloads and writes the plaintext to them, in the passes that
-// transpose them. Lane l's bytes start at the address ptrs[l] (see
-// batch.ptrs) and every lane is read and written, up to the kernel's word:
-// the engine points lanes without a payload of their own at scratch space.
-// A kernel offers them only where one stream cipher call covers the whole
-// batch (its word is the batch capacity).
+// directFuncs are what a kernel supplies, beside its kernelFuncs, to run a
+// batch without copying it: its assembly reads the 8-byte blocks from the
+// payloads and writes the results to them, in the passes that transpose or
+// chain them. Lane l's bytes start at the address ptrs[l] (see
+// batch.ptrs), block c at ptrs[l]+8c, and every lane of the first n,
+// rounded up to the kernel's grouping, or of the kernel's word for the
+// stream cipher, is read and written: the engine points lanes without a
+// payload of their own at scratch space. A kernel offers them only where
+// one stream cipher call covers the whole batch (its word is the batch
+// capacity).
 type directFuncs interface {
-	// streamInitFrom writes the first block of each lane to iv[l] and
-	// runs streamInit with it.
+	// streamInitFrom writes block 0 of each lane to iv[l] and runs
+	// streamInit with it.
 	streamInitFrom(k *Key, ptrs []uintptr, iv []uint64)
-	// streamXORFrom writes to col[l] the block at byte offset off of lane
-	// l XORed with the lane's next 8 keystream bytes.
+	// streamXORFrom writes to col[l] block off/8 of lane l XORed with the
+	// lane's next 8 keystream bytes.
 	streamXORFrom(ptrs []uintptr, off int, col []uint64)
-	// storeDecrypted writes the plaintext of block c of the first n lanes
-	// (rounded up to the kernel's grouping) to ptrs[l]+8c: out[l], XORed
-	// with next[l] where full[l] > c+1.
+	// storeDecrypted writes to block c the plaintext out[l], XORed with
+	// next[l] where full[l] > c+1.
 	storeDecrypted(out, next []uint64, full []uint8, ptrs []uintptr, c, n int)
+	// chainToEncrypt reads block c of each lane into col[l] and writes to
+	// in[l] the block cipher input: col[l], XORed with next[l] where
+	// full[l] > c+1.
+	chainToEncrypt(ptrs []uintptr, next []uint64, full []uint8, c int, col, in []uint64, n int)
+	// mergeEncrypted sets col[l] to out[l] where full[l] > c.
+	mergeEncrypted(out []uint64, full []uint8, c int, col []uint64, n int)
+	// storeColumn writes col[l] to block c of each lane.
+	storeColumn(col []uint64, ptrs []uintptr, c, n int)
 }
 
 func (k *kernel) ok() bool { return k.supported == nil || k.supported() }
@@ -180,7 +189,7 @@ func (b *batch) fillDirect(payloads [][]byte, width int) [][]byte {
 		p := payloads[0]
 		payloads = payloads[1:]
 		if len(p) > maxPayload {
-			b.releaseLanes(false)
+			b.releaseLanes()
 			panic("csa: payload longer than " + strconv.Itoa(maxPayload) + " bytes")
 		}
 		if len(p) < 8 {
@@ -201,17 +210,27 @@ func (b *batch) fillDirect(payloads [][]byte, width int) [][]byte {
 	return payloads
 }
 
-// releaseLanes points the lanes in use back at their scratch slots; with
-// copyBack set it first copies the full blocks of the payloads shorter
-// than 184 bytes out of scratch.
-func (b *batch) releaseLanes(copyBack bool) {
+// releaseLanes points the lanes in use back at their scratch slots.
+func (b *batch) releaseLanes() {
 	for l, p := range b.payload[:b.n] {
 		if len(p) == maxPayload {
 			b.ptrs[l] = b.scratchAddr(l)
-		} else if copyBack {
-			off := l * maxPayload
-			copy(p[:len(p)/8*8], b.scratch[off:off+maxPayload])
 		}
+	}
+}
+
+// copyBack copies the payloads shorter than 184 bytes out of their scratch
+// slots: their full blocks, or with whole set all their bytes.
+func (b *batch) copyBack(whole bool) {
+	for l, p := range b.payload[:b.n] {
+		if len(p) == maxPayload {
+			continue
+		}
+		n := len(p)
+		if !whole {
+			n = n / 8 * 8
+		}
+		copy(p[:n], b.scratch[l*maxPayload:])
 	}
 }
 
@@ -363,8 +382,36 @@ func (e *Engine) decryptDirect(k *Key, d directFuncs) {
 		e.f.blockDecrypt(k, b.blocks[c], e.out, b.n)
 		d.storeDecrypted(e.out, b.blocks[(c+1)%maxBlocks], b.full, b.ptrs, c, b.n)
 	}
-	b.releaseLanes(true)
+	b.releaseLanes()
+	b.copyBack(false)
 	b.storeResidues()
+}
+
+// encryptDirect is encrypt for kernels with directFuncs, on a batch from
+// fillDirect: the block cipher reads the payloads, from the last column to
+// the first, into the columns; the residues join them; the stream cipher
+// runs on the columns, which are then written to the payloads (or scratch,
+// copied back at the end).
+func (e *Engine) encryptDirect(k *Key, d directFuncs) {
+	b := &e.b
+	for c := b.maxFull - 1; c >= 0; c-- {
+		d.chainToEncrypt(b.ptrs, b.blocks[(c+1)%maxBlocks], b.full, c, b.blocks[c], e.in, b.n)
+		e.f.blockEncrypt(k, e.in, e.out, b.n)
+		d.mergeEncrypted(e.out, b.full, c, b.blocks[c], b.n)
+	}
+	if b.cols > b.maxFull {
+		// The residues of the lanes with the most full blocks; those of the
+		// others were read with their columns.
+		c := b.maxFull
+		d.chainToEncrypt(b.ptrs, b.blocks[(c+1)%maxBlocks], b.full, c, b.blocks[c], e.in, b.n)
+	}
+	e.streamXOR(k)
+	for c := range b.cols {
+		d.storeColumn(b.blocks[c], b.ptrs, c, b.n)
+	}
+	b.releaseLanes()
+	b.copyBack(true)
+	clear(b.payload[:b.n])
 }
 
 // decrypt descrambles the lanes of the batch: the stream cipher first,

@@ -510,7 +510,7 @@ func writeAsm(circuits [7]circuit) {
 	transposeKernel(true, false)
 	transposeKernel(false, true)
 	transposeKernel(true, true)
-	storeKernel()
+	columnKernels()
 	Generate()
 }
 
@@ -705,37 +705,9 @@ func transposeGather(ptrs, off Register, l int) VecVirtual {
 	return y
 }
 
-// storeKernel emits storeDecryptedAVX2, which writes the plaintext of
-// column c straight to the payloads: lane l's block cipher output out[l],
-// XORed with next[l] (the lane's block c+1 after the stream cipher) where
-// block c+1 is full too (full[l] > c+1), goes to the 8 bytes at
-// ptrs[l]+8c. Every lane of the quads groups of four is written: the
-// engine points lanes without a full block c at scratch space.
-func storeKernel() {
-	TEXT("storeDecryptedAVX2", NOSPLIT, "func(out, next *[256]uint64, full *[256]uint8, ptrs *[256]uintptr, c int, quads int)")
-	Pragma("noescape")
-	Doc("storeDecryptedAVX2 writes out[l] ^ next[l] (out[l] alone where full[l] <= c+1)",
-		"to the 8 bytes at ptrs[l]+8c, for the lanes of quads groups of four.")
-	out := Load(Param("out"), GP64())
-	next := Load(Param("next"), GP64())
-	full := Load(Param("full"), GP64())
-	ptrs := Load(Param("ptrs"), GP64())
-	c := Load(Param("c"), GP64())
-	n := Load(Param("quads"), GP64())
-	c1 := GP64()
-	LEAQ(Mem{Base: c, Disp: 1}, c1)
-	lim := YMM()
-	VMOVQ(c1, lim.AsX())
-	VPBROADCASTQ(lim.AsX(), lim)
-	off := GP64()
-	MOVQ(c, off)
-	SHLQ(U8(3), off)
-	Label("storeDecryptedAVX2_quad")
-	v, f := YMM(), YMM()
-	VPMOVZXBQ(Mem{Base: full}, f)
-	VPCMPGTQ(lim, f, f) // full[l] > c+1
-	VPAND(Mem{Base: next}, f, f)
-	VPXOR(Mem{Base: out}, f, v)
+// transposeScatter writes the four 64-bit lanes of v to byte offset off of
+// the addresses ptrs[0..3].
+func transposeScatter(v VecVirtual, ptrs, off Register) {
 	for h := range 2 {
 		x := v.AsX()
 		if h == 1 {
@@ -748,14 +720,117 @@ func storeKernel() {
 		VMOVQ(x, Mem{Base: p0, Index: off, Scale: 1})
 		VPEXTRQ(U8(1), x, Mem{Base: p1, Index: off, Scale: 1})
 	}
-	ADDQ(U8(32), out)
-	ADDQ(U8(32), next)
-	ADDQ(U8(4), full)
-	ADDQ(U8(32), ptrs)
+}
+
+// columnSetup loads c and returns the column's byte offset 8c and, if
+// bias is not nil, c+*bias broadcast to four lanes, for fullMask.
+func columnSetup(bias *int) (off Register, lim VecVirtual) {
+	c := Load(Param("c"), GP64())
+	if bias != nil {
+		cb := GP64()
+		LEAQ(Mem{Base: c, Disp: *bias}, cb)
+		lim = YMM()
+		VMOVQ(cb, lim.AsX())
+		VPBROADCASTQ(lim.AsX(), lim)
+	}
+	off = GP64()
+	MOVQ(c, off)
+	SHLQ(U8(3), off)
+	return off, lim
+}
+
+// fullMask returns, for the four lanes at full, all ones where full[l] >
+// lim.
+func fullMask(full Register, lim VecVirtual) VecVirtual {
+	f := YMM()
+	VPMOVZXBQ(Mem{Base: full}, f)
+	VPCMPGTQ(lim, f, f)
+	return f
+}
+
+// columnLoop emits the loop over quads groups of four lanes: body, then
+// the pointers advanced by four lanes (lanes by 32 bytes, full, if not
+// nil, by 4).
+func columnLoop(name string, body func(), lanes []Register, full Register) {
+	n := Load(Param("quads"), GP64())
+	Label(name + "_quad")
+	body()
+	for _, r := range lanes {
+		ADDQ(U8(32), r)
+	}
+	if full != nil {
+		ADDQ(U8(4), full)
+	}
 	DECQ(n)
-	JNZ(LabelRef("storeDecryptedAVX2_quad"))
+	JNZ(LabelRef(name + "_quad"))
 	VZEROUPPER()
 	RET()
+}
+
+// columnKernels emits the kernels that carry the block cipher's CBC chain
+// between its columns and the payloads, for the engine's direct path
+// (directFuncs in csa/engine.go). Lanes are read and written at ptrs[l]+8c,
+// every lane of the quads groups of four: the engine points lanes without
+// a full block c at scratch space.
+func columnKernels() {
+	one, zero := 1, 0
+
+	TEXT("storeDecryptedAVX2", NOSPLIT, "func(out, next *[256]uint64, full *[256]uint8, ptrs *[256]uintptr, c int, quads int)")
+	Pragma("noescape")
+	Doc("storeDecryptedAVX2 writes out[l] ^ next[l] (out[l] alone where full[l] <= c+1)",
+		"to the 8 bytes at ptrs[l]+8c, for the lanes of quads groups of four.")
+	out, next := Load(Param("out"), GP64()), Load(Param("next"), GP64())
+	full, ptrs := Load(Param("full"), GP64()), Load(Param("ptrs"), GP64())
+	off, lim := columnSetup(&one)
+	columnLoop("storeDecryptedAVX2", func() {
+		m := fullMask(full, lim)
+		VPAND(Mem{Base: next}, m, m)
+		VPXOR(Mem{Base: out}, m, m)
+		transposeScatter(m, ptrs, off)
+	}, []Register{out, next, ptrs}, full)
+
+	TEXT("chainToEncryptAVX2", NOSPLIT, "func(ptrs *[256]uintptr, next *[256]uint64, full *[256]uint8, c int, col, in *[256]uint64, quads int)")
+	Pragma("noescape")
+	Doc("chainToEncryptAVX2 reads the 8 bytes at ptrs[l]+8c into col[l] and writes to in[l]",
+		"the block cipher input of column c: col[l] ^ next[l], or col[l] alone where",
+		"full[l] <= c+1, for the lanes of quads groups of four.")
+	ptrs, next, full = Load(Param("ptrs"), GP64()), Load(Param("next"), GP64()), Load(Param("full"), GP64())
+	col, in := Load(Param("col"), GP64()), Load(Param("in"), GP64())
+	off, lim = columnSetup(&one)
+	columnLoop("chainToEncryptAVX2", func() {
+		raw := transposeGather(ptrs, off, 0)
+		VMOVDQU(raw, Mem{Base: col})
+		m := fullMask(full, lim)
+		VPAND(Mem{Base: next}, m, m)
+		VPXOR(raw, m, m)
+		VMOVDQU(m, Mem{Base: in})
+	}, []Register{ptrs, next, col, in}, full)
+
+	TEXT("mergeEncryptedAVX2", NOSPLIT, "func(out *[256]uint64, full *[256]uint8, c int, col *[256]uint64, quads int)")
+	Pragma("noescape")
+	Doc("mergeEncryptedAVX2 sets col[l] to out[l] where full[l] > c, for the lanes of quads",
+		"groups of four.")
+	out, full, col = Load(Param("out"), GP64()), Load(Param("full"), GP64()), Load(Param("col"), GP64())
+	_, lim = columnSetup(&zero)
+	columnLoop("mergeEncryptedAVX2", func() {
+		m := fullMask(full, lim)
+		v := YMM()
+		VMOVDQU(Mem{Base: col}, v)
+		VPBLENDVB(m, Mem{Base: out}, v, v)
+		VMOVDQU(v, Mem{Base: col})
+	}, []Register{out, col}, full)
+
+	TEXT("storeColumnAVX2", NOSPLIT, "func(col *[256]uint64, ptrs *[256]uintptr, c int, quads int)")
+	Pragma("noescape")
+	Doc("storeColumnAVX2 writes col[l] to the 8 bytes at ptrs[l]+8c, for the lanes of quads",
+		"groups of four.")
+	col, ptrs = Load(Param("col"), GP64()), Load(Param("ptrs"), GP64())
+	off, _ = columnSetup(nil)
+	columnLoop("storeColumnAVX2", func() {
+		v := YMM()
+		VMOVDQU(Mem{Base: col}, v)
+		transposeScatter(v, ptrs, off)
+	}, []Register{col, ptrs}, nil)
 }
 
 // Rows of vbmiTables (csa_amd64.go), 64 bytes each.
