@@ -107,7 +107,7 @@ type Engine struct {
 	f       kernelFuncs
 	b       batch
 	in, out []uint64    // block cipher input and output of one column
-	direct  directFuncs // the kernel's direct path for decryption, or nil
+	direct  directFuncs // the kernel's path without copies, or nil
 }
 
 // NewEngine returns an engine of the given lane count, one of

@@ -141,15 +141,15 @@ type batch struct {
 	cols    int     // columns any lane touches, residue included
 	maxFull int     // largest full-block count
 
-	// For kernels with directFuncs, deciphering reads and writes the
+	// For kernels with directFuncs, the engine reads and writes the
 	// payloads through ptrs: ptrs[l] is the address of lane l's payload
 	// when it is a whole 184 bytes, and otherwise of the lane's slot of
 	// scratch, 184 bytes, into which a shorter payload is copied and out
-	// of which its full blocks are copied back (short payloads are rare:
-	// those after an adaptation field). So the kernels may read and write
-	// all 184 bytes of every lane. Addresses held as uintptr do not keep
-	// the payloads alive for the garbage collector: payload does, from
-	// fillDirect to releaseLanes, and the payloads are on the heap because
+	// of which it is copied back (short payloads are rare: those after an
+	// adaptation field). So the kernels may read and write all 184 bytes
+	// of every lane. Addresses held as uintptr do not keep the payloads
+	// alive for the garbage collector: payload does, from fillDirect to
+	// the end of the batch, and the payloads are on the heap because
 	// payload holds them (Go's heap objects do not move). Between batches
 	// every ptrs[l] points at its scratch slot, so that no address of a
 	// payload outlives its batch.
