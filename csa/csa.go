@@ -106,7 +106,8 @@ type Engine struct {
 	k       *kernel
 	f       kernelFuncs
 	b       batch
-	in, out []uint64 // block cipher input and output of one column
+	in, out []uint64    // block cipher input and output of one column
+	direct  directFuncs // the kernel's path without copies, or nil
 }
 
 // NewEngine returns an engine of the given lane count, one of
@@ -124,13 +125,19 @@ func NewEngine(lanes int) (*Engine, error) {
 // kernels NewEngine would not pick on this CPU.
 func newEngine(k *kernel) *Engine {
 	capacity := (k.lanes + k.word - 1) / k.word * k.word
+	f := k.newFuncs(capacity)
+	d, _ := f.(directFuncs)
+	if capacity != k.word {
+		d = nil
+	}
 	return &Engine{
-		lanes: k.lanes,
-		k:     k,
-		f:     k.newFuncs(capacity),
-		b:     newBatch(capacity),
-		in:    make([]uint64, capacity),
-		out:   make([]uint64, capacity),
+		lanes:  k.lanes,
+		k:      k,
+		f:      f,
+		b:      newBatch(capacity, d != nil),
+		in:     make([]uint64, capacity),
+		out:    make([]uint64, capacity),
+		direct: d,
 	}
 }
 
@@ -178,14 +185,27 @@ func (e *Engine) Encrypt(k *Key, payloads [][]byte) { e.run(k, payloads, true) }
 // direction is chosen once per batch.
 func (e *Engine) run(k *Key, payloads [][]byte, encrypt bool) {
 	for len(payloads) > 0 {
-		payloads = e.b.fill(payloads, e.lanes)
-		if e.b.n == 0 {
-			continue
-		}
-		if encrypt {
-			e.encrypt(k)
-		} else {
-			e.decrypt(k)
+		switch {
+		case encrypt && e.direct != nil:
+			payloads = e.b.fillDirect(payloads, e.lanes)
+			if e.b.n > 0 {
+				e.encryptDirect(k, e.direct)
+			}
+		case encrypt:
+			payloads = e.b.fill(payloads, e.lanes)
+			if e.b.n > 0 {
+				e.encrypt(k)
+			}
+		case e.direct != nil:
+			payloads = e.b.fillDirect(payloads, e.lanes)
+			if e.b.n > 0 {
+				e.decryptDirect(k, e.direct)
+			}
+		default:
+			payloads = e.b.fill(payloads, e.lanes)
+			if e.b.n > 0 {
+				e.decrypt(k)
+			}
 		}
 	}
 }

@@ -151,6 +151,24 @@ func lanesToPlanesAVX2(col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)
 func planesToLanesXorAVX2(planes *[64][4]uint64, col *[256]uint64, tab *avx2Tables)
 
 //go:noescape
+func lanesToPlanesDirectAVX2(ptrs *[256]uintptr, off int, col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)
+
+//go:noescape
+func planesToLanesXorDirectAVX2(planes *[64][4]uint64, ptrs *[256]uintptr, off int, col *[256]uint64, tab *avx2Tables)
+
+//go:noescape
+func storeDecryptedAVX2(out, next *[256]uint64, full *[256]uint8, ptrs *[256]uintptr, c int, quads int)
+
+//go:noescape
+func chainToEncryptAVX2(ptrs *[256]uintptr, next *[256]uint64, full *[256]uint8, c int, col, in *[256]uint64, quads int)
+
+//go:noescape
+func mergeEncryptedAVX2(out *[256]uint64, full *[256]uint8, c int, col *[256]uint64, quads int)
+
+//go:noescape
+func storeColumnAVX2(col *[256]uint64, ptrs *[256]uintptr, c int, quads int)
+
+//go:noescape
 func blockDecryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 
 //go:noescape
@@ -263,6 +281,25 @@ func (x *ymmKernel) reset(k *Key) {
 	}
 }
 
+// The column functions of directFuncs, shared by the AVX2 and AVX-512
+// kernels, run four lanes at a time.
+
+func (x *ymmKernel) storeDecrypted(out, next []uint64, full []uint8, ptrs []uintptr, c, n int) {
+	storeDecryptedAVX2((*[256]uint64)(out), (*[256]uint64)(next), (*[256]uint8)(full), (*[256]uintptr)(ptrs), c, (n+3)/4)
+}
+
+func (x *ymmKernel) chainToEncrypt(ptrs []uintptr, next []uint64, full []uint8, c int, col, in []uint64, n int) {
+	chainToEncryptAVX2((*[256]uintptr)(ptrs), (*[256]uint64)(next), (*[256]uint8)(full), c, (*[256]uint64)(col), (*[256]uint64)(in), (n+3)/4)
+}
+
+func (x *ymmKernel) mergeEncrypted(out []uint64, full []uint8, c int, col []uint64, n int) {
+	mergeEncryptedAVX2((*[256]uint64)(out), (*[256]uint8)(full), c, (*[256]uint64)(col), (n+3)/4)
+}
+
+func (x *ymmKernel) storeColumn(col []uint64, ptrs []uintptr, c, n int) {
+	storeColumnAVX2((*[256]uint64)(col), (*[256]uintptr)(ptrs), c, (n+3)/4)
+}
+
 // avx2Kernel is the AVX2 kernel: 256 lanes per stream cipher pass, 32
 // lanes per YMM register in the block cipher, whose S-box method is
 // chosen per CPU (avx2Sbox).
@@ -282,6 +319,17 @@ func (x *avx2Kernel) streamInit(k *Key, iv []uint64) {
 func (x *avx2Kernel) streamXOR(col []uint64) {
 	streamGenAVX2(&x.st, &x.planes)
 	planesToLanesXorAVX2(&x.planes, (*[256]uint64)(col), &avx2Tab)
+}
+
+func (x *avx2Kernel) streamInitFrom(k *Key, ptrs []uintptr, iv []uint64) {
+	x.reset(k)
+	lanesToPlanesDirectAVX2((*[256]uintptr)(ptrs), 0, (*[256]uint64)(iv), &x.planes, &avx2Tab)
+	streamInitAVX2(&x.st, &x.planes)
+}
+
+func (x *avx2Kernel) streamXORFrom(ptrs []uintptr, off int, col []uint64) {
+	streamGenAVX2(&x.st, &x.planes)
+	planesToLanesXorDirectAVX2(&x.planes, (*[256]uintptr)(ptrs), off, (*[256]uint64)(col), &avx2Tab)
 }
 
 func (x *avx2Kernel) blockDecrypt(k *Key, in, out []uint64, n int) {
@@ -308,6 +356,17 @@ func (x *avx512Kernel) streamInit(k *Key, iv []uint64) {
 func (x *avx512Kernel) streamXOR(col []uint64) {
 	streamGenAVX512(&x.st, &x.planes)
 	planesToLanesXorAVX2(&x.planes, (*[256]uint64)(col), &avx2Tab)
+}
+
+func (x *avx512Kernel) streamInitFrom(k *Key, ptrs []uintptr, iv []uint64) {
+	x.reset(k)
+	lanesToPlanesDirectAVX2((*[256]uintptr)(ptrs), 0, (*[256]uint64)(iv), &x.planes, &avx2Tab)
+	streamInitAVX512(&x.st, &x.planes)
+}
+
+func (x *avx512Kernel) streamXORFrom(ptrs []uintptr, off int, col []uint64) {
+	streamGenAVX512(&x.st, &x.planes)
+	planesToLanesXorDirectAVX2(&x.planes, (*[256]uintptr)(ptrs), off, (*[256]uint64)(col), &avx2Tab)
 }
 
 func (x *avx512Kernel) blockDecrypt(k *Key, in, out []uint64, n int) {

@@ -15883,3 +15883,4445 @@ TEXT ·planesToLanesXorAVX2(SB), NOSPLIT, $0-24
 	VMOVDQU     Y1, 2016(CX)
 	VZEROUPPER
 	RET
+
+// func lanesToPlanesDirectAVX2(ptrs *[256]uintptr, off int, col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)
+// Requires: AVX, AVX2
+TEXT ·lanesToPlanesDirectAVX2(SB), NOSPLIT, $0-40
+	MOVQ        ptrs+0(FP), AX
+	MOVQ        off+8(FP), CX
+	MOVQ        col+16(FP), DX
+	MOVQ        planes+24(FP), BX
+	MOVQ        tab+32(FP), SI
+	MOVQ        (AX), DI
+	MOVQ        8(AX), R8
+	VMOVQ       (DI)(CX*1), X0
+	VPINSRQ     $0x01, (R8)(CX*1), X0, X0
+	MOVQ        16(AX), DI
+	MOVQ        24(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y0, Y0
+	VMOVDQU     Y0, (DX)
+	MOVQ        512(AX), DI
+	MOVQ        520(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	MOVQ        528(AX), DI
+	MOVQ        536(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y1, Y1
+	VMOVDQU     Y1, 512(DX)
+	MOVQ        1024(AX), DI
+	MOVQ        1032(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	MOVQ        1040(AX), DI
+	MOVQ        1048(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, 1024(DX)
+	MOVQ        1536(AX), DI
+	MOVQ        1544(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	MOVQ        1552(AX), DI
+	MOVQ        1560(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, 1536(DX)
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y4, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y6
+	VPERM2I128  $0x31, Y1, Y4, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        32(AX), DI
+	MOVQ        40(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        48(AX), DI
+	MOVQ        56(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 32(DX)
+	MOVQ        544(AX), DI
+	MOVQ        552(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        560(AX), DI
+	MOVQ        568(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y5, Y4
+	VMOVDQU     Y4, 544(DX)
+	MOVQ        1056(AX), DI
+	MOVQ        1064(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1072(AX), DI
+	MOVQ        1080(AX), R8
+	VMOVQ       (DI)(CX*1), X7
+	VPINSRQ     $0x01, (R8)(CX*1), X7, X7
+	VINSERTI128 $0x01, X7, Y5, Y7
+	VMOVDQU     Y7, 1056(DX)
+	MOVQ        1568(AX), DI
+	MOVQ        1576(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1584(AX), DI
+	MOVQ        1592(AX), R8
+	VMOVQ       (DI)(CX*1), X8
+	VPINSRQ     $0x01, (R8)(CX*1), X8, X8
+	VINSERTI128 $0x01, X8, Y5, Y8
+	VMOVDQU     Y8, 1568(DX)
+	VPUNPCKLQDQ Y4, Y2, Y9
+	VPUNPCKHQDQ Y4, Y2, Y2
+	VPUNPCKLQDQ Y8, Y7, Y4
+	VPUNPCKHQDQ Y8, Y7, Y7
+	VPERM2I128  $0x20, Y4, Y9, Y8
+	VPERM2I128  $0x20, Y7, Y2, Y10
+	VPERM2I128  $0x31, Y4, Y9, Y4
+	VPERM2I128  $0x31, Y7, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y7
+	VPXOR       Y8, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x04, Y6, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x04, Y1, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x04, Y0, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSRLQ      $0x02, Y3, Y7
+	VPXOR       Y1, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x02, Y6, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x02, Y8, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x02, Y10, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSRLQ      $0x01, Y3, Y7
+	VPXOR       Y6, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x01, Y1, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x01, Y8, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x01, Y4, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VMOVDQU     Y3, (BX)
+	VMOVDQU     Y6, 32(BX)
+	VMOVDQU     Y1, 64(BX)
+	VMOVDQU     Y0, 96(BX)
+	VMOVDQU     Y8, 128(BX)
+	VMOVDQU     Y10, 160(BX)
+	VMOVDQU     Y4, 192(BX)
+	VMOVDQU     Y2, 224(BX)
+	MOVQ        64(AX), DI
+	MOVQ        72(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        80(AX), DI
+	MOVQ        88(AX), R8
+	VMOVQ       (DI)(CX*1), X0
+	VPINSRQ     $0x01, (R8)(CX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y5, Y0
+	VMOVDQU     Y0, 64(DX)
+	MOVQ        576(AX), DI
+	MOVQ        584(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        592(AX), DI
+	MOVQ        600(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y5, Y1
+	VMOVDQU     Y1, 576(DX)
+	MOVQ        1088(AX), DI
+	MOVQ        1096(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1104(AX), DI
+	MOVQ        1112(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 1088(DX)
+	MOVQ        1600(AX), DI
+	MOVQ        1608(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1616(AX), DI
+	MOVQ        1624(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	VINSERTI128 $0x01, X3, Y5, Y3
+	VMOVDQU     Y3, 1600(DX)
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y4, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y6
+	VPERM2I128  $0x31, Y1, Y4, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        96(AX), DI
+	MOVQ        104(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        112(AX), DI
+	MOVQ        120(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 96(DX)
+	MOVQ        608(AX), DI
+	MOVQ        616(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        624(AX), DI
+	MOVQ        632(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y5, Y4
+	VMOVDQU     Y4, 608(DX)
+	MOVQ        1120(AX), DI
+	MOVQ        1128(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1136(AX), DI
+	MOVQ        1144(AX), R8
+	VMOVQ       (DI)(CX*1), X7
+	VPINSRQ     $0x01, (R8)(CX*1), X7, X7
+	VINSERTI128 $0x01, X7, Y5, Y7
+	VMOVDQU     Y7, 1120(DX)
+	MOVQ        1632(AX), DI
+	MOVQ        1640(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1648(AX), DI
+	MOVQ        1656(AX), R8
+	VMOVQ       (DI)(CX*1), X8
+	VPINSRQ     $0x01, (R8)(CX*1), X8, X8
+	VINSERTI128 $0x01, X8, Y5, Y8
+	VMOVDQU     Y8, 1632(DX)
+	VPUNPCKLQDQ Y4, Y2, Y9
+	VPUNPCKHQDQ Y4, Y2, Y2
+	VPUNPCKLQDQ Y8, Y7, Y4
+	VPUNPCKHQDQ Y8, Y7, Y7
+	VPERM2I128  $0x20, Y4, Y9, Y8
+	VPERM2I128  $0x20, Y7, Y2, Y10
+	VPERM2I128  $0x31, Y4, Y9, Y4
+	VPERM2I128  $0x31, Y7, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y7
+	VPXOR       Y8, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x04, Y6, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x04, Y1, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x04, Y0, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSRLQ      $0x02, Y3, Y7
+	VPXOR       Y1, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x02, Y6, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x02, Y8, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x02, Y10, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSRLQ      $0x01, Y3, Y7
+	VPXOR       Y6, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x01, Y1, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x01, Y8, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x01, Y4, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VMOVDQU     Y3, 256(BX)
+	VMOVDQU     Y6, 288(BX)
+	VMOVDQU     Y1, 320(BX)
+	VMOVDQU     Y0, 352(BX)
+	VMOVDQU     Y8, 384(BX)
+	VMOVDQU     Y10, 416(BX)
+	VMOVDQU     Y4, 448(BX)
+	VMOVDQU     Y2, 480(BX)
+	MOVQ        128(AX), DI
+	MOVQ        136(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        144(AX), DI
+	MOVQ        152(AX), R8
+	VMOVQ       (DI)(CX*1), X0
+	VPINSRQ     $0x01, (R8)(CX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y5, Y0
+	VMOVDQU     Y0, 128(DX)
+	MOVQ        640(AX), DI
+	MOVQ        648(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        656(AX), DI
+	MOVQ        664(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y5, Y1
+	VMOVDQU     Y1, 640(DX)
+	MOVQ        1152(AX), DI
+	MOVQ        1160(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1168(AX), DI
+	MOVQ        1176(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 1152(DX)
+	MOVQ        1664(AX), DI
+	MOVQ        1672(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1680(AX), DI
+	MOVQ        1688(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	VINSERTI128 $0x01, X3, Y5, Y3
+	VMOVDQU     Y3, 1664(DX)
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y4, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y6
+	VPERM2I128  $0x31, Y1, Y4, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        160(AX), DI
+	MOVQ        168(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        176(AX), DI
+	MOVQ        184(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 160(DX)
+	MOVQ        672(AX), DI
+	MOVQ        680(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        688(AX), DI
+	MOVQ        696(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y5, Y4
+	VMOVDQU     Y4, 672(DX)
+	MOVQ        1184(AX), DI
+	MOVQ        1192(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1200(AX), DI
+	MOVQ        1208(AX), R8
+	VMOVQ       (DI)(CX*1), X7
+	VPINSRQ     $0x01, (R8)(CX*1), X7, X7
+	VINSERTI128 $0x01, X7, Y5, Y7
+	VMOVDQU     Y7, 1184(DX)
+	MOVQ        1696(AX), DI
+	MOVQ        1704(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1712(AX), DI
+	MOVQ        1720(AX), R8
+	VMOVQ       (DI)(CX*1), X8
+	VPINSRQ     $0x01, (R8)(CX*1), X8, X8
+	VINSERTI128 $0x01, X8, Y5, Y8
+	VMOVDQU     Y8, 1696(DX)
+	VPUNPCKLQDQ Y4, Y2, Y9
+	VPUNPCKHQDQ Y4, Y2, Y2
+	VPUNPCKLQDQ Y8, Y7, Y4
+	VPUNPCKHQDQ Y8, Y7, Y7
+	VPERM2I128  $0x20, Y4, Y9, Y8
+	VPERM2I128  $0x20, Y7, Y2, Y10
+	VPERM2I128  $0x31, Y4, Y9, Y4
+	VPERM2I128  $0x31, Y7, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y7
+	VPXOR       Y8, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x04, Y6, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x04, Y1, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x04, Y0, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSRLQ      $0x02, Y3, Y7
+	VPXOR       Y1, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x02, Y6, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x02, Y8, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x02, Y10, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSRLQ      $0x01, Y3, Y7
+	VPXOR       Y6, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x01, Y1, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x01, Y8, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x01, Y4, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VMOVDQU     Y3, 512(BX)
+	VMOVDQU     Y6, 544(BX)
+	VMOVDQU     Y1, 576(BX)
+	VMOVDQU     Y0, 608(BX)
+	VMOVDQU     Y8, 640(BX)
+	VMOVDQU     Y10, 672(BX)
+	VMOVDQU     Y4, 704(BX)
+	VMOVDQU     Y2, 736(BX)
+	MOVQ        192(AX), DI
+	MOVQ        200(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        208(AX), DI
+	MOVQ        216(AX), R8
+	VMOVQ       (DI)(CX*1), X0
+	VPINSRQ     $0x01, (R8)(CX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y5, Y0
+	VMOVDQU     Y0, 192(DX)
+	MOVQ        704(AX), DI
+	MOVQ        712(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        720(AX), DI
+	MOVQ        728(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y5, Y1
+	VMOVDQU     Y1, 704(DX)
+	MOVQ        1216(AX), DI
+	MOVQ        1224(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1232(AX), DI
+	MOVQ        1240(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 1216(DX)
+	MOVQ        1728(AX), DI
+	MOVQ        1736(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1744(AX), DI
+	MOVQ        1752(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	VINSERTI128 $0x01, X3, Y5, Y3
+	VMOVDQU     Y3, 1728(DX)
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y4, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y6
+	VPERM2I128  $0x31, Y1, Y4, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        224(AX), DI
+	MOVQ        232(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        240(AX), DI
+	MOVQ        248(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 224(DX)
+	MOVQ        736(AX), DI
+	MOVQ        744(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        752(AX), DI
+	MOVQ        760(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y5, Y4
+	VMOVDQU     Y4, 736(DX)
+	MOVQ        1248(AX), DI
+	MOVQ        1256(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1264(AX), DI
+	MOVQ        1272(AX), R8
+	VMOVQ       (DI)(CX*1), X7
+	VPINSRQ     $0x01, (R8)(CX*1), X7, X7
+	VINSERTI128 $0x01, X7, Y5, Y7
+	VMOVDQU     Y7, 1248(DX)
+	MOVQ        1760(AX), DI
+	MOVQ        1768(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1776(AX), DI
+	MOVQ        1784(AX), R8
+	VMOVQ       (DI)(CX*1), X8
+	VPINSRQ     $0x01, (R8)(CX*1), X8, X8
+	VINSERTI128 $0x01, X8, Y5, Y8
+	VMOVDQU     Y8, 1760(DX)
+	VPUNPCKLQDQ Y4, Y2, Y9
+	VPUNPCKHQDQ Y4, Y2, Y2
+	VPUNPCKLQDQ Y8, Y7, Y4
+	VPUNPCKHQDQ Y8, Y7, Y7
+	VPERM2I128  $0x20, Y4, Y9, Y8
+	VPERM2I128  $0x20, Y7, Y2, Y10
+	VPERM2I128  $0x31, Y4, Y9, Y4
+	VPERM2I128  $0x31, Y7, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y7
+	VPXOR       Y8, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x04, Y6, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x04, Y1, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x04, Y0, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSRLQ      $0x02, Y3, Y7
+	VPXOR       Y1, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x02, Y6, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x02, Y8, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x02, Y10, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSRLQ      $0x01, Y3, Y7
+	VPXOR       Y6, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x01, Y1, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x01, Y8, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x01, Y4, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VMOVDQU     Y3, 768(BX)
+	VMOVDQU     Y6, 800(BX)
+	VMOVDQU     Y1, 832(BX)
+	VMOVDQU     Y0, 864(BX)
+	VMOVDQU     Y8, 896(BX)
+	VMOVDQU     Y10, 928(BX)
+	VMOVDQU     Y4, 960(BX)
+	VMOVDQU     Y2, 992(BX)
+	MOVQ        256(AX), DI
+	MOVQ        264(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        272(AX), DI
+	MOVQ        280(AX), R8
+	VMOVQ       (DI)(CX*1), X0
+	VPINSRQ     $0x01, (R8)(CX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y5, Y0
+	VMOVDQU     Y0, 256(DX)
+	MOVQ        768(AX), DI
+	MOVQ        776(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        784(AX), DI
+	MOVQ        792(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y5, Y1
+	VMOVDQU     Y1, 768(DX)
+	MOVQ        1280(AX), DI
+	MOVQ        1288(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1296(AX), DI
+	MOVQ        1304(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 1280(DX)
+	MOVQ        1792(AX), DI
+	MOVQ        1800(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1808(AX), DI
+	MOVQ        1816(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	VINSERTI128 $0x01, X3, Y5, Y3
+	VMOVDQU     Y3, 1792(DX)
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y4, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y6
+	VPERM2I128  $0x31, Y1, Y4, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        288(AX), DI
+	MOVQ        296(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        304(AX), DI
+	MOVQ        312(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 288(DX)
+	MOVQ        800(AX), DI
+	MOVQ        808(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        816(AX), DI
+	MOVQ        824(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y5, Y4
+	VMOVDQU     Y4, 800(DX)
+	MOVQ        1312(AX), DI
+	MOVQ        1320(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1328(AX), DI
+	MOVQ        1336(AX), R8
+	VMOVQ       (DI)(CX*1), X7
+	VPINSRQ     $0x01, (R8)(CX*1), X7, X7
+	VINSERTI128 $0x01, X7, Y5, Y7
+	VMOVDQU     Y7, 1312(DX)
+	MOVQ        1824(AX), DI
+	MOVQ        1832(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1840(AX), DI
+	MOVQ        1848(AX), R8
+	VMOVQ       (DI)(CX*1), X8
+	VPINSRQ     $0x01, (R8)(CX*1), X8, X8
+	VINSERTI128 $0x01, X8, Y5, Y8
+	VMOVDQU     Y8, 1824(DX)
+	VPUNPCKLQDQ Y4, Y2, Y9
+	VPUNPCKHQDQ Y4, Y2, Y2
+	VPUNPCKLQDQ Y8, Y7, Y4
+	VPUNPCKHQDQ Y8, Y7, Y7
+	VPERM2I128  $0x20, Y4, Y9, Y8
+	VPERM2I128  $0x20, Y7, Y2, Y10
+	VPERM2I128  $0x31, Y4, Y9, Y4
+	VPERM2I128  $0x31, Y7, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y7
+	VPXOR       Y8, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x04, Y6, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x04, Y1, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x04, Y0, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSRLQ      $0x02, Y3, Y7
+	VPXOR       Y1, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x02, Y6, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x02, Y8, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x02, Y10, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSRLQ      $0x01, Y3, Y7
+	VPXOR       Y6, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x01, Y1, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x01, Y8, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x01, Y4, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VMOVDQU     Y3, 1024(BX)
+	VMOVDQU     Y6, 1056(BX)
+	VMOVDQU     Y1, 1088(BX)
+	VMOVDQU     Y0, 1120(BX)
+	VMOVDQU     Y8, 1152(BX)
+	VMOVDQU     Y10, 1184(BX)
+	VMOVDQU     Y4, 1216(BX)
+	VMOVDQU     Y2, 1248(BX)
+	MOVQ        320(AX), DI
+	MOVQ        328(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        336(AX), DI
+	MOVQ        344(AX), R8
+	VMOVQ       (DI)(CX*1), X0
+	VPINSRQ     $0x01, (R8)(CX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y5, Y0
+	VMOVDQU     Y0, 320(DX)
+	MOVQ        832(AX), DI
+	MOVQ        840(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        848(AX), DI
+	MOVQ        856(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y5, Y1
+	VMOVDQU     Y1, 832(DX)
+	MOVQ        1344(AX), DI
+	MOVQ        1352(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1360(AX), DI
+	MOVQ        1368(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 1344(DX)
+	MOVQ        1856(AX), DI
+	MOVQ        1864(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1872(AX), DI
+	MOVQ        1880(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	VINSERTI128 $0x01, X3, Y5, Y3
+	VMOVDQU     Y3, 1856(DX)
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y4, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y6
+	VPERM2I128  $0x31, Y1, Y4, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        352(AX), DI
+	MOVQ        360(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        368(AX), DI
+	MOVQ        376(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 352(DX)
+	MOVQ        864(AX), DI
+	MOVQ        872(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        880(AX), DI
+	MOVQ        888(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y5, Y4
+	VMOVDQU     Y4, 864(DX)
+	MOVQ        1376(AX), DI
+	MOVQ        1384(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1392(AX), DI
+	MOVQ        1400(AX), R8
+	VMOVQ       (DI)(CX*1), X7
+	VPINSRQ     $0x01, (R8)(CX*1), X7, X7
+	VINSERTI128 $0x01, X7, Y5, Y7
+	VMOVDQU     Y7, 1376(DX)
+	MOVQ        1888(AX), DI
+	MOVQ        1896(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1904(AX), DI
+	MOVQ        1912(AX), R8
+	VMOVQ       (DI)(CX*1), X8
+	VPINSRQ     $0x01, (R8)(CX*1), X8, X8
+	VINSERTI128 $0x01, X8, Y5, Y8
+	VMOVDQU     Y8, 1888(DX)
+	VPUNPCKLQDQ Y4, Y2, Y9
+	VPUNPCKHQDQ Y4, Y2, Y2
+	VPUNPCKLQDQ Y8, Y7, Y4
+	VPUNPCKHQDQ Y8, Y7, Y7
+	VPERM2I128  $0x20, Y4, Y9, Y8
+	VPERM2I128  $0x20, Y7, Y2, Y10
+	VPERM2I128  $0x31, Y4, Y9, Y4
+	VPERM2I128  $0x31, Y7, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y7
+	VPXOR       Y8, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x04, Y6, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x04, Y1, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x04, Y0, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSRLQ      $0x02, Y3, Y7
+	VPXOR       Y1, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x02, Y6, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x02, Y8, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x02, Y10, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSRLQ      $0x01, Y3, Y7
+	VPXOR       Y6, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x01, Y1, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x01, Y8, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x01, Y4, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VMOVDQU     Y3, 1280(BX)
+	VMOVDQU     Y6, 1312(BX)
+	VMOVDQU     Y1, 1344(BX)
+	VMOVDQU     Y0, 1376(BX)
+	VMOVDQU     Y8, 1408(BX)
+	VMOVDQU     Y10, 1440(BX)
+	VMOVDQU     Y4, 1472(BX)
+	VMOVDQU     Y2, 1504(BX)
+	MOVQ        384(AX), DI
+	MOVQ        392(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        400(AX), DI
+	MOVQ        408(AX), R8
+	VMOVQ       (DI)(CX*1), X0
+	VPINSRQ     $0x01, (R8)(CX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y5, Y0
+	VMOVDQU     Y0, 384(DX)
+	MOVQ        896(AX), DI
+	MOVQ        904(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        912(AX), DI
+	MOVQ        920(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y5, Y1
+	VMOVDQU     Y1, 896(DX)
+	MOVQ        1408(AX), DI
+	MOVQ        1416(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1424(AX), DI
+	MOVQ        1432(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 1408(DX)
+	MOVQ        1920(AX), DI
+	MOVQ        1928(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1936(AX), DI
+	MOVQ        1944(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	VINSERTI128 $0x01, X3, Y5, Y3
+	VMOVDQU     Y3, 1920(DX)
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y4, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y6
+	VPERM2I128  $0x31, Y1, Y4, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        416(AX), DI
+	MOVQ        424(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        432(AX), DI
+	MOVQ        440(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 416(DX)
+	MOVQ        928(AX), DI
+	MOVQ        936(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        944(AX), DI
+	MOVQ        952(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y5, Y4
+	VMOVDQU     Y4, 928(DX)
+	MOVQ        1440(AX), DI
+	MOVQ        1448(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1456(AX), DI
+	MOVQ        1464(AX), R8
+	VMOVQ       (DI)(CX*1), X7
+	VPINSRQ     $0x01, (R8)(CX*1), X7, X7
+	VINSERTI128 $0x01, X7, Y5, Y7
+	VMOVDQU     Y7, 1440(DX)
+	MOVQ        1952(AX), DI
+	MOVQ        1960(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1968(AX), DI
+	MOVQ        1976(AX), R8
+	VMOVQ       (DI)(CX*1), X8
+	VPINSRQ     $0x01, (R8)(CX*1), X8, X8
+	VINSERTI128 $0x01, X8, Y5, Y8
+	VMOVDQU     Y8, 1952(DX)
+	VPUNPCKLQDQ Y4, Y2, Y9
+	VPUNPCKHQDQ Y4, Y2, Y2
+	VPUNPCKLQDQ Y8, Y7, Y4
+	VPUNPCKHQDQ Y8, Y7, Y7
+	VPERM2I128  $0x20, Y4, Y9, Y8
+	VPERM2I128  $0x20, Y7, Y2, Y10
+	VPERM2I128  $0x31, Y4, Y9, Y4
+	VPERM2I128  $0x31, Y7, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y7
+	VPXOR       Y8, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x04, Y6, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x04, Y1, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x04, Y0, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1248(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x04, Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSRLQ      $0x02, Y3, Y7
+	VPXOR       Y1, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x02, Y6, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSRLQ      $0x02, Y8, Y7
+	VPXOR       Y4, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x02, Y10, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1216(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x02, Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSRLQ      $0x01, Y3, Y7
+	VPXOR       Y6, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y6, Y6
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y3, Y3
+	VPSRLQ      $0x01, Y1, Y7
+	VPXOR       Y0, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y0, Y0
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y1, Y1
+	VPSRLQ      $0x01, Y8, Y7
+	VPXOR       Y10, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y10, Y10
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y8, Y8
+	VPSRLQ      $0x01, Y4, Y7
+	VPXOR       Y2, Y7, Y7
+	VPAND       1184(SI), Y7, Y7
+	VPXOR       Y7, Y2, Y2
+	VPSLLQ      $0x01, Y7, Y7
+	VPXOR       Y7, Y4, Y4
+	VMOVDQU     Y3, 1536(BX)
+	VMOVDQU     Y6, 1568(BX)
+	VMOVDQU     Y1, 1600(BX)
+	VMOVDQU     Y0, 1632(BX)
+	VMOVDQU     Y8, 1664(BX)
+	VMOVDQU     Y10, 1696(BX)
+	VMOVDQU     Y4, 1728(BX)
+	VMOVDQU     Y2, 1760(BX)
+	MOVQ        448(AX), DI
+	MOVQ        456(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        464(AX), DI
+	MOVQ        472(AX), R8
+	VMOVQ       (DI)(CX*1), X0
+	VPINSRQ     $0x01, (R8)(CX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y5, Y0
+	VMOVDQU     Y0, 448(DX)
+	MOVQ        960(AX), DI
+	MOVQ        968(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        976(AX), DI
+	MOVQ        984(AX), R8
+	VMOVQ       (DI)(CX*1), X1
+	VPINSRQ     $0x01, (R8)(CX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y5, Y1
+	VMOVDQU     Y1, 960(DX)
+	MOVQ        1472(AX), DI
+	MOVQ        1480(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1488(AX), DI
+	MOVQ        1496(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 1472(DX)
+	MOVQ        1984(AX), DI
+	MOVQ        1992(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        2000(AX), DI
+	MOVQ        2008(AX), R8
+	VMOVQ       (DI)(CX*1), X3
+	VPINSRQ     $0x01, (R8)(CX*1), X3, X3
+	VINSERTI128 $0x01, X3, Y5, Y3
+	VMOVDQU     Y3, 1984(DX)
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y4, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y6
+	VPERM2I128  $0x31, Y1, Y4, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        480(AX), DI
+	MOVQ        488(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        496(AX), DI
+	MOVQ        504(AX), R8
+	VMOVQ       (DI)(CX*1), X2
+	VPINSRQ     $0x01, (R8)(CX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y5, Y2
+	VMOVDQU     Y2, 480(DX)
+	MOVQ        992(AX), DI
+	MOVQ        1000(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1008(AX), DI
+	MOVQ        1016(AX), R8
+	VMOVQ       (DI)(CX*1), X4
+	VPINSRQ     $0x01, (R8)(CX*1), X4, X4
+	VINSERTI128 $0x01, X4, Y5, Y4
+	VMOVDQU     Y4, 992(DX)
+	MOVQ        1504(AX), DI
+	MOVQ        1512(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        1520(AX), DI
+	MOVQ        1528(AX), R8
+	VMOVQ       (DI)(CX*1), X7
+	VPINSRQ     $0x01, (R8)(CX*1), X7, X7
+	VINSERTI128 $0x01, X7, Y5, Y7
+	VMOVDQU     Y7, 1504(DX)
+	MOVQ        2016(AX), DI
+	MOVQ        2024(AX), R8
+	VMOVQ       (DI)(CX*1), X5
+	VPINSRQ     $0x01, (R8)(CX*1), X5, X5
+	MOVQ        2032(AX), DI
+	MOVQ        2040(AX), AX
+	VMOVQ       (DI)(CX*1), X8
+	VPINSRQ     $0x01, (AX)(CX*1), X8, X8
+	VINSERTI128 $0x01, X8, Y5, Y5
+	VMOVDQU     Y5, 2016(DX)
+	VPUNPCKLQDQ Y4, Y2, Y8
+	VPUNPCKHQDQ Y4, Y2, Y2
+	VPUNPCKLQDQ Y5, Y7, Y4
+	VPUNPCKHQDQ Y5, Y7, Y5
+	VPERM2I128  $0x20, Y4, Y8, Y7
+	VPERM2I128  $0x20, Y5, Y2, Y9
+	VPERM2I128  $0x31, Y4, Y8, Y4
+	VPERM2I128  $0x31, Y5, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y5
+	VPXOR       Y7, Y5, Y5
+	VPAND       1248(SI), Y5, Y5
+	VPXOR       Y5, Y7, Y7
+	VPSLLQ      $0x04, Y5, Y5
+	VPXOR       Y5, Y3, Y3
+	VPSRLQ      $0x04, Y6, Y5
+	VPXOR       Y9, Y5, Y5
+	VPAND       1248(SI), Y5, Y5
+	VPXOR       Y5, Y9, Y9
+	VPSLLQ      $0x04, Y5, Y5
+	VPXOR       Y5, Y6, Y6
+	VPSRLQ      $0x04, Y1, Y5
+	VPXOR       Y4, Y5, Y5
+	VPAND       1248(SI), Y5, Y5
+	VPXOR       Y5, Y4, Y4
+	VPSLLQ      $0x04, Y5, Y5
+	VPXOR       Y5, Y1, Y1
+	VPSRLQ      $0x04, Y0, Y5
+	VPXOR       Y2, Y5, Y5
+	VPAND       1248(SI), Y5, Y5
+	VPXOR       Y5, Y2, Y2
+	VPSLLQ      $0x04, Y5, Y5
+	VPXOR       Y5, Y0, Y0
+	VPSRLQ      $0x02, Y3, Y5
+	VPXOR       Y1, Y5, Y5
+	VPAND       1216(SI), Y5, Y5
+	VPXOR       Y5, Y1, Y1
+	VPSLLQ      $0x02, Y5, Y5
+	VPXOR       Y5, Y3, Y3
+	VPSRLQ      $0x02, Y6, Y5
+	VPXOR       Y0, Y5, Y5
+	VPAND       1216(SI), Y5, Y5
+	VPXOR       Y5, Y0, Y0
+	VPSLLQ      $0x02, Y5, Y5
+	VPXOR       Y5, Y6, Y6
+	VPSRLQ      $0x02, Y7, Y5
+	VPXOR       Y4, Y5, Y5
+	VPAND       1216(SI), Y5, Y5
+	VPXOR       Y5, Y4, Y4
+	VPSLLQ      $0x02, Y5, Y5
+	VPXOR       Y5, Y7, Y7
+	VPSRLQ      $0x02, Y9, Y5
+	VPXOR       Y2, Y5, Y5
+	VPAND       1216(SI), Y5, Y5
+	VPXOR       Y5, Y2, Y2
+	VPSLLQ      $0x02, Y5, Y5
+	VPXOR       Y5, Y9, Y9
+	VPSRLQ      $0x01, Y3, Y5
+	VPXOR       Y6, Y5, Y5
+	VPAND       1184(SI), Y5, Y5
+	VPXOR       Y5, Y6, Y6
+	VPSLLQ      $0x01, Y5, Y5
+	VPXOR       Y5, Y3, Y3
+	VPSRLQ      $0x01, Y1, Y5
+	VPXOR       Y0, Y5, Y5
+	VPAND       1184(SI), Y5, Y5
+	VPXOR       Y5, Y0, Y0
+	VPSLLQ      $0x01, Y5, Y5
+	VPXOR       Y5, Y1, Y1
+	VPSRLQ      $0x01, Y7, Y5
+	VPXOR       Y9, Y5, Y5
+	VPAND       1184(SI), Y5, Y5
+	VPXOR       Y5, Y9, Y9
+	VPSLLQ      $0x01, Y5, Y5
+	VPXOR       Y5, Y7, Y7
+	VPSRLQ      $0x01, Y4, Y5
+	VPXOR       Y2, Y5, Y5
+	VPAND       1184(SI), Y5, Y5
+	VPXOR       Y5, Y2, Y2
+	VPSLLQ      $0x01, Y5, Y5
+	VPXOR       Y5, Y4, Y4
+	VMOVDQU     Y3, 1792(BX)
+	VMOVDQU     Y6, 1824(BX)
+	VMOVDQU     Y1, 1856(BX)
+	VMOVDQU     Y0, 1888(BX)
+	VMOVDQU     Y7, 1920(BX)
+	VMOVDQU     Y9, 1952(BX)
+	VMOVDQU     Y4, 1984(BX)
+	VMOVDQU     Y2, 2016(BX)
+	VMOVDQU     (BX), Y0
+	VMOVDQU     256(BX), Y1
+	VMOVDQU     512(BX), Y2
+	VMOVDQU     768(BX), Y3
+	VMOVDQU     1024(BX), Y4
+	VMOVDQU     1280(BX), Y5
+	VMOVDQU     1536(BX), Y6
+	VMOVDQU     1792(BX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, (BX)
+	VMOVDQU     Y1, 256(BX)
+	VMOVDQU     Y2, 512(BX)
+	VMOVDQU     Y3, 768(BX)
+	VMOVDQU     Y4, 1024(BX)
+	VMOVDQU     Y5, 1280(BX)
+	VMOVDQU     Y6, 1536(BX)
+	VMOVDQU     Y7, 1792(BX)
+	VMOVDQU     32(BX), Y0
+	VMOVDQU     288(BX), Y1
+	VMOVDQU     544(BX), Y2
+	VMOVDQU     800(BX), Y3
+	VMOVDQU     1056(BX), Y4
+	VMOVDQU     1312(BX), Y5
+	VMOVDQU     1568(BX), Y6
+	VMOVDQU     1824(BX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 32(BX)
+	VMOVDQU     Y1, 288(BX)
+	VMOVDQU     Y2, 544(BX)
+	VMOVDQU     Y3, 800(BX)
+	VMOVDQU     Y4, 1056(BX)
+	VMOVDQU     Y5, 1312(BX)
+	VMOVDQU     Y6, 1568(BX)
+	VMOVDQU     Y7, 1824(BX)
+	VMOVDQU     64(BX), Y0
+	VMOVDQU     320(BX), Y1
+	VMOVDQU     576(BX), Y2
+	VMOVDQU     832(BX), Y3
+	VMOVDQU     1088(BX), Y4
+	VMOVDQU     1344(BX), Y5
+	VMOVDQU     1600(BX), Y6
+	VMOVDQU     1856(BX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 64(BX)
+	VMOVDQU     Y1, 320(BX)
+	VMOVDQU     Y2, 576(BX)
+	VMOVDQU     Y3, 832(BX)
+	VMOVDQU     Y4, 1088(BX)
+	VMOVDQU     Y5, 1344(BX)
+	VMOVDQU     Y6, 1600(BX)
+	VMOVDQU     Y7, 1856(BX)
+	VMOVDQU     96(BX), Y0
+	VMOVDQU     352(BX), Y1
+	VMOVDQU     608(BX), Y2
+	VMOVDQU     864(BX), Y3
+	VMOVDQU     1120(BX), Y4
+	VMOVDQU     1376(BX), Y5
+	VMOVDQU     1632(BX), Y6
+	VMOVDQU     1888(BX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 96(BX)
+	VMOVDQU     Y1, 352(BX)
+	VMOVDQU     Y2, 608(BX)
+	VMOVDQU     Y3, 864(BX)
+	VMOVDQU     Y4, 1120(BX)
+	VMOVDQU     Y5, 1376(BX)
+	VMOVDQU     Y6, 1632(BX)
+	VMOVDQU     Y7, 1888(BX)
+	VMOVDQU     128(BX), Y0
+	VMOVDQU     384(BX), Y1
+	VMOVDQU     640(BX), Y2
+	VMOVDQU     896(BX), Y3
+	VMOVDQU     1152(BX), Y4
+	VMOVDQU     1408(BX), Y5
+	VMOVDQU     1664(BX), Y6
+	VMOVDQU     1920(BX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 128(BX)
+	VMOVDQU     Y1, 384(BX)
+	VMOVDQU     Y2, 640(BX)
+	VMOVDQU     Y3, 896(BX)
+	VMOVDQU     Y4, 1152(BX)
+	VMOVDQU     Y5, 1408(BX)
+	VMOVDQU     Y6, 1664(BX)
+	VMOVDQU     Y7, 1920(BX)
+	VMOVDQU     160(BX), Y0
+	VMOVDQU     416(BX), Y1
+	VMOVDQU     672(BX), Y2
+	VMOVDQU     928(BX), Y3
+	VMOVDQU     1184(BX), Y4
+	VMOVDQU     1440(BX), Y5
+	VMOVDQU     1696(BX), Y6
+	VMOVDQU     1952(BX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 160(BX)
+	VMOVDQU     Y1, 416(BX)
+	VMOVDQU     Y2, 672(BX)
+	VMOVDQU     Y3, 928(BX)
+	VMOVDQU     Y4, 1184(BX)
+	VMOVDQU     Y5, 1440(BX)
+	VMOVDQU     Y6, 1696(BX)
+	VMOVDQU     Y7, 1952(BX)
+	VMOVDQU     192(BX), Y0
+	VMOVDQU     448(BX), Y1
+	VMOVDQU     704(BX), Y2
+	VMOVDQU     960(BX), Y3
+	VMOVDQU     1216(BX), Y4
+	VMOVDQU     1472(BX), Y5
+	VMOVDQU     1728(BX), Y6
+	VMOVDQU     1984(BX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 192(BX)
+	VMOVDQU     Y1, 448(BX)
+	VMOVDQU     Y2, 704(BX)
+	VMOVDQU     Y3, 960(BX)
+	VMOVDQU     Y4, 1216(BX)
+	VMOVDQU     Y5, 1472(BX)
+	VMOVDQU     Y6, 1728(BX)
+	VMOVDQU     Y7, 1984(BX)
+	VMOVDQU     224(BX), Y0
+	VMOVDQU     480(BX), Y1
+	VMOVDQU     736(BX), Y2
+	VMOVDQU     992(BX), Y3
+	VMOVDQU     1248(BX), Y4
+	VMOVDQU     1504(BX), Y5
+	VMOVDQU     1760(BX), Y6
+	VMOVDQU     2016(BX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 224(BX)
+	VMOVDQU     Y1, 480(BX)
+	VMOVDQU     Y2, 736(BX)
+	VMOVDQU     Y3, 992(BX)
+	VMOVDQU     Y4, 1248(BX)
+	VMOVDQU     Y5, 1504(BX)
+	VMOVDQU     Y6, 1760(BX)
+	VMOVDQU     Y7, 2016(BX)
+	VZEROUPPER
+	RET
+
+// func planesToLanesXorDirectAVX2(planes *[64][4]uint64, ptrs *[256]uintptr, off int, col *[256]uint64, tab *avx2Tables)
+// Requires: AVX, AVX2
+TEXT ·planesToLanesXorDirectAVX2(SB), NOSPLIT, $0-40
+	MOVQ        planes+0(FP), AX
+	MOVQ        ptrs+8(FP), CX
+	MOVQ        off+16(FP), DX
+	MOVQ        col+24(FP), BX
+	MOVQ        tab+32(FP), SI
+	VMOVDQU     (AX), Y0
+	VMOVDQU     256(AX), Y1
+	VMOVDQU     512(AX), Y2
+	VMOVDQU     768(AX), Y3
+	VMOVDQU     1024(AX), Y4
+	VMOVDQU     1280(AX), Y5
+	VMOVDQU     1536(AX), Y6
+	VMOVDQU     1792(AX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, (AX)
+	VMOVDQU     Y1, 256(AX)
+	VMOVDQU     Y2, 512(AX)
+	VMOVDQU     Y3, 768(AX)
+	VMOVDQU     Y4, 1024(AX)
+	VMOVDQU     Y5, 1280(AX)
+	VMOVDQU     Y6, 1536(AX)
+	VMOVDQU     Y7, 1792(AX)
+	VMOVDQU     32(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     544(AX), Y2
+	VMOVDQU     800(AX), Y3
+	VMOVDQU     1056(AX), Y4
+	VMOVDQU     1312(AX), Y5
+	VMOVDQU     1568(AX), Y6
+	VMOVDQU     1824(AX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 32(AX)
+	VMOVDQU     Y1, 288(AX)
+	VMOVDQU     Y2, 544(AX)
+	VMOVDQU     Y3, 800(AX)
+	VMOVDQU     Y4, 1056(AX)
+	VMOVDQU     Y5, 1312(AX)
+	VMOVDQU     Y6, 1568(AX)
+	VMOVDQU     Y7, 1824(AX)
+	VMOVDQU     64(AX), Y0
+	VMOVDQU     320(AX), Y1
+	VMOVDQU     576(AX), Y2
+	VMOVDQU     832(AX), Y3
+	VMOVDQU     1088(AX), Y4
+	VMOVDQU     1344(AX), Y5
+	VMOVDQU     1600(AX), Y6
+	VMOVDQU     1856(AX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 64(AX)
+	VMOVDQU     Y1, 320(AX)
+	VMOVDQU     Y2, 576(AX)
+	VMOVDQU     Y3, 832(AX)
+	VMOVDQU     Y4, 1088(AX)
+	VMOVDQU     Y5, 1344(AX)
+	VMOVDQU     Y6, 1600(AX)
+	VMOVDQU     Y7, 1856(AX)
+	VMOVDQU     96(AX), Y0
+	VMOVDQU     352(AX), Y1
+	VMOVDQU     608(AX), Y2
+	VMOVDQU     864(AX), Y3
+	VMOVDQU     1120(AX), Y4
+	VMOVDQU     1376(AX), Y5
+	VMOVDQU     1632(AX), Y6
+	VMOVDQU     1888(AX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 96(AX)
+	VMOVDQU     Y1, 352(AX)
+	VMOVDQU     Y2, 608(AX)
+	VMOVDQU     Y3, 864(AX)
+	VMOVDQU     Y4, 1120(AX)
+	VMOVDQU     Y5, 1376(AX)
+	VMOVDQU     Y6, 1632(AX)
+	VMOVDQU     Y7, 1888(AX)
+	VMOVDQU     128(AX), Y0
+	VMOVDQU     384(AX), Y1
+	VMOVDQU     640(AX), Y2
+	VMOVDQU     896(AX), Y3
+	VMOVDQU     1152(AX), Y4
+	VMOVDQU     1408(AX), Y5
+	VMOVDQU     1664(AX), Y6
+	VMOVDQU     1920(AX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 128(AX)
+	VMOVDQU     Y1, 384(AX)
+	VMOVDQU     Y2, 640(AX)
+	VMOVDQU     Y3, 896(AX)
+	VMOVDQU     Y4, 1152(AX)
+	VMOVDQU     Y5, 1408(AX)
+	VMOVDQU     Y6, 1664(AX)
+	VMOVDQU     Y7, 1920(AX)
+	VMOVDQU     160(AX), Y0
+	VMOVDQU     416(AX), Y1
+	VMOVDQU     672(AX), Y2
+	VMOVDQU     928(AX), Y3
+	VMOVDQU     1184(AX), Y4
+	VMOVDQU     1440(AX), Y5
+	VMOVDQU     1696(AX), Y6
+	VMOVDQU     1952(AX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 160(AX)
+	VMOVDQU     Y1, 416(AX)
+	VMOVDQU     Y2, 672(AX)
+	VMOVDQU     Y3, 928(AX)
+	VMOVDQU     Y4, 1184(AX)
+	VMOVDQU     Y5, 1440(AX)
+	VMOVDQU     Y6, 1696(AX)
+	VMOVDQU     Y7, 1952(AX)
+	VMOVDQU     192(AX), Y0
+	VMOVDQU     448(AX), Y1
+	VMOVDQU     704(AX), Y2
+	VMOVDQU     960(AX), Y3
+	VMOVDQU     1216(AX), Y4
+	VMOVDQU     1472(AX), Y5
+	VMOVDQU     1728(AX), Y6
+	VMOVDQU     1984(AX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 192(AX)
+	VMOVDQU     Y1, 448(AX)
+	VMOVDQU     Y2, 704(AX)
+	VMOVDQU     Y3, 960(AX)
+	VMOVDQU     Y4, 1216(AX)
+	VMOVDQU     Y5, 1472(AX)
+	VMOVDQU     Y6, 1728(AX)
+	VMOVDQU     Y7, 1984(AX)
+	VMOVDQU     224(AX), Y0
+	VMOVDQU     480(AX), Y1
+	VMOVDQU     736(AX), Y2
+	VMOVDQU     992(AX), Y3
+	VMOVDQU     1248(AX), Y4
+	VMOVDQU     1504(AX), Y5
+	VMOVDQU     1760(AX), Y6
+	VMOVDQU     2016(AX), Y7
+	VPSRLQ      $0x20, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x20, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x20, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x20, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1344(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x20, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x10, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x10, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x10, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x10, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1312(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x10, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x08, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x08, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x08, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x08, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1280(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x08, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VMOVDQU     Y0, 224(AX)
+	VMOVDQU     Y1, 480(AX)
+	VMOVDQU     Y2, 736(AX)
+	VMOVDQU     Y3, 992(AX)
+	VMOVDQU     Y4, 1248(AX)
+	VMOVDQU     Y5, 1504(AX)
+	VMOVDQU     Y6, 1760(AX)
+	VMOVDQU     Y7, 2016(AX)
+	VMOVDQU     (AX), Y0
+	VMOVDQU     32(AX), Y1
+	VMOVDQU     64(AX), Y2
+	VMOVDQU     96(AX), Y3
+	VMOVDQU     128(AX), Y4
+	VMOVDQU     160(AX), Y5
+	VMOVDQU     192(AX), Y6
+	VMOVDQU     224(AX), Y7
+	VPSRLQ      $0x04, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x04, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x04, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x02, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x02, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x02, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x02, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x01, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x01, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x01, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x01, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPUNPCKLQDQ Y1, Y0, Y8
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y8, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y10
+	VPERM2I128  $0x31, Y1, Y8, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        (CX), DI
+	MOVQ        8(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        16(CX), DI
+	MOVQ        24(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, (BX)
+	MOVQ        512(CX), DI
+	MOVQ        520(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        528(CX), DI
+	MOVQ        536(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y10, Y10
+	VMOVDQU     Y10, 512(BX)
+	MOVQ        1024(CX), DI
+	MOVQ        1032(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1040(CX), DI
+	MOVQ        1048(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y1, Y1
+	VMOVDQU     Y1, 1024(BX)
+	MOVQ        1536(CX), DI
+	MOVQ        1544(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1552(CX), DI
+	MOVQ        1560(CX), R8
+	VMOVQ       (DI)(DX*1), X1
+	VPINSRQ     $0x01, (R8)(DX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y9, Y1
+	VPXOR       Y1, Y0, Y0
+	VMOVDQU     Y0, 1536(BX)
+	VPUNPCKLQDQ Y5, Y4, Y0
+	VPUNPCKHQDQ Y5, Y4, Y1
+	VPUNPCKLQDQ Y7, Y6, Y2
+	VPUNPCKHQDQ Y7, Y6, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y4
+	VPERM2I128  $0x20, Y3, Y1, Y5
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	VPERM2I128  $0x31, Y3, Y1, Y1
+	MOVQ        32(CX), DI
+	MOVQ        40(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        48(CX), DI
+	MOVQ        56(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y4, Y4
+	VMOVDQU     Y4, 32(BX)
+	MOVQ        544(CX), DI
+	MOVQ        552(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        560(CX), DI
+	MOVQ        568(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y5, Y5
+	VMOVDQU     Y5, 544(BX)
+	MOVQ        1056(CX), DI
+	MOVQ        1064(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1072(CX), DI
+	MOVQ        1080(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y0, Y0
+	VMOVDQU     Y0, 1056(BX)
+	MOVQ        1568(CX), DI
+	MOVQ        1576(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1584(CX), DI
+	MOVQ        1592(CX), R8
+	VMOVQ       (DI)(DX*1), X0
+	VPINSRQ     $0x01, (R8)(DX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y9, Y0
+	VPXOR       Y0, Y1, Y1
+	VMOVDQU     Y1, 1568(BX)
+	VMOVDQU     256(AX), Y0
+	VMOVDQU     288(AX), Y1
+	VMOVDQU     320(AX), Y2
+	VMOVDQU     352(AX), Y3
+	VMOVDQU     384(AX), Y4
+	VMOVDQU     416(AX), Y5
+	VMOVDQU     448(AX), Y6
+	VMOVDQU     480(AX), Y7
+	VPSRLQ      $0x04, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x04, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x04, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x02, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x02, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x02, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x02, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x01, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x01, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x01, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x01, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPUNPCKLQDQ Y1, Y0, Y8
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y8, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y10
+	VPERM2I128  $0x31, Y1, Y8, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        64(CX), DI
+	MOVQ        72(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        80(CX), DI
+	MOVQ        88(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, 64(BX)
+	MOVQ        576(CX), DI
+	MOVQ        584(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        592(CX), DI
+	MOVQ        600(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y10, Y10
+	VMOVDQU     Y10, 576(BX)
+	MOVQ        1088(CX), DI
+	MOVQ        1096(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1104(CX), DI
+	MOVQ        1112(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y1, Y1
+	VMOVDQU     Y1, 1088(BX)
+	MOVQ        1600(CX), DI
+	MOVQ        1608(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1616(CX), DI
+	MOVQ        1624(CX), R8
+	VMOVQ       (DI)(DX*1), X1
+	VPINSRQ     $0x01, (R8)(DX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y9, Y1
+	VPXOR       Y1, Y0, Y0
+	VMOVDQU     Y0, 1600(BX)
+	VPUNPCKLQDQ Y5, Y4, Y0
+	VPUNPCKHQDQ Y5, Y4, Y1
+	VPUNPCKLQDQ Y7, Y6, Y2
+	VPUNPCKHQDQ Y7, Y6, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y4
+	VPERM2I128  $0x20, Y3, Y1, Y5
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	VPERM2I128  $0x31, Y3, Y1, Y1
+	MOVQ        96(CX), DI
+	MOVQ        104(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        112(CX), DI
+	MOVQ        120(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y4, Y4
+	VMOVDQU     Y4, 96(BX)
+	MOVQ        608(CX), DI
+	MOVQ        616(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        624(CX), DI
+	MOVQ        632(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y5, Y5
+	VMOVDQU     Y5, 608(BX)
+	MOVQ        1120(CX), DI
+	MOVQ        1128(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1136(CX), DI
+	MOVQ        1144(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y0, Y0
+	VMOVDQU     Y0, 1120(BX)
+	MOVQ        1632(CX), DI
+	MOVQ        1640(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1648(CX), DI
+	MOVQ        1656(CX), R8
+	VMOVQ       (DI)(DX*1), X0
+	VPINSRQ     $0x01, (R8)(DX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y9, Y0
+	VPXOR       Y0, Y1, Y1
+	VMOVDQU     Y1, 1632(BX)
+	VMOVDQU     512(AX), Y0
+	VMOVDQU     544(AX), Y1
+	VMOVDQU     576(AX), Y2
+	VMOVDQU     608(AX), Y3
+	VMOVDQU     640(AX), Y4
+	VMOVDQU     672(AX), Y5
+	VMOVDQU     704(AX), Y6
+	VMOVDQU     736(AX), Y7
+	VPSRLQ      $0x04, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x04, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x04, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x02, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x02, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x02, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x02, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x01, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x01, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x01, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x01, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPUNPCKLQDQ Y1, Y0, Y8
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y8, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y10
+	VPERM2I128  $0x31, Y1, Y8, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        128(CX), DI
+	MOVQ        136(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        144(CX), DI
+	MOVQ        152(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, 128(BX)
+	MOVQ        640(CX), DI
+	MOVQ        648(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        656(CX), DI
+	MOVQ        664(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y10, Y10
+	VMOVDQU     Y10, 640(BX)
+	MOVQ        1152(CX), DI
+	MOVQ        1160(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1168(CX), DI
+	MOVQ        1176(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y1, Y1
+	VMOVDQU     Y1, 1152(BX)
+	MOVQ        1664(CX), DI
+	MOVQ        1672(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1680(CX), DI
+	MOVQ        1688(CX), R8
+	VMOVQ       (DI)(DX*1), X1
+	VPINSRQ     $0x01, (R8)(DX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y9, Y1
+	VPXOR       Y1, Y0, Y0
+	VMOVDQU     Y0, 1664(BX)
+	VPUNPCKLQDQ Y5, Y4, Y0
+	VPUNPCKHQDQ Y5, Y4, Y1
+	VPUNPCKLQDQ Y7, Y6, Y2
+	VPUNPCKHQDQ Y7, Y6, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y4
+	VPERM2I128  $0x20, Y3, Y1, Y5
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	VPERM2I128  $0x31, Y3, Y1, Y1
+	MOVQ        160(CX), DI
+	MOVQ        168(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        176(CX), DI
+	MOVQ        184(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y4, Y4
+	VMOVDQU     Y4, 160(BX)
+	MOVQ        672(CX), DI
+	MOVQ        680(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        688(CX), DI
+	MOVQ        696(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y5, Y5
+	VMOVDQU     Y5, 672(BX)
+	MOVQ        1184(CX), DI
+	MOVQ        1192(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1200(CX), DI
+	MOVQ        1208(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y0, Y0
+	VMOVDQU     Y0, 1184(BX)
+	MOVQ        1696(CX), DI
+	MOVQ        1704(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1712(CX), DI
+	MOVQ        1720(CX), R8
+	VMOVQ       (DI)(DX*1), X0
+	VPINSRQ     $0x01, (R8)(DX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y9, Y0
+	VPXOR       Y0, Y1, Y1
+	VMOVDQU     Y1, 1696(BX)
+	VMOVDQU     768(AX), Y0
+	VMOVDQU     800(AX), Y1
+	VMOVDQU     832(AX), Y2
+	VMOVDQU     864(AX), Y3
+	VMOVDQU     896(AX), Y4
+	VMOVDQU     928(AX), Y5
+	VMOVDQU     960(AX), Y6
+	VMOVDQU     992(AX), Y7
+	VPSRLQ      $0x04, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x04, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x04, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x02, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x02, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x02, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x02, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x01, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x01, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x01, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x01, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPUNPCKLQDQ Y1, Y0, Y8
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y8, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y10
+	VPERM2I128  $0x31, Y1, Y8, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        192(CX), DI
+	MOVQ        200(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        208(CX), DI
+	MOVQ        216(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, 192(BX)
+	MOVQ        704(CX), DI
+	MOVQ        712(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        720(CX), DI
+	MOVQ        728(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y10, Y10
+	VMOVDQU     Y10, 704(BX)
+	MOVQ        1216(CX), DI
+	MOVQ        1224(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1232(CX), DI
+	MOVQ        1240(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y1, Y1
+	VMOVDQU     Y1, 1216(BX)
+	MOVQ        1728(CX), DI
+	MOVQ        1736(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1744(CX), DI
+	MOVQ        1752(CX), R8
+	VMOVQ       (DI)(DX*1), X1
+	VPINSRQ     $0x01, (R8)(DX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y9, Y1
+	VPXOR       Y1, Y0, Y0
+	VMOVDQU     Y0, 1728(BX)
+	VPUNPCKLQDQ Y5, Y4, Y0
+	VPUNPCKHQDQ Y5, Y4, Y1
+	VPUNPCKLQDQ Y7, Y6, Y2
+	VPUNPCKHQDQ Y7, Y6, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y4
+	VPERM2I128  $0x20, Y3, Y1, Y5
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	VPERM2I128  $0x31, Y3, Y1, Y1
+	MOVQ        224(CX), DI
+	MOVQ        232(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        240(CX), DI
+	MOVQ        248(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y4, Y4
+	VMOVDQU     Y4, 224(BX)
+	MOVQ        736(CX), DI
+	MOVQ        744(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        752(CX), DI
+	MOVQ        760(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y5, Y5
+	VMOVDQU     Y5, 736(BX)
+	MOVQ        1248(CX), DI
+	MOVQ        1256(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1264(CX), DI
+	MOVQ        1272(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y0, Y0
+	VMOVDQU     Y0, 1248(BX)
+	MOVQ        1760(CX), DI
+	MOVQ        1768(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1776(CX), DI
+	MOVQ        1784(CX), R8
+	VMOVQ       (DI)(DX*1), X0
+	VPINSRQ     $0x01, (R8)(DX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y9, Y0
+	VPXOR       Y0, Y1, Y1
+	VMOVDQU     Y1, 1760(BX)
+	VMOVDQU     1024(AX), Y0
+	VMOVDQU     1056(AX), Y1
+	VMOVDQU     1088(AX), Y2
+	VMOVDQU     1120(AX), Y3
+	VMOVDQU     1152(AX), Y4
+	VMOVDQU     1184(AX), Y5
+	VMOVDQU     1216(AX), Y6
+	VMOVDQU     1248(AX), Y7
+	VPSRLQ      $0x04, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x04, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x04, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x02, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x02, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x02, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x02, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x01, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x01, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x01, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x01, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPUNPCKLQDQ Y1, Y0, Y8
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y8, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y10
+	VPERM2I128  $0x31, Y1, Y8, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        256(CX), DI
+	MOVQ        264(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        272(CX), DI
+	MOVQ        280(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, 256(BX)
+	MOVQ        768(CX), DI
+	MOVQ        776(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        784(CX), DI
+	MOVQ        792(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y10, Y10
+	VMOVDQU     Y10, 768(BX)
+	MOVQ        1280(CX), DI
+	MOVQ        1288(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1296(CX), DI
+	MOVQ        1304(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y1, Y1
+	VMOVDQU     Y1, 1280(BX)
+	MOVQ        1792(CX), DI
+	MOVQ        1800(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1808(CX), DI
+	MOVQ        1816(CX), R8
+	VMOVQ       (DI)(DX*1), X1
+	VPINSRQ     $0x01, (R8)(DX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y9, Y1
+	VPXOR       Y1, Y0, Y0
+	VMOVDQU     Y0, 1792(BX)
+	VPUNPCKLQDQ Y5, Y4, Y0
+	VPUNPCKHQDQ Y5, Y4, Y1
+	VPUNPCKLQDQ Y7, Y6, Y2
+	VPUNPCKHQDQ Y7, Y6, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y4
+	VPERM2I128  $0x20, Y3, Y1, Y5
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	VPERM2I128  $0x31, Y3, Y1, Y1
+	MOVQ        288(CX), DI
+	MOVQ        296(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        304(CX), DI
+	MOVQ        312(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y4, Y4
+	VMOVDQU     Y4, 288(BX)
+	MOVQ        800(CX), DI
+	MOVQ        808(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        816(CX), DI
+	MOVQ        824(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y5, Y5
+	VMOVDQU     Y5, 800(BX)
+	MOVQ        1312(CX), DI
+	MOVQ        1320(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1328(CX), DI
+	MOVQ        1336(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y0, Y0
+	VMOVDQU     Y0, 1312(BX)
+	MOVQ        1824(CX), DI
+	MOVQ        1832(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1840(CX), DI
+	MOVQ        1848(CX), R8
+	VMOVQ       (DI)(DX*1), X0
+	VPINSRQ     $0x01, (R8)(DX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y9, Y0
+	VPXOR       Y0, Y1, Y1
+	VMOVDQU     Y1, 1824(BX)
+	VMOVDQU     1280(AX), Y0
+	VMOVDQU     1312(AX), Y1
+	VMOVDQU     1344(AX), Y2
+	VMOVDQU     1376(AX), Y3
+	VMOVDQU     1408(AX), Y4
+	VMOVDQU     1440(AX), Y5
+	VMOVDQU     1472(AX), Y6
+	VMOVDQU     1504(AX), Y7
+	VPSRLQ      $0x04, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x04, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x04, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x02, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x02, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x02, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x02, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x01, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x01, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x01, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x01, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPUNPCKLQDQ Y1, Y0, Y8
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y8, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y10
+	VPERM2I128  $0x31, Y1, Y8, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        320(CX), DI
+	MOVQ        328(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        336(CX), DI
+	MOVQ        344(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, 320(BX)
+	MOVQ        832(CX), DI
+	MOVQ        840(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        848(CX), DI
+	MOVQ        856(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y10, Y10
+	VMOVDQU     Y10, 832(BX)
+	MOVQ        1344(CX), DI
+	MOVQ        1352(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1360(CX), DI
+	MOVQ        1368(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y1, Y1
+	VMOVDQU     Y1, 1344(BX)
+	MOVQ        1856(CX), DI
+	MOVQ        1864(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1872(CX), DI
+	MOVQ        1880(CX), R8
+	VMOVQ       (DI)(DX*1), X1
+	VPINSRQ     $0x01, (R8)(DX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y9, Y1
+	VPXOR       Y1, Y0, Y0
+	VMOVDQU     Y0, 1856(BX)
+	VPUNPCKLQDQ Y5, Y4, Y0
+	VPUNPCKHQDQ Y5, Y4, Y1
+	VPUNPCKLQDQ Y7, Y6, Y2
+	VPUNPCKHQDQ Y7, Y6, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y4
+	VPERM2I128  $0x20, Y3, Y1, Y5
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	VPERM2I128  $0x31, Y3, Y1, Y1
+	MOVQ        352(CX), DI
+	MOVQ        360(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        368(CX), DI
+	MOVQ        376(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y4, Y4
+	VMOVDQU     Y4, 352(BX)
+	MOVQ        864(CX), DI
+	MOVQ        872(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        880(CX), DI
+	MOVQ        888(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y5, Y5
+	VMOVDQU     Y5, 864(BX)
+	MOVQ        1376(CX), DI
+	MOVQ        1384(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1392(CX), DI
+	MOVQ        1400(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y0, Y0
+	VMOVDQU     Y0, 1376(BX)
+	MOVQ        1888(CX), DI
+	MOVQ        1896(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1904(CX), DI
+	MOVQ        1912(CX), R8
+	VMOVQ       (DI)(DX*1), X0
+	VPINSRQ     $0x01, (R8)(DX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y9, Y0
+	VPXOR       Y0, Y1, Y1
+	VMOVDQU     Y1, 1888(BX)
+	VMOVDQU     1536(AX), Y0
+	VMOVDQU     1568(AX), Y1
+	VMOVDQU     1600(AX), Y2
+	VMOVDQU     1632(AX), Y3
+	VMOVDQU     1664(AX), Y4
+	VMOVDQU     1696(AX), Y5
+	VMOVDQU     1728(AX), Y6
+	VMOVDQU     1760(AX), Y7
+	VPSRLQ      $0x04, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x04, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x04, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x02, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x02, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x02, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x02, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x01, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x01, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x01, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x01, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPUNPCKLQDQ Y1, Y0, Y8
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y8, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y10
+	VPERM2I128  $0x31, Y1, Y8, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        384(CX), DI
+	MOVQ        392(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        400(CX), DI
+	MOVQ        408(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, 384(BX)
+	MOVQ        896(CX), DI
+	MOVQ        904(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        912(CX), DI
+	MOVQ        920(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y10, Y10
+	VMOVDQU     Y10, 896(BX)
+	MOVQ        1408(CX), DI
+	MOVQ        1416(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1424(CX), DI
+	MOVQ        1432(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y1, Y1
+	VMOVDQU     Y1, 1408(BX)
+	MOVQ        1920(CX), DI
+	MOVQ        1928(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1936(CX), DI
+	MOVQ        1944(CX), R8
+	VMOVQ       (DI)(DX*1), X1
+	VPINSRQ     $0x01, (R8)(DX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y9, Y1
+	VPXOR       Y1, Y0, Y0
+	VMOVDQU     Y0, 1920(BX)
+	VPUNPCKLQDQ Y5, Y4, Y0
+	VPUNPCKHQDQ Y5, Y4, Y1
+	VPUNPCKLQDQ Y7, Y6, Y2
+	VPUNPCKHQDQ Y7, Y6, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y4
+	VPERM2I128  $0x20, Y3, Y1, Y5
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	VPERM2I128  $0x31, Y3, Y1, Y1
+	MOVQ        416(CX), DI
+	MOVQ        424(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        432(CX), DI
+	MOVQ        440(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y4, Y4
+	VMOVDQU     Y4, 416(BX)
+	MOVQ        928(CX), DI
+	MOVQ        936(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        944(CX), DI
+	MOVQ        952(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y5, Y5
+	VMOVDQU     Y5, 928(BX)
+	MOVQ        1440(CX), DI
+	MOVQ        1448(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1456(CX), DI
+	MOVQ        1464(CX), R8
+	VMOVQ       (DI)(DX*1), X2
+	VPINSRQ     $0x01, (R8)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y0, Y0
+	VMOVDQU     Y0, 1440(BX)
+	MOVQ        1952(CX), DI
+	MOVQ        1960(CX), R8
+	VMOVQ       (DI)(DX*1), X9
+	VPINSRQ     $0x01, (R8)(DX*1), X9, X9
+	MOVQ        1968(CX), DI
+	MOVQ        1976(CX), R8
+	VMOVQ       (DI)(DX*1), X0
+	VPINSRQ     $0x01, (R8)(DX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y9, Y0
+	VPXOR       Y0, Y1, Y1
+	VMOVDQU     Y1, 1952(BX)
+	VMOVDQU     1792(AX), Y0
+	VMOVDQU     1824(AX), Y1
+	VMOVDQU     1856(AX), Y2
+	VMOVDQU     1888(AX), Y3
+	VMOVDQU     1920(AX), Y4
+	VMOVDQU     1952(AX), Y5
+	VMOVDQU     1984(AX), Y6
+	VMOVDQU     2016(AX), Y7
+	VPSRLQ      $0x04, Y0, Y8
+	VPXOR       Y4, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x04, Y1, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x04, Y2, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x04, Y3, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1248(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x04, Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSRLQ      $0x02, Y0, Y8
+	VPXOR       Y2, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x02, Y1, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSRLQ      $0x02, Y4, Y8
+	VPXOR       Y6, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x02, Y5, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1216(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x02, Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSRLQ      $0x01, Y0, Y8
+	VPXOR       Y1, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y1, Y1
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y0, Y0
+	VPSRLQ      $0x01, Y2, Y8
+	VPXOR       Y3, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y3, Y3
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y2, Y2
+	VPSRLQ      $0x01, Y4, Y8
+	VPXOR       Y5, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y5, Y5
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y4, Y4
+	VPSRLQ      $0x01, Y6, Y8
+	VPXOR       Y7, Y8, Y8
+	VPAND       1184(SI), Y8, Y8
+	VPXOR       Y8, Y7, Y7
+	VPSLLQ      $0x01, Y8, Y8
+	VPXOR       Y8, Y6, Y6
+	VPUNPCKLQDQ Y1, Y0, Y8
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPUNPCKLQDQ Y3, Y2, Y1
+	VPUNPCKHQDQ Y3, Y2, Y2
+	VPERM2I128  $0x20, Y1, Y8, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y10
+	VPERM2I128  $0x31, Y1, Y8, Y1
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	MOVQ        448(CX), AX
+	MOVQ        456(CX), SI
+	VMOVQ       (AX)(DX*1), X9
+	VPINSRQ     $0x01, (SI)(DX*1), X9, X9
+	MOVQ        464(CX), AX
+	MOVQ        472(CX), SI
+	VMOVQ       (AX)(DX*1), X2
+	VPINSRQ     $0x01, (SI)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, 448(BX)
+	MOVQ        960(CX), AX
+	MOVQ        968(CX), SI
+	VMOVQ       (AX)(DX*1), X9
+	VPINSRQ     $0x01, (SI)(DX*1), X9, X9
+	MOVQ        976(CX), AX
+	MOVQ        984(CX), SI
+	VMOVQ       (AX)(DX*1), X2
+	VPINSRQ     $0x01, (SI)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y10, Y10
+	VMOVDQU     Y10, 960(BX)
+	MOVQ        1472(CX), AX
+	MOVQ        1480(CX), SI
+	VMOVQ       (AX)(DX*1), X9
+	VPINSRQ     $0x01, (SI)(DX*1), X9, X9
+	MOVQ        1488(CX), AX
+	MOVQ        1496(CX), SI
+	VMOVQ       (AX)(DX*1), X2
+	VPINSRQ     $0x01, (SI)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y1, Y1
+	VMOVDQU     Y1, 1472(BX)
+	MOVQ        1984(CX), AX
+	MOVQ        1992(CX), SI
+	VMOVQ       (AX)(DX*1), X9
+	VPINSRQ     $0x01, (SI)(DX*1), X9, X9
+	MOVQ        2000(CX), AX
+	MOVQ        2008(CX), SI
+	VMOVQ       (AX)(DX*1), X1
+	VPINSRQ     $0x01, (SI)(DX*1), X1, X1
+	VINSERTI128 $0x01, X1, Y9, Y1
+	VPXOR       Y1, Y0, Y0
+	VMOVDQU     Y0, 1984(BX)
+	VPUNPCKLQDQ Y5, Y4, Y0
+	VPUNPCKHQDQ Y5, Y4, Y1
+	VPUNPCKLQDQ Y7, Y6, Y2
+	VPUNPCKHQDQ Y7, Y6, Y3
+	VPERM2I128  $0x20, Y2, Y0, Y4
+	VPERM2I128  $0x20, Y3, Y1, Y5
+	VPERM2I128  $0x31, Y2, Y0, Y0
+	VPERM2I128  $0x31, Y3, Y1, Y1
+	MOVQ        480(CX), AX
+	MOVQ        488(CX), SI
+	VMOVQ       (AX)(DX*1), X9
+	VPINSRQ     $0x01, (SI)(DX*1), X9, X9
+	MOVQ        496(CX), AX
+	MOVQ        504(CX), SI
+	VMOVQ       (AX)(DX*1), X2
+	VPINSRQ     $0x01, (SI)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y4, Y4
+	VMOVDQU     Y4, 480(BX)
+	MOVQ        992(CX), AX
+	MOVQ        1000(CX), SI
+	VMOVQ       (AX)(DX*1), X9
+	VPINSRQ     $0x01, (SI)(DX*1), X9, X9
+	MOVQ        1008(CX), AX
+	MOVQ        1016(CX), SI
+	VMOVQ       (AX)(DX*1), X2
+	VPINSRQ     $0x01, (SI)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y5, Y5
+	VMOVDQU     Y5, 992(BX)
+	MOVQ        1504(CX), AX
+	MOVQ        1512(CX), SI
+	VMOVQ       (AX)(DX*1), X9
+	VPINSRQ     $0x01, (SI)(DX*1), X9, X9
+	MOVQ        1520(CX), AX
+	MOVQ        1528(CX), SI
+	VMOVQ       (AX)(DX*1), X2
+	VPINSRQ     $0x01, (SI)(DX*1), X2, X2
+	VINSERTI128 $0x01, X2, Y9, Y2
+	VPXOR       Y2, Y0, Y0
+	VMOVDQU     Y0, 1504(BX)
+	MOVQ        2016(CX), AX
+	MOVQ        2024(CX), SI
+	VMOVQ       (AX)(DX*1), X9
+	VPINSRQ     $0x01, (SI)(DX*1), X9, X9
+	MOVQ        2032(CX), AX
+	MOVQ        2040(CX), CX
+	VMOVQ       (AX)(DX*1), X0
+	VPINSRQ     $0x01, (CX)(DX*1), X0, X0
+	VINSERTI128 $0x01, X0, Y9, Y0
+	VPXOR       Y0, Y1, Y1
+	VMOVDQU     Y1, 2016(BX)
+	VZEROUPPER
+	RET
+
+// func storeDecryptedAVX2(out *[256]uint64, next *[256]uint64, full *[256]uint8, ptrs *[256]uintptr, c int, quads int)
+// Requires: AVX, AVX2
+TEXT ·storeDecryptedAVX2(SB), NOSPLIT, $0-48
+	MOVQ         out+0(FP), AX
+	MOVQ         next+8(FP), CX
+	MOVQ         full+16(FP), DX
+	MOVQ         ptrs+24(FP), BX
+	MOVQ         c+32(FP), SI
+	LEAQ         1(SI), DI
+	VMOVQ        DI, X0
+	VPBROADCASTQ X0, Y0
+	SHLQ         $0x03, SI
+	MOVQ         quads+40(FP), DI
+
+storeDecryptedAVX2_quad:
+	VPMOVZXBQ    (DX), Y1
+	VPCMPGTQ     Y0, Y1, Y1
+	VPAND        (CX), Y1, Y1
+	VPXOR        (AX), Y1, Y1
+	MOVQ         (BX), R8
+	MOVQ         8(BX), R9
+	VMOVQ        X1, (R8)(SI*1)
+	VPEXTRQ      $0x01, X1, (R9)(SI*1)
+	VEXTRACTI128 $0x01, Y1, X1
+	MOVQ         16(BX), R8
+	MOVQ         24(BX), R9
+	VMOVQ        X1, (R8)(SI*1)
+	VPEXTRQ      $0x01, X1, (R9)(SI*1)
+	ADDQ         $0x20, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, BX
+	ADDQ         $0x04, DX
+	DECQ         DI
+	JNZ          storeDecryptedAVX2_quad
+	VZEROUPPER
+	RET
+
+// func chainToEncryptAVX2(ptrs *[256]uintptr, next *[256]uint64, full *[256]uint8, c int, col *[256]uint64, in *[256]uint64, quads int)
+// Requires: AVX, AVX2
+TEXT ·chainToEncryptAVX2(SB), NOSPLIT, $0-56
+	MOVQ         ptrs+0(FP), AX
+	MOVQ         next+8(FP), CX
+	MOVQ         full+16(FP), DX
+	MOVQ         col+32(FP), BX
+	MOVQ         in+40(FP), SI
+	MOVQ         c+24(FP), DI
+	LEAQ         1(DI), R8
+	VMOVQ        R8, X0
+	VPBROADCASTQ X0, Y0
+	SHLQ         $0x03, DI
+	MOVQ         quads+48(FP), R8
+
+chainToEncryptAVX2_quad:
+	MOVQ        (AX), R9
+	MOVQ        8(AX), R10
+	VMOVQ       (R9)(DI*1), X1
+	VPINSRQ     $0x01, (R10)(DI*1), X1, X1
+	MOVQ        16(AX), R9
+	MOVQ        24(AX), R10
+	VMOVQ       (R9)(DI*1), X2
+	VPINSRQ     $0x01, (R10)(DI*1), X2, X2
+	VINSERTI128 $0x01, X2, Y1, Y2
+	VMOVDQU     Y2, (BX)
+	VPMOVZXBQ   (DX), Y3
+	VPCMPGTQ    Y0, Y3, Y3
+	VPAND       (CX), Y3, Y3
+	VPXOR       Y2, Y3, Y3
+	VMOVDQU     Y3, (SI)
+	ADDQ        $0x20, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, BX
+	ADDQ        $0x20, SI
+	ADDQ        $0x04, DX
+	DECQ        R8
+	JNZ         chainToEncryptAVX2_quad
+	VZEROUPPER
+	RET
+
+// func mergeEncryptedAVX2(out *[256]uint64, full *[256]uint8, c int, col *[256]uint64, quads int)
+// Requires: AVX, AVX2
+TEXT ·mergeEncryptedAVX2(SB), NOSPLIT, $0-40
+	MOVQ         out+0(FP), AX
+	MOVQ         full+8(FP), CX
+	MOVQ         col+24(FP), DX
+	MOVQ         c+16(FP), BX
+	LEAQ         (BX), SI
+	VMOVQ        SI, X0
+	VPBROADCASTQ X0, Y0
+	SHLQ         $0x03, BX
+	MOVQ         quads+32(FP), BX
+
+mergeEncryptedAVX2_quad:
+	VPMOVZXBQ (CX), Y1
+	VPCMPGTQ  Y0, Y1, Y1
+	VMOVDQU   (DX), Y2
+	VPBLENDVB Y1, (AX), Y2, Y2
+	VMOVDQU   Y2, (DX)
+	ADDQ      $0x20, AX
+	ADDQ      $0x20, DX
+	ADDQ      $0x04, CX
+	DECQ      BX
+	JNZ       mergeEncryptedAVX2_quad
+	VZEROUPPER
+	RET
+
+// func storeColumnAVX2(col *[256]uint64, ptrs *[256]uintptr, c int, quads int)
+// Requires: AVX, AVX2
+TEXT ·storeColumnAVX2(SB), NOSPLIT, $0-32
+	MOVQ col+0(FP), AX
+	MOVQ ptrs+8(FP), CX
+	MOVQ c+16(FP), DX
+	SHLQ $0x03, DX
+	MOVQ quads+24(FP), BX
+
+storeColumnAVX2_quad:
+	VMOVDQU      (AX), Y0
+	MOVQ         (CX), SI
+	MOVQ         8(CX), DI
+	VMOVQ        X0, (SI)(DX*1)
+	VPEXTRQ      $0x01, X0, (DI)(DX*1)
+	VEXTRACTI128 $0x01, Y0, X0
+	MOVQ         16(CX), SI
+	MOVQ         24(CX), DI
+	VMOVQ        X0, (SI)(DX*1)
+	VPEXTRQ      $0x01, X0, (DI)(DX*1)
+	ADDQ         $0x20, AX
+	ADDQ         $0x20, CX
+	DECQ         BX
+	JNZ          storeColumnAVX2_quad
+	VZEROUPPER
+	RET

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
+	"unsafe"
 )
 
 // maxBlocks is the number of 8-byte columns of a 184-byte payload.
@@ -61,6 +62,36 @@ type kernelFuncs interface {
 	blockEncrypt(k *Key, in, out []uint64, n int)
 }
 
+// directFuncs are what a kernel supplies, beside its kernelFuncs, to run a
+// batch without copying it: its assembly reads the 8-byte blocks from the
+// payloads and writes the results to them, in the passes that transpose or
+// chain them. Lane l's bytes start at the address ptrs[l] (see
+// batch.ptrs), block c at ptrs[l]+8c, and every lane of the first n,
+// rounded up to the kernel's grouping, or of the kernel's word for the
+// stream cipher, is read and written: the engine points lanes without a
+// payload of their own at scratch space. A kernel offers them only where
+// one stream cipher call covers the whole batch (its word is the batch
+// capacity).
+type directFuncs interface {
+	// streamInitFrom writes block 0 of each lane to iv[l] and runs
+	// streamInit with it.
+	streamInitFrom(k *Key, ptrs []uintptr, iv []uint64)
+	// streamXORFrom writes to col[l] block off/8 of lane l XORed with the
+	// lane's next 8 keystream bytes.
+	streamXORFrom(ptrs []uintptr, off int, col []uint64)
+	// storeDecrypted writes to block c the plaintext out[l], XORed with
+	// next[l] where full[l] > c+1.
+	storeDecrypted(out, next []uint64, full []uint8, ptrs []uintptr, c, n int)
+	// chainToEncrypt reads block c of each lane into col[l] and writes to
+	// in[l] the block cipher input: col[l], XORed with next[l] where
+	// full[l] > c+1.
+	chainToEncrypt(ptrs []uintptr, next []uint64, full []uint8, c int, col, in []uint64, n int)
+	// mergeEncrypted sets col[l] to out[l] where full[l] > c.
+	mergeEncrypted(out []uint64, full []uint8, c int, col []uint64, n int)
+	// storeColumn writes col[l] to block c of each lane.
+	storeColumn(col []uint64, ptrs []uintptr, c, n int)
+}
+
 func (k *kernel) ok() bool { return k.supported == nil || k.supported() }
 
 // kernels is the table of registered kernels.
@@ -109,16 +140,98 @@ type batch struct {
 	n       int     // lanes in use
 	cols    int     // columns any lane touches, residue included
 	maxFull int     // largest full-block count
+
+	// For kernels with directFuncs, the engine reads and writes the
+	// payloads through ptrs: ptrs[l] is the address of lane l's payload
+	// when it is a whole 184 bytes, and otherwise of the lane's slot of
+	// scratch, 184 bytes, into which a shorter payload is copied and out
+	// of which it is copied back (short payloads are rare: those after an
+	// adaptation field). So the kernels may read and write all 184 bytes
+	// of every lane. Addresses held as uintptr do not keep the payloads
+	// alive for the garbage collector: payload does, from fillDirect to
+	// the end of the batch, and the payloads are on the heap because
+	// payload holds them (Go's heap objects do not move). Between batches
+	// every ptrs[l] points at its scratch slot, so that no address of a
+	// payload outlives its batch.
+	ptrs    []uintptr
+	scratch []byte
 }
 
-// newBatch returns a batch of capacity lanes.
-func newBatch(capacity int) batch {
+// newBatch returns a batch of capacity lanes, with the pointer table and
+// scratch space of the direct path if direct is set.
+func newBatch(capacity int, direct bool) batch {
 	b := batch{payload: make([][]byte, capacity), full: make([]uint8, capacity)}
 	mem := make([]uint64, maxBlocks*capacity)
 	for c := range b.blocks {
 		b.blocks[c] = mem[c*capacity : (c+1)*capacity : (c+1)*capacity]
 	}
+	if direct {
+		b.ptrs = make([]uintptr, capacity)
+		b.scratch = make([]byte, capacity*maxPayload)
+		for l := range b.ptrs {
+			b.ptrs[l] = b.scratchAddr(l)
+		}
+	}
 	return b
+}
+
+// scratchAddr returns the address of lane l's scratch slot.
+func (b *batch) scratchAddr(l int) uintptr {
+	return uintptr(unsafe.Pointer(&b.scratch[l*maxPayload]))
+}
+
+// fillDirect is fill for the direct path: instead of copying the blocks
+// into columns it points ptrs at the payloads, copying those shorter than
+// 184 bytes into scratch.
+func (b *batch) fillDirect(payloads [][]byte, width int) [][]byte {
+	b.n, b.cols, b.maxFull = 0, 0, 0
+	for len(payloads) > 0 && b.n < width {
+		p := payloads[0]
+		payloads = payloads[1:]
+		if len(p) > maxPayload {
+			b.releaseLanes()
+			panic("csa: payload longer than " + strconv.Itoa(maxPayload) + " bytes")
+		}
+		if len(p) < 8 {
+			continue
+		}
+		l := b.n
+		b.n++
+		full := len(p) / 8
+		if full == maxBlocks {
+			b.ptrs[l] = uintptr(unsafe.Pointer(&p[0]))
+		} else {
+			copy(b.scratch[l*maxPayload:], p)
+		}
+		cols := (len(p) + 7) / 8
+		b.payload[l], b.full[l] = p, uint8(full)
+		b.cols, b.maxFull = max(b.cols, cols), max(b.maxFull, full)
+	}
+	return payloads
+}
+
+// releaseLanes points the lanes in use back at their scratch slots.
+func (b *batch) releaseLanes() {
+	for l, p := range b.payload[:b.n] {
+		if len(p) == maxPayload {
+			b.ptrs[l] = b.scratchAddr(l)
+		}
+	}
+}
+
+// copyBack copies the payloads shorter than 184 bytes out of their scratch
+// slots: their full blocks, or with whole set all their bytes.
+func (b *batch) copyBack(whole bool) {
+	for l, p := range b.payload[:b.n] {
+		if len(p) == maxPayload {
+			continue
+		}
+		n := len(p)
+		if !whole {
+			n = n / 8 * 8
+		}
+		copy(p[:n], b.scratch[l*maxPayload:])
+	}
 }
 
 // fill takes payloads into lanes until width lanes are used or payloads
@@ -253,6 +366,52 @@ func (e *Engine) streamXOR(k *Key) {
 			e.f.streamXOR(b.blocks[c][lo : lo+word])
 		}
 	}
+}
+
+// decryptDirect is decrypt for kernels with directFuncs, on a batch from
+// fillDirect: the stream cipher reads the payloads and leaves its output in
+// the columns, and the block cipher's plaintext goes straight to the
+// payloads (or scratch, copied back at the end).
+func (e *Engine) decryptDirect(k *Key, d directFuncs) {
+	b := &e.b
+	d.streamInitFrom(k, b.ptrs, b.blocks[0])
+	for c := 1; c < b.cols; c++ {
+		d.streamXORFrom(b.ptrs, 8*c, b.blocks[c])
+	}
+	for c := range b.maxFull {
+		e.f.blockDecrypt(k, b.blocks[c], e.out, b.n)
+		d.storeDecrypted(e.out, b.blocks[(c+1)%maxBlocks], b.full, b.ptrs, c, b.n)
+	}
+	b.releaseLanes()
+	b.copyBack(false)
+	b.storeResidues()
+}
+
+// encryptDirect is encrypt for kernels with directFuncs, on a batch from
+// fillDirect: the block cipher reads the payloads, from the last column to
+// the first, into the columns; the residues join them; the stream cipher
+// runs on the columns, which are then written to the payloads (or scratch,
+// copied back at the end).
+func (e *Engine) encryptDirect(k *Key, d directFuncs) {
+	b := &e.b
+	for c := b.maxFull - 1; c >= 0; c-- {
+		d.chainToEncrypt(b.ptrs, b.blocks[(c+1)%maxBlocks], b.full, c, b.blocks[c], e.in, b.n)
+		e.f.blockEncrypt(k, e.in, e.out, b.n)
+		d.mergeEncrypted(e.out, b.full, c, b.blocks[c], b.n)
+	}
+	if b.cols > b.maxFull {
+		// The residues of the lanes with the most full blocks; those of the
+		// others were read with their columns.
+		c := b.maxFull
+		d.chainToEncrypt(b.ptrs, b.blocks[(c+1)%maxBlocks], b.full, c, b.blocks[c], e.in, b.n)
+	}
+	e.streamXOR(k)
+	for c := range b.cols {
+		d.storeColumn(b.blocks[c], b.ptrs, c, b.n)
+	}
+	b.releaseLanes()
+	b.copyBack(true)
+	clear(b.payload[:b.n])
 }
 
 // decrypt descrambles the lanes of the batch: the stream cipher first,

@@ -505,3 +505,135 @@ func missingFeatures(k *kernel) string {
 	}
 	return strings.Join(missing, ", ")
 }
+
+// packetRun is a run of 188-byte packets in one buffer, as the pipeline
+// holds them, with one payload per packet: 184 bytes after the header, or
+// a shorter one at the packet's end (after an adaptation field).
+type packetRun struct {
+	buf      []byte
+	payloads [][]byte
+	want     []byte // buf as the scalar cipher leaves it
+}
+
+// newPacketRun takes count packets of pool, from index first on, copied
+// into one buffer.
+func newPacketRun(pool []lanePacket, first, count int) packetRun {
+	r := packetRun{buf: make([]byte, 188*count), want: make([]byte, 188*count)}
+	for i := range count {
+		lp := pool[(first+i)%len(pool)]
+		pkt := r.buf[188*i : 188*(i+1)]
+		copy(pkt, lp.pkt)
+		copy(r.want[188*i:], lp.want)
+		r.payloads = append(r.payloads, pkt[lp.off:lp.off+lp.n])
+	}
+	return r
+}
+
+// directPool returns packets for TestEngineMostlyFull: three in four carry
+// a whole 184-byte payload, the others a payload of 8 to 183 bytes at the
+// packet's end, every length at least once; each with the scalar cipher's
+// result in the given direction.
+func directPool(rng *rand.Rand, k *Key, decrypt bool) []lanePacket {
+	var pool []lanePacket
+	add := func(n int) {
+		pkt := make([]byte, 188)
+		for j := range pkt {
+			pkt[j] = byte(rng.Uint32())
+		}
+		off := 188 - n
+		want := slices.Clone(pkt)
+		if decrypt {
+			k.Decrypt(want[off:])
+		} else {
+			k.Encrypt(want[off:])
+		}
+		pool = append(pool, lanePacket{pkt: pkt, off: off, n: n, want: want})
+	}
+	for n := 8; n < maxPayload; n++ {
+		add(n)
+		for range 3 {
+			add(maxPayload)
+		}
+	}
+	rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+	return pool
+}
+
+// TestEngineMostlyFull compares every engine lane by lane with the scalar
+// cipher on runs of packets as a stream has them: mostly whole 184-byte
+// payloads, which the AVX2 kernel deciphers in place through their
+// addresses, between shorter ones (every length 8..183, residues and lanes
+// with fewer full blocks than the others), in batches of 1 to 2×Lanes+1
+// payloads. Every byte of the packets outside the payloads must stay as it
+// was, and a batch must not write to the payloads of the batch before.
+func TestEngineMostlyFull(t *testing.T) {
+	runEngines(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(17, uint64(e.Lanes())))
+		k := mustKey(t, []byte{0x9a, 0x3b, 0x01, 0xf7, 0x50, 0x22, 0xe4, 0x8c})
+		sizes := []int{e.Lanes(), e.Lanes() + 1, 2*e.Lanes() + 1}
+		for n := 1; n < e.Lanes(); n++ {
+			if !testing.Short() || n < 9 || n%31 == 0 || n > e.Lanes()-9 {
+				sizes = append(sizes, n)
+			}
+		}
+		for _, decrypt := range []bool{true, false} {
+			pool := directPool(rng, k, decrypt)
+			var prev packetRun
+			for i, n := range sizes {
+				r := newPacketRun(pool, 7*i, n)
+				if decrypt {
+					e.Decrypt(k, r.payloads)
+				} else {
+					e.Encrypt(k, r.payloads)
+				}
+				for p := range n {
+					got, want := r.buf[188*p:188*(p+1)], r.want[188*p:188*(p+1)]
+					if !bytes.Equal(got, want) {
+						t.Fatalf("decrypt=%v, batch of %d: packet %d (payload of %d bytes) differs from the scalar cipher:\n got %x\nwant %x",
+							decrypt, n, p, len(r.payloads[p]), got, want)
+					}
+				}
+				if prev.buf != nil && !bytes.Equal(prev.buf, prev.want) {
+					t.Fatalf("decrypt=%v: a batch of %d changed the packets of the batch before it", decrypt, n)
+				}
+				prev = r
+			}
+		}
+	})
+}
+
+// TestEngineLongPayloadKeepsOthers checks that a batch refused for a
+// payload longer than 184 bytes leaves the payloads before it in the call
+// as they were, and that the engine, used again, writes only the new
+// payloads.
+func TestEngineLongPayloadKeepsOthers(t *testing.T) {
+	k := mustKey(t, lengthTableCW)
+	runEngines(t, func(t *testing.T, e *Engine) {
+		a, b := make([]byte, maxPayload), make([]byte, maxPayload)
+		for i := range a {
+			a[i], b[i] = byte(i), byte(3*i)
+		}
+		wantA, wantB := slices.Clone(a), slices.Clone(b)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic for a 185-byte payload")
+				}
+			}()
+			e.Decrypt(k, [][]byte{a, b, make([]byte, maxPayload+1)})
+		}()
+		if !bytes.Equal(a, wantA) || !bytes.Equal(b, wantB) {
+			t.Fatal("the refused batch changed the payloads before the long one")
+		}
+		c := make([]byte, 100)
+		wantC := slices.Clone(c)
+		k.Decrypt(wantC)
+		e.Decrypt(k, [][]byte{c})
+		if !bytes.Equal(a, wantA) || !bytes.Equal(b, wantB) {
+			t.Fatal("the batch after a refused one changed the refused batch's payloads")
+		}
+		if !bytes.Equal(c, wantC) {
+			t.Fatal("the batch after a refused one: Decrypt wrong")
+		}
+	})
+}

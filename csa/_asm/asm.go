@@ -506,8 +506,11 @@ func writeAsm(circuits [7]circuit) {
 	tc := synthesizeTern()
 	streamKernelAVX512(tc, true)
 	streamKernelAVX512(tc, false)
-	transposeKernel(false)
-	transposeKernel(true)
+	transposeKernel(false, false)
+	transposeKernel(true, false)
+	transposeKernel(false, true)
+	transposeKernel(true, true)
+	columnKernels()
 	Generate()
 }
 
@@ -553,20 +556,49 @@ func transpose4x4(m [4]VecVirtual) [4]VecVirtual {
 // four quarters run side by side, one per 64-bit element; steps 32, 16 and
 // 8 swap among rows k, k+8, ..., k+56 and steps 4, 2 and 1 among eight
 // consecutive rows, so each pass keeps eight rows in registers.
-func transposeKernel(toLanes bool) {
-	if toLanes {
-		TEXT("planesToLanesXorAVX2", NOSPLIT, "func(planes *[64][4]uint64, col *[256]uint64, tab *avx2Tables)")
-		Doc("planesToLanesXorAVX2 transposes the 64 bit-planes of 256 lanes and XORs lane l's", "64-bit value into col[l]. It overwrites planes.")
-	} else {
-		TEXT("lanesToPlanesAVX2", NOSPLIT, "func(col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)")
-		Doc("lanesToPlanesAVX2 transposes the 64-bit values of 256 lanes into 64 bit-planes.")
+//
+// With direct set, the lanes' blocks are read from the payloads instead of
+// from col: the block of lane l at byte offset off of the address ptrs[l]
+// (see transposeGather). Going to planes, the blocks read are also written
+// to col, for the block cipher; going to lanes, col gets the blocks read
+// XORed with the planes.
+func transposeKernel(toLanes, direct bool) {
+	suffix := "AVX2"
+	if direct {
+		suffix = "DirectAVX2"
+	}
+	var name string
+	switch {
+	case toLanes && direct:
+		name = "planesToLanesXor" + suffix
+		TEXT(name, NOSPLIT, "func(planes *[64][4]uint64, ptrs *[256]uintptr, off int, col *[256]uint64, tab *avx2Tables)")
+		Doc(name+" transposes the 64 bit-planes of 256 lanes, XORs lane l's 64-bit value",
+			"with the 8 bytes at ptrs[l]+off and writes the result to col[l]. It overwrites planes.")
+	case toLanes:
+		name = "planesToLanesXor" + suffix
+		TEXT(name, NOSPLIT, "func(planes *[64][4]uint64, col *[256]uint64, tab *avx2Tables)")
+		Doc(name+" transposes the 64 bit-planes of 256 lanes and XORs lane l's", "64-bit value into col[l]. It overwrites planes.")
+	case direct:
+		name = "lanesToPlanes" + suffix
+		TEXT(name, NOSPLIT, "func(ptrs *[256]uintptr, off int, col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)")
+		Doc(name+" reads the 8 bytes at ptrs[l]+off of each of 256 lanes, writes them",
+			"to col[l] and transposes them into 64 bit-planes.")
+	default:
+		name = "lanesToPlanes" + suffix
+		TEXT(name, NOSPLIT, "func(col *[256]uint64, planes *[64][4]uint64, tab *avx2Tables)")
+		Doc(name + " transposes the 64-bit values of 256 lanes into 64 bit-planes.")
 	}
 	Pragma("noescape")
-	var planes, col Register
+	var planes, col, ptrs, off Register
 	if toLanes {
-		planes, col = Load(Param("planes"), GP64()), Load(Param("col"), GP64())
-	} else {
-		col, planes = Load(Param("col"), GP64()), Load(Param("planes"), GP64())
+		planes = Load(Param("planes"), GP64())
+	}
+	if direct {
+		ptrs, off = Load(Param("ptrs"), GP64()), Load(Param("off"), GP64())
+	}
+	col = Load(Param("col"), GP64())
+	if !toLanes {
+		planes = Load(Param("planes"), GP64())
 	}
 	tab := Load(Param("tab"), GP64())
 	plane := func(k int) Mem { return Mem{Base: planes, Disp: k * ymmBytes} }
@@ -615,8 +647,13 @@ func transposeKernel(toLanes bool) {
 			for h := 0; h < 2; h++ {
 				v := transpose4x4([4]VecVirtual{m[4*h], m[4*h+1], m[4*h+2], m[4*h+3]})
 				for q := range v {
-					VPXOR(lane(64*q+8*b+4*h), v[q], v[q])
-					VMOVDQU(v[q], lane(64*q+8*b+4*h))
+					l := 64*q + 8*b + 4*h
+					if direct {
+						VPXOR(transposeGather(ptrs, off, l), v[q], v[q])
+					} else {
+						VPXOR(lane(l), v[q], v[q])
+					}
+					VMOVDQU(v[q], lane(l))
 				}
 			}
 		}
@@ -626,8 +663,14 @@ func transposeKernel(toLanes bool) {
 			for h := 0; h < 2; h++ {
 				var v [4]VecVirtual
 				for q := range v {
-					v[q] = YMM()
-					VMOVDQU(lane(64*q+8*b+4*h), v[q])
+					l := 64*q + 8*b + 4*h
+					if direct {
+						v[q] = transposeGather(ptrs, off, l)
+						VMOVDQU(v[q], lane(l))
+					} else {
+						v[q] = YMM()
+						VMOVDQU(lane(l), v[q])
+					}
 				}
 				r := transpose4x4(v)
 				copy(m[4*h:], r[:])
@@ -641,6 +684,153 @@ func transposeKernel(toLanes bool) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// transposeGather returns the 8-byte blocks of lanes l..l+3 in one YMM
+// register, lane l+i's from byte offset off of the address ptrs[l+i]: two
+// scalar loads and an insert per 128-bit half. (VPGATHERQQ measured no
+// faster on AMD Zen 5, and gathers are slow on earlier Zen cores.)
+func transposeGather(ptrs, off Register, l int) VecVirtual {
+	var half [2]VecVirtual
+	for h := range half {
+		half[h] = XMM()
+		p0, p1 := GP64(), GP64()
+		MOVQ(Mem{Base: ptrs, Disp: 8 * (l + 2*h)}, p0)
+		MOVQ(Mem{Base: ptrs, Disp: 8 * (l + 2*h + 1)}, p1)
+		VMOVQ(Mem{Base: p0, Index: off, Scale: 1}, half[h])
+		VPINSRQ(U8(1), Mem{Base: p1, Index: off, Scale: 1}, half[h], half[h])
+	}
+	y := YMM()
+	VINSERTI128(U8(1), half[1], half[0].AsY(), y)
+	return y
+}
+
+// transposeScatter writes the four 64-bit lanes of v to byte offset off of
+// the addresses ptrs[0..3].
+func transposeScatter(v VecVirtual, ptrs, off Register) {
+	for h := range 2 {
+		x := v.AsX()
+		if h == 1 {
+			x = XMM()
+			VEXTRACTI128(U8(1), v, x)
+		}
+		p0, p1 := GP64(), GP64()
+		MOVQ(Mem{Base: ptrs, Disp: 16 * h}, p0)
+		MOVQ(Mem{Base: ptrs, Disp: 16*h + 8}, p1)
+		VMOVQ(x, Mem{Base: p0, Index: off, Scale: 1})
+		VPEXTRQ(U8(1), x, Mem{Base: p1, Index: off, Scale: 1})
+	}
+}
+
+// columnSetup loads c and returns the column's byte offset 8c and, if
+// bias is not nil, c+*bias broadcast to four lanes, for fullMask.
+func columnSetup(bias *int) (off Register, lim VecVirtual) {
+	c := Load(Param("c"), GP64())
+	if bias != nil {
+		cb := GP64()
+		LEAQ(Mem{Base: c, Disp: *bias}, cb)
+		lim = YMM()
+		VMOVQ(cb, lim.AsX())
+		VPBROADCASTQ(lim.AsX(), lim)
+	}
+	off = GP64()
+	MOVQ(c, off)
+	SHLQ(U8(3), off)
+	return off, lim
+}
+
+// fullMask returns, for the four lanes at full, all ones where full[l] >
+// lim.
+func fullMask(full Register, lim VecVirtual) VecVirtual {
+	f := YMM()
+	VPMOVZXBQ(Mem{Base: full}, f)
+	VPCMPGTQ(lim, f, f)
+	return f
+}
+
+// columnLoop emits the loop over quads groups of four lanes: body, then
+// the pointers advanced by four lanes (lanes by 32 bytes, full, if not
+// nil, by 4).
+func columnLoop(name string, body func(), lanes []Register, full Register) {
+	n := Load(Param("quads"), GP64())
+	Label(name + "_quad")
+	body()
+	for _, r := range lanes {
+		ADDQ(U8(32), r)
+	}
+	if full != nil {
+		ADDQ(U8(4), full)
+	}
+	DECQ(n)
+	JNZ(LabelRef(name + "_quad"))
+	VZEROUPPER()
+	RET()
+}
+
+// columnKernels emits the kernels that carry the block cipher's CBC chain
+// between its columns and the payloads, for the engine's direct path
+// (directFuncs in csa/engine.go). Lanes are read and written at ptrs[l]+8c,
+// every lane of the quads groups of four: the engine points lanes without
+// a full block c at scratch space.
+func columnKernels() {
+	one, zero := 1, 0
+
+	TEXT("storeDecryptedAVX2", NOSPLIT, "func(out, next *[256]uint64, full *[256]uint8, ptrs *[256]uintptr, c int, quads int)")
+	Pragma("noescape")
+	Doc("storeDecryptedAVX2 writes out[l] ^ next[l] (out[l] alone where full[l] <= c+1)",
+		"to the 8 bytes at ptrs[l]+8c, for the lanes of quads groups of four.")
+	out, next := Load(Param("out"), GP64()), Load(Param("next"), GP64())
+	full, ptrs := Load(Param("full"), GP64()), Load(Param("ptrs"), GP64())
+	off, lim := columnSetup(&one)
+	columnLoop("storeDecryptedAVX2", func() {
+		m := fullMask(full, lim)
+		VPAND(Mem{Base: next}, m, m)
+		VPXOR(Mem{Base: out}, m, m)
+		transposeScatter(m, ptrs, off)
+	}, []Register{out, next, ptrs}, full)
+
+	TEXT("chainToEncryptAVX2", NOSPLIT, "func(ptrs *[256]uintptr, next *[256]uint64, full *[256]uint8, c int, col, in *[256]uint64, quads int)")
+	Pragma("noescape")
+	Doc("chainToEncryptAVX2 reads the 8 bytes at ptrs[l]+8c into col[l] and writes to in[l]",
+		"the block cipher input of column c: col[l] ^ next[l], or col[l] alone where",
+		"full[l] <= c+1, for the lanes of quads groups of four.")
+	ptrs, next, full = Load(Param("ptrs"), GP64()), Load(Param("next"), GP64()), Load(Param("full"), GP64())
+	col, in := Load(Param("col"), GP64()), Load(Param("in"), GP64())
+	off, lim = columnSetup(&one)
+	columnLoop("chainToEncryptAVX2", func() {
+		raw := transposeGather(ptrs, off, 0)
+		VMOVDQU(raw, Mem{Base: col})
+		m := fullMask(full, lim)
+		VPAND(Mem{Base: next}, m, m)
+		VPXOR(raw, m, m)
+		VMOVDQU(m, Mem{Base: in})
+	}, []Register{ptrs, next, col, in}, full)
+
+	TEXT("mergeEncryptedAVX2", NOSPLIT, "func(out *[256]uint64, full *[256]uint8, c int, col *[256]uint64, quads int)")
+	Pragma("noescape")
+	Doc("mergeEncryptedAVX2 sets col[l] to out[l] where full[l] > c, for the lanes of quads",
+		"groups of four.")
+	out, full, col = Load(Param("out"), GP64()), Load(Param("full"), GP64()), Load(Param("col"), GP64())
+	_, lim = columnSetup(&zero)
+	columnLoop("mergeEncryptedAVX2", func() {
+		m := fullMask(full, lim)
+		v := YMM()
+		VMOVDQU(Mem{Base: col}, v)
+		VPBLENDVB(m, Mem{Base: out}, v, v)
+		VMOVDQU(v, Mem{Base: col})
+	}, []Register{out, col}, full)
+
+	TEXT("storeColumnAVX2", NOSPLIT, "func(col *[256]uint64, ptrs *[256]uintptr, c int, quads int)")
+	Pragma("noescape")
+	Doc("storeColumnAVX2 writes col[l] to the 8 bytes at ptrs[l]+8c, for the lanes of quads",
+		"groups of four.")
+	col, ptrs = Load(Param("col"), GP64()), Load(Param("ptrs"), GP64())
+	off, _ = columnSetup(nil)
+	columnLoop("storeColumnAVX2", func() {
+		v := YMM()
+		VMOVDQU(Mem{Base: col}, v)
+		transposeScatter(v, ptrs, off)
+	}, []Register{col, ptrs}, nil)
 }
 
 // Rows of vbmiTables (csa_amd64.go), 64 bytes each.
