@@ -49,9 +49,13 @@ type Stats struct {
 
 	Unaligned int64 // datagrams whose TS payload is not a whole number of 188-byte packets
 	Truncated int64 // datagrams dropped because their RTP header ran past their end, or cut by the buffer
-	Dropped   int64 // datagrams the kernel dropped because the socket buffer was full (Linux)
+	// Dropped is what the kernel dropped because the socket buffer was full (Linux): datagrams,
+	// but when it coalesces them (Coalesced), buffers of up to 64 datagrams, each counted once,
+	// so the count of datagrams lost is then at least Dropped (RTP's Lost counts them exactly).
+	Dropped int64
 
-	SocketBuffer int // the receive buffer the kernel granted, in bytes
+	SocketBuffer int  // the receive buffer the kernel granted, in bytes
+	Coalesced    bool // the kernel hands over datagrams of one size coalesced (UDP_GRO)
 }
 
 // ErrIdle is the error Read returns, wrapped in an *IdleError, when no datagram arrived for the
@@ -159,6 +163,7 @@ func Listen(ctx context.Context, addr *Address) (*Reader, error) {
 	if rc, err := conn.SyscallConn(); err == nil {
 		_ = rc.Control(func(fd uintptr) { r.gro = enableGRO(int(fd)) })
 	}
+	r.st.Coalesced = r.gro
 	r.msgs = make([]ipv4.Message, batchSize)
 	mem := make([]byte, batchSize*recvBuffer)
 	oob := make([]byte, batchSize*oobSize)
