@@ -19,6 +19,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/psi"
 )
 
 // TestLiveLatency measures the delay the command adds to a live stream with its default flags
@@ -369,4 +370,57 @@ func liveLines(s string) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// TestLiveLookAheadEndsAtPMT sends a live input its first three packets (SDT, PAT, PMT), a
+// datagram each, and nothing more: the look-ahead must end as the PMT arrives, not wait for the
+// packets after it (its framer's sync look-ahead) until the input falls silent. The silence
+// allowed is a minute, so only the first can end it in time. The run then reads every byte.
+func TestLiveLookAheadEndsAtPMT(t *testing.T) {
+	defer func(d time.Duration) { peekIdle = d }(peekIdle)
+	peekIdle = time.Minute
+	stream := readFile(t, demoScrambled)[:20*188]
+	port := freeUDPPort(t)
+	in, err := openLiveInput(fmt.Sprintf("udp://@127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	sc, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := sc.Write(stream[i*188 : (i+1)*188]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(0, 3)
+	done := make(chan []psi.Service, 1)
+	go func() { done <- peekServices(in) }()
+	select {
+	case svcs := <-done:
+		if len(svcs) != 1 || !svcs[0].PMTSeen {
+			t.Fatalf("services %+v: want the one service of the sample, its PMT read", svcs)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the look-ahead did not end when the PMT came: it waits for the packets after it")
+	}
+	send(3, 20)
+	got := make([]byte, 0, len(stream))
+	buf := make([]byte, 4096)
+	in.live.SetIdleTimeout(5 * time.Second)
+	for len(got) < len(stream) {
+		n, err := in.Reader.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if !bytes.Equal(got, stream) {
+		t.Fatalf("the run read %d bytes, not the %d sent", len(got), len(stream))
+	}
 }

@@ -71,8 +71,9 @@ var peekLimit = 8 << 20
 
 // peekIdle is how long the look-ahead waits on a pipe that sends nothing before the run starts
 // with what it has: a live feed that stalls must not hold back the packets already read, and a
-// signal sent meanwhile finds the run started and its handlers in place.
-const peekIdle = 200 * time.Millisecond
+// signal sent meanwhile finds the run started and its handlers in place. (A variable so that
+// tests can lengthen it.)
+var peekIdle = 200 * time.Millisecond
 
 // lookahead holds the input that chooseSystem opened to read its PMTs, until the run takes it.
 type lookahead struct{ in *input }
