@@ -17,6 +17,11 @@
 // with RTP headers for rtp:// (payload type 33, a 90 kHz timestamp from the PCR). Flush sends a
 // short datagram, so a caller can bound the latency of a quiet stream.
 //
+// On Linux both ends spare the kernel work per datagram where it allows: the Writer hands it up
+// to 64 datagrams of one size per message (UDP_SEGMENT), which it cuts into the same datagrams,
+// and the Reader asks for datagrams coalesced (UDP_GRO) and cuts them apart again, each with
+// its RTP header. Where the kernel refuses, both fall back to a datagram per message.
+//
 // Both ends work on loopback and inside network namespaces, which is how the tests run them
 // against ffmpeg, multicat and socat.
 package live

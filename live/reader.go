@@ -21,8 +21,11 @@ const (
 	// batchSize datagrams are taken from the kernel per system call (recvmmsg on Linux):
 	// at 7 packets a datagram and 100 Mbit/s the syscall rate falls from 9500/s to 600/s.
 	batchSize = 16
-	// maxDatagram is the largest UDP payload over IPv4; a larger IPv6 datagram is cut and counted.
+	// maxDatagram is the largest UDP payload over IPv4; a larger IPv6 datagram is counted and dropped.
 	maxDatagram = 65507
+	// recvBuffer is the room for one received message: above any UDP payload, so that
+	// datagrams the kernel coalesced (UDP_GRO, up to 64 KiB) are never cut.
+	recvBuffer = 1 << 16
 	// maxHold bounds the wait for a datagram missing from the sequence while later ones are
 	// held: a datagram lost on a quiet stream must not hold the ones after it for long.
 	maxHold = 50 * time.Millisecond
@@ -46,9 +49,13 @@ type Stats struct {
 
 	Unaligned int64 // datagrams whose TS payload is not a whole number of 188-byte packets
 	Truncated int64 // datagrams dropped because their RTP header ran past their end, or cut by the buffer
-	Dropped   int64 // datagrams the kernel dropped because the socket buffer was full (Linux)
+	// Dropped is what the kernel dropped because the socket buffer was full (Linux): datagrams,
+	// but when it coalesces them (Coalesced), buffers of up to 64 datagrams, each counted once,
+	// so the count of datagrams lost is then at least Dropped (RTP's Lost counts them exactly).
+	Dropped int64
 
-	SocketBuffer int // the receive buffer the kernel granted, in bytes
+	SocketBuffer int  // the receive buffer the kernel granted, in bytes
+	Coalesced    bool // the kernel hands over datagrams of one size coalesced (UDP_GRO)
 }
 
 // ErrIdle is the error Read returns, wrapped in an *IdleError, when no datagram arrived for the
@@ -80,6 +87,7 @@ type Reader struct {
 	conn *net.UDPConn
 	bc   batchConn
 	rtp  bool
+	gro  bool        // the kernel may coalesce datagrams (UDP_GRO)
 	stop func() bool // unregisters the context's AfterFunc
 
 	msgs  []ipv4.Message
@@ -97,10 +105,11 @@ type Reader struct {
 	closed    atomic.Bool
 	closeErr  error
 
-	mu    sync.Mutex // guards what Stats copies: st, seq's counters, pts
-	st    Stats
-	seq   sequencer
-	ptSet [128]bool
+	mu       sync.Mutex // guards what Stats copies: st, seq's counters, pts
+	st       Stats
+	messages int64 // messages received: fewer than datagrams when the kernel coalesced them
+	seq      sequencer
+	ptSet    [128]bool
 }
 
 // Listen opens addr for reading: it binds the port and, for a multicast group, joins it (from
@@ -151,12 +160,16 @@ func Listen(ctx context.Context, addr *Address) (*Reader, error) {
 	r := &Reader{addr: addr, conn: conn, bc: newBatchConn(conn), rtp: addr.RTP(), lastArrival: time.Now()}
 	r.seq.emit = r.emit
 	r.st.SocketBuffer = rcvBuf(conn)
+	if rc, err := conn.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { r.gro = enableGRO(int(fd)) })
+	}
+	r.st.Coalesced = r.gro
 	r.msgs = make([]ipv4.Message, batchSize)
-	mem := make([]byte, batchSize*(maxDatagram+1))
+	mem := make([]byte, batchSize*recvBuffer)
 	oob := make([]byte, batchSize*oobSize)
 	for i := range r.msgs {
-		// One byte more than the largest datagram, so a longer one shows as cut (len > max).
-		r.msgs[i].Buffers = [][]byte{mem[i*(maxDatagram+1) : (i+1)*(maxDatagram+1)]}
+		// More room than the largest IPv4 datagram, so a longer one shows (len > max).
+		r.msgs[i].Buffers = [][]byte{mem[i*recvBuffer : (i+1)*recvBuffer]}
 		r.msgs[i].OOB = oob[i*oobSize : (i+1)*oobSize]
 	}
 	r.stop = context.AfterFunc(ctx, func() { r.shutdown() })
@@ -314,45 +327,38 @@ func (r *Reader) fill() error {
 	return fmt.Errorf("%s: receive failed: %v", r.addr, unwrapOp(err))
 }
 
-// take sorts a batch of datagrams into r.ready, through the sequencer for RTP.
+// take sorts a batch of messages into r.ready, through the sequencer for RTP. A message holds
+// one datagram, or with UDP_GRO several of one size (the last may be shorter), which are taken
+// apart again: each has its own RTP header and counts as the datagram it was.
 func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.messages += int64(len(ms))
 	for i := range ms {
 		m := &ms[i]
 		b := m.Buffers[0][:m.N]
-		r.st.Datagrams++
-		if m.N > maxDatagram {
-			r.st.Truncated++
-			continue
-		}
-		if !r.rtp && !looksLikeRTP(b) {
-			r.emit(b)
-			continue
-		}
-		p, status := parseRTP(b)
-		switch status {
-		case rtpNotRTP:
-			r.st.NotRTP++
-			r.emit(b)
-			continue
-		case rtpTruncated:
-			r.st.Truncated++
-			continue
-		}
-		r.st.RTP++
-		if p.pt != PayloadTypeMP2T {
-			r.st.OtherPT++
-			if !r.ptSet[p.pt] {
-				r.ptSet[p.pt] = true
-				r.st.OtherPTs = append(r.st.OtherPTs, p.pt)
+		if r.gro && m.NN > 0 {
+			c := parseControls(m.OOB[:m.NN])
+			if c.hasDrops {
+				r.st.Dropped = int64(c.drops)
+			}
+			if seg := c.segment; seg > 0 {
+				for ; len(b) > seg; b = b[seg:] {
+					r.datagram(b[:seg])
+				}
 			}
 		}
-		r.seq.push(p.seq, p.payload)
+		if len(b) > maxDatagram {
+			r.st.Datagrams++
+			r.st.Truncated++
+			continue
+		}
+		r.datagram(b)
 	}
-	if last := &ms[len(ms)-1]; last.NN > 0 {
-		if d, ok := dropCounter(last.OOB[:last.NN]); ok {
-			r.st.Dropped = int64(d)
+	// The drop count is cumulative: the last message of the batch has the latest.
+	if last := &ms[len(ms)-1]; !r.gro && last.NN > 0 {
+		if c := parseControls(last.OOB[:last.NN]); c.hasDrops {
+			r.st.Dropped = int64(c.drops)
 		}
 	}
 	if r.seq.holding() {
@@ -362,6 +368,34 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 	} else {
 		r.heldSince = time.Time{}
 	}
+}
+
+// datagram counts one datagram and passes its TS bytes on, through the sequencer for RTP.
+func (r *Reader) datagram(b []byte) {
+	r.st.Datagrams++
+	if !r.rtp && !looksLikeRTP(b) {
+		r.emit(b)
+		return
+	}
+	p, status := parseRTP(b)
+	switch status {
+	case rtpNotRTP:
+		r.st.NotRTP++
+		r.emit(b)
+		return
+	case rtpTruncated:
+		r.st.Truncated++
+		return
+	}
+	r.st.RTP++
+	if p.pt != PayloadTypeMP2T {
+		r.st.OtherPT++
+		if !r.ptSet[p.pt] {
+			r.ptSet[p.pt] = true
+			r.st.OtherPTs = append(r.st.OtherPTs, p.pt)
+		}
+	}
+	r.seq.push(p.seq, p.payload)
 }
 
 // emit passes one datagram's TS bytes on.

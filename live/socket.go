@@ -15,8 +15,11 @@ import (
 // DefaultBuffer is the receive buffer asked for when buffer= is not given. Systems default to
 // about 200 KB, a fraction of a second of a 20 Mbit/s stream: a pause of the reading goroutine
 // (a garbage collection, a slow disk) then drops datagrams, the continuity errors TSDuck's
-// users report (tsduck#1104, #1357). 4 MiB holds over a second and a half.
-const DefaultBuffer = 4 << 20
+// users report (tsduck#1104, #1357). 16 MiB holds over six seconds of such a stream, and at
+// 1 Gbit/s over 130 ms: what a process on a busy machine may wait for a CPU. Linux grants twice
+// what is asked, up to net.core.rmem_max unless the process has CAP_NET_ADMIN, and takes the
+// memory only while datagrams wait in it.
+const DefaultBuffer = 16 << 20
 
 // batchConn is what ipv4.PacketConn and ipv6.PacketConn share: recvmmsg and sendmmsg on Linux,
 // one datagram per call elsewhere.

@@ -2,6 +2,8 @@ package live
 
 import (
 	"encoding/binary"
+	"errors"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,21 +46,71 @@ func getRcvBuf(fd int) int {
 	return n
 }
 
-// oobSize is the control-message space per datagram: one SO_RXQ_OVFL message.
-var oobSize = unix.CmsgSpace(4)
+// enableGRO asks the kernel to hand the socket datagrams of one sender and one size coalesced,
+// up to 64 KiB per receive, with the size in a UDP_GRO control message (Linux 5.0). A GSO
+// sender's datagrams then cross loopback as one buffer, and the receive buffer holds several
+// times more of them. It reports whether the kernel agreed.
+func enableGRO(fd int) bool {
+	return unix.SetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
+}
 
-// dropCounter returns the kernel's count of datagrams dropped on the socket, carried by the
-// SO_RXQ_OVFL control message of a received datagram. The count is cumulative, so the reader
-// looks only at the last datagram of each batch.
-func dropCounter(oob []byte) (uint32, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_RXQ_OVFL && len(m.Data) >= 4 {
-			return binary.NativeEndian.Uint32(m.Data), true
+// oobSize is the control-message space per received message: one SO_RXQ_OVFL message and one
+// UDP_GRO message.
+var oobSize = 2 * unix.CmsgSpace(4)
+
+// controls are what the control messages of a received message carry.
+type controls struct {
+	drops    uint32 // SO_RXQ_OVFL: the kernel's count of datagrams dropped on the socket
+	hasDrops bool
+	segment  int // UDP_GRO: the size of each coalesced datagram but the last; 0 for one datagram
+}
+
+// parseControls reads the control messages of a received message. It walks them in place,
+// without the allocations of unix.ParseSocketControlMessage: it runs for every message.
+func parseControls(oob []byte) controls {
+	var c controls
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(oob) {
+			break
 		}
+		data := oob[unix.CmsgLen(0):l]
+		switch {
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
+			c.drops, c.hasDrops = binary.NativeEndian.Uint32(data), true
+		case h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_GRO && len(data) >= 4:
+			c.segment = int(int32(binary.NativeEndian.Uint32(data)))
+		}
+		l = unix.CmsgSpace(l - unix.CmsgLen(0))
+		if l > len(oob) {
+			break
+		}
+		oob = oob[l:]
 	}
-	return 0, false
+	return c
+}
+
+// gsoControlSize is the space of a UDP_SEGMENT control message.
+var gsoControlSize = unix.CmsgSpace(2)
+
+// putGSOControl writes into b (gsoControlSize bytes) the UDP_SEGMENT control message that has
+// the kernel cut a send into datagrams of size bytes, the last one possibly shorter (Linux
+// 4.18), and returns b.
+func putGSOControl(b []byte, size int) []byte {
+	b = b[:gsoControlSize]
+	clear(b)
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = unix.IPPROTO_UDP, unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], uint16(size))
+	return b
+}
+
+// gsoRefused reports whether a send error means that the kernel or the route does not do
+// segmentation offload (an old kernel, a device without checksum offload, a segment above the
+// MTU), so the send can be made again one datagram per message.
+func gsoRefused(err error) bool {
+	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EIO) || errors.Is(err, unix.EOPNOTSUPP) ||
+		errors.Is(err, unix.ENOPROTOOPT) || errors.Is(err, unix.EMSGSIZE)
 }

@@ -10,4 +10,18 @@ func getRcvBuf(fd int) int { return 0 }
 
 var oobSize = 0
 
-func dropCounter(oob []byte) (uint32, bool) { return 0, false }
+func enableGRO(fd int) bool { return false }
+
+type controls struct {
+	drops    uint32
+	hasDrops bool
+	segment  int
+}
+
+func parseControls(oob []byte) controls { return controls{} }
+
+var gsoControlSize = 0
+
+func putGSOControl(b []byte, size int) []byte { return b[:0] }
+
+func gsoRefused(err error) bool { return true }

@@ -16,6 +16,14 @@ import (
 // sendBatch datagrams go to the kernel per system call (sendmmsg on Linux).
 const sendBatch = 64
 
+const (
+	// maxSegments bounds the datagrams of one segmented send (UDP_MAX_SEGMENTS in Linux 4.18).
+	maxSegments = 64
+	// maxSegmented bounds the bytes of one segmented send: the kernel builds it as one UDP
+	// datagram before it cuts it, so it must fit the 16-bit lengths of UDP and IPv4.
+	maxSegmented = maxDatagram
+)
+
 // WriterStats counts what a Writer sent.
 type WriterStats struct {
 	Datagrams int64 // datagrams sent
@@ -39,7 +47,16 @@ type Writer struct {
 	msgs []ipv4.Message
 	hdrs []byte // an RTP header per message
 	nmsg int
-	sent int64 // TS bytes handed to the queue so far: the position of the next datagram
+
+	// Segmentation offload (UDP_SEGMENT): the queued datagrams go to the kernel as a few large
+	// messages, which it cuts back into the same datagrams, in one pass through the stack
+	// instead of one per datagram. gso turns false for good when the kernel refuses it.
+	gso   bool
+	gmsgs []ipv4.Message // a message per group of datagrams of one size
+	gbufs [][]byte       // the buffers of the groups' datagrams, in order
+	gctl  []byte         // a UDP_SEGMENT control message per group
+	gfrom []int          // the index in msgs of each group's first datagram, and the end
+	sent  int64          // TS bytes handed to the queue so far: the position of the next datagram
 
 	clock pcrClock
 	seq   uint16
@@ -91,6 +108,11 @@ func Dial(addr *Address) (*Writer, error) {
 		ssrc:  rand.Uint32(),
 		tsOff: rand.Uint32(),
 		start: time.Now(),
+		gso:   gsoControlSize > 0,
+		gmsgs: make([]ipv4.Message, sendBatch),
+		gbufs: make([][]byte, 2*sendBatch),
+		gctl:  make([]byte, sendBatch*gsoControlSize),
+		gfrom: make([]int, 0, sendBatch+1),
 	}
 	if addr.HasSSRC {
 		w.ssrc = addr.SSRC
@@ -261,19 +283,102 @@ func (w *Writer) timestamp(b []byte) uint32 {
 
 // send hands the queued datagrams to the kernel.
 func (w *Writer) send() error {
+	done := 0
+	if w.gso && w.nmsg > 1 {
+		var err error
+		// When the kernel refuses segmentation offload, the rest go one datagram per message.
+		if done, err = w.sendSegmented(); err != nil {
+			w.nmsg = 0
+			return err
+		}
+	}
+	err := w.sendEach(w.msgs[done:w.nmsg])
+	w.nmsg = 0
+	return err
+}
+
+// sendSegmented sends the queued datagrams as messages of up to maxSegments datagrams of one
+// size (the last of a message may be shorter), each cut into datagrams by the kernel, so that
+// what goes on the wire is what sendEach sends. It returns how many datagrams it sent, and an
+// error only for a failure that is not the kernel refusing the offload (which turns gso off).
+func (w *Writer) sendSegmented() (int, error) {
 	ms := w.msgs[:w.nmsg]
+	w.gfrom = w.gfrom[:0]
+	nb := 0
+	var g int
+	for i := 0; i < len(ms); g++ {
+		w.gfrom = append(w.gfrom, i)
+		seg := datagramLen(&ms[i])
+		first := nb
+		total, j := 0, i
+		for j < len(ms) && j-i < maxSegments {
+			l := datagramLen(&ms[j])
+			if l > seg || total+l > maxSegmented {
+				break
+			}
+			nb += copy(w.gbufs[nb:], ms[j].Buffers)
+			total += l
+			j++
+			if l < seg {
+				break // a shorter datagram ends its message
+			}
+		}
+		m := &w.gmsgs[g]
+		m.Buffers, m.Addr, m.OOB = w.gbufs[first:nb], w.dst, nil
+		if j-i > 1 {
+			m.OOB = putGSOControl(w.gctl[g*gsoControlSize:], seg)
+		}
+		i = j
+	}
+	w.gfrom = append(w.gfrom, len(ms))
+	gms := w.gmsgs[:g]
+	sent := 0
+	for len(gms) > 0 {
+		n, err := w.bc.WriteBatch(gms, 0)
+		for k := range n {
+			w.count(ms[w.gfrom[sent+k]:w.gfrom[sent+k+1]])
+		}
+		sent += n
+		if err != nil {
+			if gsoRefused(err) {
+				w.gso = false
+				return w.gfrom[sent], nil
+			}
+			return w.gfrom[sent], fmt.Errorf("%s: send failed: %v", w.addr, unwrapOp(err))
+		}
+		gms = gms[n:]
+	}
+	return len(ms), nil
+}
+
+// datagramLen is the size of the datagram a queued message makes, RTP header included.
+func datagramLen(m *ipv4.Message) int {
+	n := 0
+	for _, b := range m.Buffers {
+		n += len(b)
+	}
+	return n
+}
+
+// count adds sent datagrams to the statistics.
+func (w *Writer) count(ms []ipv4.Message) {
+	var b int64
+	for i := range ms {
+		b += int64(len(ms[i].Buffers[len(ms[i].Buffers)-1]))
+	}
+	w.datagrams.Add(int64(len(ms)))
+	w.bytes.Add(b)
+}
+
+// sendEach sends datagrams one per message.
+func (w *Writer) sendEach(ms []ipv4.Message) error {
 	for len(ms) > 0 {
 		n, err := w.bc.WriteBatch(ms, 0)
-		for i := range ms[:n] {
-			w.datagrams.Add(1)
-			w.bytes.Add(int64(len(ms[i].Buffers[len(ms[i].Buffers)-1])))
-		}
+		w.count(ms[:n])
 		if err != nil {
-			w.nmsg = 0
 			return fmt.Errorf("%s: send failed: %v", w.addr, unwrapOp(err))
 		}
 		ms = ms[n:]
 	}
-	w.nmsg = 0
 	return nil
 }

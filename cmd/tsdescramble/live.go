@@ -226,6 +226,9 @@ type liveInput struct {
 	Truncated  int64   `json:"truncated"`
 	Dropped    int64   `json:"dropped_by_system"`
 	Buffer     int     `json:"socket_buffer"`
+	// Coalesced says that the system hands over datagrams coalesced (UDP_GRO), and then counts
+	// in Dropped buffers of up to 64 datagrams: at least that many datagrams were lost.
+	Coalesced bool `json:"coalesced,omitempty"`
 }
 
 // liveOutput is what a network output sent (see live.WriterStats).
@@ -245,7 +248,7 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveSt
 	if in.live != nil {
 		s := in.live.Stats()
 		ls.In = &liveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps,
-			s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer}
+			s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer, s.Coalesced}
 	}
 	// The bitrate counts from the first bytes: a live run may wait long for its feed.
 	if first := in.first.Load(); first > 0 {
@@ -277,7 +280,11 @@ func printLive(w io.Writer, ls *liveStats) {
 			}
 		}
 		if s.Dropped > 0 {
-			fmt.Fprintf(w, "; %d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", s.Dropped, s.Buffer)
+			atLeast := ""
+			if s.Coalesced {
+				atLeast = "at least " // the system counts a coalesced buffer of datagrams once
+			}
+			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", atLeast, s.Dropped, s.Buffer)
 		}
 		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
 			fmt.Fprintf(w, "; %d not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)

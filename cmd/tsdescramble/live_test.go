@@ -58,7 +58,7 @@ func waitListening(t *testing.T, port int) {
 }
 
 // sendUDP sends b to url through a live.Writer, a datagram every gap (none: as fast as it
-// goes, which loopback and a 4 MiB receive buffer take for the samples).
+// goes, which loopback and the default receive buffer take for the samples).
 func sendUDP(t *testing.T, url string, b []byte, gap time.Duration) {
 	t.Helper()
 	if err := trySendUDP(url, b, gap); err != nil {

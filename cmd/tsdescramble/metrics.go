@@ -200,7 +200,7 @@ func writeMetrics(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.W
 	if in != nil {
 		metric("tsdescramble_received_datagrams_total", "counter", "Datagrams received from the network input.")
 		value("tsdescramble_received_datagrams_total", in.Datagrams)
-		metric("tsdescramble_received_datagrams_dropped_total", "counter", "Datagrams the system dropped before the input read them, its receive buffer full.")
+		metric("tsdescramble_received_datagrams_dropped_total", "counter", "Datagrams the system dropped before the input read them, its receive buffer full (where it coalesces datagrams, it counts a buffer of up to 64 once: a lower bound).")
 		value("tsdescramble_received_datagrams_dropped_total", in.Dropped)
 		if in.RTP > 0 {
 			metric("tsdescramble_rtp_datagrams_lost_total", "counter", "RTP datagrams lost: sequence numbers that never came.")

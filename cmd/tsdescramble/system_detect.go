@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // The scrambling_descriptor (EN 300 468, 6.2.32) carries the scrambling system in the PMT:
@@ -71,8 +71,9 @@ var peekLimit = 8 << 20
 
 // peekIdle is how long the look-ahead waits on a pipe that sends nothing before the run starts
 // with what it has: a live feed that stalls must not hold back the packets already read, and a
-// signal sent meanwhile finds the run started and its handlers in place.
-const peekIdle = 200 * time.Millisecond
+// signal sent meanwhile finds the run started and its handlers in place. (A variable so that
+// tests can lengthen it.)
+var peekIdle = 200 * time.Millisecond
 
 // lookahead holds the input that chooseSystem opened to read its PMTs, until the run takes it.
 type lookahead struct{ in *input }
@@ -100,8 +101,8 @@ func (l *lookahead) close() {
 // a descrambling run has no -cipher, the one the scrambling_descriptor of the input's PMT names
 // (of the -service given, else of the first service that has one), csa2 when there is none or
 // its mode is not one tsdescramble implements. A descrambling run opens its input here and
-// looks at its start (see peekServices); the lookahead returned hands it to the run, which
-// reads every byte as if nothing had looked. The notes it appends to notes are for stderr once
+// looks at its start (see peekServices), except a live run with -cipher; the lookahead returned
+// hands it to the run, which reads every byte as if nothing had looked. The notes it appends to notes are for stderr once
 // the run starts: which system the PMT chose, a mode that tsdescramble cannot descramble, or a
 // -cipher that disagrees with it.
 func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int, notes *[]string) (scrambling.System, *lookahead, error) {
@@ -118,6 +119,12 @@ func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int, notes 
 	if f, ok := env.Stdin.(*os.File); ok && in.file == nil && env.IsTerminal != nil && env.IsTerminal(f) {
 		// Input typed at a terminal is no transport stream, and waiting for it here would hold
 		// back the usage errors that come after (a missing key, say).
+		return sys, la, nil
+	}
+	if c.IsSet("cipher") && in.live != nil {
+		// -cipher names the system, so the look-ahead could only add a note: on a live input
+		// it is not worth holding the first packets back for (the latency bound holds from the
+		// first packet on).
 		return sys, la, nil
 	}
 	var found []signalled
@@ -197,12 +204,19 @@ func peekServices(in *input) []psi.Service {
 		// A live feed that never shows its PMTs must not hold its first packets back for long.
 		rec.deadline = idleDeadline{in.live}
 		rec.until = time.Now().Add(peekLive)
+		// Nor may the framer's look-ahead hold them: it would wait for four more packets past
+		// the last PMT (80 ms at a packet every 20 ms) before it handed the PMT over.
+		rec.pending, rec.wait = true, true
 	}
 	fr := ts.NewFramer(rec)
 	tr := psi.NewTracker()
 	var gen uint64
 	for complete := false; !complete; {
 		unit, err := fr.Next()
+		if err == ts.ErrPending {
+			rec.wait = true // the framer gave every whole packet it had: wait for more
+			continue
+		}
 		if err != nil {
 			break
 		}
@@ -254,9 +268,14 @@ type recorder struct {
 	r        io.Reader
 	deadline interface{ SetReadDeadline(time.Time) error }
 	until    time.Time // when not zero, the end of the look-ahead
-	chunks   [][]byte
-	n, limit int
-	err      error // the error that ended a read of r, io.EOF included
+	// pending makes a read return ts.ErrPending rather than wait for the input, unless wait is
+	// set: the framer then hands over the whole packets it holds at once rather than wait for
+	// the bytes of its look-ahead (see ts.Framer.Next), and says ts.ErrPending itself when it
+	// has none, which sets wait. A live input's look-ahead.
+	pending, wait bool
+	chunks        [][]byte
+	n, limit      int
+	err           error // the error that ended a read of r, io.EOF included
 }
 
 // recordChunk is the largest size of the chunks of a recorder. The first is of peekRead bytes,
@@ -276,6 +295,10 @@ func (r *recorder) Read(p []byte) (int, error) {
 	if room <= 0 || !r.until.IsZero() && time.Now().After(r.until) {
 		return 0, io.EOF
 	}
+	if r.pending && !r.wait {
+		return 0, ts.ErrPending
+	}
+	r.wait = false
 	p = p[:min(len(p), room, peekRead)]
 	if r.deadline != nil {
 		r.deadline.SetReadDeadline(time.Now().Add(peekIdle))
