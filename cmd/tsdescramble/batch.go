@@ -398,8 +398,9 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	var wg sync.WaitGroup
 	for range parallel {
 		wg.Go(func() {
+			r := newJobRunner(env)
 			for i := range next {
-				b.run(i, jobs[i])
+				b.run(r, i, jobs[i])
 			}
 		})
 	}
@@ -443,8 +444,8 @@ type batchRun struct {
 	stopped atomic.Pointer[os.Signal] // the signal that stopped the batch before every job ran
 }
 
-// run runs one job (or skips it) and records its exit status.
-func (b *batchRun) run(i int, j *job) {
+// run runs one job (or skips it) with r and records its exit status.
+func (b *batchRun) run(r *jobRunner, i int, j *job) {
 	stderr := &linePrefixer{w: b.env.Stderr, mu: &b.mu, prefix: fmt.Sprintf("job %d: ", j.index)}
 	defer stderr.flush()
 	if b.done(j) {
@@ -463,12 +464,7 @@ func (b *batchRun) run(i int, j *job) {
 			return
 		}
 	}
-	args := []string{"tsdescramble"}
-	if j.command != "" {
-		args = append(args, j.command)
-	}
-	args = append(args, j.args...)
-	b.status[i] = runJob(args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
+	b.status[i] = r.run(j.command, j.args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
 }
 
 // done reports whether a job finished before: its output exists, and its statistics say that
@@ -540,7 +536,8 @@ func (b *batchRun) result(jobs []*job, one bool) error {
 	return &exitError{code: code, msg: msg}
 }
 
-// runJob runs one job's command line in this process, as Main does, with its own app. Every
+// runJob runs one job's command line in this process, as Main does, with its own app (for a
+// command line the jobRunner's parse refuses, so that the message is the app's). Every
 // flag the app parses is its own: urfave/cli's package-level help and version flags are
 // written to on each parse, and jobs parse in parallel.
 func runJob(args []string, env Env) int {
