@@ -340,7 +340,8 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			src = fd
 		}
 		fr := ts.NewFramer(src)
-		stalled := false // the framer said ts.ErrPending with no packet: wait for more input
+		defer fr.Release() // every unit read is copied into its chunk
+		stalled := false   // the framer said ts.ErrPending with no packet: wait for more input
 		nextReport := start.Add(opts.ReportEvery)
 		var seq int64
 		for {
