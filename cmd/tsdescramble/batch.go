@@ -128,7 +128,7 @@ func jobCommands(env Env) map[string][]cli.Flag {
 // readManifest parses every line of a manifest, so that one bad line fails each index alike,
 // before any job runs. Values are never quoted in messages: manifests hold control words.
 func readManifest(path string, data []byte, env Env) ([]*job, error) {
-	cmds := jobCommands(env)
+	cmds := newJobRunner(env).cmds
 	var jobs []*job
 	for n, text := range strings.Split(string(data), "\n") {
 		if strings.TrimSpace(text) == "" {
@@ -157,7 +157,7 @@ func keyName(k string) string {
 }
 
 // parseJob reads one manifest line: an object whose keys are flag names and values theirs.
-func parseJob(text string, cmds map[string][]cli.Flag) (*job, error) {
+func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -205,23 +205,22 @@ func parseJob(text string, cmds map[string][]cli.Flag) (*job, error) {
 	if name != "descramble" {
 		j.command = name
 	}
-	flags := cmds[name]
+	jc := cmds[name]
 	for _, p := range pairs {
 		if p.key == "command" {
 			continue
 		}
-		f := flagByName(flags, p.key)
+		f, primary := jc.lookup(p.key)
 		if f == nil {
 			help := "tsdescramble -h"
 			if name != "descramble" {
 				help = "tsdescramble " + name + " -h"
 			}
-			if s := similarFlag(p.key, flags); s != "" && !looksLikeKey(p.key) {
+			if s := similarFlag(p.key, jc.flags); s != "" && !looksLikeKey(p.key) {
 				return nil, fmt.Errorf("unknown %s: did you mean %q? (the keys are the flags %s lists)", keyName(p.key), s, help)
 			}
 			return nil, fmt.Errorf("unknown %s (the keys are the flags %s lists, without the dash)", keyName(p.key), help)
 		}
-		primary := f.Names()[0]
 		switch primary {
 		case "metrics":
 			return nil, fmt.Errorf("%s: jobs that run side by side cannot listen on one address; -metrics is for a single run", keyName(p.key))

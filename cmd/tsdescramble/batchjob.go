@@ -35,18 +35,34 @@ type jobCommand struct {
 	name  string
 	flags []cli.Flag
 	names [][]string // of flags[i]: the first name, then the aliases
+	index map[string]int
 }
 
 func newJobRunner(env Env) *jobRunner {
 	r := &jobRunner{cmds: map[string]*jobCommand{}}
 	for name, flags := range jobCommands(env) {
-		jc := &jobCommand{name: name, flags: flags}
-		for _, f := range flags {
-			jc.names = append(jc.names, f.Names())
+		jc := &jobCommand{name: name, flags: flags, index: map[string]int{}}
+		for i, f := range flags {
+			names := f.Names()
+			jc.names = append(jc.names, names)
+			for _, n := range names {
+				if _, taken := jc.index[n]; !taken { // as flagByName: the first flag of a name
+					jc.index[n] = i
+				}
+			}
 		}
 		r.cmds[name] = jc
 	}
 	return r
+}
+
+// lookup returns the flag named name and its first name, or nil.
+func (jc *jobCommand) lookup(name string) (f cli.Flag, primary string) {
+	i, ok := jc.index[name]
+	if !ok {
+		return nil, ""
+	}
+	return jc.flags[i], jc.names[i][0]
 }
 
 // run runs a job's command line (args, without the program's name and the command's) as the
