@@ -478,6 +478,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		go func() {
 			defer wwg.Done()
 			wk := cs.newWorker()
+			defer wk.done()
 			for c := range work {
 				wk.process(c)
 				done <- c
