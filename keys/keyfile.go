@@ -162,9 +162,11 @@ func ReadKeyFile(r io.Reader, name string, size int) (*KeyFile, error) {
 					"want one control word of %d hex digits, as on the lines before; %s", 2*size, describeHex(t))}
 			}
 			// Control words share arena blocks rather than taking an allocation each: a
-			// list may hold millions of them.
+			// list may hold millions of them. The blocks grow from 64 control words to 4096,
+			// as most files hold a few: a program reading many of them (a batch of
+			// recordings) would otherwise clear a whole block for each.
 			if len(arena)+size > cap(arena) {
-				arena = make([]byte, 0, 4096*size)
+				arena = make([]byte, 0, min(max(64, 2*cap(arena)/size), 4096)*size)
 			}
 			arena = append(arena, cw...)
 			kf.CWs = append(kf.CWs, arena[len(arena)-size:len(arena):len(arena)])

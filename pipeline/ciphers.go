@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/tsdescramble/tsdescramble/batcher"
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -107,11 +108,15 @@ func (cs *ciphers) inKey(k int) scrambling.Key {
 type worker struct {
 	cs      *ciphers
 	in, out scrambling.Processor
-	b       batcher.Batcher
+	b       *batcher.Batcher
 }
 
 func (cs *ciphers) newWorker() *worker {
-	w := &worker{cs: cs}
+	b, _ := spareBatchers.Get().(*batcher.Batcher)
+	if b == nil {
+		b = new(batcher.Batcher)
+	}
+	w := &worker{cs: cs, b: b}
 	if cs.in != nil {
 		w.in = cs.in.NewProcessor()
 	}
@@ -119,6 +124,19 @@ func (cs *ciphers) newWorker() *worker {
 		w.out = cs.out.NewProcessor()
 	}
 	return w
+}
+
+// spareBatchers are the batchers of the workers of runs that ended (worker.done). A batcher's
+// lists grow, a payload at a time, to a unit of work's packets of each key: a run over a small
+// file that began with empty lists would spend a good part of its time growing them.
+var spareBatchers sync.Pool
+
+// done hands the worker's batcher on to the workers of later runs, without the references to
+// the payloads it last held.
+func (w *worker) done() {
+	w.b.Start(1, 0)
+	spareBatchers.Put(w.b)
+	w.b = nil
 }
 
 // process runs the ciphers over the payloads of a chunk, one batch of the batcher per call.

@@ -295,10 +295,11 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	work := make(chan *chunk, maxChunks)
 	done := make(chan *chunk, maxChunks)
 
-	var st Stats                // the reading goroutine's counters
-	var wst Stats               // the writer's: bytes and packets out, unit-start checks
-	var written writerCounts    // the writer's, for Options.Report
-	var pids [8192]*PIDStats    // the classifier's counters
+	var st Stats             // the reading goroutine's counters
+	var wst Stats            // the writer's: bytes and packets out, unit-start checks
+	var written writerCounts // the writer's, for Options.Report
+	pids := newPIDTable()    // the classifier's counters
+	defer releasePIDTable(pids)
 	var checks [8192]*pesChecks // the writer's unit-start checks
 	var readErr error
 	var wg sync.WaitGroup
@@ -307,7 +308,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	// of each PID's parity changes. A chunk leaves for the workers once the crypto periods of
 	// all its packets are decided; the chunks after it wait behind it.
 	wg.Add(1)
-	cl := newClassifier(ctx, &opts, cs, &st, &pids)
+	cl := newClassifier(ctx, &opts, cs, &st, pids)
 	go func() {
 		defer wg.Done()
 		defer close(work)
@@ -340,7 +341,8 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			src = fd
 		}
 		fr := ts.NewFramer(src)
-		stalled := false // the framer said ts.ErrPending with no packet: wait for more input
+		defer fr.Release() // every unit read is copied into its chunk
+		stalled := false   // the framer said ts.ErrPending with no packet: wait for more input
 		nextReport := start.Add(opts.ReportEvery)
 		var seq int64
 		for {
@@ -425,11 +427,11 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				opts.Progress(fr.BytesRead())
 			}
 			if opts.Counters != nil {
-				opts.Counters.fromReader(&st, &pids)
+				opts.Counters.fromReader(&st, pids)
 			}
 			if opts.Report != nil {
 				if now := time.Now(); !now.Before(nextReport) {
-					opts.Report(snapshot(&st, &pids, &written, cl.tracker, start))
+					opts.Report(snapshot(&st, pids, &written, cl.tracker, start))
 					nextReport = now.Add(opts.ReportEvery)
 				}
 				if fd != nil {
@@ -477,6 +479,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		go func() {
 			defer wwg.Done()
 			wk := cs.newWorker()
+			defer wk.done()
 			for c := range work {
 				wk.process(c)
 				done <- c
@@ -540,7 +543,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	recycleChunks(free)
 	if opts.Counters != nil {
 		// Stopping decides the periods still open: their packets count too.
-		opts.Counters.fromReader(&st, &pids)
+		opts.Counters.fromReader(&st, pids)
 	}
 	st.Elapsed = time.Since(start)
 	if cl.live != nil {
@@ -549,7 +552,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	}
 	// The classifier is done: merge its counters with the writer's.
 	st.BytesOut, st.PacketsOut, st.PESGood, st.PESBad = wst.BytesOut, wst.PacketsOut, wst.PESGood, wst.PESBad
-	summarize(&st, &pids, &checks, cl.tracker)
+	summarize(&st, pids, &checks, cl.tracker)
 	switch {
 	case writeErr != nil:
 		return st, writeErr
@@ -604,6 +607,26 @@ func recycleChunks(free chan *chunk) {
 		}
 	}
 }
+
+// newPIDTable returns a table of per-PID counters with none in it: one a run that ended left
+// (its counters were copied into its Stats), or a new one.
+func newPIDTable() *[8192]*PIDStats {
+	if t, _ := sparePIDTables.Get().(*[8192]*PIDStats); t != nil {
+		return t
+	}
+	return new([8192]*PIDStats)
+}
+
+// releasePIDTable hands the table of a run that ended to the runs that follow, emptied.
+func releasePIDTable(t *[8192]*PIDStats) {
+	clear(t[:])
+	sparePIDTables.Put(t)
+}
+
+// sparePIDTables are the per-PID tables of runs that ended, for the runs that follow: 64 KiB
+// each, which a run over a small file would otherwise allocate and clear anew (a batch of many
+// recordings).
+var sparePIDTables sync.Pool
 
 // pesChecks counts PES-start checks of one PID by parity.
 type pesChecks struct {

@@ -2,6 +2,7 @@ package scrambling
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 )
@@ -16,14 +17,23 @@ type csa2System struct {
 // whatever their widths. Control words are used as given, all 64 bits: entropy reduction
 // (recomputing checksum bytes 3 and 7), when wanted, is done before NewKey.
 func NewCSA2(lanes int) (System, error) {
+	if w, ok := csa2Widths.Load(lanes); ok {
+		return &csa2System{lanes: w.(int)}, nil
+	}
 	// An engine tells the width 0 resolves to, and validates any other value with the csa
-	// package's own rules; it is made once per system, not per call.
+	// package's own rules.
 	e, err := csa.NewEngine(lanes)
 	if err != nil {
 		return nil, fmt.Errorf("scrambling: csa2: %w", err)
 	}
+	csa2Widths.Store(lanes, e.Lanes())
 	return &csa2System{lanes: e.Lanes()}, nil
 }
+
+// csa2Widths maps each lane count NewCSA2 accepted to the width it resolved it to, so that
+// an engine (tens of kilobytes of lanes) is made to find out once per process, not once per
+// system: a batch of many small recordings makes a system for each.
+var csa2Widths sync.Map
 
 func (s *csa2System) Name() string    { return "csa2" }
 func (s *csa2System) KeySizes() []int { return []int{csa.CWSize} }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"sync"
 )
 
 // Framing is the layout of packets in a stream: plain 188-byte packets, 192-byte packets with a
@@ -80,7 +81,31 @@ type Framer struct {
 
 // NewFramer returns a framer reading from r.
 func NewFramer(r io.Reader) *Framer {
+	if b, _ := spareBuffers.Get().(*[]byte); b != nil {
+		return &Framer{r: r, buf: *b}
+	}
 	return &Framer{r: r, buf: make([]byte, readSize+lookahead)}
+}
+
+// spareBuffers holds the read buffers of released framers (Release) for the framers created
+// after them. A program that frames many small inputs in turn (a batch of recordings) would
+// otherwise allocate a new buffer for each, which the kernel then faults in page by page: for
+// an input of a few megabytes, a cost of the order of the framing itself. The garbage
+// collector takes the buffers back when no framer follows.
+var spareBuffers sync.Pool
+
+// Release hands the framer's read buffer to the framers created after it, once the caller is
+// done with the framer: neither the framer nor a unit it returned may be used afterwards. The
+// buffer is cleared first, so that a framer never starts with bytes of an earlier input.
+// Calling Release is optional; a framer not released is collected as any value.
+func (f *Framer) Release() {
+	if f.buf == nil {
+		return
+	}
+	b := f.buf[:cap(f.buf)]
+	clear(b)
+	f.buf, f.r = nil, nil
+	spareBuffers.Put(&b)
 }
 
 // Framing returns the framing of the last packet returned (188-byte framing before the first one).

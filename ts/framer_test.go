@@ -429,3 +429,27 @@ func TestFramerPending(t *testing.T) {
 		}
 	}
 }
+
+// TestFramerReleaseLeavesNothing checks that a framer given a released buffer starts as a new
+// one: the buffer comes cleared, whatever the input before left in it.
+func TestFramerReleaseLeavesNothing(t *testing.T) {
+	junk := bytes.Repeat([]byte{SyncByte}, readSize+lookahead)
+	fr := NewFramer(bytes.NewReader(junk))
+	for {
+		if _, err := fr.Next(); err != nil {
+			break
+		}
+	}
+	fr.Release()
+	fr.Release() // a second call does nothing
+	for range 4 {
+		fr := NewFramer(bytes.NewReader(nil))
+		if len(fr.buf) != readSize+lookahead {
+			t.Fatalf("buffer of %d bytes, want %d", len(fr.buf), readSize+lookahead)
+		}
+		if i := bytes.IndexFunc(fr.buf, func(r rune) bool { return r != 0 }); i >= 0 {
+			t.Fatalf("a framer's buffer holds a byte of an earlier input at %d", i)
+		}
+		fr.Release()
+	}
+}

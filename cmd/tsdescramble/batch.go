@@ -25,8 +25,8 @@ import (
 
 // batch runs a manifest of jobs, one descrambling or scrambling run each, as a scheduler hands
 // them out: every job on this machine (-jobs at a time), or the one job of an Indexed Job's pod
-// (-index, or JOB_COMPLETION_INDEX). A job runs in this process through the same code as the
-// command line (Main), with the manifest's values parsed as its flags; a job whose output and
+// (-index, or JOB_COMPLETION_INDEX). A job runs in this process through the command line's own
+// action, with the manifest's values parsed as its flags (batchjob.go); a job whose output and
 // statistics say it is done is skipped, so that a retried pod does not redo finished work.
 
 // indexEnv is the variable Kubernetes sets in each pod of an Indexed Job.
@@ -128,7 +128,7 @@ func jobCommands(env Env) map[string][]cli.Flag {
 // readManifest parses every line of a manifest, so that one bad line fails each index alike,
 // before any job runs. Values are never quoted in messages: manifests hold control words.
 func readManifest(path string, data []byte, env Env) ([]*job, error) {
-	cmds := jobCommands(env)
+	cmds := newJobRunner(env).cmds
 	var jobs []*job
 	for n, text := range strings.Split(string(data), "\n") {
 		if strings.TrimSpace(text) == "" {
@@ -157,7 +157,7 @@ func keyName(k string) string {
 }
 
 // parseJob reads one manifest line: an object whose keys are flag names and values theirs.
-func parseJob(text string, cmds map[string][]cli.Flag) (*job, error) {
+func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -205,23 +205,22 @@ func parseJob(text string, cmds map[string][]cli.Flag) (*job, error) {
 	if name != "descramble" {
 		j.command = name
 	}
-	flags := cmds[name]
+	jc := cmds[name]
 	for _, p := range pairs {
 		if p.key == "command" {
 			continue
 		}
-		f := flagByName(flags, p.key)
+		f, primary := jc.lookup(p.key)
 		if f == nil {
 			help := "tsdescramble -h"
 			if name != "descramble" {
 				help = "tsdescramble " + name + " -h"
 			}
-			if s := similarFlag(p.key, flags); s != "" && !looksLikeKey(p.key) {
+			if s := similarFlag(p.key, jc.flags); s != "" && !looksLikeKey(p.key) {
 				return nil, fmt.Errorf("unknown %s: did you mean %q? (the keys are the flags %s lists)", keyName(p.key), s, help)
 			}
 			return nil, fmt.Errorf("unknown %s (the keys are the flags %s lists, without the dash)", keyName(p.key), help)
 		}
-		primary := f.Names()[0]
 		switch primary {
 		case "metrics":
 			return nil, fmt.Errorf("%s: jobs that run side by side cannot listen on one address; -metrics is for a single run", keyName(p.key))
@@ -398,8 +397,9 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	var wg sync.WaitGroup
 	for range parallel {
 		wg.Go(func() {
+			r := newJobRunner(env)
 			for i := range next {
-				b.run(i, jobs[i])
+				b.run(r, i, jobs[i])
 			}
 		})
 	}
@@ -443,8 +443,8 @@ type batchRun struct {
 	stopped atomic.Pointer[os.Signal] // the signal that stopped the batch before every job ran
 }
 
-// run runs one job (or skips it) and records its exit status.
-func (b *batchRun) run(i int, j *job) {
+// run runs one job (or skips it) with r and records its exit status.
+func (b *batchRun) run(r *jobRunner, i int, j *job) {
 	stderr := &linePrefixer{w: b.env.Stderr, mu: &b.mu, prefix: fmt.Sprintf("job %d: ", j.index)}
 	defer stderr.flush()
 	if b.done(j) {
@@ -463,12 +463,7 @@ func (b *batchRun) run(i int, j *job) {
 			return
 		}
 	}
-	args := []string{"tsdescramble"}
-	if j.command != "" {
-		args = append(args, j.command)
-	}
-	args = append(args, j.args...)
-	b.status[i] = runJob(args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
+	b.status[i] = r.run(j.command, j.args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
 }
 
 // done reports whether a job finished before: its output exists, and its statistics say that
@@ -540,7 +535,8 @@ func (b *batchRun) result(jobs []*job, one bool) error {
 	return &exitError{code: code, msg: msg}
 }
 
-// runJob runs one job's command line in this process, as Main does, with its own app. Every
+// runJob runs one job's command line in this process, as Main does, with its own app (for a
+// command line the jobRunner's parse refuses, so that the message is the app's). Every
 // flag the app parses is its own: urfave/cli's package-level help and version flags are
 // written to on each parse, and jobs parse in parallel.
 func runJob(args []string, env Env) int {

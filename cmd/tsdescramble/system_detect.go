@@ -230,6 +230,7 @@ func peekServices(in *input) []psi.Service {
 			complete = allPMTsRead(tr)
 		}
 	}
+	fr.Release() // the tracker copied what it kept of the packets
 	if rec.deadline != nil {
 		rec.deadline.SetReadDeadline(time.Time{})
 	}
