@@ -15,8 +15,10 @@ import (
 // With Options.LiveKeys, each PID's crypto period gets its control word from a keys.Source at
 // its first packet (Begin). A period whose key has not arrived yet stays open: its packets are
 // held, with the chunks after them, and the source is asked again at each unit of work read
-// (Current), until the key comes (it then applies from the period's first packet) or the wait
-// runs out: then LiveKeys.Missing decides, the period's packets pass as they came (counted).
+// (Current, by the period's number), until the key comes (it then applies from the period's
+// first packet) or the wait runs out: then LiveKeys.Drop decides, the period's packets pass as
+// they came (counted). On a live input a period that ends (its PID's parity changes) still
+// waiting keeps waiting: the key server's answer often comes after the flip (liveEnded).
 // Periods are started by parity changes alone, without glitch detection: the key server, not a
 // search, says which key applies. But a key that arrives is checked before it is used: it
 // must fit the period's first checkable unit start (one trial per period, as a key list's
@@ -481,7 +483,7 @@ const (
 	giveUpWait     giveUpReason = iota // LiveKeys.Wait ran out
 	giveUpEnded                        // a file input's period ended with the key server idle
 	giveUpRejected                     // its key did not fit, and the source has no other
-	giveUpInputEnd                     // the input ended (or the run stopped) while it waited
+	giveUpInputEnd                     // the input ended, or the run stopped, while it waited
 	giveUpNone                         // the source says no key will come for it
 )
 
@@ -507,7 +509,7 @@ func (cl *classifier) liveGiveUp(idx int32, why giveUpReason) {
 		case giveUpRejected:
 			when = "other than the CW that did not fit"
 		case giveUpInputEnd:
-			when = "before the input ended"
+			when = "before the run ended"
 		case giveUpNone:
 			when = "(the key source has none for it)"
 		}

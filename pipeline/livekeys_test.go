@@ -453,8 +453,8 @@ func TestLiveKeysArriveAfterNextPeriodBegan(t *testing.T) {
 		if lk2.Waited != 5 || lk2.Held != 5*period || lk2.GaveUp != 1 || lk2.PassedNoKey != period || lk2.NotFitting != 0 {
 			t.Fatalf("batch %d: want 5 periods that waited with all their packets, 1 without a key: %+v (%q)", batch, *lk2, logs)
 		}
-		if len(logs) != 1 || !strings.Contains(logs[0], "crypto period 6 (odd) before the input ended") {
-			t.Fatalf("batch %d: the line for the last period should say it waited to the end of the input: %q", batch, logs)
+		if len(logs) != 1 || !strings.Contains(logs[0], "crypto period 6 (odd) before the run ended") {
+			t.Fatalf("batch %d: the line for the last period should say it waited to the end of the run: %q", batch, logs)
 		}
 	}
 }
