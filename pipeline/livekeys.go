@@ -369,6 +369,9 @@ func (cl *classifier) liveEnded(idx int32) {
 		switch k, final := cl.live.cfg.Source.Current(p.pid, p.number); {
 		case k != keys.NoKey:
 			cl.liveOffer(idx, k, true)
+			if p.state == periodOpen && p.key != keys.NoKey {
+				cl.liveAccept(idx, p.key, false) // no unit start came to check it
+			}
 		case final:
 			cl.liveGiveUp(idx, giveUpNone)
 		}
