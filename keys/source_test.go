@@ -230,3 +230,23 @@ func TestLivePeriodWaitsPastItsEnd(t *testing.T) {
 		t.Fatalf("a period not begun: %d %v", k, final)
 	}
 }
+
+// A period the caller gave up on takes no key that comes later: the next period of its parity
+// does, though it began after the key came for the period before.
+func TestLiveGiveUp(t *testing.T) {
+	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
+	l := NewLive()
+	l.Begin(0x100, false) // 1: waits
+	l.Begin(0x100, true)  // 2: waits
+	l.GiveUp(0x100, 1)
+	if k, final := l.Current(0x100, 1); k != NoKey || !final {
+		t.Fatalf("period 1 after GiveUp: %d %v, want no key, final", k, final)
+	}
+	l.Set(0, false, cw(3))
+	if k, final := l.Begin(0x100, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
+		t.Fatalf("period 3: %d %v", k, final)
+	}
+	if k, _ := l.Current(0x100, 1); k != NoKey {
+		t.Fatalf("period 1 took a key after GiveUp: %d", k)
+	}
+}
