@@ -91,7 +91,7 @@ func ExampleLive() {
 	live.Set(0, false, []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF})
 	live.Set(0, true, []byte{0xAA, 0xBB, 0xCC, 0x31, 0xDD, 0xEE, 0xFF, 0xCA})
 	// The late key decides the waiting period, from its first packet.
-	k, final = live.Current(0x100)
+	k, final = live.Current(0x100, 1) // the PID's first period
 	fmt.Printf("%X %v\n", live.CW(k), final)
 	// The odd period that follows takes the odd key at once.
 	k, final = live.Begin(0x100, true)

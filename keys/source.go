@@ -10,11 +10,14 @@ import (
 // control word applies to this period of this parity, now?
 //
 // Begin is called at the first packet of each of a PID's crypto periods (a change of its
-// scrambling parity, or its first scrambled packet); Current asks again, later, for the period
-// Begin started. Both return the index of the CW (see CW) and whether the answer is final: a
-// final NoKey means no key will come for this period (its packets pass as they came), a NoKey
-// that is not final means the key has not arrived yet and the caller may hold the period's
-// packets and ask again when Arrived signals, until it gives up.
+// scrambling parity, or its first scrambled packet); the periods Begin starts are numbered per
+// PID from 1. Current asks again, later, for one of them: the one Begin just started, or an
+// earlier one still waiting for its key after the PID's parity changed again (on a live input
+// a key server may answer after the next period began). Both return the index of the CW (see
+// CW) and whether the answer is final: a final NoKey means no key will come for the period
+// (its packets pass as they came), a NoKey that is not final means the key has not arrived yet
+// and the caller may hold the period's packets and ask again when Arrived signals, until it
+// gives up.
 //
 // A Source's CW indexes are stable: a CW keeps its index for the life of the Source. Begin and
 // Current belong to one goroutine (the one that follows the stream); the CWs of a live source
@@ -23,18 +26,22 @@ type Source interface {
 	// Begin starts a crypto period of pid with the given parity (odd false: TSC 10; odd
 	// true: TSC 11) and returns its CW index, and whether that answer is final.
 	Begin(pid uint16, odd bool) (cw int, final bool)
-	// Current returns the CW index of pid's current period (the one the last Begin for pid
-	// started), and whether that answer is final.
-	Current(pid uint16) (cw int, final bool)
+	// Current returns the CW index of pid's period number period (the period-th Begin for
+	// pid, from 1), and whether that answer is final.
+	Current(pid uint16, period int) (cw int, final bool)
 	// CW returns control word i, sharing the source's storage: do not modify it.
 	CW(i int) []byte
 	// Arrived returns a channel that receives a value when new control words have arrived,
 	// or nil for a source whose keys are all known from the start.
 	Arrived() <-chan struct{}
-	// Reject says that the CW Begin or Current gave pid's current period does not fit it
-	// (the caller checked it on the period's first unit start): the period waits again, and
-	// that CW is not given to it again. A source whose answers are final answers the same.
-	Reject(pid uint16)
+	// Reject says that the CW Begin or Current gave pid's period number period does not fit
+	// it (the caller checked it on the period's first unit start): the period waits again,
+	// and that CW is not given to it again. A source whose answers are final answers the
+	// same.
+	Reject(pid uint16, period int)
+	// GiveUp says that the caller stopped waiting for the key of pid's period number period:
+	// a CW that comes later is not given to it, but kept for the periods after it.
+	GiveUp(pid uint16, period int)
 }
 
 // ScheduleSource puts a Schedule behind the Source interface: each PID follows the schedule's
@@ -43,34 +50,39 @@ type Source interface {
 // key does not fit; a caller that checks keys uses the Schedule itself for that.)
 type ScheduleSource struct {
 	s   *Schedule
-	pos map[uint16]int
+	pos map[uint16]schedulePos
 }
+
+// schedulePos is a PID's current period under a ScheduleSource: its number and position.
+type schedulePos struct{ number, pos int }
 
 // NewScheduleSource returns a Source over s, the fixed CWs, CW list, pair file or .cwl log it
 // was built from.
 func NewScheduleSource(s *Schedule) *ScheduleSource {
-	return &ScheduleSource{s: s, pos: make(map[uint16]int)}
+	return &ScheduleSource{s: s, pos: make(map[uint16]schedulePos)}
 }
 
 // Begin implements Source.
 func (ss *ScheduleSource) Begin(pid uint16, odd bool) (int, bool) {
-	pos, ok := ss.pos[pid]
+	cur, ok := ss.pos[pid]
 	if ok {
-		pos = ss.s.Next(pos)
+		cur.pos = ss.s.Next(cur.pos)
 	} else {
-		pos = ss.s.Start(odd)
+		cur.pos = ss.s.Start(odd)
 	}
-	ss.pos[pid] = pos
-	return ss.s.KeyAt(pos), true
+	cur.number++
+	ss.pos[pid] = cur
+	return ss.s.KeyAt(cur.pos), true
 }
 
-// Current implements Source.
-func (ss *ScheduleSource) Current(pid uint16) (int, bool) {
-	pos, ok := ss.pos[pid]
-	if !ok {
+// Current implements Source. Every answer is final at Begin, so only the current period is
+// remembered: an earlier one has no key (it was decided when it began).
+func (ss *ScheduleSource) Current(pid uint16, period int) (int, bool) {
+	cur, ok := ss.pos[pid]
+	if !ok || cur.number != period {
 		return NoKey, true
 	}
-	return ss.s.KeyAt(pos), true
+	return ss.s.KeyAt(cur.pos), true
 }
 
 // CW implements Source.
@@ -80,7 +92,10 @@ func (ss *ScheduleSource) CW(i int) []byte { return ss.s.CW(i) }
 func (ss *ScheduleSource) Arrived() <-chan struct{} { return nil }
 
 // Reject implements Source: a schedule has no other key for the period.
-func (ss *ScheduleSource) Reject(uint16) {}
+func (ss *ScheduleSource) Reject(uint16, int) {}
+
+// GiveUp implements Source: a schedule's answers are final at Begin.
+func (ss *ScheduleSource) GiveUp(uint16, int) {}
 
 // MaxLiveCWs bounds the distinct control words a Live source keeps: far more than a day of
 // crypto periods of ten seconds on a few key slots. Past it, Set refuses new CWs (SetRefused
@@ -91,17 +106,25 @@ const MaxLiveCWs = 1 << 16
 // may name).
 const MaxLiveSlots = 256
 
+// MaxLiveWaiting bounds the periods of each PID a Live source remembers, the current one and
+// those before it that may still wait for their key: a period that far back gets no key
+// (Current answers NoKey, final).
+const MaxLiveWaiting = 64
+
 // Live is a Source whose control words arrive while the stream runs, from a key server that
 // answers the stream's ECMs. CWs are set per key slot and parity (Set); each PID uses slot 0
 // unless MapPID says otherwise (a DVBAPI server's CA_SET_PID).
 //
 // A CW that arrives for a parity takes effect at each PID's next period of that parity, never
 // in the middle of a period whose key is already decided. A PID's period takes the slot's
-// latest CW of its parity if that CW is new to the PID: different from the CW the PID's last
-// period of the same parity used (a key server answers the ECM of the next period during the
-// current one, so the new key is there before the parity changes). Otherwise the period waits
+// latest CW of its parity if that CW is new to it: different from the CW the PID's last period
+// of the same parity that had one used (a key server answers the ECM of the next period during the
+// current one, so the new key is there before the parity changes), and from the one the
+// period of the same parity after it took, if that one began. Otherwise the period waits
 // (Begin and Current answer NoKey, not final), and the first new CW of its parity that arrives
 // decides it: a late key applies from the period's first packet, which the caller still holds.
+// A period keeps waiting after the PID's parity changes again (Current names it by number), so
+// a key that comes after the next period began still reaches it.
 // A CW the caller rejects (Reject: it does not fit the period's first unit start) is new no
 // more for that period, which waits for the next one: a key server that also sends the other
 // parity's previous key sends it late, after a period that got no key, and that stale key is
@@ -113,9 +136,10 @@ const MaxLiveSlots = 256
 // with NewFixed instead.
 type Live struct {
 	mu      sync.Mutex
-	cws     [][]byte        // distinct CWs in order of arrival; their index is the CW index
-	index   map[string]int  // CW bytes to index
-	slots   map[int]*[2]int // slot to latest CW index per parity (0 even, 1 odd), or NoKey
+	cws     [][]byte             // distinct CWs in order of arrival; their index is the CW index
+	index   map[string]int       // CW bytes to index
+	slots   map[int]*[2][]slotCW // slot to the CWs received per parity (0 even, 1 odd), oldest first
+	seq     uint64               // CWs received so far: the arrival number of the latest
 	pidSlot map[uint16]int
 	pids    map[uint16]*livePID
 	arrived chan struct{}
@@ -125,14 +149,28 @@ type Live struct {
 	received int64
 }
 
-// livePID is what a Live source remembers of a PID: its current period, and the CW its last
-// period of each parity used.
+// livePID is what a Live source remembers of a PID: its latest periods, and the CW of the last
+// period of each parity it no longer remembers.
 type livePID struct {
-	started bool
-	odd     bool
-	cw      int    // CW of the current period, or NoKey while it waits
-	last    [2]int // CW index the PID's last period of each parity used, or NoKey
-	// rejected holds the CWs the caller found not to fit the current period.
+	begun  int          // periods begun
+	recent []livePeriod // the latest periods, oldest first, at most MaxLiveWaiting
+	gone   [2]int       // CW of the last period of each parity dropped from recent that had one, or NoKey
+}
+
+// slotCW is a CW received for a slot and parity, with its arrival number.
+type slotCW struct {
+	cw  int
+	seq uint64
+}
+
+// livePeriod is one of a PID's periods.
+type livePeriod struct {
+	number int
+	odd    bool
+	begun  uint64 // Live.seq when it began: the CWs that arrived after are its candidates
+	gaveUp bool   // the caller stopped waiting for its key (GiveUp)
+	cw     int    // its CW, or NoKey while it waits
+	// rejected holds the CWs the caller found not to fit the period.
 	rejected []int
 }
 
@@ -146,7 +184,7 @@ type AppliedKey struct {
 func NewLive() *Live {
 	return &Live{
 		index:   make(map[string]int),
-		slots:   make(map[int]*[2]int),
+		slots:   make(map[int]*[2][]slotCW),
 		pidSlot: make(map[uint16]int),
 		pids:    make(map[uint16]*livePID),
 		arrived: make(chan struct{}, 1),
@@ -177,10 +215,17 @@ func (l *Live) Set(slot int, odd bool, cw []byte) bool {
 	l.received++
 	sl := l.slots[slot]
 	if sl == nil {
-		sl = &[2]int{NoKey, NoKey}
+		sl = new([2][]slotCW)
 		l.slots[slot] = sl
 	}
-	sl[parityIndex(odd)] = idx
+	h := &sl[parityIndex(odd)]
+	if n := len(*h); n == 0 || (*h)[n-1].cw != idx { // a key sent again is no news
+		if n == MaxLiveWaiting {
+			*h = append((*h)[:0], (*h)[1:]...)
+		}
+		l.seq++
+		*h = append(*h, slotCW{cw: idx, seq: l.seq})
+	}
 	select {
 	case l.arrived <- struct{}{}:
 	default:
@@ -206,61 +251,151 @@ func (l *Live) Begin(pid uint16, odd bool) (int, bool) {
 	defer l.mu.Unlock()
 	p := l.pids[pid]
 	if p == nil {
-		p = &livePID{last: [2]int{NoKey, NoKey}}
+		p = &livePID{gone: [2]int{NoKey, NoKey}}
 		l.pids[pid] = p
 	}
-	if p.started && p.cw != NoKey {
-		p.last[parityIndex(p.odd)] = p.cw
+	if len(p.recent) == MaxLiveWaiting {
+		old := p.recent[0]
+		if old.cw != NoKey {
+			p.gone[parityIndex(old.odd)] = old.cw
+		}
+		// The rejected list's storage goes with the period that reuses the slot.
+		rejected := old.rejected[:0]
+		p.recent = append(p.recent[:0], p.recent[1:]...)
+		p.recent = append(p.recent, livePeriod{rejected: rejected})
+	} else {
+		p.recent = append(p.recent, livePeriod{})
 	}
-	p.started, p.odd, p.cw = true, odd, NoKey
-	p.rejected = p.rejected[:0]
-	l.decide(pid, p)
-	return p.cw, p.cw != NoKey
+	p.begun++
+	i := len(p.recent) - 1
+	p.recent[i] = livePeriod{number: p.begun, odd: odd, cw: NoKey, begun: l.seq, rejected: p.recent[i].rejected[:0]}
+	l.decideUpTo(pid, p, i)
+	return p.recent[i].cw, p.recent[i].cw != NoKey
+}
+
+// period returns the position in p.recent of period number n, or -1.
+func (p *livePID) period(n int) int {
+	i := len(p.recent) - 1 - (p.begun - n)
+	if i < 0 || i >= len(p.recent) {
+		return -1
+	}
+	return i
 }
 
 // Current implements Source.
-func (l *Live) Current(pid uint16) (int, bool) {
+func (l *Live) Current(pid uint16, period int) (int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := l.pids[pid]
-	if p == nil || !p.started {
+	if p == nil {
 		return NoKey, false
 	}
-	if p.cw == NoKey {
-		l.decide(pid, p)
+	i := p.period(period)
+	if i < 0 {
+		// Not begun yet (not final: Begin may start it), or no longer remembered.
+		return NoKey, period <= p.begun
 	}
-	return p.cw, p.cw != NoKey
+	if w := &p.recent[i]; w.gaveUp {
+		return NoKey, true
+	}
+	l.decideUpTo(pid, p, i)
+	return p.recent[i].cw, p.recent[i].cw != NoKey
 }
 
-// decide gives pid's waiting period the slot's latest CW of its parity when it is new to the PID.
-func (l *Live) decide(pid uint16, p *livePID) {
+// decideUpTo decides, oldest first, the periods up to recent[i] that wait for their key: a CW
+// goes to the oldest period it is new to, so a period that began after another of its parity
+// still waiting does not take that one's key.
+func (l *Live) decideUpTo(pid uint16, p *livePID, i int) {
+	for j := 0; j <= i; j++ {
+		if w := &p.recent[j]; w.cw == NoKey && !w.gaveUp {
+			l.decide(pid, p, j)
+		}
+	}
+}
+
+// GiveUp implements Source.
+func (l *Live) GiveUp(pid uint16, period int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.pids[pid]; p != nil {
+		if i := p.period(period); i >= 0 && p.recent[i].cw == NoKey {
+			p.recent[i].gaveUp = true
+		}
+	}
+}
+
+// decide gives pid's waiting period recent[i] a CW of its parity that is new to it: the first
+// that arrived after it began, else the one latest at its start (a key server answers the ECM
+// of the next period during the current one). Each new CW is kept, not only the latest: a
+// period that waits past its end may be asked after the next key of its parity came.
+func (l *Live) decide(pid uint16, p *livePID, i int) {
 	sl := l.slots[l.pidSlot[pid]]
 	if sl == nil {
 		return
 	}
-	cw := sl[parityIndex(p.odd)]
-	if cw == NoKey || cw == p.last[parityIndex(p.odd)] || slices.Contains(p.rejected, cw) {
-		return
+	w := &p.recent[i]
+	h := sl[parityIndex(w.odd)]
+	for _, e := range h {
+		if e.seq > w.begun && l.take(pid, p, i, e.cw) {
+			return
+		}
 	}
-	p.cw = cw
-	l.applied[AppliedKey{PID: pid, Odd: p.odd}]++
+	if n := len(h); n > 0 {
+		l.take(pid, p, i, h[n-1].cw)
+	}
+}
+
+// take gives recent[i] CW cw if it is new to the period: not rejected by it, not the CW the
+// last period of its parity before it that had one used (remembered or forgotten), nor the CW
+// of the period of its parity after it.
+func (l *Live) take(pid uint16, p *livePID, i int, cw int) bool {
+	w := &p.recent[i]
+	if slices.Contains(w.rejected, cw) {
+		return false
+	}
+	before := p.gone[parityIndex(w.odd)]
+	for j := i - 1; j >= 0; j-- {
+		if p.recent[j].odd == w.odd && p.recent[j].cw != NoKey {
+			before = p.recent[j].cw
+			break
+		}
+	}
+	if cw == before {
+		return false
+	}
+	for j := i + 1; j < len(p.recent); j++ {
+		if p.recent[j].odd == w.odd {
+			if p.recent[j].cw == cw {
+				return false
+			}
+			break
+		}
+	}
+	w.cw = cw
+	l.applied[AppliedKey{PID: pid, Odd: w.odd}]++
+	return true
 }
 
 // Reject implements Source.
-func (l *Live) Reject(pid uint16) {
+func (l *Live) Reject(pid uint16, period int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := l.pids[pid]
-	if p == nil || !p.started || p.cw == NoKey {
+	if p == nil {
 		return
 	}
-	p.rejected = append(p.rejected, p.cw)
-	if a := (AppliedKey{PID: pid, Odd: p.odd}); l.applied[a] > 1 {
+	i := p.period(period)
+	if i < 0 || p.recent[i].cw == NoKey {
+		return
+	}
+	w := &p.recent[i]
+	w.rejected = append(w.rejected, w.cw)
+	if a := (AppliedKey{PID: pid, Odd: w.odd}); l.applied[a] > 1 {
 		l.applied[a]--
 	} else {
 		delete(l.applied, a)
 	}
-	p.cw = NoKey
+	w.cw = NoKey
 }
 
 // CW implements Source.

@@ -8,6 +8,7 @@ import (
 func TestScheduleSourceFollowsEachPID(t *testing.T) {
 	a, b, c := []byte{1, 2, 3, 6, 4, 5, 6, 15}, []byte{7, 7, 7, 21, 8, 8, 8, 24}, []byte{9, 9, 9, 27, 1, 1, 1, 3}
 	src := NewScheduleSource(NewList([][]byte{a, b, c}))
+	begun := map[uint16]int{}
 	if src.Arrived() != nil {
 		t.Fatal("a schedule's keys are all known: Arrived must be nil")
 	}
@@ -21,12 +22,17 @@ func TestScheduleSourceFollowsEachPID(t *testing.T) {
 		if !final || !bytes.Equal(src.CW(k), step.want) {
 			t.Fatalf("PID %#x odd=%v: CW %X final=%v, want %X", step.pid, step.odd, src.CW(k), final, step.want)
 		}
-		if k2, _ := src.Current(step.pid); k2 != k {
+		begun[step.pid]++
+		if k2, _ := src.Current(step.pid, begun[step.pid]); k2 != k {
 			t.Fatalf("Current %d after Begin %d", k2, k)
 		}
 	}
-	if k, final := src.Current(0x200); k != NoKey || !final {
+	if k, final := src.Current(0x200, 1); k != NoKey || !final {
 		t.Fatalf("a PID never begun: %d %v", k, final)
+	}
+	// Answers are final at Begin: a period before the current one is not asked about again.
+	if k, final := src.Current(0x100, 1); k != NoKey || !final {
+		t.Fatalf("an earlier period: %d %v", k, final)
 	}
 }
 
@@ -60,12 +66,12 @@ func TestLiveKeyTakesEffectAtNextPeriodOfItsParity(t *testing.T) {
 	l.Set(0, false, cw(1))
 	l.Set(0, true, cw(2))
 	<-l.Arrived()
-	if k, final := l.Current(0x100); !final || !bytes.Equal(l.CW(k), cw(1)) {
+	if k, final := l.Current(0x100, 1); !final || !bytes.Equal(l.CW(k), cw(1)) {
 		t.Fatalf("late even key not applied: %d %v", k, final)
 	}
 	// A new even key while the even period runs: not mid-period.
 	l.Set(0, false, cw(3))
-	if k, _ := l.Current(0x100); !bytes.Equal(l.CW(k), cw(1)) {
+	if k, _ := l.Current(0x100, 1); !bytes.Equal(l.CW(k), cw(1)) {
 		t.Fatalf("key changed mid-period: %X", l.CW(k))
 	}
 	// The odd period takes the odd key that was already there.
@@ -82,11 +88,11 @@ func TestLiveKeyTakesEffectAtNextPeriodOfItsParity(t *testing.T) {
 	}
 	// Repeating the same odd key does not make it new.
 	l.Set(0, true, cw(2))
-	if k, final := l.Current(0x100); k != NoKey || final {
+	if k, final := l.Current(0x100, 4); k != NoKey || final {
 		t.Fatalf("repeated odd key used: %d %v", k, final)
 	}
 	l.Set(0, true, cw(4))
-	if k, final := l.Current(0x100); !final || !bytes.Equal(l.CW(k), cw(4)) {
+	if k, final := l.Current(0x100, 4); !final || !bytes.Equal(l.CW(k), cw(4)) {
 		t.Fatalf("late odd key: %d %v", k, final)
 	}
 	// Another PID starting now takes the latest of its parity.
@@ -147,16 +153,16 @@ func TestLiveReject(t *testing.T) {
 	if !bytes.Equal(l.CW(cw), stale) {
 		t.Fatalf("second period: CW %d, want the stale one", cw)
 	}
-	l.Reject(0x100)
-	if cw, final := l.Current(0x100); cw != NoKey || final {
+	l.Reject(0x100, 2)
+	if cw, final := l.Current(0x100, 2); cw != NoKey || final {
 		t.Fatalf("after Reject: CW %d, final %v; want a wait", cw, final)
 	}
 	l.Set(0, false, stale) // sent again: still not for this period
-	if cw, _ := l.Current(0x100); cw != NoKey {
+	if cw, _ := l.Current(0x100, 2); cw != NoKey {
 		t.Fatalf("the rejected CW was given again")
 	}
 	l.Set(0, false, k3)
-	if cw, final := l.Current(0x100); cw == NoKey || !final || !bytes.Equal(l.CW(cw), k3) {
+	if cw, final := l.Current(0x100, 2); cw == NoKey || !final || !bytes.Equal(l.CW(cw), k3) {
 		t.Fatalf("after a new CW: CW %d, final %v", cw, final)
 	}
 	if n := l.Applied()[AppliedKey{PID: 0x100}]; n != 2 {
@@ -165,5 +171,82 @@ func TestLiveReject(t *testing.T) {
 	// The next period of the parity: k3 was used, so only a CW other than k3 is new.
 	if cw, _ := l.Begin(0x100, false); cw != NoKey {
 		t.Fatalf("third period took CW %d, the one the second used", cw)
+	}
+}
+
+// A period still waiting when its PID's parity changes again keeps waiting: the key that comes
+// after the next period began reaches it (named by its number), and it is new no more to the
+// next period of its parity. A period MaxLiveWaiting periods back is forgotten: no key.
+func TestLivePeriodWaitsPastItsEnd(t *testing.T) {
+	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
+	l := NewLive()
+	if k, final := l.Begin(0x100, false); k != NoKey || final {
+		t.Fatalf("period 1 before any key: %d %v", k, final)
+	}
+	l.Set(0, true, cw(2))
+	if k, final := l.Begin(0x100, true); !final || !bytes.Equal(l.CW(k), cw(2)) {
+		t.Fatalf("period 2: %d %v", k, final)
+	}
+	// Period 1's key comes now, with the answer to period 2's ECM.
+	l.Set(0, false, cw(1))
+	if k, final := l.Current(0x100, 1); !final || !bytes.Equal(l.CW(k), cw(1)) {
+		t.Fatalf("period 1 after period 2 began: %d %v", k, final)
+	}
+	if k, _ := l.Current(0x100, 2); !bytes.Equal(l.CW(k), cw(2)) {
+		t.Fatalf("period 2 changed: %X", l.CW(k))
+	}
+	// Period 3 (even): period 1 used cw(1), so it waits for a new one.
+	if k, final := l.Begin(0x100, false); k != NoKey || final {
+		t.Fatalf("period 3 took period 1's key: %d %v", k, final)
+	}
+	l.Set(0, false, cw(3))
+	if k, final := l.Current(0x100, 3); !final || !bytes.Equal(l.CW(k), cw(3)) {
+		t.Fatalf("period 3: %d %v", k, final)
+	}
+	// Two periods of a parity waiting: a key that arrives goes to the older (its key would be
+	// replaced in the slot by the next before it is asked again), the next key to the newer.
+	l.Begin(0x100, true)  // 4: odd, waits (cw(2) is period 2's)
+	l.Begin(0x100, false) // 5: even, waits (cw(3) is period 3's)
+	// 6: odd, waits too (cw(2) is still the last odd key used: period 4 has none).
+	if k, final := l.Begin(0x100, true); k != NoKey || final {
+		t.Fatalf("period 6 took a key: %d %v", k, final)
+	}
+	l.Set(0, true, cw(4))
+	l.Set(0, true, cw(6))
+	if k, final := l.Current(0x100, 4); !final || !bytes.Equal(l.CW(k), cw(4)) {
+		t.Fatalf("period 4: %d %v", k, final)
+	}
+	if k, final := l.Current(0x100, 6); !final || !bytes.Equal(l.CW(k), cw(6)) {
+		t.Fatalf("period 6: %d %v", k, final)
+	}
+	// Forgotten: no key will come; not begun: a key may.
+	for range MaxLiveWaiting {
+		l.Begin(0x100, false)
+	}
+	if k, final := l.Current(0x100, 4); k != NoKey || !final {
+		t.Fatalf("a period %d back: %d %v, want no key, final", MaxLiveWaiting, k, final)
+	}
+	if k, final := l.Current(0x100, 7+MaxLiveWaiting); k != NoKey || final {
+		t.Fatalf("a period not begun: %d %v", k, final)
+	}
+}
+
+// A period the caller gave up on takes no key that comes later: the next period of its parity
+// does, though it began after the key came for the period before.
+func TestLiveGiveUp(t *testing.T) {
+	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
+	l := NewLive()
+	l.Begin(0x100, false) // 1: waits
+	l.Begin(0x100, true)  // 2: waits
+	l.GiveUp(0x100, 1)
+	if k, final := l.Current(0x100, 1); k != NoKey || !final {
+		t.Fatalf("period 1 after GiveUp: %d %v, want no key, final", k, final)
+	}
+	l.Set(0, false, cw(3))
+	if k, final := l.Begin(0x100, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
+		t.Fatalf("period 3: %d %v", k, final)
+	}
+	if k, _ := l.Current(0x100, 1); k != NoKey {
+		t.Fatalf("period 1 took a key after GiveUp: %d", k)
 	}
 }

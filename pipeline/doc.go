@@ -52,7 +52,8 @@
 // With Options.LiveKeys, each PID's crypto periods take their control word from a keys.Source
 // (a key server's answers, a CW log that grows) at their first packet, and a period whose key
 // has not come is held until it does, or until LiveKeys.Wait, after which its packets pass as
-// they came (or are dropped). Keys are not searched, the server says which key applies, but
+// they came (or are dropped); on a live input it waits so even when its PID's next period has
+// begun. Keys are not searched, the server says which key applies, but
 // each is checked before it is used, as a key list's expected key is: it must fit the period's
 // first checkable unit start, and one that does not (a stale key of the period's parity) is
 // not used, the period waiting for the next. The

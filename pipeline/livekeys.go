@@ -15,8 +15,10 @@ import (
 // With Options.LiveKeys, each PID's crypto period gets its control word from a keys.Source at
 // its first packet (Begin). A period whose key has not arrived yet stays open: its packets are
 // held, with the chunks after them, and the source is asked again at each unit of work read
-// (Current), until the key comes (it then applies from the period's first packet) or the wait
-// runs out: then LiveKeys.Missing decides, the period's packets pass as they came (counted).
+// (Current, by the period's number), until the key comes (it then applies from the period's
+// first packet) or the wait runs out: then LiveKeys.Drop decides, the period's packets pass as
+// they came (counted). On a live input a period that ends (its PID's parity changes) still
+// waiting keeps waiting: the key server's answer often comes after the flip (liveEnded).
 // Periods are started by parity changes alone, without glitch detection: the key server, not a
 // search, says which key applies. But a key that arrives is checked before it is used: it
 // must fit the period's first checkable unit start (one trial per period, as a key list's
@@ -104,6 +106,10 @@ type AppliedCWs struct {
 	Odd     bool   `json:"odd"`
 	Periods int64  `json:"periods"`
 }
+
+// livePollEvery is how often the reader asks the key source again while it waits for a free
+// chunk, all of them held for a key (Arrived wakes it sooner).
+const livePollEvery = 10 * time.Millisecond
 
 // liveState is the classifier's state for LiveKeys.
 type liveState struct {
@@ -201,9 +207,9 @@ func (cl *classifier) livePeriodOf(pid uint16, odd bool) int32 {
 		}
 	}
 	if pk.cur >= 0 && cl.periods[pk.cur].state == periodOpen {
-		// The parity changes while the period still waits: the source answers for a PID's
-		// current period only, so the waiting one is settled now, with its key if it came.
-		cl.liveSettle(pk.cur)
+		// The parity changes while the period is undecided: it gets no more unit starts to
+		// check a key on.
+		cl.liveEnded(pk.cur)
 	}
 	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1, key: keys.NoKey}
 	pk.periods++
@@ -238,6 +244,10 @@ func (cl *classifier) liveOffer(idx int32, k int, late bool) {
 	}
 	p.key = k
 	cl.liveCheck(idx)
+	if p.state == periodOpen && p.key != keys.NoKey && cl.pidKeys(p.pid).cur != idx {
+		// A period past its end with no unit start to check the key on: none will come.
+		cl.liveAccept(idx, k, false)
+	}
 }
 
 // liveUnitStart is called for each checkable unit start of period idx: the first is kept (its
@@ -294,10 +304,10 @@ func (cl *classifier) liveReject(idx int32) {
 	}
 	rejected := p.key
 	p.key = keys.NoKey
-	l.cfg.Source.Reject(p.pid)
-	switch k, final := l.cfg.Source.Current(p.pid); {
+	l.cfg.Source.Reject(p.pid, p.number)
+	switch k, final := l.cfg.Source.Current(p.pid, p.number); {
 	case k == rejected || final && k == keys.NoKey:
-		cl.liveGiveUp(idx) // the source has no other key for the period
+		cl.liveGiveUp(idx, giveUpRejected) // the source has no other key for the period
 	case k != keys.NoKey:
 		cl.liveOffer(idx, k, true) // another key came while this one was tried
 	}
@@ -342,7 +352,34 @@ func (cl *classifier) livePoll() {
 	cl.liveResolve(true)
 }
 
-// liveSettle decides a waiting period with its key if it has come, or gives up on it.
+// liveEnded is called when period idx, still open, ends (its PID's parity changed). A key it
+// has is taken unchecked: no unit start will come to check it. A period without a key settles
+// now on a file input, whose reader waits for the key server first; on a live input it keeps
+// waiting, its packets held, for the rest of LiveKeys.Wait: a key server often answers after
+// the next period began (an ECM close to the flip, a filter set late), and the period's key
+// comes with the answer to the next period's ECM, as the other parity's.
+func (cl *classifier) liveEnded(idx int32) {
+	p := &cl.periods[idx]
+	switch {
+	case p.key != keys.NoKey:
+		cl.liveAccept(idx, p.key, false)
+	case cl.live.cfg.FileInput:
+		cl.liveSettle(idx)
+	default:
+		switch k, final := cl.live.cfg.Source.Current(p.pid, p.number); {
+		case k != keys.NoKey:
+			cl.liveOffer(idx, k, true)
+			if p.state == periodOpen && p.key != keys.NoKey {
+				cl.liveAccept(idx, p.key, false) // no unit start came to check it
+			}
+		case final:
+			cl.liveGiveUp(idx, giveUpNone)
+		}
+	}
+}
+
+// liveSettle decides a waiting period of a file input with its key if it has come, or gives up
+// on it.
 func (cl *classifier) liveSettle(idx int32) {
 	l := cl.live
 	p := &cl.periods[idx]
@@ -351,19 +388,19 @@ func (cl *classifier) liveSettle(idx int32) {
 	// which may still be answering an ECM that carries the period's right key; without that
 	// wait the period would give up or not by when the reader's units of work were cut.
 	for p.state == periodOpen && p.key == keys.NoKey {
-		cl.liveAwaitServer(p.pid)
-		k, _ := l.cfg.Source.Current(p.pid)
+		cl.liveAwaitServer(p.pid, p.number)
+		k, _ := l.cfg.Source.Current(p.pid, p.number)
 		if k == keys.NoKey {
 			break
 		}
 		cl.liveOffer(idx, k, true)
 	}
-	cl.liveEnd(idx)
+	cl.liveEnd(idx, giveUpEnded)
 }
 
-// liveAwaitServer waits, for a file input, while the key server is busy and pid's period has
-// no key yet: the file's reader has run through the whole period.
-func (cl *classifier) liveAwaitServer(pid uint16) {
+// liveAwaitServer waits, for a file input, while the key server is busy and pid's period number
+// has no key yet: the file's reader has run through the whole period.
+func (cl *classifier) liveAwaitServer(pid uint16, number int) {
 	l := cl.live
 	if !l.cfg.FileInput || l.cfg.Sections == nil {
 		return
@@ -371,7 +408,7 @@ func (cl *classifier) liveAwaitServer(pid uint16) {
 	start := time.Now()
 	arrived := l.cfg.Source.Arrived()
 	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
-		if k, _ := l.cfg.Source.Current(pid); k != keys.NoKey {
+		if k, _ := l.cfg.Source.Current(pid, number); k != keys.NoKey {
 			break
 		}
 		select {
@@ -384,14 +421,14 @@ func (cl *classifier) liveAwaitServer(pid uint16) {
 }
 
 // liveEnd decides an open period without waiting more: with its key, unchecked when no unit
-// start could check it, or without one.
-func (cl *classifier) liveEnd(idx int32) {
+// start could check it, or without one, for the reason given.
+func (cl *classifier) liveEnd(idx int32, why giveUpReason) {
 	switch p := &cl.periods[idx]; {
 	case p.state != periodOpen:
 	case p.key != keys.NoKey:
 		cl.liveAccept(idx, p.key, false)
 	default:
-		cl.liveGiveUp(idx)
+		cl.liveGiveUp(idx, why)
 	}
 }
 
@@ -411,19 +448,23 @@ func (cl *classifier) liveResolve(expire bool) bool {
 			continue
 		}
 		if p.key == keys.NoKey {
-			if k, _ := l.cfg.Source.Current(p.pid); k != keys.NoKey {
+			switch k, final := l.cfg.Source.Current(p.pid, p.number); {
+			case k != keys.NoKey:
 				l.st.HeldMax = max(l.st.HeldMax, now.Sub(w.since))
 				cl.liveOffer(w.idx, k, true)
 				if p.state != periodOpen {
 					continue
 				}
+			case final:
+				cl.liveGiveUp(w.idx, giveUpNone)
+				continue
 			}
 		}
 		if busy && p.key == keys.NoKey {
 			w.since = now // a file's reader waits for the server: the wait starts when it is idle
 		}
 		if expire && now.Sub(w.since) > l.cfg.Wait {
-			cl.liveEnd(w.idx)
+			cl.liveEnd(w.idx, giveUpWait)
 			continue
 		}
 		if p.state != periodOpen {
@@ -438,8 +479,19 @@ func (cl *classifier) liveResolve(expire bool) bool {
 	return keyless == 0
 }
 
+// giveUpReason says why a period stopped waiting for its key, for the line LiveKeys.Log gets.
+type giveUpReason int8
+
+const (
+	giveUpWait     giveUpReason = iota // LiveKeys.Wait ran out
+	giveUpEnded                        // a file input's period ended with the key server idle
+	giveUpRejected                     // its key did not fit, and the source has no other
+	giveUpInputEnd                     // the input ended, or the run stopped, while it waited
+	giveUpNone                         // the source says no key will come for it
+)
+
 // liveGiveUp decides a period whose key did not come: its packets pass as they came.
-func (cl *classifier) liveGiveUp(idx int32) {
+func (cl *classifier) liveGiveUp(idx int32, why giveUpReason) {
 	p := &cl.periods[idx]
 	l := cl.live
 	l.st.GaveUp++
@@ -449,9 +501,23 @@ func (cl *classifier) liveGiveUp(idx int32) {
 		what = "passed scrambled"
 	}
 	delete(l.packets, idx)
+	l.cfg.Source.GiveUp(p.pid, p.number)
 	if l.cfg.Log != nil {
-		l.cfg.Log(fmt.Sprintf("no key from the key server for PID %#04x crypto period %d (%s) after %v: its packets are %s",
-			p.pid, p.number, parity(p.odd), l.cfg.Wait, what))
+		var when string
+		switch why {
+		case giveUpWait:
+			when = fmt.Sprintf("after -key-wait %v", l.cfg.Wait)
+		case giveUpEnded:
+			when = "when the period ended, no answer pending"
+		case giveUpRejected:
+			when = "other than the CW that did not fit"
+		case giveUpInputEnd:
+			when = "before the run ended"
+		case giveUpNone:
+			when = "(the key source has none for it)"
+		}
+		l.cfg.Log(fmt.Sprintf("no key from the key server for PID %#04x crypto period %d (%s) %s: its packets are %s",
+			p.pid, p.number, parity(p.odd), when, what))
 	}
 	cl.decide(p, periodNoFit)
 }
@@ -478,9 +544,10 @@ func (cl *classifier) liveFinish() {
 			}
 		}
 	}
+	cl.liveResolve(false) // the keys that came since the last unit of work
 	for _, w := range l.waiting {
 		if cl.periods[w.idx].state == periodOpen {
-			cl.liveEnd(w.idx)
+			cl.liveEnd(w.idx, giveUpInputEnd)
 		} else {
 			cl.liveSettled(w.idx)
 		}
@@ -524,6 +591,7 @@ func (cl *classifier) liveSettled(idx int32) {
 	if p := &cl.periods[idx]; p.state == periodUnchecked && p.key == keys.NoKey {
 		l.st.GaveUp++
 		l.st.PassedNoKey += l.packets[idx]
+		l.cfg.Source.GiveUp(p.pid, p.number)
 	}
 	delete(l.packets, idx)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -324,12 +325,14 @@ func TestLiveKeysGiveUpMidPeriodCounts(t *testing.T) {
 }
 
 // scriptedSource is a keys.Live whose keys are set by a script as the stream's periods begin:
-// before Begin starts period n (from 1), atBegin[n] runs; at the first Current for period n,
-// atCurrent[n] does.
+// before Begin starts period n (from 1), atBegin[n] runs; at the first Current while period n
+// is the latest, atCurrent[n] does. The periods in none get no key: Current answers NoKey,
+// final, for them.
 type scriptedSource struct {
 	*keys.Live
 	begins             int
 	atBegin, atCurrent map[int]func(*keys.Live)
+	none               map[int]bool
 }
 
 func (s *scriptedSource) Begin(pid uint16, odd bool) (int, bool) {
@@ -340,12 +343,15 @@ func (s *scriptedSource) Begin(pid uint16, odd bool) (int, bool) {
 	return s.Live.Begin(pid, odd)
 }
 
-func (s *scriptedSource) Current(pid uint16) (int, bool) {
+func (s *scriptedSource) Current(pid uint16, period int) (int, bool) {
 	if f := s.atCurrent[s.begins]; f != nil {
 		delete(s.atCurrent, s.begins)
 		f(s.Live)
 	}
-	return s.Live.Current(pid)
+	if s.none[period] {
+		return keys.NoKey, true
+	}
+	return s.Live.Current(pid, period)
 }
 
 // A period that gets no key passes as it came, and the stale key of its parity that comes
@@ -360,7 +366,8 @@ func TestLiveKeysStaleKeyAfterMissingPeriod(t *testing.T) {
 	set := func(n int) func(*keys.Live) {
 		return func(l *keys.Live) { l.Set(0, (n-1)%2 == 1, cws[(n-1)%len(cws)]) }
 	}
-	src := &scriptedSource{Live: keys.NewLive(),
+	// The source says period 3 gets no key; its key comes afterwards, with period 4's.
+	src := &scriptedSource{Live: keys.NewLive(), none: map[int]bool{3: true},
 		atBegin: map[int]func(*keys.Live){
 			1: set(1), 2: set(2),
 			// Period 4's answer carries period 3's key late, with its own.
@@ -398,6 +405,56 @@ func TestLiveKeysStaleKeyAfterMissingPeriod(t *testing.T) {
 		if st.LiveKeys.GaveUp != 1 || st.LiveKeys.PassedNoKey != period || st.LiveKeys.NotFitting != 1 || st.LiveKeys.Waited != 1 {
 			t.Fatalf("batch %d: want 1 period without a key, %d packets passed, 1 CW not fitting, 1 period waited: %+v (%q)",
 				batch, period, *st.LiveKeys, logs)
+		}
+	}
+}
+
+// A live period whose key comes only after the next period began still gets it, within
+// LiveKeys.Wait: a key server answers the ECM sent just before a parity change after it (or
+// sets its section filter late, and the first ECM it sees is the next period's, which brings
+// the key of the period before as the other parity's). Here every key comes with the Begin of
+// the period after its own: each period ends without its key, and waits on for it.
+func TestLiveKeysArriveAfterNextPeriodBegan(t *testing.T) {
+	const period = 500
+	cws := liveCWs()
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: cws})
+	set := func(n int) func(*keys.Live) { // period n's key (from 1)
+		return func(l *keys.Live) { l.Set(0, (n-1)%2 == 1, cws[(n-1)%len(cws)]) }
+	}
+	for _, batch := range []int{1, 300, 1024} {
+		atBegin := map[int]func(*keys.Live){}
+		for n := 2; n <= 6; n++ {
+			atBegin[n] = set(n - 1)
+		}
+		src := &scriptedSource{Live: keys.NewLive(), atBegin: atBegin}
+		var logs []string
+		lk := &pipeline.LiveKeys{Source: src, Wait: time.Minute, Log: func(s string) { logs = append(logs, s) }}
+		var out bytes.Buffer
+		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The last period's key never comes: it waits to the end of the input.
+		want := bytes.Clone(clear)
+		es := 0
+		for i := 0; i < len(scrambled); i += 188 {
+			if scrambled[i+3]&0xC0 != 0 {
+				if es/period == 5 {
+					copy(want[i:i+188], scrambled[i:i+188])
+				}
+				es++
+			}
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("batch %d: output is not the clear stream with the last period as it came: %d descrambled, %+v (%q)",
+				batch, st.Descrambled, *st.LiveKeys, logs)
+		}
+		lk2 := st.LiveKeys
+		if lk2.Waited != 5 || lk2.Held != 5*period || lk2.GaveUp != 1 || lk2.PassedNoKey != period || lk2.NotFitting != 0 {
+			t.Fatalf("batch %d: want 5 periods that waited with all their packets, 1 without a key: %+v (%q)", batch, *lk2, logs)
+		}
+		if len(logs) != 1 || !strings.Contains(logs[0], "crypto period 6 (odd) before the run ended") {
+			t.Fatalf("batch %d: the line for the last period should say it waited to the end of the run: %q", batch, logs)
 		}
 	}
 }

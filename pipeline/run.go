@@ -377,11 +377,27 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 					allocated++
 				}
 			} else {
+				// With keys from a key server, the chunks held may all wait for a key (on a
+				// live input, units of work cut by the latency bound are small, and the pool
+				// runs out long before the packet bound): the key's arrival, or the end of
+				// its wait, decides them, so keep asking while no chunk is free.
+				var tick <-chan time.Time
+				var arrived <-chan struct{}
+				if cl.live != nil && len(held) > 0 {
+					tick = time.After(livePollEvery)
+					arrived = cl.live.cfg.Source.Arrived()
+				}
 				select {
 				case c = <-free:
+				case <-tick:
+				case <-arrived:
 				case <-ctx.Done():
 					stop()
 					return
+				}
+				if c == nil {
+					dispatch()
+					continue
 				}
 			}
 			c.seq, c.n, c.jobs, c.ready = seq, 0, c.jobs[:0], 0

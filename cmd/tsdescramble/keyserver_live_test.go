@@ -133,6 +133,29 @@ func TestLiveInputKeyServer(t *testing.T) {
 	}
 }
 
+// A key that comes only after the next crypto period began still reaches its period: the
+// DVBAPI server answers nothing to the first period's ECM (a card that cannot decode it), so
+// the first period's key comes with the answer to the second period's ECM, as the other
+// parity's, 30 ms after the second period began. The first period waits for it past its end,
+// within -key-wait, and the output is the clear stream.
+func TestLiveInputKeyAfterNextPeriodBegan(t *testing.T) {
+	const period = 500
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 4 * period, PeriodPackets: period, CWs: liveCWs(t), LeadPackets: 20})
+	srv := camdouble.NewDVBAPI(t)
+	srv.SetDelay(30 * time.Millisecond)
+	srv.SetSkip(func(ecm []byte) bool { return bytes.Equal(ecm, ecms[0]) })
+	res, got, st := liveKeyRun(t, "dvbapi://"+srv.Addr, scrambled)
+	if res.code != 0 {
+		t.Fatal(describe(res))
+	}
+	sameBytes(t, "descrambled from the live input", got, clear, 188)
+	if lk := st.LiveKeys; lk.GaveUp != 0 || lk.Waited < int64(len(ecms)) || lk.Held < period {
+		t.Fatalf("want every period to wait for its key, the first one all its packets, none to go without: %+v", lk)
+	}
+	t.Logf("the first period's key came %v after its first packet; %d periods waited, %d packets held",
+		st.LiveKeys.HeldMax, st.LiveKeys.Waited, st.LiveKeys.Held)
+}
+
 // The server answers the ECMs of the first three crypto periods and goes away at the fourth's:
 // the three periods after the stop pass as they came, and -stats counts exactly their packets;
 // the periods before are clear.

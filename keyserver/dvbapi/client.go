@@ -45,6 +45,7 @@ type Stats struct {
 	ModeRefused   int64 // CA_SET_DESCR_MODE asking for another algorithm than DVB-CSA
 	KeysRefused   int64 // CWs not used: for a refused mode, an index or parity out of range, CA_SET_DESCR_DATA
 	ECMInfo       int64 // ECM_INFO received
+	Replayed      int64 // sections that came before the server set their filter, sent when it did
 	ServerECMTime time.Duration
 	// RTTMedian and RTTMax are the median and largest time from sending an ECM to the next
 	// CA_SET_DESCR (a server says nothing when an ECM brings no new key, so the figure covers
@@ -85,17 +86,20 @@ type Client struct {
 	mu       sync.Mutex
 	services []CAPMTService
 	filters  map[filterKey]*filter
-	gen      uint64
-	out      chan []byte // to the current connection's writer; nil when not connected
-	msgID    uint32
-	refused  map[int32]bool
-	told     map[string]bool
-	st       Stats
-	ecmSent  time.Time
-	pending  []sentECM // the ECMs sent that no CA_SET_DESCR answered yet, oldest first
-	svcsSet  time.Time // when SetServices last changed the services
-	rtts     roundtrip.Times
-	lastErr  error
+	// early holds the last section of each ECM PID the services' CA descriptors name, for a
+	// filter the server sets after it came (see Section).
+	early   map[uint16][]byte
+	gen     uint64
+	out     chan []byte // to the current connection's writer; nil when not connected
+	msgID   uint32
+	refused map[int32]bool
+	told    map[string]bool
+	st      Stats
+	ecmSent time.Time
+	pending []sentECM // the ECMs sent that no CA_SET_DESCR answered yet, oldest first
+	svcsSet time.Time // when SetServices last changed the services
+	rtts    roundtrip.Times
+	lastErr error
 }
 
 // NewClient returns a client for cfg that sets the keys it receives in live. Run connects it.
@@ -105,7 +109,8 @@ func NewClient(cfg Config, live *keys.Live) *Client {
 	}
 	r := keyserver.NewRedial(cfg.Addr, cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff)
 	cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff = r.Timeout, r.MinBackoff, r.MaxBackoff
-	return &Client{cfg: cfg, live: live, redial: r, filters: map[filterKey]*filter{}, refused: map[int32]bool{}, told: map[string]bool{}}
+	return &Client{cfg: cfg, live: live, redial: r, filters: map[filterKey]*filter{}, early: map[uint16][]byte{},
+		refused: map[int32]bool{}, told: map[string]bool{}}
 }
 
 // SetServices sets the services to descramble, each with the demux index the server will name
@@ -118,6 +123,19 @@ func (c *Client) SetServices(svcs []CAPMTService) {
 	for i := range c.services {
 		c.services[i].Demux = uint8(i)
 	}
+	// Keep the sections of the ECM PIDs the services name, and only theirs.
+	pids := c.ecmPIDs()
+	for pid := range c.early {
+		if !slices.Contains(pids, pid) {
+			delete(c.early, pid)
+		}
+	}
+	for _, pid := range pids {
+		if _, ok := c.early[pid]; !ok {
+			c.early[pid] = nil
+		}
+	}
+	c.gen++
 	if c.out != nil {
 		c.sendServices()
 	}
@@ -156,10 +174,38 @@ func (c *Client) send(b []byte) {
 	}
 }
 
-// WantedPIDs returns the PIDs the server filters, and a number that changes when they do.
+// ecmPIDs returns the ECM PIDs of the services' CA descriptors (at most maxFilters); c.mu is
+// held.
+func (c *Client) ecmPIDs() []uint16 {
+	var pids []uint16
+	add := func(loop []byte) {
+		for tag, body := range psi.EachDescriptor(loop) {
+			if tag != 0x09 || len(body) < 4 {
+				continue
+			}
+			if pid := uint16(body[2]&0x1F)<<8 | uint16(body[3]); len(pids) < maxFilters && !slices.Contains(pids, pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	for _, svc := range c.services {
+		add(svc.CA)
+		for _, es := range svc.Streams {
+			add(es.CA)
+		}
+	}
+	return pids
+}
+
+// WantedPIDs returns the PIDs whose sections the client wants: those the server filters, and
+// the ECM PIDs of the services' CA descriptors (see Section); and a number that changes when
+// they do.
 func (c *Client) WantedPIDs() (pids []uint16, generation uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for pid := range c.early {
+		pids = append(pids, pid)
+	}
 	for _, f := range c.filters {
 		if !slices.Contains(pids, f.pid) {
 			pids = append(pids, f.pid)
@@ -167,6 +213,20 @@ func (c *Client) WantedPIDs() (pids []uint16, generation uint64) {
 	}
 	slices.Sort(pids)
 	return pids, c.gen
+}
+
+// Filters returns the PIDs the server has set section filters on, in order.
+func (c *Client) Filters() []uint16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var pids []uint16
+	for _, f := range c.filters {
+		if !slices.Contains(pids, f.pid) {
+			pids = append(pids, f.pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
 }
 
 // Generation returns the number WantedPIDs returns, cheaply.
@@ -179,32 +239,51 @@ func (c *Client) Generation() uint64 {
 // Section offers a whole section of pid from the stream: it goes to the server through every
 // filter of that PID it matches, unless it repeats the last section sent through that filter.
 // It never blocks.
+//
+// The last section of each ECM PID the services name is kept, and sent through a filter the
+// server sets on that PID later, if it matches: the ECM on air when the filter is set, which a
+// receiver's demultiplexer would deliver at its next repetition. A live input's reader has
+// read on while the CA PMT went to the server and its filter came back, and without this the
+// server would see the first ECM one repetition later (or, when the period ends first, only
+// the next period's).
 func (c *Client) Section(pid uint16, section []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if kept, ok := c.early[pid]; ok {
+		c.early[pid] = append(kept[:0], section...)
+	}
 	if c.out == nil {
 		return
 	}
 	for k, f := range c.filters {
-		if f.pid != pid || !f.f.Match(section) || bytes.Equal(f.last, section) {
-			continue
-		}
-		f.last = append(f.last[:0], section...)
-		c.msgID++
-		c.send(AppendFilterData(nil, c.msgID, k.demux, k.filter, section))
-		c.st.Sections++
-		if len(section) > 0 && section[0]&0xFE == 0x80 {
-			c.st.ECMs++
-			now := time.Now()
-			if c.ecmSent.IsZero() {
-				c.ecmSent = now
-			}
-			if len(c.pending) >= maxPendingECMs {
-				c.pending = c.pending[1:]
-			}
-			c.pending = append(c.pending, sentECM{msgID: c.msgID, at: now})
+		if f.pid == pid {
+			c.through(k, f, section)
 		}
 	}
+}
+
+// through sends section to the server through filter k if it matches and is not the last
+// section sent through it; c.mu is held and the client connected.
+func (c *Client) through(k filterKey, f *filter, section []byte) bool {
+	if !f.f.Match(section) || bytes.Equal(f.last, section) {
+		return false
+	}
+	f.last = append(f.last[:0], section...)
+	c.msgID++
+	c.send(AppendFilterData(nil, c.msgID, k.demux, k.filter, section))
+	c.st.Sections++
+	if len(section) > 0 && section[0]&0xFE == 0x80 {
+		c.st.ECMs++
+		now := time.Now()
+		if c.ecmSent.IsZero() {
+			c.ecmSent = now
+		}
+		if len(c.pending) >= maxPendingECMs {
+			c.pending = c.pending[1:]
+		}
+		c.pending = append(c.pending, sentECM{msgID: c.msgID, at: now})
+	}
+	return true
 }
 
 // Run connects to the server and serves it until ctx is done, connecting again after a backoff
@@ -320,8 +399,12 @@ func (c *Client) handle(m *Message) error {
 		if _, ok := c.filters[k]; !ok && len(c.filters) >= maxFilters {
 			return fmt.Errorf("the server set more than %d section filters", maxFilters)
 		}
-		c.filters[k] = &filter{pid: m.PID, f: m.Filt}
+		f := &filter{pid: m.PID, f: m.Filt}
+		c.filters[k] = f
 		c.gen++
+		if sec := c.early[m.PID]; len(sec) > 0 && c.out != nil && c.through(k, f, sec) {
+			c.st.Replayed++
+		}
 	case OpDMXStop:
 		delete(c.filters, filterKey{m.Demux, m.Filter})
 		c.gen++

@@ -3,6 +3,7 @@ package dvbapi_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +62,7 @@ func TestClientAgainstDouble(t *testing.T) {
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
 	cl.SetServices([]dvbapi.CAPMTService{service()})
-	until(t, "the ECM filter", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 && pids[0] == camdouble.ECMPID })
+	until(t, "the ECM filter", func() bool { pids := cl.Filters(); return len(pids) == 1 && pids[0] == camdouble.ECMPID })
 	if g := srv.Greeting(); !bytes.Equal(g, dvbapi.AppendClientInfo(nil, "test")) {
 		t.Fatalf("greeting % X", g)
 	}
@@ -71,18 +72,25 @@ func TestClientAgainstDouble(t *testing.T) {
 	for range 3 {
 		cl.Section(camdouble.ECMPID, ecm0)
 	}
-	until(t, "the even key", func() bool { k, _ := live.Begin(0x100, false); return k != keys.NoKey })
+	// Each Begin starts a crypto period: wait for the key, then begin one.
+	until(t, "the even key", func() bool { return cl.Stats().CWs == 1 })
+	if k, _ := live.Begin(0x100, false); k == keys.NoKey {
+		t.Fatal("no even key")
+	}
 	// ECM 1 (odd period 1): the server sends only the odd key, the even did not change.
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x81, cws[0], cws[1], 1))
-	until(t, "the odd key", func() bool { k, _ := live.Begin(0x100, true); return k != keys.NoKey })
+	until(t, "the odd key", func() bool { return cl.Stats().CWs == 2 })
+	if k, _ := live.Begin(0x100, true); k == keys.NoKey {
+		t.Fatal("no odd key")
+	}
 	// An ECM that changes no key: the server says nothing, and the client does not wait for
 	// it: the next ECM's key arrives.
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x81, cws[0], cws[1], 99))
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[2], cws[1], 2))
-	until(t, "the next even key", func() bool {
-		k, final := live.Begin(0x100, false)
-		return final && bytes.Equal(live.CW(k), cws[2])
-	})
+	until(t, "the next even key", func() bool { return cl.Stats().CWs == 3 })
+	if k, final := live.Begin(0x100, false); !final || !bytes.Equal(live.CW(k), cws[2]) {
+		t.Fatalf("next even key: %d %v", k, final)
+	}
 	if n := len(srv.ECMs()); n != 4 {
 		t.Fatalf("the server got %d ECMs, want the 4 distinct ones", n)
 	}
@@ -110,7 +118,7 @@ func TestClientRefusesOtherAlgorithms(t *testing.T) {
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
 	cl.SetServices([]dvbapi.CAPMTService{service()})
-	until(t, "the ECM filter", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
 	until(t, "the refusal", func() bool { return cl.Stats().KeysRefused == 2 })
 	st := cl.Stats()
@@ -128,12 +136,12 @@ func TestClientReconnects(t *testing.T) {
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
 	cl.SetServices([]dvbapi.CAPMTService{service()})
-	until(t, "the ECM filter", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
 	addr := srv.Addr
 	srv.Stop()
-	until(t, "the filters to go with the connection", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 0 })
+	until(t, "the filters to go with the connection", func() bool { return len(cl.Filters()) == 0 })
 	srv2 := camdouble.NewDVBAPIAt(t, addr)
-	until(t, "the filter from the new server", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	until(t, "the filter from the new server", func() bool { return len(cl.Filters()) == 1 })
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
 	until(t, "a key from the new server", func() bool { return live.NumCWs() == 2 })
 	if len(srv2.ECMs()) != 1 || cl.Stats().Connects != 2 {
@@ -145,9 +153,9 @@ func TestClientReconnects(t *testing.T) {
 	// A connection that completed its handshake ends the failures in a row: its loss is told
 	// too, and the client finds the next server as soon.
 	srv2.Stop()
-	until(t, "the filters to go with the second connection", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 0 })
+	until(t, "the filters to go with the second connection", func() bool { return len(cl.Filters()) == 0 })
 	camdouble.NewDVBAPIAt(t, addr)
-	until(t, "the filter from the third server", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	until(t, "the filter from the third server", func() bool { return len(cl.Filters()) == 1 })
 	if n := strings.Count(l.all(), "connection to the key server lost"); n != 2 || cl.Stats().Connects != 3 {
 		t.Fatalf("%d lost connections told, want 2; stats %+v; log %q", n, cl.Stats(), l.all())
 	}
@@ -162,7 +170,7 @@ func TestClientBusyUntilEveryECMIsAnswered(t *testing.T) {
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
 	cl.SetServices([]dvbapi.CAPMTService{service()})
-	until(t, "the ECM filter", func() bool { pids, _ := cl.WantedPIDs(); return len(pids) == 1 })
+	until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], make([]byte, 8), 0))
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x81, cws[0], cws[1], 1))
 	if !cl.Busy() {
@@ -175,5 +183,38 @@ func TestClientBusyUntilEveryECMIsAnswered(t *testing.T) {
 	until(t, "the second ECM's key", func() bool { return cl.Stats().CWs == 2 })
 	if cl.Busy() {
 		t.Fatal("busy with every ECM answered")
+	}
+}
+
+// An ECM that came before the server set its filter (the CA PMT still on its way) is kept and
+// sent when the filter comes, as the ECM on air then: the key arrives without waiting for the
+// stream to repeat it. WantedPIDs names the services' ECM PIDs from the start, so that the
+// stream's sections on them are offered before the filter is set.
+func TestClientSendsTheECMThatCameBeforeTheFilter(t *testing.T) {
+	srv := camdouble.NewDVBAPI(t)
+	live := keys.NewLive()
+	cl := dvbapi.NewClient(dvbapi.Config{Addr: srv.Addr, Name: "test", Timeout: time.Second}, live)
+	cl.SetServices([]dvbapi.CAPMTService{service()})
+	if pids, _ := cl.WantedPIDs(); !slices.Equal(pids, []uint16{camdouble.ECMPID}) {
+		t.Fatalf("wanted PIDs %v before the filter, want the ECM PID", pids)
+	}
+	// Not connected yet: an old ECM, then the one on air.
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x81, cws[0], cws[2], 7))
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { cl.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	until(t, "the key of the ECM on air", func() bool { return live.NumCWs() == 2 })
+	if ecms := srv.ECMs(); len(ecms) != 1 || ecms[0][0] != 0x80 {
+		t.Fatalf("the server got %d ECMs, want the last one only", len(ecms))
+	}
+	if st := cl.Stats(); st.Replayed != 1 || st.ECMs != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The stream repeats it: not sent again.
+	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
+	if st := cl.Stats(); st.ECMs != 1 {
+		t.Fatalf("a repeat was sent again: %+v", st)
 	}
 }

@@ -27,6 +27,7 @@ type DVBAPI struct {
 	greeting []byte
 	ecms     [][]byte
 	stopOn   func(ecm []byte) bool // SetStopOn
+	skip     func(ecm []byte) bool // SetSkip
 }
 
 // NewDVBAPI starts a server on a loopback port; the test's cleanup stops it.
@@ -65,6 +66,15 @@ func (s *DVBAPI) SetDelay(d time.Duration) {
 func (s *DVBAPI) SetStopOn(f func(ecm []byte) bool) {
 	s.mu.Lock()
 	s.stopOn = f
+	s.mu.Unlock()
+}
+
+// SetSkip makes the server answer nothing to the ECMs for which f is true, as a card that
+// cannot decode them (the next ECM's answer then brings the key of their period as the other
+// parity's).
+func (s *DVBAPI) SetSkip(f func(ecm []byte) bool) {
+	s.mu.Lock()
+	s.skip = f
 	s.mu.Unlock()
 }
 
@@ -193,11 +203,14 @@ func (s *DVBAPI) handle(c net.Conn) {
 			s.record(append(append(raw, b[:2]...), section...))
 			s.mu.Lock()
 			s.ecms = append(s.ecms, section)
-			delay, algo, stopOn := s.delay, s.algo, s.stopOn
+			delay, algo, stopOn, skip := s.delay, s.algo, s.stopOn, s.skip
 			s.mu.Unlock()
 			if stopOn != nil && stopOn(section) {
 				go s.Stop() // Stop waits for this goroutine
 				return
+			}
+			if skip != nil && skip(section) {
+				continue
 			}
 			cw, err := AnswerECM(section)
 			if err != nil {
