@@ -76,6 +76,13 @@ func (fl *Follower) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
+// Poll reads what the file holds now, as Run's first read would, and sets its keys. A caller
+// calls it before Run when the keys already written must be set before its input starts:
+// Run's first read happens when its goroutine is first scheduled, by which time a program
+// appending to the file may have written the next period's key, and of the lines one read
+// passes, only the last of each parity is set. Poll and Run must not run at the same time.
+func (fl *Follower) Poll() error { return fl.f.poll() }
+
 // Reread makes a running Follower read the file again from its start, at once. Each parity's
 // last CW in the file is set again: the keys already used stay used (a Live source gives a
 // period only a CW its PID did not use last), and those new to the file join. Run calls done,

@@ -157,3 +157,45 @@ func TestFollowerReread(t *testing.T) {
 		t.Fatalf("the odd key already used was given again: %d", k)
 	}
 }
+
+// Poll sets the keys the file holds before it returns, so that a program can have them before
+// its input starts; Run then reads what is appended.
+func TestFollowerPoll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "live.cwl")
+	const a, b, c = "11 22 33 66 44 55 66 FF", "01 02 03 06 08 09 0A 1B", "AA BB CC 31 DD EE FF CA"
+	if err := os.WriteFile(path, []byte("0 "+a+"\n1 "+b+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive()
+	fl := NewFollower(path, CWSize, live, nil)
+	if err := fl.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	if n := live.NumCWs(); n != 2 {
+		t.Fatalf("%d CWs after Poll, want 2", n)
+	}
+	cw := func(k int) string { return fmt.Sprintf("% X", live.CW(k)) }
+	if k, _ := live.Begin(0x100, false); cw(k) != a {
+		t.Fatalf("even key %s", cw(k))
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("0 " + c + "\n")
+	f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fl.Run(ctx, time.Hour) }()
+	for i := 0; live.NumCWs() < 3; i++ {
+		if i == 400 {
+			t.Fatal("timed out waiting for the appended key")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if k, _ := live.Begin(0x100, false); cw(k) != c {
+		t.Fatalf("even key after the append %s", cw(k))
+	}
+}

@@ -96,6 +96,7 @@ type keyServer struct {
 	follow  string         // the -cw-file that -follow reads
 	fl      *keys.Follower // its reader, for SIGHUP
 	logf    func(string)   // the run's log, from start
+	early   []string       // the followed log's bad lines read before start
 	live    *keys.Live
 	lk      *pipeline.LiveKeys
 	feeder  *keyserver.Feeder
@@ -253,14 +254,30 @@ func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
 		return nil, err
 	}
 	ks.follow = path
-	// Its bad lines go to the run's log, which start sets before the follower runs.
-	ks.fl = keys.NewFollower(path, keys.CWSize, ks.live, func(err error) { ks.logf(err.Error()) })
+	// Its bad lines go to the run's log, which start sets before the follower runs; those of the
+	// first read, before that, wait for it.
+	ks.fl = keys.NewFollower(path, keys.CWSize, ks.live, func(err error) {
+		if ks.logf == nil {
+			ks.early = append(ks.early, err.Error())
+			return
+		}
+		ks.logf(err.Error())
+	})
+	// The keys the log holds are set now, before the input is opened: a first read left to the
+	// follower's goroutine could come after the next key was appended, and take only that one.
+	if err := ks.fl.Poll(); err != nil {
+		return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
+	}
 	return ks, nil
 }
 
 // start runs the client until stop; file says the input is a file, read ahead of real time.
 func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
 	ks.lk.FileInput, ks.lk.Log, ks.logf = file, logf, logf
+	for _, l := range ks.early {
+		logf(l)
+	}
+	ks.early = nil
 	if ks.feeder != nil && ks.verbose {
 		ks.feeder.SetLog(logf)
 	}
