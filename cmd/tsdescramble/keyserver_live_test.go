@@ -254,12 +254,20 @@ func TestFollowHangupRereadsLog(t *testing.T) {
 	}
 	port := freeUDPPort(t)
 	url := fmt.Sprintf("udp://127.0.0.1:%d", port)
-	tsd := proc.Start(t, time.Minute, bin, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
+	tsd := proc.Start(t, time.Minute, bin, "-v", "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out,
 		"-cw-file", logPath, "-follow", "-packets", fmt.Sprint(len(scrambled)/188))
 	waitListening(t, port)
 	// The first crypto period and part of the second; then the third period's key is logged,
 	// mistyped, and read (the log is polled every 200 ms).
 	sendUDP(t, url, scrambled[:at(600)], liveKeyPace)
+	// The first period must be out, with its key, before the third period's key is logged: a
+	// period takes the latest key of its parity that was read when it began, and a run kept
+	// off the CPU for longer than the 86 ms the sending took would otherwise begin it later.
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(tsd.Output(), "crypto period 1: even"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the first crypto period took no key in 10 s:\n%s", tsd.Output())
+		}
+	}
 	appendLine(line(2, wrong))
 	time.Sleep(600 * time.Millisecond)
 	sendUDP(t, url, scrambled[at(600):at(2*period)], liveKeyPace)
