@@ -375,7 +375,9 @@ func liveLines(s string) string {
 // TestLiveLookAheadEndsAtPMT sends a live input its first three packets (SDT, PAT, PMT), a
 // datagram each, and nothing more: the look-ahead must end as the PMT arrives, not wait for the
 // packets after it (its framer's sync look-ahead) until the input falls silent. The silence
-// allowed is a minute, so only the first can end it in time. The run then reads every byte.
+// allowed is a minute, so only the first can end it in time. The run then reads every byte,
+// and, through the readers it wraps the input in, learns that those of the look-ahead arrived
+// before it ended (so that its latency bound counts from then), the others as it reads them.
 func TestLiveLookAheadEndsAtPMT(t *testing.T) {
 	defer func(d time.Duration) { peekIdle = d }(peekIdle)
 	peekIdle = time.Minute
@@ -409,12 +411,19 @@ func TestLiveLookAheadEndsAtPMT(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the look-ahead did not end when the PMT came: it waits for the packets after it")
 	}
+	peekEnd := time.Now()
 	send(3, 20)
 	got := make([]byte, 0, len(stream))
 	buf := make([]byte, 4096)
 	in.live.SetIdleTimeout(5 * time.Second)
+	r := &onFirstBytes{r: &ender{in: in, r: in}, f: func() {}} // as the run reads it
 	for len(got) < len(stream) {
-		n, err := in.Reader.Read(buf)
+		n, err := r.Read(buf)
+		at := arrivedAt(r)
+		if replayed := len(got) < 3*188; n > 0 && (replayed && (at.IsZero() || at.After(peekEnd)) || !replayed && !at.IsZero()) {
+			t.Fatalf("bytes %d to %d: arrived at %v; the look-ahead ended at %v and read the first %d",
+				len(got), len(got)+n, at, peekEnd, 3*188)
+		}
 		got = append(got, buf[:n]...)
 		if err != nil {
 			break
