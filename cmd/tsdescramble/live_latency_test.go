@@ -28,8 +28,9 @@ import (
 // the time from its datagram's send to the arrival of the datagram that carries it out. The
 // figures (p50, p99, max) are logged; the test fails when p99 passes four times the bound,
 // which full units of work (1024 packets: seconds at these rates) would. Without -cipher the
-// first packets also wait for the PMT, so the bound is checked after a startup; with -cipher
-// csa2 it is checked from the first packet on.
+// first packets also wait for the PMT (the sample's third packet; those before it leave by
+// their arrival plus the bound, or as it comes when that is later), so the bound is checked
+// after a startup; with -cipher csa2 it is checked from the first packet on.
 func TestLiveLatency(t *testing.T) {
 	needLong(t, "sends for 50 s to measure the latency")
 	bin := buildBinary(t, "")
