@@ -323,6 +323,11 @@ type recordedRead struct {
 	at time.Time
 }
 
+// sameArrival is how close reads of a recorder are taken to have arrived together: a pipe
+// written a packet at a time returns a packet per read, and the times of the look-ahead's reads
+// must cost little beside the bytes they date.
+const sameArrival = time.Millisecond
+
 // recordChunk is the largest size of the chunks of a recorder. The first is of peekRead bytes,
 // each next one twice the size of the one before.
 const recordChunk = 256 << 10
@@ -350,8 +355,12 @@ func (r *recorder) Read(p []byte) (int, error) {
 	}
 	n, err := r.r.Read(p)
 	r.n += n
-	if n > 0 {
-		r.reads = append(r.reads, recordedRead{n, time.Now()})
+	if now := time.Now(); n > 0 {
+		if last := len(r.reads) - 1; last >= 0 && now.Sub(r.reads[last].at) < sameArrival {
+			r.reads[last].n += n // the earlier time: the bound of these bytes holds
+		} else {
+			r.reads = append(r.reads, recordedRead{n, now})
+		}
 	}
 	for b := p[:n]; len(b) > 0; {
 		if last := len(r.chunks) - 1; last < 0 || len(r.chunks[last]) == cap(r.chunks[last]) {
