@@ -152,6 +152,78 @@ func TestLatencyQuietInput(t *testing.T) {
 	}
 }
 
+// replayReader returns the bytes it replays, which arrived at old, then reads r, whose bytes
+// arrive with each read: a look-ahead at the start of a live input, replayed. It says so
+// (ts.ArrivalReporter).
+type replayReader struct {
+	replay    []byte
+	old       time.Time
+	r         io.Reader
+	replaying bool
+}
+
+func (r *replayReader) Read(p []byte) (int, error) {
+	if r.replaying = len(r.replay) > 0; r.replaying {
+		n := copy(p, r.replay)
+		r.replay = r.replay[n:]
+		return n, nil
+	}
+	return r.r.Read(p)
+}
+
+func (r *replayReader) ArrivedAt() time.Time {
+	if r.replaying {
+		return r.old
+	}
+	return time.Time{}
+}
+
+// The latency bound counts from when the bytes arrived, when the input can say
+// (ts.ArrivalReporter): bytes replayed from a look-ahead that held them past the bound leave at
+// once, while the input is quiet, not a whole bound after the run read them. The output is the
+// same as without the bound.
+func TestLatencyCountsFromArrival(t *testing.T) {
+	const latency = 2 * time.Second
+	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}, {9, 8, 7, 24, 6, 5, 4, 15}}
+	key, _ := csa.NewKey(cws[0])
+	var replayed []byte
+	for i := range 5 {
+		// A PID without a unit start: only the bound decides its period.
+		p := make([]byte, ts.PacketSize)
+		p[0], p[1], p[2], p[3] = ts.SyncByte, 0x01, 0x00, 0x10|byte(i&0xF)
+		for j := 4; j < len(p); j++ {
+			p[j] = byte(i * j)
+		}
+		key.Encrypt(p[4:])
+		ts.SetTSC(p, ts.Even)
+		replayed = append(replayed, p...)
+	}
+	var want bytes.Buffer
+	if _, err := Run(context.Background(), bytes.NewReader(replayed), &want, Options{Keys: keys.NewList(cws), Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range []int{1, 1024} {
+		pr, pw := io.Pipe()
+		in := &replayReader{replay: replayed, old: time.Now().Add(-10 * time.Second), r: pr}
+		out := &flushCounter{}
+		done := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), in, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: batch,
+				Latency: latency, DecideOnTime: true})
+			done <- err
+		}()
+		// Counted from the run's read, the packets would leave after the whole bound.
+		waitLen(t, out, len(replayed), latency/2)
+		pw.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.bytes(), want.Bytes()) {
+			t.Fatalf("batch %d: the output differs from the run's without a latency bound", batch)
+		}
+	}
+}
+
 // Without DecideOnTime, the latency bound never decides a crypto period: the packets of a
 // period still undecided stay held (here a PID without a unit start, until the input ends), so
 // the output is the same as without the bound, however the input arrives.

@@ -33,6 +33,16 @@ type ReadAhead struct {
 	now      time.Time
 }
 
+// ArrivalReporter is a reader that knows when the bytes its last Read returned arrived, when that
+// was before the Read: one that replays bytes read earlier (a look-ahead at the start of a live
+// input, say). A ReadAhead over it stamps each block with that time rather than the time its Read
+// returned, so that a caller bounding the delay it adds counts from the bytes' real arrival.
+type ArrivalReporter interface {
+	// ArrivedAt returns when the bytes the last Read returned arrived, or the zero time when
+	// they arrived with that Read.
+	ArrivedAt() time.Time
+}
+
 // block is one read of the input, with the time it returned.
 type block struct {
 	buf []byte
@@ -43,8 +53,9 @@ type block struct {
 
 // NewReadAhead starts reading r into blocks of blockSize bytes, at most blocks of them ahead of
 // Read. onBlock, if not nil, is called by Read each time it begins to hand on a block, with the
-// block's size and when its read returned: a caller that must know when the bytes it holds
-// arrived keeps that bookkeeping there.
+// block's size and when its read returned (or, when r is an ArrivalReporter, when it says the
+// bytes arrived, if that was earlier): a caller that must know when the bytes it holds arrived
+// keeps that bookkeeping there.
 //
 // The goroutine ends at the end of the input or at a read error. When ctx ends it stops taking
 // new blocks, but a read it has begun returns only when r's Read does: closing a live input
@@ -57,6 +68,7 @@ func NewReadAhead(ctx context.Context, r io.Reader, blockSize, blocks int, onBlo
 	}
 	a.timer = time.NewTimer(time.Hour)
 	a.timer.Stop()
+	arrivals, _ := r.(ArrivalReporter)
 	go func() {
 		for {
 			var b *block
@@ -67,6 +79,11 @@ func NewReadAhead(ctx context.Context, r io.Reader, blockSize, blocks int, onBlo
 			}
 			b.n, b.err = r.Read(b.buf)
 			b.at = time.Now()
+			if arrivals != nil && b.n > 0 {
+				if at := arrivals.ArrivedAt(); !at.IsZero() && at.Before(b.at) {
+					b.at = at
+				}
+			}
 			a.full <- b // full has room for every block
 			if b.err != nil {
 				return

@@ -216,3 +216,55 @@ func TestReadAheadFramer(t *testing.T) {
 	}
 	close(r.chunks)
 }
+
+// stampedReader returns its reads in order, each with the arrival time it gives (zero: with the
+// read itself), as a reader that replays bytes read earlier does.
+type stampedReader struct {
+	reads []stampedRead
+	last  time.Time
+}
+
+type stampedRead struct {
+	b  []byte
+	at time.Time
+}
+
+func (r *stampedReader) Read(p []byte) (int, error) {
+	if len(r.reads) == 0 {
+		r.last = time.Time{}
+		return 0, io.EOF
+	}
+	n := copy(p, r.reads[0].b)
+	r.last = r.reads[0].at
+	r.reads = r.reads[1:]
+	return n, nil
+}
+
+func (r *stampedReader) ArrivedAt() time.Time { return r.last }
+
+// A block of a reader that says when its bytes arrived (ArrivalReporter) is stamped with that
+// time when it is earlier than the read; otherwise, and when the reader says nothing, with the
+// time its read returned.
+func TestReadAheadArrivedAt(t *testing.T) {
+	start := time.Now()
+	old := start.Add(-time.Minute)
+	r := &stampedReader{reads: []stampedRead{
+		{[]byte{1, 2}, old},
+		{[]byte{3}, old.Add(time.Second)},
+		{[]byte{4, 5, 6}, time.Time{}},
+		{[]byte{7}, start.Add(time.Hour)}, // not before the read: the read's own time
+	}}
+	var got []time.Time
+	a := NewReadAhead(context.Background(), r, 16, 2, func(n int, at time.Time) { got = append(got, at) })
+	if b, err := readAhead(t, a, 10*time.Second); err != io.EOF || !bytes.Equal(b, []byte{1, 2, 3, 4, 5, 6, 7}) {
+		t.Fatalf("read %v, %v", b, err)
+	}
+	if len(got) != 5 || !got[0].Equal(old) || !got[1].Equal(old.Add(time.Second)) {
+		t.Fatalf("blocks stamped %v: want the first two at the times the reader gave", got)
+	}
+	for i, at := range got[2:] {
+		if at.Before(start) || at.After(time.Now()) {
+			t.Fatalf("block %d stamped %v: want the time its read returned", i+2, at)
+		}
+	}
+}

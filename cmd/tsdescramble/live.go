@@ -192,6 +192,9 @@ func (e *ender) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
+func (e *ender) ArrivedAt() time.Time { return arrivedAt(e.r) }
+
 // end ends the input.
 func (e *ender) end() {
 	e.once.Do(func() {

@@ -78,6 +78,9 @@ func (o *onFirstBytes) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
+func (o *onFirstBytes) ArrivedAt() time.Time { return arrivedAt(o.r) }
+
 // printSummary writes the short summary of a run to w.
 func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v keyVerdict) {
 	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -234,18 +233,56 @@ func peekServices(in *input) []psi.Service {
 	if rec.deadline != nil {
 		rec.deadline.SetReadDeadline(time.Time{})
 	}
-	// The bytes read, then the rest. io.MultiReader lets go of each chunk once it is read, so the
-	// look-ahead's memory goes back as the run catches up.
-	readers := make([]io.Reader, 0, len(rec.chunks)+1)
-	for _, c := range rec.chunks {
-		readers = append(readers, bytes.NewReader(c))
-	}
+	// The bytes read, then the rest.
 	rest := in.Reader
 	if err := rec.err; err != nil && err != io.EOF && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, live.ErrIdle) {
 		rest = errReader{err}
 	}
-	in.Reader = io.MultiReader(append(readers, rest)...)
+	in.Reader = &replay{chunks: rec.chunks, reads: rec.reads, rest: rest}
 	return tr.Services()
+}
+
+// replay reads the bytes a recorder kept, then the rest of the input. It says when the bytes of
+// each read arrived (ts.ArrivalReporter): those of the look-ahead when the look-ahead read them,
+// which on a live input is up to peekLive before the run reads them again, so that the run's
+// latency bound counts from then and does not hold them another bound. It lets go of each chunk
+// once it is read, so the look-ahead's memory goes back as the run catches up.
+type replay struct {
+	chunks [][]byte
+	reads  []recordedRead // the reads of the look-ahead not yet replayed, in order
+	rest   io.Reader
+	at     time.Time // when the bytes of the last Read arrived; zero: with that Read
+}
+
+func (r *replay) Read(p []byte) (int, error) {
+	for len(r.chunks) > 0 && len(r.chunks[0]) == 0 {
+		r.chunks[0] = nil
+		r.chunks = r.chunks[1:]
+	}
+	if len(r.chunks) == 0 || len(r.reads) == 0 {
+		r.chunks, r.reads, r.at = nil, nil, time.Time{}
+		return r.rest.Read(p)
+	}
+	// A Read returns the bytes of one read of the look-ahead at most: they arrived together.
+	n := copy(p[:min(len(p), r.reads[0].n)], r.chunks[0])
+	r.chunks[0] = r.chunks[0][n:]
+	r.at = r.reads[0].at
+	if r.reads[0].n -= n; r.reads[0].n == 0 {
+		r.reads = r.reads[1:]
+	}
+	return n, nil
+}
+
+// ArrivedAt says when the bytes of the last Read arrived (see ts.ArrivalReporter).
+func (r *replay) ArrivedAt() time.Time { return r.at }
+
+// arrivedAt returns what r says of when the bytes of its last Read arrived, if it can say
+// (ts.ArrivalReporter), else the zero time. The readers that wrap the input pass it on.
+func arrivedAt(r io.Reader) time.Time {
+	if a, ok := r.(ts.ArrivalReporter); ok {
+		return a.ArrivedAt()
+	}
+	return time.Time{}
 }
 
 // allPMTsRead reports whether the tracker has read a PAT and the PMT of each of its services.
@@ -275,9 +312,21 @@ type recorder struct {
 	// has none, which sets wait. A live input's look-ahead.
 	pending, wait bool
 	chunks        [][]byte
+	reads         []recordedRead // how many bytes each read returned, and when
 	n, limit      int
 	err           error // the error that ended a read of r, io.EOF included
 }
+
+// recordedRead is a read of a recorder's input: how many bytes it returned, and when.
+type recordedRead struct {
+	n  int
+	at time.Time
+}
+
+// sameArrival is how close reads of a recorder are taken to have arrived together: a pipe
+// written a packet at a time returns a packet per read, and the times of the look-ahead's reads
+// must cost little beside the bytes they date.
+const sameArrival = time.Millisecond
 
 // recordChunk is the largest size of the chunks of a recorder. The first is of peekRead bytes,
 // each next one twice the size of the one before.
@@ -306,6 +355,13 @@ func (r *recorder) Read(p []byte) (int, error) {
 	}
 	n, err := r.r.Read(p)
 	r.n += n
+	if now := time.Now(); n > 0 {
+		if last := len(r.reads) - 1; last >= 0 && now.Sub(r.reads[last].at) < sameArrival {
+			r.reads[last].n += n // the earlier time: the bound of these bytes holds
+		} else {
+			r.reads = append(r.reads, recordedRead{n, now})
+		}
+	}
 	for b := p[:n]; len(b) > 0; {
 		if last := len(r.chunks) - 1; last < 0 || len(r.chunks[last]) == cap(r.chunks[last]) {
 			size := peekRead
