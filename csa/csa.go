@@ -147,6 +147,19 @@ func Available() []int {
 	return availableLanes()
 }
 
+// Reset zeroes what the engine keeps of the batches it ran: the stream
+// cipher state made from their key, the bytes of their payloads in its
+// lanes and scratch, and its references to the payloads. The engine is then
+// as a new one, without the allocation: an engine that serves another
+// stream, from a pool of spares for example, carries nothing of the last
+// one over.
+func (e *Engine) Reset() {
+	e.b.wipe()
+	clear(e.in)
+	clear(e.out)
+	e.f.wipe()
+}
+
 // Lanes returns the number of payloads the engine processes at once.
 func (e *Engine) Lanes() int { return e.lanes }
 

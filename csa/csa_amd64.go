@@ -268,6 +268,11 @@ type ymmKernel struct {
 	planes [64][4]uint64
 }
 
+// wipe zeroes the stream state and planes, which hold the key and
+// keystream of the last batch; the block ciphers keep nothing between
+// calls but their output.
+func (x *ymmKernel) wipe() { *x = ymmKernel{} }
+
 // reset loads the key into the stream state: A1..A8 and B1..B8 from the
 // control word, every other bit zero.
 func (x *ymmKernel) reset(k *Key) {

@@ -60,6 +60,10 @@ type kernelFuncs interface {
 	// may be computed too, from whatever in holds there.
 	blockDecrypt(k *Key, in, out []uint64, n int)
 	blockEncrypt(k *Key, in, out []uint64, n int)
+	// wipe zeroes the scratch state: the stream cipher registers and
+	// planes hold the key and keystream of the last batch, the block
+	// cipher rows its last blocks.
+	wipe()
 }
 
 // directFuncs are what a kernel supplies, beside its kernelFuncs, to run a
@@ -173,6 +177,22 @@ func newBatch(capacity int, direct bool) batch {
 		}
 	}
 	return b
+}
+
+// wipe zeroes every byte of payload the batch holds (columns and
+// scratch), drops its payload references and points every lane at its
+// scratch slot, as newBatch leaves it.
+func (b *batch) wipe() {
+	for _, col := range b.blocks {
+		clear(col)
+	}
+	clear(b.payload)
+	clear(b.full)
+	clear(b.scratch)
+	for l := range b.ptrs {
+		b.ptrs[l] = b.scratchAddr(l)
+	}
+	b.n, b.cols, b.maxFull = 0, 0, 0
 }
 
 // scratchAddr returns the address of lane l's scratch slot.

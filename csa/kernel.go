@@ -166,6 +166,13 @@ func newGoKernel[W word](capacity int) kernelFuncs {
 	return &goKernel[W]{rows: newBlockRows(capacity / 8)}
 }
 
+func (g *goKernel[W]) wipe() {
+	g.regs, g.planes, g.ks = streamRegs[W]{}, [64]W{}, [64]uint64{}
+	for _, row := range g.rows {
+		clear(row)
+	}
+}
+
 func (g *goKernel[W]) streamInit(k *Key, iv []uint64) {
 	lanesToPlanes(iv, &g.planes)
 	g.regs.reset(k)

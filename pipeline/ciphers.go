@@ -131,12 +131,20 @@ func (cs *ciphers) newWorker() *worker {
 // file that began with empty lists would spend a good part of its time growing them.
 var spareBatchers sync.Pool
 
-// done hands the worker's batcher on to the workers of later runs, without the references to
-// the payloads it last held.
+// done hands the worker's batcher and processors on to the workers of later runs, without the
+// references to the payloads they last held, nor (scrambling.Release) the bytes and key streams
+// of those payloads: a batch of small recordings runs many pipelines in one process.
 func (w *worker) done() {
 	w.b.Start(1, 0)
 	spareBatchers.Put(w.b)
 	w.b = nil
+	if w.in != nil {
+		scrambling.Release(w.in)
+	}
+	if w.out != nil {
+		scrambling.Release(w.out)
+	}
+	w.in, w.out = nil, nil
 }
 
 // process runs the ciphers over the payloads of a chunk, one batch of the batcher per call.

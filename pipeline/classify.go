@@ -2,11 +2,12 @@ package pipeline
 
 import (
 	"context"
-	"github.com/tsdescramble/tsdescramble/ts"
+	"sync"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // minPESCheck is the shortest payload whose unit start is checked: the fixed part of a PES header.
@@ -23,8 +24,8 @@ type classifier struct {
 	st   *Stats
 	pids *[8192]*PIDStats
 
-	// Crypto periods per PID (periods.go).
-	pk       [8192]*pidKeys
+	// Crypto periods per PID (periods.go): a table from sparePIDKeys, handed back by release.
+	pk       *[8192]*pidKeys
 	periods  []period
 	open     []int32 // periods not yet decided, in order of their first packet
 	haveHint bool    // a period has fitted: hintPos and hintOdd are its ring position and parity
@@ -62,7 +63,7 @@ type classifier struct {
 
 func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
 	cl := &classifier{ctx: ctx, mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids, log: o.Log, keyLog: o.KeyLog,
-		tracker: psi.NewTracker(), lastOdd: -1}
+		tracker: psi.NewTracker(), lastOdd: -1, pk: newPIDKeysTable()}
 	if len(o.PIDs) > 0 || o.Service > 0 || o.Mode == Scramble {
 		cl.selected = new([8192]bool)
 		for _, pid := range o.PIDs {
@@ -79,6 +80,29 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 		cl.fed = &fedPeriods{feed: o.Out.Feed}
 	}
 	return cl
+}
+
+// newPIDKeysTable returns an empty table of per-PID crypto-period states: one a run that ended
+// left (release), or a new one.
+func newPIDKeysTable() *[8192]*pidKeys {
+	if t, _ := sparePIDKeys.Get().(*[8192]*pidKeys); t != nil {
+		return t
+	}
+	return new([8192]*pidKeys)
+}
+
+// sparePIDKeys are the per-PID crypto-period tables of runs that ended, for the runs that
+// follow: 64 KiB each, which a run over a small file would otherwise allocate and fault in anew
+// (a batch of many recordings).
+var sparePIDKeys sync.Pool
+
+// release hands the classifier's per-PID crypto-period table to the runs that follow, emptied:
+// the states it points to hold the run's period indices, not to be seen by another run. The
+// classifier must not classify after it.
+func (cl *classifier) release() {
+	clear(cl.pk[:])
+	sparePIDKeys.Put(cl.pk)
+	cl.pk = nil
 }
 
 // pid returns the counters of a PID, creating them the first time it is seen.

@@ -569,6 +569,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	// The classifier is done: merge its counters with the writer's.
 	st.BytesOut, st.PacketsOut, st.PESGood, st.PESBad = wst.BytesOut, wst.PacketsOut, wst.PESGood, wst.PESBad
 	summarize(&st, pids, &checks, cl.tracker)
+	cl.release() // the reader is done with it (wg.Wait)
 	switch {
 	case writeErr != nil:
 		return st, writeErr

@@ -5,7 +5,8 @@
 //
 // A System expands control words into Keys and makes Processors. A Key is immutable and may be
 // shared by any number of goroutines; a Processor holds the scratch memory of one goroutine and
-// (de)scrambles a batch of payloads in place with one key, without allocating once it is warm.
+// (de)scrambles a batch of payloads in place with one key, without allocating once it is warm;
+// Release hands its scratch memory, wiped, to a later Processor of the same system.
 // A call of System.Lanes payloads is one pass of the fast paths: a batch of the bitsliced CSA2
 // engines, or a CBC pass of the 128-bit block ciphers, which process block i of every payload of
 // the pass together. Package batcher cuts a unit of work into such batches.
@@ -70,6 +71,24 @@ type Processor interface {
 	Decrypt(k Key, payloads [][]byte)
 	// Encrypt scrambles payloads in place with key k; it is the inverse of Decrypt.
 	Encrypt(k Key, payloads [][]byte)
+}
+
+// Releaser is a Processor whose scratch memory a later NewProcessor of its system may take
+// over. Release first zeroes what the processor keeps of its last payloads and key (payload
+// bytes, references to the payloads, key streams), so that nothing of one stream reaches the
+// next; the processor must not be used after it. The csa2 processors are Releasers: each holds
+// an engine of tens of kilobytes, and a process that runs many short streams, such as a batch
+// of small recordings, would otherwise allocate and first touch them for each.
+type Releaser interface {
+	Release()
+}
+
+// Release hands p back to its system when p is a [Releaser], and does nothing otherwise. p
+// must not be used after.
+func Release(p Processor) {
+	if r, ok := p.(Releaser); ok {
+		r.Release()
+	}
 }
 
 // KeySizeError reports a control word whose size the system does not accept.

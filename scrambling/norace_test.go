@@ -1,0 +1,6 @@
+//go:build !race
+
+package scrambling
+
+// raceEnabled is set under -race (race_test.go).
+const raceEnabled = false
