@@ -185,19 +185,7 @@ func (r *replayReader) ArrivedAt() time.Time {
 func TestLatencyCountsFromArrival(t *testing.T) {
 	const latency = 2 * time.Second
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}, {9, 8, 7, 24, 6, 5, 4, 15}}
-	key, _ := csa.NewKey(cws[0])
-	var replayed []byte
-	for i := range 5 {
-		// A PID without a unit start: only the bound decides its period.
-		p := make([]byte, ts.PacketSize)
-		p[0], p[1], p[2], p[3] = ts.SyncByte, 0x01, 0x00, 0x10|byte(i&0xF)
-		for j := 4; j < len(p); j++ {
-			p[j] = byte(i * j)
-		}
-		key.Encrypt(p[4:])
-		ts.SetTSC(p, ts.Even)
-		replayed = append(replayed, p...)
-	}
+	replayed := evenPackets(t, cws[0], 5) // only the bound decides their period
 	var want bytes.Buffer
 	if _, err := Run(context.Background(), bytes.NewReader(replayed), &want, Options{Keys: keys.NewList(cws), Workers: 2}); err != nil {
 		t.Fatal(err)
@@ -229,18 +217,7 @@ func TestLatencyCountsFromArrival(t *testing.T) {
 // the output is the same as without the bound, however the input arrives.
 func TestLatencyKeepsPeriodsUndecided(t *testing.T) {
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}, {9, 8, 7, 24, 6, 5, 4, 15}}
-	key, _ := csa.NewKey(cws[1])
-	var in []byte
-	for i := range 40 {
-		p := make([]byte, ts.PacketSize)
-		p[0], p[1], p[2], p[3] = ts.SyncByte, 0x01, 0x00, 0x10|byte(i&0xF)
-		for j := 4; j < len(p); j++ {
-			p[j] = byte(i * j)
-		}
-		key.Encrypt(p[4:])
-		ts.SetTSC(p, ts.Even)
-		in = append(in, p...)
-	}
+	in := evenPackets(t, cws[1], 40)
 	var want bytes.Buffer
 	if _, err := Run(context.Background(), bytes.NewReader(in), &want, Options{Keys: keys.NewList(cws)}); err != nil {
 		t.Fatal(err)
@@ -483,4 +460,25 @@ func TestLatencyLeavesNoGoroutine(t *testing.T) {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// evenPackets returns n packets of PID 0x100 scrambled with cw as even, none of them a unit
+// start: nothing in the stream decides their crypto period but its end (or a latency bound).
+func evenPackets(t *testing.T, cw []byte, n int) []byte {
+	key, err := csa.NewKey(cw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for i := range n {
+		p := make([]byte, ts.PacketSize)
+		p[0], p[1], p[2], p[3] = ts.SyncByte, 0x01, 0x00, 0x10|byte(i&0xF)
+		for j := 4; j < len(p); j++ {
+			p[j] = byte(i * j)
+		}
+		key.Encrypt(p[4:])
+		ts.SetTSC(p, ts.Even)
+		out = append(out, p...)
+	}
+	return out
 }

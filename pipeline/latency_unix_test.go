@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
-	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // A pipe at the default bound holds a crypto period that the stream has not decided, and then
@@ -20,15 +18,7 @@ import (
 // CPU time over a quiet spell shows which.
 func TestLatencyHeldPeriodWaitsQuietly(t *testing.T) {
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}, {9, 8, 7, 24, 6, 5, 4, 15}}
-	key, _ := csa.NewKey(cws[1])
-	var in []byte
-	for i := range 40 {
-		p := make([]byte, ts.PacketSize)
-		p[0], p[1], p[2], p[3] = ts.SyncByte, 0x01, 0x00, 0x10|byte(i&0xF)
-		key.Encrypt(p[4:])
-		ts.SetTSC(p, ts.Even)
-		in = append(in, p...)
-	}
+	in := evenPackets(t, cws[1], 40)
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
