@@ -175,10 +175,10 @@ func blockDecryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pai
 func blockEncryptAVX2(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
 
 //go:noescape
-func blockDecryptAVX2Blend(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
+func blockDecryptAVX2Blend(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, quads int)
 
 //go:noescape
-func blockEncryptAVX2Blend(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, pairs int)
+func blockEncryptAVX2Blend(in, out *[256]uint64, kb *[56]uint64, tab *avx2Tables, quads int)
 
 // The AVX2 block cipher has two S-box methods (csa/_asm/asm.go): 16
 // VPSHUFB lookups of telescoped nibble tables XORed together, or 16
@@ -194,11 +194,12 @@ const (
 var sboxNames = [...]string{sboxNibble: "nibble tables", sboxBlend: "blend tree"}
 
 // avx2BlockDecrypt and avx2BlockEncrypt run the AVX2 block cipher with an
-// S-box method on the first n lanes of in, 64 at a time (two groups of 32
-// lanes interleaved), so up to 63 lanes past n are computed too.
+// S-box method on the first n lanes of in: the nibble-table kernels 64 at
+// a time (two groups of 32 lanes interleaved), the blend-tree kernels 128
+// (four groups), so up to 127 lanes past n are computed too.
 func avx2BlockDecrypt(method int, in, out *[256]uint64, kb *[56]uint64, n int) {
 	if method == sboxBlend {
-		blockDecryptAVX2Blend(in, out, kb, &avx2Tab, (n+63)/64)
+		blockDecryptAVX2Blend(in, out, kb, &avx2Tab, (n+127)/128)
 	} else {
 		blockDecryptAVX2(in, out, kb, &avx2Tab, (n+63)/64)
 	}
@@ -206,7 +207,7 @@ func avx2BlockDecrypt(method int, in, out *[256]uint64, kb *[56]uint64, n int) {
 
 func avx2BlockEncrypt(method int, in, out *[256]uint64, kb *[56]uint64, n int) {
 	if method == sboxBlend {
-		blockEncryptAVX2Blend(in, out, kb, &avx2Tab, (n+63)/64)
+		blockEncryptAVX2Blend(in, out, kb, &avx2Tab, (n+127)/128)
 	} else {
 		blockEncryptAVX2(in, out, kb, &avx2Tab, (n+63)/64)
 	}
