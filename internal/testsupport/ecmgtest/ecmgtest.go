@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -92,7 +91,7 @@ func Serve(t testing.TB, bin string) string {
 		port := freePort(t)
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		cmd := exec.Command("socat", "TCP-LISTEN:"+strconv.Itoa(port)+",bind=127.0.0.1,reuseaddr,fork", "EXEC:"+bin)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		inOwnGroup(cmd)
 		logFile, err := os.Create(filepath.Join(t.TempDir(), "ecmg.log"))
 		if err != nil {
 			t.Fatal(err)
@@ -106,11 +105,11 @@ func Serve(t testing.TB, bin string) string {
 		go func() { cmd.Wait(); close(exited) }()
 		t.Cleanup(func() {
 			// socat and the ECMGs it forked share its process group: end them all by its pid.
-			syscall.Kill(-pid, syscall.SIGTERM)
+			stopGroup(pid, false)
 			select {
 			case <-exited:
 			case <-time.After(5 * time.Second):
-				syscall.Kill(-pid, syscall.SIGKILL)
+				stopGroup(pid, true)
 				<-exited
 			}
 			logFile.Close()
