@@ -45,9 +45,10 @@ command without the dash and whose values are theirs ("command": "scramble" for 
    {"command": "scramble", "in": "c.ts", "out": "s.ts", "cw-file": "k.txt", "cp-packets": 5000}
 Job N is the Nth object, from 0; paths are relative to the working directory. -index N (or the
 JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets) runs job N only; otherwise every
-job runs, -jobs at a time, each with its share of the workers. With -stats-dir each job's
-statistics go to DIR/N.json, and a job whose output exists and whose statistics say it succeeded
-on the same input is skipped. The exit status is the job's with -index; for a whole manifest it
+job runs, -jobs at a time, each with its share of the workers (without -jobs: one job per 4
+CPUs, or one per CPU with one worker each when most inputs are under 128 MiB). With -stats-dir
+each job's statistics go to DIR/N.json, and a job whose output exists and whose statistics say
+it succeeded on the same input is skipped. The exit status is the job's with -index; for a whole manifest it
 is 0 when every job succeeded or was skipped, else 1 when a job failed in a way a retry may mend
 (I/O), else 2 (a job's usage error), else 3 (keys that do not fit).
 Examples:
@@ -75,8 +76,12 @@ Examples:
 func defaultJobs() int { return max(1, runtime.NumCPU()/4) }
 
 // smallInput is the input size under which a job runs best with one cipher worker beside
-// other jobs rather than with several workers alone.
-const smallInput = 16 << 20
+// other jobs rather than with several workers alone. On 2 CPUs, many files of 1.7 to 139 MB
+// all went faster as one job per CPU with one worker each than one job at a time with two
+// workers; with three files of 139 MB, where the last runs alone on one worker, the two were
+// even. Above it, that last job alone and the memory of one run per CPU (up to
+// pipeline.MaxMemory each) weigh more than the start and end of a job.
+const smallInput = 128 << 20
 
 // batchJobs returns how many jobs a batch without -jobs runs at a time, given the sizes of
 // their inputs (-1 for an input that is not a regular file) and the CPUs of the process. A job
