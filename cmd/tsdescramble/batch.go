@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,18 +45,19 @@ command without the dash and whose values are theirs ("command": "scramble" for 
    {"command": "scramble", "in": "c.ts", "out": "s.ts", "cw-file": "k.txt", "cp-packets": 5000}
 Job N is the Nth object, from 0; paths are relative to the working directory. -index N (or the
 JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets) runs job N only; otherwise every
-job runs, -jobs at a time, each with its share of the workers. With -stats-dir each job's
-statistics go to DIR/N.json, and a job whose output exists and whose statistics say it succeeded
-on the same input is skipped. The exit status is the job's with -index; for a whole manifest it
-is 0 when every job succeeded or was skipped, else 1 when a job failed in a way a retry may mend
-(I/O), else 2 (a job's usage error), else 3 (keys that do not fit).
+job runs, -jobs at a time, each with its share of the workers (without -jobs: one job per 4
+CPUs, or one per CPU with one worker each when most inputs are under 128 MiB). With -stats-dir
+each job's statistics go to DIR/N.json, and a job whose output exists and whose statistics say
+it succeeded on the same input is skipped. The exit status is the job's with -index; for a
+whole manifest it is 0 when every job succeeded or was skipped, else 1 when a job failed in a
+way a retry may mend (I/O), else 2 (a job's usage error), else 3 (keys that do not fit).
 Examples:
    tsdescramble batch -manifest jobs.jsonl -stats-dir stats
    JOB_COMPLETION_INDEX=4 tsdescramble batch -manifest /data/jobs.jsonl -stats-dir /data/stats`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "manifest", TakesFile: true, Category: catIO, Usage: "the jobs: a JSON Lines `FILE`, one object of flags per job"},
 			&cli.IntFlag{Name: "index", Category: catIO, Usage: "run job `N` only (from 0; absent: $" + indexEnv + " if set, else every job)"},
-			&cli.IntFlag{Name: "jobs", Value: defaultJobs(), DefaultText: "one per 4 CPUs", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
+			&cli.IntFlag{Name: "jobs", Value: defaultJobs(), DefaultText: "one per 4 CPUs; one per CPU when most inputs are under " + strconv.Itoa(smallInput>>20) + " MiB", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
 			&cli.StringFlag{Name: "stats-dir", TakesFile: true, Category: catReporting, Usage: "write each job's statistics to `DIR`/N.json, and skip the jobs they say are done"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors (and give each job -quiet)"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line, with the job's number)"},
@@ -69,7 +72,43 @@ Examples:
 }
 
 // defaultJobs is one job per 4 CPUs, at least one: the cipher workers of a job use the others.
+// It is the flag's value for help; a batch without -jobs takes its number from batchJobs.
 func defaultJobs() int { return max(1, runtime.NumCPU()/4) }
+
+// smallInput is the input size under which a job runs best with one cipher worker beside
+// other jobs rather than with several workers alone. On 2 CPUs, many files of 1.7 to 139 MB
+// all went faster as one job per CPU with one worker each than one job at a time with two
+// workers; with three files of 139 MB, where the last runs alone on one worker, the two were
+// even. Above it, that last job alone and the memory of one run per CPU (up to
+// pipeline.MaxMemory each) weigh more than the start and end of a job.
+const smallInput = 128 << 20
+
+// batchJobs returns how many jobs a batch without -jobs runs at a time, given the sizes of
+// their inputs (-1 for an input that is not a regular file) and the CPUs of the process. A job
+// over a large input keeps several workers busy, so the batch runs one job per 4 CPUs, each with
+// its share of the workers, and the jobs' own goroutines (reading, writing) use the rest. A job
+// over a small input cannot: its run is short, and its start, its end and the cipher batches
+// cut short at the end of its file are a large part of it, during which its other workers
+// wait. When most inputs (the median) are small, the batch runs one job per CPU, each with one
+// worker, so that every CPU is busy with a job of its own. An input that is not a regular file
+// (a pipe, a device) counts as large: its size is unknown.
+func batchJobs(sizes []int64, cpus int) int {
+	cpus = max(1, cpus)
+	if len(sizes) == 0 {
+		return max(1, cpus/4)
+	}
+	s := slices.Clone(sizes)
+	for i, n := range s {
+		if n < 0 {
+			s[i] = math.MaxInt64
+		}
+	}
+	slices.Sort(s)
+	if s[len(s)/2] < smallInput {
+		return cpus
+	}
+	return max(1, cpus/4)
+}
 
 // jobFiles is what the batch itself asks of the storage its jobs' files are on, to tell a job
 // that is done from one to run. A job's stream is read and written by the command's own input
@@ -328,6 +367,15 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	if err != nil {
 		return err
 	}
+	if index < 0 && !c.IsSet("jobs") {
+		sizes := make([]int64, len(jobs))
+		for i, j := range jobs {
+			if sizes[i], err = files.Size(j.in); err != nil {
+				sizes[i] = -1 // missing, or not a regular file: the job says which
+			}
+		}
+		parallel = min(batchJobs(sizes, runtime.GOMAXPROCS(0)), 1024)
+	}
 	if dir := c.String("stats-dir"); dir != "" {
 		if err := files.MkdirAll(dir); err != nil {
 			return usageErr("-stats-dir: cannot create %v", unwrapPath(err))
@@ -367,6 +415,7 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	signal.Notify(stop, stopSignals...)
 	defer signal.Stop(stop)
 	stopping, finished := make(chan struct{}), make(chan struct{})
+	quitWhenNoJobDoes(env, finished)
 	go func() {
 		select {
 		case s := <-stop:
@@ -408,6 +457,43 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	return b.result(jobs, index >= 0)
 }
 
+// quitWhenNoJobDoes ends the batch at once on a quit signal (SIGQUIT) until finished is
+// closed, unless a job ends the process first. A job that has begun its run ends itself at
+// once, its output put aside (signals.go), as the command does; the batch waits for that, up to
+// stopGrace, and ends itself when no job was listening (one opening its input, or between two
+// jobs). Listening for the quit signals for the whole batch spares each job the cost of
+// turning the signal's handling on and off (about 70 us a job, the runtime's signal thread
+// woken twice each time), and gives a quit between two jobs the command's exit status
+// rather than Go's dump of the goroutines.
+func quitWhenNoJobDoes(env Env, finished <-chan struct{}) {
+	var sigs []os.Signal
+	for _, sig := range quitSignals {
+		if !signal.Ignored(sig) {
+			sigs = append(sigs, sig)
+		}
+	}
+	if len(sigs) == 0 {
+		return
+	}
+	quit := make(chan os.Signal, 1)
+	signal.Notify(quit, sigs...)
+	go func() {
+		defer signal.Stop(quit)
+		select {
+		case s := <-quit:
+			if quitHandlers.Load() > 0 {
+				select {
+				case <-time.After(stopGrace):
+				case <-finished:
+				}
+			}
+			fmt.Fprintf(env.Stderr, "tsdescramble: batch stopped at once by %s\n", signalName(s))
+			os.Exit(signalStatus(s))
+		case <-finished:
+		}
+	}()
+}
+
 // batchGCPercent is the garbage collector's target for a batch. Each job allocates its
 // buffers anew (a few MB) and drops them at its end, so with the default target of 100 and a
 // small live heap the collector runs after nearly every job, and returns memory that the next
@@ -443,8 +529,15 @@ type batchRun struct {
 	stopped atomic.Pointer[os.Signal] // the signal that stopped the batch before every job ran
 }
 
+// batchJobStarts, when not nil, is called as each job of a batch begins, with its number and
+// its command line: tests see through it how the jobs were spread.
+var batchJobStarts func(index int, args []string)
+
 // run runs one job (or skips it) with r and records its exit status.
 func (b *batchRun) run(r *jobRunner, i int, j *job) {
+	if batchJobStarts != nil {
+		batchJobStarts(j.index, j.args)
+	}
 	stderr := &linePrefixer{w: b.env.Stderr, mu: &b.mu, prefix: fmt.Sprintf("job %d: ", j.index)}
 	defer stderr.flush()
 	if b.done(j) {

@@ -15,12 +15,26 @@ import (
 // A batch stopped by SIGTERM ends with 143, whatever its jobs were doing: one that had begun
 // its run stops as the command does; one still opening an input that never comes (a FIFO
 // without a writer) holds no output yet, and the batch ends itself after the grace the jobs
-// have. The jobs not started are left for a later run, and the finished one is kept.
+// have. SIGQUIT ends it with 131 at once, as it ends the command: no job was listening for it.
+// The jobs not started are left for a later run, and the finished one is kept.
 func TestBatchStoppedBySignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
 	bin := buildBinary(t, t.TempDir())
+	for _, c := range []struct {
+		sig    syscall.Signal
+		code   int
+		within time.Duration
+	}{
+		{syscall.SIGTERM, 143, stopGrace + 3*time.Second},
+		{syscall.SIGQUIT, 131, 3 * time.Second},
+	} {
+		t.Run(signalName(c.sig), func(t *testing.T) { batchStoppedBy(t, bin, c.sig, c.code, c.within) })
+	}
+}
+
+func batchStoppedBy(t *testing.T, bin string, sig syscall.Signal, wantCode int, within time.Duration) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "feed.ts")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -54,18 +68,19 @@ func TestBatchStoppedBySignal(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
-	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Process.Signal(sig)
+	name := signalName(sig)
 	select {
 	case <-exited:
-		code, sig := waitStatus(t, waitErr)
+		code, killedBy := waitStatus(t, waitErr)
 		took := time.Since(start)
-		if code != 143 || sig != 0 || took > stopGrace+3*time.Second {
-			t.Errorf("exit %d (signal %v) %v after SIGTERM; want 143 within %v", code, sig, took.Round(time.Millisecond), stopGrace+3*time.Second)
+		if code != wantCode || killedBy != 0 || took > within {
+			t.Errorf("exit %d (signal %v) %v after %s; want %d within %v", code, killedBy, took.Round(time.Millisecond), name, wantCode, within)
 		}
 	case <-time.After(stopGrace + 10*time.Second):
-		t.Fatalf("still running %v after SIGTERM: %s", stopGrace+10*time.Second, stderr.b.String())
+		t.Fatalf("still running %v after %s: %s", stopGrace+10*time.Second, name, stderr.b.String())
 	}
-	if !strings.Contains(stderr.b.String(), "batch stopped at once by SIGTERM") {
+	if !strings.Contains(stderr.b.String(), "batch stopped at once by "+name) {
 		t.Errorf("stderr does not say how the batch stopped:\n%s", stderr.b.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "0.ts")); err != nil {

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -293,5 +296,107 @@ func TestBatchManifestErrors(t *testing.T) {
 	path = writeFile(t, dir, "m.jsonl", []byte(fmt.Sprintf(`{"in": %q, "out": %q, "cw": "11223344"}`, in, filepath.Join(dir, "o.ts"))))
 	if r := run(t, nil, "batch", "-manifest", path); r.code != exitUsage || !strings.Contains(r.stderr, "job 0: -cw:") {
 		t.Errorf("a bad key: %s", describe(r))
+	}
+}
+
+func TestBatchJobsFromSizes(t *testing.T) {
+	const MiB = 1 << 20
+	many := func(n int, size int64) []int64 {
+		s := make([]int64, n)
+		for i := range s {
+			s[i] = size
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name  string
+		sizes []int64
+		cpus  int
+		want  int
+	}{
+		{"no job", nil, 8, 2},
+		{"large files, 8 CPUs", many(10, 200*MiB), 8, 2},
+		{"large files, 2 CPUs", many(10, 200*MiB), 2, 1},
+		{"small files, 8 CPUs", many(200, 2*MiB), 8, 8},
+		{"small files, 2 CPUs", many(200, 2*MiB), 2, 2},
+		{"small files, 1 CPU", many(200, 2*MiB), 1, 1},
+		{"one just under the bound", []int64{smallInput - 1}, 4, 4},
+		{"one at the bound", []int64{smallInput}, 4, 1},
+		{"pipes count as large", many(5, -1), 8, 2},
+		{"most small, some large", append(many(3, 1*MiB), 400*MiB, -1), 8, 8},
+		{"most large, some small", append(many(2, 1*MiB), 400*MiB, -1, 300*MiB), 8, 2},
+		{"zero CPUs reported", many(4, 1*MiB), 0, 1},
+	} {
+		if got := batchJobs(c.sizes, c.cpus); got != c.want {
+			t.Errorf("%s: batchJobs(%d CPUs) = %d, want %d", c.name, c.cpus, got, c.want)
+		}
+	}
+}
+
+// The default -jobs runs a batch of small inputs one job per CPU, each with one worker, side by
+// side: each job waits at its start until as many have started as there are CPUs, which only
+// jobs that run at once can do. An explicit -jobs is kept, with the workers shared among its jobs.
+func TestBatchDefaultJobsRunSmallInputsSideBySide(t *testing.T) {
+	const cpus, files = 4, 8
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cpus))
+	dir := t.TempDir()
+	var m strings.Builder
+	for i := range files {
+		m.WriteString(manifestLine(t, map[string]any{"in": sample(t, "demo-scrambled.ts"), "out": filepath.Join(dir, fmt.Sprintf("out%d.ts", i)), "cw-file": sample(t, "demo-keys.txt"), "quiet": true}))
+	}
+	path := writeFile(t, dir, "jobs.jsonl", []byte(m.String()))
+	for _, c := range []struct {
+		args     []string
+		together int // jobs running at once
+		workers  string
+	}{
+		{nil, cpus, "-workers=1"},
+		{[]string{"-jobs", "1"}, 1, "-workers=4"},
+		{[]string{"-jobs", "2"}, 2, "-workers=2"},
+	} {
+		var mu sync.Mutex
+		var started, running, most int
+		all, giveUp := make(chan struct{}), make(chan struct{})
+		timer := time.AfterFunc(10*time.Second, func() { close(giveUp) })
+		var workers []string
+		batchJobStarts = func(index int, args []string) {
+			mu.Lock()
+			started++
+			running++
+			most = max(most, running)
+			for _, a := range args {
+				if strings.HasPrefix(a, "-workers=") {
+					workers = append(workers, a)
+				}
+			}
+			if started == c.together {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+			case <-giveUp: // jobs that never run at once: the check below says so
+			}
+			// Counted as finished once its start is through: a job waits for the others to
+			// start, not to finish.
+			mu.Lock()
+			running--
+			mu.Unlock()
+		}
+		r := run(t, nil, append([]string{"batch", "-manifest", path}, c.args...)...)
+		batchJobStarts = nil
+		timer.Stop()
+		if r.code != 0 {
+			t.Fatalf("batch %v: %s", c.args, describe(r))
+		}
+		if most != c.together {
+			t.Errorf("batch %v: %d jobs ran at once, want %d", c.args, most, c.together)
+		}
+		if len(workers) != files || slices.ContainsFunc(workers, func(w string) bool { return w != c.workers }) {
+			t.Errorf("batch %v: jobs ran with %v, want %s each", c.args, workers, c.workers)
+		}
+		for i := range files {
+			sameBytes(t, fmt.Sprintf("batch %v job %d", c.args, i), readFile(t, filepath.Join(dir, fmt.Sprintf("out%d.ts", i))), readFile(t, sample(t, "demo-clear.ts")), 188)
+		}
 	}
 }

@@ -112,3 +112,16 @@ func TestJobParseFallsBackToTheApp(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkJobParse is the cost of turning a job's command line into its context, paid once per
+// job of a batch.
+func BenchmarkJobParse(b *testing.B) {
+	r := newJobRunner(Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
+	jc := r.cmds["descramble"]
+	args := []string{"-in=in.ts", "-out=out.ts", "-cw-file=keys.txt", "-quiet", "-workers=1"}
+	for b.Loop() {
+		if jc.parse(args) == nil {
+			b.Fatal("refused")
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -36,6 +37,10 @@ type signals struct {
 	got os.Signal
 }
 
+// quitHandlers counts the runs of this process whose handler (interruptible) is listening for
+// the quit signals: a batch (batch.go) that catches one leaves it to them while there are any.
+var quitHandlers atomic.Int32
+
 // interruptible returns a context cancelled by the first stop signal; onSignal runs then too.
 // Signals the command was started with ignored (nohup, a background job of a script) stay
 // ignored. When hangup is not nil, SIGHUP calls it instead of stopping the run (a live run
@@ -48,6 +53,7 @@ func interruptible(onSignal func(), quit func(sig os.Signal, msg string), hangup
 			signal.Notify(s.c, sig)
 		}
 	}
+	quitHandlers.Add(1)
 	go func() {
 		var grace <-chan time.Time
 		ran := s.ran
@@ -102,6 +108,7 @@ func (s *signals) finished() { close(s.ran) }
 
 func (s *signals) stop() {
 	signal.Stop(s.c)
+	quitHandlers.Add(-1)
 	close(s.done)
 	s.cancel()
 }
