@@ -141,40 +141,39 @@ func (jc *jobCommand) parse(args []string) *cli.Context {
 func define(set *flag.FlagSet, f cli.Flag, names []string) error {
 	switch f := f.(type) {
 	case *cli.StringFlag:
-		if f.EnvVars == nil && f.FilePath == "" && f.Destination == nil {
-			for _, n := range names {
-				set.String(n, f.Value, f.Usage)
-			}
-			return nil
+		if plain(f.EnvVars, f.FilePath, f.Destination == nil) {
+			return defineEach(names, set.String, f.Value, f.Usage)
 		}
 	case *cli.BoolFlag:
-		if f.EnvVars == nil && f.FilePath == "" && f.Destination == nil && f.Count == nil {
-			for _, n := range names {
-				set.Bool(n, f.Value, f.Usage)
-			}
-			return nil
+		if plain(f.EnvVars, f.FilePath, f.Destination == nil && f.Count == nil) {
+			return defineEach(names, set.Bool, f.Value, f.Usage)
 		}
 	case *cli.IntFlag:
-		if f.EnvVars == nil && f.FilePath == "" && f.Destination == nil {
-			for _, n := range names {
-				set.Int(n, f.Value, f.Usage)
-			}
-			return nil
+		if plain(f.EnvVars, f.FilePath, f.Destination == nil) {
+			return defineEach(names, set.Int, f.Value, f.Usage)
 		}
 	case *cli.Int64Flag:
-		if f.EnvVars == nil && f.FilePath == "" && f.Destination == nil {
-			for _, n := range names {
-				set.Int64(n, f.Value, f.Usage)
-			}
-			return nil
+		if plain(f.EnvVars, f.FilePath, f.Destination == nil) {
+			return defineEach(names, set.Int64, f.Value, f.Usage)
 		}
 	case *cli.DurationFlag:
-		if f.EnvVars == nil && f.FilePath == "" && f.Destination == nil {
-			for _, n := range names {
-				set.Duration(n, f.Value, f.Usage)
-			}
-			return nil
+		if plain(f.EnvVars, f.FilePath, f.Destination == nil) {
+			return defineEach(names, set.Duration, f.Value, f.Usage)
 		}
 	}
 	return f.Apply(set)
+}
+
+// plain reports whether a flag takes its value from the command line alone (no environment
+// variables, no file) and writes it to no variable of its own.
+func plain(envVars []string, filePath string, noDestination bool) bool {
+	return envVars == nil && filePath == "" && noDestination
+}
+
+// defineEach defines a flag under each of its names with the flag set's method def.
+func defineEach[T any](names []string, def func(name string, value T, usage string) *T, value T, usage string) error {
+	for _, n := range names {
+		def(n, value, usage)
+	}
+	return nil
 }
