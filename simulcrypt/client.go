@@ -209,13 +209,35 @@ func (c *Client) await(ctx context.Context, t MessageType) (Message, error) {
 				return m, nil
 			}
 		case err := <-c.errs:
+			if m, ok := c.queued(t); ok {
+				return m, nil
+			}
 			return Message{}, err
 		case <-c.done:
+			if m, ok := c.queued(t); ok {
+				return m, nil
+			}
 			return Message{}, c.err
 		case <-timer.C:
 			return Message{}, fmt.Errorf("no %s from the ECMG within %v", t, c.cfg.timeout())
 		case <-ctx.Done():
 			return Message{}, ctx.Err()
+		}
+	}
+}
+
+// queued returns a reply of type t that the reader queued before the error or the loss that
+// await was woken by: the reader queues in the order of the stream, but select picks at random
+// among the cases ready, and an ECMG that answers and then closes the connection has answered.
+func (c *Client) queued(t MessageType) (Message, bool) {
+	for {
+		select {
+		case m := <-c.replies:
+			if m.Type == t {
+				return m, true
+			}
+		default:
+			return Message{}, false
 		}
 	}
 }
