@@ -141,11 +141,7 @@ func measureLatency(t *testing.T, bin string, stream []byte, pkts int, gap time.
 		}
 	}()
 
-	sc, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := udpSender(t, in)
 	sent = make([]time.Time, 0, packets)
 	next := time.Now()
 	for i := 0; len(sent) < packets; i++ {
@@ -389,11 +385,7 @@ func TestLiveLookAheadEndsAtPMT(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close() })
-	sc, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := udpSender(t, port)
 	send := func(from, to int) {
 		for i := from; i < to; i++ {
 			if _, err := sc.Write(stream[i*188 : (i+1)*188]); err != nil {

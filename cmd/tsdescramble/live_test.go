@@ -38,6 +38,17 @@ func freeUDPPort(t *testing.T) int {
 	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
+// udpSender returns a UDP socket that sends to port on 127.0.0.1, closed when the test ends.
+func udpSender(t *testing.T, port int) *net.UDPConn {
+	t.Helper()
+	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // waitListening waits until something has bound the UDP port, so that nothing is sent before
 // the command receives.
 func waitListening(t *testing.T, port int) {
@@ -347,11 +358,7 @@ func TestLiveRTPDamage(t *testing.T) {
 	r := startLive(t, "-in", fmt.Sprintf("rtp://@127.0.0.1:%d", port), "-out", out, "-cw-file", demoKeys,
 		"-packets", fmt.Sprint(len(delivered)/188), "-stats", stats)
 	waitListening(t, port)
-	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := udpSender(t, port)
 	for k, i := range order {
 		d := []byte{0x80, 33, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78}
 		seq := uint16(65300 + i) // through the wrap at 65535

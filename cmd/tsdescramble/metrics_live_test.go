@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,11 +57,7 @@ func TestMetricsLive(t *testing.T) {
 			r := startLive(t, "-in", fmt.Sprintf("%s://@127.0.0.1:%d", scheme, port), "-out", os.DevNull,
 				"-cw-file", demoKeys, "-packets", fmt.Sprint(len(delivered)/188), "-metrics", addr)
 			waitListening(t, port)
-			c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := udpSender(t, port)
 			send := func(from, to int) {
 				for i := from; i < to; i++ {
 					if i == drop {

@@ -67,11 +67,7 @@ func TestSimulCryptLive(t *testing.T) {
 		}
 	}()
 
-	sc, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := udpSender(t, in)
 	// Each datagram leaves when the PCRs say its first packet plays, as a live source sends.
 	pcrAt := pcrTimes(packets(clear))
 	var sent []time.Time
