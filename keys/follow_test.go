@@ -151,10 +151,14 @@ func TestFollowerReread(t *testing.T) {
 	if k, final := live.Begin(0x100, false); !final || cw(k) != c {
 		t.Fatalf("even key after Reread %s", cw(k))
 	}
-	// The odd key did not change: the next odd period, which must not use the last one's
-	// key again, waits.
-	if k, final := live.Begin(0x100, true); final || k != NoKey {
-		t.Fatalf("the odd key already used was given again: %d", k)
+	// The odd key did not change: the next odd period is offered the CW the slot holds, the
+	// last one's, the only odd key the log has had.
+	k, final := live.Begin(0x100, true)
+	if !final || cw(k) != b {
+		t.Fatalf("odd key after Reread %s", cw(k))
+	}
+	if f := live.Fresh(0x100, live.Periods(0x100)); f != Constant {
+		t.Fatalf("the odd key set again by the reread is %v, want Constant", f)
 	}
 }
 

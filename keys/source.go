@@ -42,6 +42,10 @@ type Source interface {
 	// GiveUp says that the caller stopped waiting for the key of pid's period number period:
 	// a CW that comes later is not given to it, but kept for the periods after it.
 	GiveUp(pid uint16, period int)
+	// Fresh says what is known of the CW Begin or Current gave pid's period number period,
+	// for a caller that has no unit start to check it on, or that found it not to fit. A
+	// source whose answers are final says New.
+	Fresh(pid uint16, period int) Freshness
 }
 
 // ScheduleSource puts a Schedule behind the Source interface: each PID follows the schedule's
@@ -97,6 +101,9 @@ func (ss *ScheduleSource) Reject(uint16, int) {}
 // GiveUp implements Source: a schedule's answers are final at Begin.
 func (ss *ScheduleSource) GiveUp(uint16, int) {}
 
+// Fresh implements Source: a schedule's CW is the one its period has.
+func (ss *ScheduleSource) Fresh(uint16, int) Freshness { return New }
+
 // MaxLiveCWs bounds the distinct control words a Live source keeps: far more than a day of
 // crypto periods of ten seconds on a few key slots. Past it, Set refuses new CWs (SetRefused
 // counts them), so that a key server cannot make the process grow without bound.
@@ -115,31 +122,27 @@ const MaxLiveWaiting = 64
 // answers the stream's ECMs. CWs are set per key slot and parity (Set); each PID uses slot 0
 // unless MapPID says otherwise (a DVBAPI server's CA_SET_PID).
 //
-// A CW that arrives for a parity takes effect at each PID's next period of that parity, never
-// in the middle of a period whose key is already decided. A PID's period takes the slot's
-// latest CW of its parity if that CW is new to it: different from the CW the PID's last period
-// of the same parity that had one used (a key server answers the ECM of the next period during the
-// current one, so the new key is there before the parity changes), and from the one the
-// period of the same parity after it took, if that one began. Otherwise the period waits
-// (Begin and Current answer NoKey, not final), and the first new CW of its parity that arrives
-// decides it: a late key applies from the period's first packet, which the caller still holds.
-// A period keeps waiting after the PID's parity changes again (Current names it by number), so
-// a key that comes after the next period began still reaches it.
-// A CW the caller rejects (Reject: it does not fit the period's first unit start) is new no
-// more for that period, which waits for the next one: a key server that also sends the other
-// parity's previous key sends it late, after a period that got no key, and that stale key is
-// new to the PID.
-// A period that never gets a key is the caller's to give up on, after a wait of its choosing.
+// A slot holds the last CW of each parity until another replaces it, as a DVB descrambler's
+// key slot does: a key server may send a CW again with every answer (a constant-CW reader, a
+// CAS whose CW of one parity stays for several ECMs) or, as a DVBAPI server does, only when it
+// changes. A PID's period takes the CW its slot holds for the period's parity when the period
+// begins, whether or not an earlier period used the same CW; the caller checks it on the
+// period's first checkable unit start and rejects it (Reject) when it does not fit: the period
+// then waits, and takes the first CW of its parity that arrives after it began and that it has
+// not rejected. A period that begins before any CW of its parity has come waits the same way.
+// A late key applies from the period's first packet, which the caller still holds, and a
+// period keeps waiting after the PID's parity changes again (Current names it by number), so a
+// key that comes after the next period began still reaches it.
 //
-// A stream whose key of one parity repeats from one period of that parity to the next (a
-// constant key that still flips parity) waits at every period with this rule: give such keys
-// with NewFixed instead.
+// Without a check, a CW may be the previous period's that the server has not replaced yet:
+// Fresh says whether the period's CW is new to it, the only one its parity has had, or stale. A period that never gets a key is
+// the caller's to give up on, after a wait of its choosing.
 type Live struct {
 	mu      sync.Mutex
 	cws     [][]byte             // distinct CWs in order of arrival; their index is the CW index
 	index   map[string]int       // CW bytes to index
 	slots   map[int]*[2][]slotCW // slot to the CWs received per parity (0 even, 1 odd), oldest first
-	seq     uint64               // CWs received so far: the arrival number of the latest
+	seq     uint64               // CWs received so far, repeats included: the arrival number of the latest
 	pidSlot map[uint16]int
 	pids    map[uint16]*livePID
 	arrived chan struct{}
@@ -157,10 +160,11 @@ type livePID struct {
 	gone   [2]int       // CW of the last period of each parity dropped from recent that had one, or NoKey
 }
 
-// slotCW is a CW received for a slot and parity, with its arrival number.
+// slotCW is a CW received for a slot and parity, with its arrival number and that of the
+// latest time it was sent again while the slot held it.
 type slotCW struct {
-	cw  int
-	seq uint64
+	cw        int
+	seq, last uint64
 }
 
 // livePeriod is one of a PID's periods.
@@ -169,6 +173,7 @@ type livePeriod struct {
 	odd    bool
 	begun  uint64 // Live.seq when it began: the CWs that arrived after are its candidates
 	gaveUp bool   // the caller stopped waiting for its key (GiveUp)
+	held   bool   // cw is the one the slot held when it began, not one that arrived after
 	cw     int    // its CW, or NoKey while it waits
 	// rejected holds the CWs the caller found not to fit the period.
 	rejected []int
@@ -219,12 +224,14 @@ func (l *Live) Set(slot int, odd bool, cw []byte) bool {
 		l.slots[slot] = sl
 	}
 	h := &sl[parityIndex(odd)]
-	if n := len(*h); n == 0 || (*h)[n-1].cw != idx { // a key sent again is no news
+	l.seq++
+	if n := len(*h); n > 0 && (*h)[n-1].cw == idx {
+		(*h)[n-1].last = l.seq // the slot's CW sent again: it still holds
+	} else {
 		if n == MaxLiveWaiting {
 			*h = append((*h)[:0], (*h)[1:]...)
 		}
-		l.seq++
-		*h = append(*h, slotCW{cw: idx, seq: l.seq})
+		*h = append(*h, slotCW{cw: idx, seq: l.seq, last: l.seq})
 	}
 	select {
 	case l.arrived <- struct{}{}:
@@ -298,6 +305,12 @@ func (l *Live) Current(pid uint16, period int) (int, bool) {
 	if w := &p.recent[i]; w.gaveUp {
 		return NoKey, true
 	}
+	if w := &p.recent[i]; w.held && l.arrivedSince(pid, p, i) {
+		// The slot held a CW when the period began, and another has arrived since: asked
+		// again, the period takes the one that arrived (the caller has not settled on the
+		// held one, or it would not ask).
+		l.unapply(pid, w)
+	}
 	l.decideUpTo(pid, p, i)
 	return p.recent[i].cw, p.recent[i].cw != NoKey
 }
@@ -324,10 +337,10 @@ func (l *Live) GiveUp(pid uint16, period int) {
 	}
 }
 
-// decide gives pid's waiting period recent[i] a CW of its parity that is new to it: the first
-// that arrived after it began, else the one latest at its start (a key server answers the ECM
-// of the next period during the current one). Each new CW is kept, not only the latest: a
-// period that waits past its end may be asked after the next key of its parity came.
+// decide gives pid's waiting period recent[i] the CW its slot holds for its parity: the first
+// that arrived after it began, other than the one the PID's last period of its parity used and
+// not rejected by it, else the one the slot held when it began, unless rejected. Each CW that arrives is kept in order, not only the latest: a period
+// that waits past its end may be asked after the next key of its parity came.
 func (l *Live) decide(pid uint16, p *livePID, i int) {
 	sl := l.slots[l.pidSlot[pid]]
 	if sl == nil {
@@ -335,45 +348,129 @@ func (l *Live) decide(pid uint16, p *livePID, i int) {
 	}
 	w := &p.recent[i]
 	h := sl[parityIndex(w.odd)]
+	held := NoKey // the slot's CW when the period began
+	used := p.before(i)
 	for _, e := range h {
-		if e.seq > w.begun && l.take(pid, p, i, e.cw) {
+		if e.seq <= w.begun {
+			held = e.cw
+			continue
+		}
+		// A CW that arrived since, unless it is the one the PID's period of this parity
+		// before used: a period that waited past its end may have taken it.
+		if e.cw != used && l.take(pid, w, e.cw) {
 			return
 		}
 	}
-	if n := len(h); n > 0 {
-		l.take(pid, p, i, h[n-1].cw)
+	if held != NoKey && l.take(pid, w, held) {
+		w.held = true
 	}
 }
 
-// take gives recent[i] CW cw if it is new to the period: not rejected by it, not the CW the
-// last period of its parity before it that had one used (remembered or forgotten), nor the CW
-// of the period of its parity after it.
-func (l *Live) take(pid uint16, p *livePID, i int, cw int) bool {
-	w := &p.recent[i]
+// before returns the CW of the PID's last period before recent[i] of the same parity that
+// had one, remembered or forgotten, or NoKey.
+func (p *livePID) before(i int) int {
+	odd := p.recent[i].odd
+	for j := i - 1; j >= 0; j-- {
+		if p.recent[j].odd == odd && p.recent[j].cw != NoKey {
+			return p.recent[j].cw
+		}
+	}
+	return p.gone[parityIndex(odd)]
+}
+
+// take gives period w CW cw unless the caller rejected it for the period.
+func (l *Live) take(pid uint16, w *livePeriod, cw int) bool {
 	if slices.Contains(w.rejected, cw) {
 		return false
 	}
-	before := p.gone[parityIndex(w.odd)]
-	for j := i - 1; j >= 0; j-- {
-		if p.recent[j].odd == w.odd && p.recent[j].cw != NoKey {
-			before = p.recent[j].cw
-			break
-		}
-	}
-	if cw == before {
-		return false
-	}
-	for j := i + 1; j < len(p.recent); j++ {
-		if p.recent[j].odd == w.odd {
-			if p.recent[j].cw == cw {
-				return false
-			}
-			break
-		}
-	}
-	w.cw = cw
+	w.cw, w.held = cw, false
 	l.applied[AppliedKey{PID: pid, Odd: w.odd}]++
 	return true
+}
+
+// Freshness says what is known of a period's CW before it is checked (Source.Fresh).
+type Freshness int8
+
+const (
+	// Stale: the CW is the one the PID's last period of the same parity used, and the source
+	// has had other CWs of that parity: it may be the previous period's, not replaced yet.
+	Stale Freshness = iota
+	// Constant: the CW is the one the PID's last period of the same parity used, and the only
+	// CW of its parity the source has had so far.
+	Constant
+	// New: the CW differs from the one the PID's last period of the same parity used, or was
+	// sent (again) after the period began.
+	New
+)
+
+// Fresh implements Source: what Freshness the CW of pid's period number period has. A period
+// without a CW is Stale.
+func (l *Live) Fresh(pid uint16, period int) Freshness {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.pids[pid]
+	if p == nil {
+		return Stale
+	}
+	i := p.period(period)
+	if i < 0 || p.recent[i].cw == NoKey {
+		return Stale
+	}
+	w := &p.recent[i]
+	if w.cw != p.before(i) {
+		return New
+	}
+	sl := l.slots[l.pidSlot[pid]]
+	if sl == nil {
+		return Stale
+	}
+	h := sl[parityIndex(w.odd)]
+	for _, e := range h {
+		if e.cw == w.cw && e.last > w.begun {
+			return New // sent again since the period began: the server says it still holds
+		}
+	}
+	if len(h) <= 1 {
+		return Constant
+	}
+	return Stale
+}
+
+// arrivedSince reports whether a CW that decide would give recent[i] before the one its slot
+// held arrived after it began: one other than its own and its parity's last period's, that it
+// has not rejected.
+func (l *Live) arrivedSince(pid uint16, p *livePID, i int) bool {
+	sl := l.slots[l.pidSlot[pid]]
+	if sl == nil {
+		return false
+	}
+	w, used := &p.recent[i], p.before(i)
+	for _, e := range sl[parityIndex(w.odd)] {
+		if e.seq > w.begun && e.cw != w.cw && e.cw != used && !slices.Contains(w.rejected, e.cw) {
+			return true
+		}
+	}
+	return false
+}
+
+// unapply takes w's CW back: it waits again.
+func (l *Live) unapply(pid uint16, w *livePeriod) {
+	if a := (AppliedKey{PID: pid, Odd: w.odd}); l.applied[a] > 1 {
+		l.applied[a]--
+	} else {
+		delete(l.applied, a)
+	}
+	w.cw, w.held = NoKey, false
+}
+
+// Periods returns the number of crypto periods of pid begun so far: the number of the latest.
+func (l *Live) Periods(pid uint16) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.pids[pid]; p != nil {
+		return p.begun
+	}
+	return 0
 }
 
 // Reject implements Source.
@@ -390,12 +487,7 @@ func (l *Live) Reject(pid uint16, period int) {
 	}
 	w := &p.recent[i]
 	w.rejected = append(w.rejected, w.cw)
-	if a := (AppliedKey{PID: pid, Odd: w.odd}); l.applied[a] > 1 {
-		l.applied[a]--
-	} else {
-		delete(l.applied, a)
-	}
-	w.cw = NoKey
+	l.unapply(pid, w)
 }
 
 // CW implements Source.

@@ -82,18 +82,26 @@ func TestLiveKeyTakesEffectAtNextPeriodOfItsParity(t *testing.T) {
 	if k, final := l.Begin(0x100, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
 		t.Fatalf("even period: %d %v", k, final)
 	}
-	// The next odd period: the odd key is the one the last odd period used: not new, wait.
-	if k, final := l.Begin(0x100, true); k != NoKey || final {
-		t.Fatalf("stale odd key used: %d %v", k, final)
+	// The next odd period is offered the CW the slot holds, the one the last odd period used:
+	// the only odd CW so far (a constant key, or one not replaced yet).
+	if k, final := l.Begin(0x100, true); !final || !bytes.Equal(l.CW(k), cw(2)) {
+		t.Fatalf("odd period 4: %d %v, want the slot's CW", k, final)
 	}
-	// Repeating the same odd key does not make it new.
+	if f := l.Fresh(0x100, 4); f != Constant {
+		t.Fatalf("the only odd CW so far is %v, want Constant", f)
+	}
+	// The caller found it does not fit: the period waits, and a repeat does not bring it back.
+	l.Reject(0x100, 4)
 	l.Set(0, true, cw(2))
 	if k, final := l.Current(0x100, 4); k != NoKey || final {
-		t.Fatalf("repeated odd key used: %d %v", k, final)
+		t.Fatalf("rejected odd key used again: %d %v", k, final)
 	}
 	l.Set(0, true, cw(4))
 	if k, final := l.Current(0x100, 4); !final || !bytes.Equal(l.CW(k), cw(4)) {
 		t.Fatalf("late odd key: %d %v", k, final)
+	}
+	if f := l.Fresh(0x100, 4); f != New {
+		t.Fatalf("a CW new to the period is %v, want New", f)
 	}
 	// Another PID starting now takes the latest of its parity.
 	if k, final := l.Begin(0x101, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
@@ -168,15 +176,24 @@ func TestLiveReject(t *testing.T) {
 	if n := l.Applied()[AppliedKey{PID: 0x100}]; n != 2 {
 		t.Fatalf("%d periods applied, want 2", n)
 	}
-	// The next period of the parity: k3 was used, so only a CW other than k3 is new.
-	if cw, _ := l.Begin(0x100, false); cw != NoKey {
-		t.Fatalf("third period took CW %d, the one the second used", cw)
+	// The next period of the parity is offered k3, which the slot still holds; the parity has
+	// had other CWs, so unchecked it is Stale.
+	if cw, _ := l.Begin(0x100, false); !bytes.Equal(l.CW(cw), k3) {
+		t.Fatalf("third period took CW %d, want the slot's k3", cw)
+	}
+	if f := l.Fresh(0x100, 3); f != Stale {
+		t.Fatalf("k3 again after other even CWs is %v, want Stale", f)
+	}
+	// Sent again by the server after the period began, it holds: New.
+	l.Set(0, false, k3)
+	if f := l.Fresh(0x100, 3); f != New {
+		t.Fatalf("k3 sent again is %v, want New", f)
 	}
 }
 
 // A period still waiting when its PID's parity changes again keeps waiting: the key that comes
-// after the next period began reaches it (named by its number), and it is new no more to the
-// next period of its parity. A period MaxLiveWaiting periods back is forgotten: no key.
+// after the next period began reaches it (named by its number); the next period of its parity
+// is offered what the slot holds. A period MaxLiveWaiting periods back is forgotten: no key.
 func TestLivePeriodWaitsPastItsEnd(t *testing.T) {
 	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
 	l := NewLive()
@@ -195,20 +212,23 @@ func TestLivePeriodWaitsPastItsEnd(t *testing.T) {
 	if k, _ := l.Current(0x100, 2); !bytes.Equal(l.CW(k), cw(2)) {
 		t.Fatalf("period 2 changed: %X", l.CW(k))
 	}
-	// Period 3 (even): period 1 used cw(1), so it waits for a new one.
-	if k, final := l.Begin(0x100, false); k != NoKey || final {
-		t.Fatalf("period 3 took period 1's key: %d %v", k, final)
+	// Period 3 (even) is offered cw(1), which the slot holds; when cw(3) arrives before the
+	// caller settles, asked again, it takes cw(3).
+	if k, final := l.Begin(0x100, false); !final || !bytes.Equal(l.CW(k), cw(1)) {
+		t.Fatalf("period 3: %d %v, want the slot's cw(1)", k, final)
 	}
 	l.Set(0, false, cw(3))
 	if k, final := l.Current(0x100, 3); !final || !bytes.Equal(l.CW(k), cw(3)) {
 		t.Fatalf("period 3: %d %v", k, final)
 	}
-	// Two periods of a parity waiting: a key that arrives goes to the older (its key would be
-	// replaced in the slot by the next before it is asked again), the next key to the newer.
-	l.Begin(0x100, true)  // 4: odd, waits (cw(2) is period 2's)
-	l.Begin(0x100, false) // 5: even, waits (cw(3) is period 3's)
-	// 6: odd, waits too (cw(2) is still the last odd key used: period 4 has none).
-	if k, final := l.Begin(0x100, true); k != NoKey || final {
+	// Two periods of a parity waiting (their slot CW rejected): a key that arrives goes to the
+	// older; the newer skips it, as its parity's last period's, and takes the next.
+	l.Begin(0x100, true) // 4: odd, offered cw(2)
+	l.Reject(0x100, 4)
+	l.Begin(0x100, false) // 5: even
+	l.Begin(0x100, true)  // 6: odd, offered cw(2)
+	l.Reject(0x100, 6)
+	if k, final := l.Current(0x100, 6); k != NoKey || final {
 		t.Fatalf("period 6 took a key: %d %v", k, final)
 	}
 	l.Set(0, true, cw(4))

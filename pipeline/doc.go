@@ -50,15 +50,15 @@
 // # Keys that arrive while the stream runs
 //
 // With Options.LiveKeys, each PID's crypto periods take their control word from a keys.Source
-// (a key server's answers, a CW log that grows) at their first packet, and a period whose key
-// has not come is held until it does, or until LiveKeys.Wait, after which its packets pass as
-// they came (or are dropped); on a live input it waits so even when its PID's next period has
-// begun. Keys are not searched, the server says which key applies, but
-// each is checked before it is used, as a key list's expected key is: it must fit the period's
-// first checkable unit start, and one that does not (a stale key of the period's parity) is
-// not used, the period waiting for the next. The
-// sections of the PIDs the key server wants (ECMs, EMMs) go to LiveKeys.Sections, with the
-// services of the PAT and PMTs. See livekeys.go.
+// (a key server's answers, a CW log that grows) at their first packet: the CW the key slot
+// holds for the period's parity, a constant one as well as one that changed. A period whose
+// key has not come is held until it does, or until LiveKeys.Wait, after which its packets pass
+// as they came (or are dropped); on a live input it waits so even when its PID's next period
+// has begun. Keys are not searched, the server says which key applies, but each is checked
+// before it is used, as a key list's expected key is: it must fit the period's first checkable
+// unit start, and one that does not (the previous period's key, not replaced yet) is not used,
+// the period waiting for the next. The sections of the PIDs the key server wants (ECMs, EMMs)
+// go to LiveKeys.Sections, with the services of the PAT and PMTs. See livekeys.go.
 //
 // # Live input: the latency bound
 //

@@ -20,14 +20,17 @@ import (
 // they came (counted). On a live input a period that ends (its PID's parity changes) still
 // waiting keeps waiting: the key server's answer often comes after the flip (liveEnded).
 // Periods are started by parity changes alone, without glitch detection: the key server, not a
-// search, says which key applies. But a key that arrives is checked before it is used: it
-// must fit the period's first checkable unit start (one trial per period, as a key list's
-// expected key gets), and a period holds its packets until that unit start comes. A key that
-// does not fit is not used for the period, which waits for the next key of its parity; a
-// period without a unit start to check (one that ends, or waits past LiveKeys.Wait, first)
-// takes its key unchecked. The check keeps a stale key out: a key server that sends, with
-// each key, the other parity's previous one sends that one late, and after a period that got
-// no key it is new to the PID. Holding is bounded as for any undecided
+// search, says which key applies. The source offers each period the CW its key slot holds for
+// the period's parity (keys.Live: a slot keeps a CW until another replaces it, so constant
+// keys and keys a server sends once serve every period), and the CW is checked before it is
+// used: it must fit the period's first checkable unit start (one trial per offer, as a key
+// list's expected key gets), and a period holds its packets until that unit start comes. A CW
+// that does not fit is not used for the period, which waits for the next CW of its parity: a
+// CW the slot still held from an earlier period is counted as stale and said nothing of, one
+// new to the period that does not fit is logged. A period without a unit start to check (one
+// that ends, or waits past LiveKeys.Wait, first) takes its CW unchecked only when the source
+// does not call it stale (keys.Freshness): a stale one may be the previous period's, not
+// replaced yet, and such a period waits for its own. Holding is bounded as for any undecided
 // period (holdPackets), and in time by LiveKeys.Wait.
 //
 // The sections of the PIDs the key server wants (ECMs, EMMs) are gathered from the stream in
@@ -76,6 +79,7 @@ type LiveKeyStats struct {
 	Dropped     int64         `json:"packets_dropped"`  // packets dropped for want of a key (LiveKeys.Drop)
 	BadSize     int64         `json:"cws_wrong_size"`   // CWs the input system cannot take, not used
 	NotFitting  int64         `json:"cws_not_fitting"`  // CWs that did not fit their period's first unit start, not used
+	Stale       int64         `json:"cws_stale"`        // CWs a slot still held from an earlier period, not fitting: the period waited for its own
 	ReaderWaits time.Duration `json:"reader_waited_ns"` // time the reader waited for the key server (file input)
 
 	// Server holds the key server client's counts, when the caller that runs the client
@@ -246,8 +250,35 @@ func (cl *classifier) liveOffer(idx int32, k int, late bool) {
 	cl.liveCheck(idx)
 	if p.state == periodOpen && p.key != keys.NoKey && cl.pidKeys(p.pid).cur != idx {
 		// A period past its end with no unit start to check the key on: none will come.
-		cl.liveAccept(idx, k, false)
+		cl.liveUnchecked(idx)
 	}
+}
+
+// liveUnchecked decides period idx with its candidate key unchecked (no unit start came to
+// check it on) when the source says the key may be used so: one that may be the previous
+// period's, not replaced yet, is dropped, and the period waits on for its own. It reports
+// whether the period was decided.
+func (cl *classifier) liveUnchecked(idx int32) bool {
+	p := &cl.periods[idx]
+	src := cl.live.cfg.Source
+	if cl.live.cfg.FileInput {
+		// A file is read ahead of the key server: the CW the slot held when the period
+		// began may be replaced by the answer to an ECM still pending. Take what the slot
+		// holds once the server is idle.
+		cl.liveAwaitIdle()
+		if k, _ := src.Current(p.pid, p.number); k != keys.NoKey && k != p.key {
+			if cl.liveOffer(idx, k, true); p.state != periodOpen {
+				return true
+			}
+		}
+	}
+	if src.Fresh(p.pid, p.number) != keys.Stale {
+		cl.liveAccept(idx, p.key, false)
+		return true
+	}
+	src.Reject(p.pid, p.number)
+	p.key = keys.NoKey
+	return false
 }
 
 // liveUnitStart is called for each checkable unit start of period idx: the first is kept (its
@@ -297,6 +328,16 @@ func (cl *classifier) liveAccept(idx int32, k int, checked bool) {
 func (cl *classifier) liveReject(idx int32) {
 	p := &cl.periods[idx]
 	l := cl.live
+	if l.cfg.Source.Fresh(p.pid, p.number) != keys.New {
+		// The CW the slot still held from an earlier period: the period's own has not come.
+		l.st.Stale++
+		l.cfg.Source.Reject(p.pid, p.number)
+		p.key = keys.NoKey
+		if k, _ := l.cfg.Source.Current(p.pid, p.number); k != keys.NoKey {
+			cl.liveOffer(idx, k, true)
+		}
+		return
+	}
 	l.st.NotFitting++
 	if l.cfg.Log != nil {
 		l.cfg.Log(fmt.Sprintf("the key server's CW for PID %#04x crypto period %d (%s) does not fit its first unit start: not used",
@@ -360,21 +401,18 @@ func (cl *classifier) livePoll() {
 // comes with the answer to the next period's ECM, as the other parity's.
 func (cl *classifier) liveEnded(idx int32) {
 	p := &cl.periods[idx]
-	switch {
-	case p.key != keys.NoKey:
-		cl.liveAccept(idx, p.key, false)
-	case cl.live.cfg.FileInput:
+	if p.key != keys.NoKey && cl.liveUnchecked(idx) {
+		return
+	}
+	if cl.live.cfg.FileInput {
 		cl.liveSettle(idx)
-	default:
-		switch k, final := cl.live.cfg.Source.Current(p.pid, p.number); {
-		case k != keys.NoKey:
-			cl.liveOffer(idx, k, true)
-			if p.state == periodOpen && p.key != keys.NoKey {
-				cl.liveAccept(idx, p.key, false) // no unit start came to check it
-			}
-		case final:
-			cl.liveGiveUp(idx, giveUpNone)
-		}
+		return
+	}
+	switch k, final := cl.live.cfg.Source.Current(p.pid, p.number); {
+	case k != keys.NoKey:
+		cl.liveOffer(idx, k, true) // past its end: taken unchecked if fresh
+	case final:
+		cl.liveGiveUp(idx, giveUpNone)
 	}
 }
 
@@ -396,6 +434,24 @@ func (cl *classifier) liveSettle(idx int32) {
 		cl.liveOffer(idx, k, true)
 	}
 	cl.liveEnd(idx, giveUpEnded)
+}
+
+// liveAwaitIdle waits, for a file input, while the key server is busy with ECMs.
+func (cl *classifier) liveAwaitIdle() {
+	l := cl.live
+	if !l.cfg.FileInput || l.cfg.Sections == nil {
+		return
+	}
+	start := time.Now()
+	arrived := l.cfg.Source.Arrived()
+	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Millisecond):
+		case <-cl.ctx.Done():
+		}
+	}
+	l.st.ReaderWaits += time.Since(start)
 }
 
 // liveAwaitServer waits, for a file input, while the key server is busy and pid's period number
@@ -425,8 +481,7 @@ func (cl *classifier) liveAwaitServer(pid uint16, number int) {
 func (cl *classifier) liveEnd(idx int32, why giveUpReason) {
 	switch p := &cl.periods[idx]; {
 	case p.state != periodOpen:
-	case p.key != keys.NoKey:
-		cl.liveAccept(idx, p.key, false)
+	case p.key != keys.NoKey && cl.liveUnchecked(idx):
 	default:
 		cl.liveGiveUp(idx, why)
 	}

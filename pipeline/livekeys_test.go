@@ -458,3 +458,50 @@ func TestLiveKeysArriveAfterNextPeriodBegan(t *testing.T) {
 		}
 	}
 }
+
+// A key server whose CWs do not change (a constant-CW reader: the same pair answers every ECM,
+// and a DVBAPI server sets it once) descrambles every period: a slot holds its CW until
+// another replaces it, and a period takes the CW of its parity that fits, whether or not an
+// earlier period used it.
+func TestLiveKeysConstantCWs(t *testing.T) {
+	constant := liveCWs()[:2] // even periods take the first, odd ones the second
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 4000, PeriodPackets: 400, CWs: constant})
+	check := func(t *testing.T, st pipeline.Stats, out []byte, start time.Time) {
+		t.Helper()
+		if !bytes.Equal(out, clear) {
+			t.Fatalf("output differs from the clear stream (%d packets descrambled, %d left scrambled, live %+v)",
+				st.Descrambled, st.LeftScrambled, *st.LiveKeys)
+		}
+		if ps := esStats(st); ps.Periods != 10 || ps.PeriodsFit != 10 || st.LiveKeys.GaveUp != 0 {
+			t.Fatalf("the elementary stream's periods: %d, %d fit; %+v", ps.Periods, ps.PeriodsFit, *st.LiveKeys)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("a file of constant keys took %v: periods waited for a key new to them", d)
+		}
+	}
+	t.Run("cs378x", func(t *testing.T) {
+		srv := camdouble.NewCS378x(t, "u", "p")
+		lk, _ := cs378xKeys(t, srv, 2*time.Second)
+		var out bytes.Buffer
+		start := time.Now()
+		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, st, out.Bytes(), start)
+	})
+	t.Run("set once", func(t *testing.T) {
+		// The pair set once, as a DVBAPI server does when no slot's CW changes after it.
+		live := keys.NewLive()
+		live.Set(0, false, constant[0])
+		live.Set(0, true, constant[1])
+		var out bytes.Buffer
+		start := time.Now()
+		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out,
+			pipeline.Options{LiveKeys: &pipeline.LiveKeys{Source: live, Wait: 2 * time.Second, FileInput: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, st, out.Bytes(), start)
+	})
+}
