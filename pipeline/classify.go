@@ -59,6 +59,41 @@ type classifier struct {
 	fed        *fedPeriods // the output periods of a PeriodFeed (feed.go), nil without one
 
 	live *liveState // keys that arrive while the stream runs (livekeys.go), or nil
+
+	// svcOf is the period clock of the service each PID belongs to, from the PMTs (periods.go).
+	svcOf  map[uint16]*svcClock
+	clocks map[uint16]*svcClock // by service number
+}
+
+// refreshServices gives each PID of a service with a PMT its service's period clock, after the
+// tables changed. A service keeps its clock while it stays; a PID of two services takes the
+// first's.
+func (cl *classifier) refreshServices() {
+	services := cl.tracker.Services()
+	if cl.clocks == nil {
+		cl.clocks, cl.svcOf = map[uint16]*svcClock{}, map[uint16]*svcClock{}
+	}
+	clear(cl.svcOf)
+	for _, svc := range services {
+		if !svc.PMTSeen {
+			continue
+		}
+		c := cl.clocks[svc.Number]
+		if c == nil {
+			c = newSvcClock()
+			cl.clocks[svc.Number] = c
+		}
+		for _, es := range svc.Streams {
+			if cl.svcOf[es.PID] == nil {
+				cl.svcOf[es.PID] = c
+			}
+		}
+	}
+	for pid, pk := range cl.pk {
+		if pk != nil {
+			pk.svc = cl.svcOf[uint16(pid)]
+		}
+	}
 }
 
 func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
@@ -122,10 +157,16 @@ func (cl *classifier) track(p []byte, pid uint16) {
 	}
 	cl.tracker.Feed(p)
 	g := cl.tracker.Generation()
-	if g == cl.generation || cl.selected == nil || cl.service <= 0 && !cl.allES {
+	if g == cl.generation {
 		return
 	}
 	cl.generation = g
+	if cl.mode != Scramble {
+		cl.refreshServices()
+	}
+	if cl.selected == nil || cl.service <= 0 && !cl.allES {
+		return
+	}
 	clear(cl.selected[:])
 	if cl.service > 0 {
 		if pids, ok := cl.tracker.ServicePIDs(uint16(cl.service)); ok {
@@ -163,7 +204,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	pid := ts.PID(p)
 	ps := cl.pid(pid)
 	ps.Packets++
-	cl.continuity(p, pid, ps)
+	ccBreak := cl.continuity(p, pid, ps)
 	cl.track(p, pid)
 	if cl.live != nil {
 		cl.livePacket(p, pid)
@@ -207,7 +248,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	if cl.live != nil {
 		idx = cl.livePeriodOf(pid, tsc == ts.Odd)
 	} else {
-		idx = cl.periodOf(pid, tsc == ts.Odd)
+		idx = cl.periodOf(pid, tsc == ts.Odd, ccBreak)
 	}
 	if odd := int8(tsc & 1); odd != cl.lastOdd {
 		if cl.lastOdd >= 0 {
@@ -215,7 +256,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		}
 		cl.lastOdd = odd
 	}
-	j := job{pkt: int32(pkt), off: int32(pkt + off), end: int32(pkt + ts.PacketSize), key: -1, okey: -1, period: idx, pid: pid}
+	j := job{pkt: int32(pkt), off: int32(pkt + off), end: int32(pkt + ts.PacketSize), key: -1, okey: -1, pid: pid}
 	if tsc == ts.Odd {
 		j.flags |= jobOdd
 	}
@@ -230,7 +271,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 			j.carriage = carriage
 			u := unitStart{c: c, off: j.off, end: j.end, carriage: carriage}
 			if cl.live == nil {
-				cl.offerUnitStart(idx, u)
+				idx = cl.offerUnitStart(idx, u)
 			} else { // a key server's keys are not searched, only checked
 				cl.liveUnitStart(idx, u)
 			}
@@ -240,6 +281,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 			}
 		}
 	}
+	j.period = idx
 	c.jobs = append(c.jobs, j)
 	if len(cl.open) > 0 {
 		cl.expire()
@@ -255,16 +297,21 @@ const (
 // by one at each packet of the PID with a payload, stays the same in one without, and a packet
 // may be sent twice in a row; a discontinuity_indicator allows any value. Null packets are not
 // counted. An error is a packet lost, repeated or out of place upstream: the input is damaged,
-// which a live input, with loss on its way, needs to show.
-func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) {
+// which a live input, with loss on its way, needs to show. It reports whether the PID's packets
+// do not follow on here, by an error or an announced discontinuity: the crypto periods take
+// that as a place where a key may stop applying.
+func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken bool) {
 	if pid == ts.NullPID {
-		return
+		return false
 	}
 	cc := p[3] & 0x0F
 	last := cl.cc[pid]
 	cl.cc[pid] = ccSeen | cc
-	if last&ccSeen == 0 || p[3]&0x20 != 0 && p[4] > 0 && p[5]&0x80 != 0 {
-		return // the PID's first packet, or a discontinuity
+	if last&ccSeen == 0 {
+		return false // the PID's first packet
+	}
+	if p[3]&0x20 != 0 && p[4] > 0 && p[5]&0x80 != 0 {
+		return true // a discontinuity the stream announces: a splice, not an error
 	}
 	prev := last & 0x0F
 	switch {
@@ -280,6 +327,7 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) {
 	}
 	cl.st.CCErrors++
 	ps.CCErrors++
+	return true
 }
 
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers

@@ -94,9 +94,12 @@ type unitStart struct {
 
 // pidKeys is the crypto-period state of one PID.
 type pidKeys struct {
-	cur, prev    int32 // indexes in classifier.periods of the current period and of the one a tentative period interrupts
-	run, prevRun int64 // packets of cur, and of prev when cur is tentative
-	periods      int   // periods started, glitches included
+	last         int64     // the stream's packet number of its last scrambled packet
+	prevLast     int64     // that of its last packet before its current period began
+	svc          *svcClock // its service's periods, or nil
+	cur, prev    int32     // indexes in classifier.periods of the current period and of the one a tentative period interrupts
+	run, prevRun int64     // packets of cur, and of prev when cur is tentative
+	periods      int       // periods started, glitches included
 	everFit      bool
 	failed       int  // checked unit starts that fitted no key while the PID never fitted
 	foreign      bool // never fitted in maxForeignChecks checks: no more trials
@@ -170,46 +173,145 @@ func sectionEnd(head []byte, payloadLen int) int {
 func (cl *classifier) pidKeys(pid uint16) *pidKeys {
 	pk := cl.pk[pid]
 	if pk == nil {
-		pk = &pidKeys{cur: -1, prev: -1}
+		pk = &pidKeys{cur: -1, prev: -1, svc: cl.svcOf[pid]}
 		cl.pk[pid] = pk
 	}
 	return pk
 }
 
+// svcClock is what the PIDs of one service say together of its crypto periods: a service's
+// elementary streams are scrambled under one ECM stream, so they change keys together, and a
+// PID silent over a period, or with too few packets to tell a period from a glitch, is placed
+// by its siblings' changes.
+type svcClock struct {
+	odd    int8                  // parity of its current period (0 even, 1 odd), -1 before its first
+	starts [svcClockStarts]int64 // the stream's packet numbers at which its latest periods began, a ring
+	n      int                   // periods begun
+}
+
+// svcClockStarts is how many period starts a service remembers: more than a PID silent over
+// several periods needs.
+const svcClockStarts = 16
+
+func newSvcClock() *svcClock { return &svcClock{odd: -1} }
+
+// begin records that a PID of the service began a period of the given parity at packet at: the
+// service's period changes when its parity does (the first of its PIDs to change says so).
+func (c *svcClock) begin(odd bool, at int64) {
+	if c.odd == parityBit(odd) {
+		return
+	}
+	c.odd = parityBit(odd)
+	c.starts[c.n%svcClockStarts] = at
+	c.n++
+}
+
+// latest returns the packet number at which the service's latest period began, or 0.
+func (c *svcClock) latest() int64 {
+	if c.n == 0 {
+		return 0
+	}
+	return c.starts[(c.n-1)%svcClockStarts]
+}
+
+// since returns how many of the service's periods began after packet number at (at most the
+// number remembered).
+func (c *svcClock) since(at int64) int {
+	k := 0
+	for k < min(c.n, svcClockStarts) && c.starts[(c.n-1-k)%svcClockStarts] > at {
+		k++
+	}
+	return k
+}
+
+func parityBit(odd bool) int8 {
+	if odd {
+		return 1
+	}
+	return 0
+}
+
 // periodOf returns the index of the crypto period of a scrambled packet of pid with the given
 // parity, starting a period when the parity changes. A change of parity on a PID whose period
 // has two packets or more is tentative until the PID's next packet: if that one is of the old
-// parity again, the changed packet was a glitch and the old period goes on.
-func (cl *classifier) periodOf(pid uint16, odd bool) int32 {
+// parity again, the changed packet was a glitch and the old period goes on, unless the PID's
+// siblings changed periods in between (siblingSteps). A PID that comes back after its
+// siblings began two periods or more starts a new period, of the same parity or not, as many
+// ring positions on.
+func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	pk := cl.pidKeys(pid)
+	last := pk.last
+	pk.last = cl.packet
 	if pk.cur < 0 {
-		return cl.startPeriod(pk, pid, odd, -1)
+		return cl.startPeriod(pk, pid, odd, -1, 1)
 	}
 	cur := &cl.periods[pk.cur]
+	steps := cl.siblingSteps(pk, last, cur.odd, odd)
 	if cur.odd == odd {
 		if cur.tentative {
 			cl.confirm(pk.cur)
+		}
+		if steps >= 2 {
+			// Silent over a whole period or more: its siblings say how many.
+			return cl.startPeriod(pk, pid, odd, pk.cur, steps)
+		}
+		if ccBreak && !cl.keys.Fixed() && cur.key != keys.NoKey && (cur.state == periodFit || cur.state == periodUnchecked) {
+			// Packets lost, or two streams spliced: the decided key may stop applying here,
+			// before the next unit start can tell. A period of its own, whose key that unit
+			// start checks (the same key first), holds the packets until it does.
+			return cl.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
 		pk.run++
 		return pk.cur
 	}
 	if cur.tentative {
+		if back := cl.siblingSteps(pk, pk.prevLast, odd, odd); back >= 2 {
+			// Its siblings began two periods or more since the PID's packet before the
+			// changed one: that was a real period (a sparse PID), not a glitch, and this
+			// packet begins a later one.
+			tentative := pk.cur
+			cl.confirm(tentative)
+			return cl.startPeriod(pk, pid, odd, tentative, back-1)
+		}
 		// Back to the parity of the period before after a single packet: a glitch.
 		cl.decide(cur, periodGlitch)
 		pk.cur, pk.run, pk.prev = pk.prev, pk.prevRun+1, -1
 		return pk.cur
 	}
-	return cl.startPeriod(pk, pid, odd, pk.cur)
+	idx := cl.startPeriod(pk, pid, odd, pk.cur, max(steps, 1))
+	pk.prevLast = last
+	return idx
+}
+
+// siblingSteps returns how many crypto periods pid's service began between pid's packet number
+// last and now, when that agrees with pid's parity going from was to odd (an even number for
+// the same parity, odd for a change), and the service's current parity is odd's; else 0: a
+// PID whose siblings say nothing (no PMT lists it with others, fixed keys, or its own clock)
+// follows its own parity changes alone.
+func (cl *classifier) siblingSteps(pk *pidKeys, last int64, was, odd bool) int {
+	svc := pk.svc
+	if svc == nil || cl.keys.Fixed() || svc.odd != parityBit(odd) {
+		return 0
+	}
+	k := svc.since(last)
+	if k%2 == 1 != (was != odd) {
+		return 0
+	}
+	return k
 }
 
 // startPeriod starts a crypto period of pid after the period prev (or the PID's first, when
-// prev is -1) and returns its index.
-func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32) int32 {
+// prev is -1), steps ring positions after prev's (0: a period of the same parity that starts
+// where a unit start failed prev's key), and returns its index.
+func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, steps int) int32 {
 	s := cl.keys
 	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1}
 	switch {
 	case prev >= 0:
-		p.pos = s.Next(cl.periods[prev].pos)
+		p.pos = cl.periods[prev].pos
+		for range steps {
+			p.pos = s.Next(p.pos)
+		}
 	case cl.haveHint && !s.Fixed():
 		// A PID's first period starts where the PIDs aligned before it are: their periods
 		// change at about the same time.
@@ -223,12 +325,17 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32)
 	p.key = s.KeyAt(p.pos)
 	pk.periods++
 	// A parity change of a rotating schedule is tentative while the period it ends has two
-	// packets or more: a single flipped bit must not move the schedule.
-	p.tentative = prev >= 0 && !s.Fixed() && pk.run >= 2
+	// packets or more: a single flipped bit must not move the schedule. One its siblings
+	// made before it is not.
+	p.tentative = prev >= 0 && !s.Fixed() && pk.run >= 2 && odd != cl.periods[prev].odd && steps == 1 &&
+		(pk.svc == nil || pk.svc.odd != parityBit(odd))
 	idx := int32(len(cl.periods))
 	cl.periods = append(cl.periods, p)
 	if prev >= 0 && !p.tentative {
 		cl.end(prev)
+	}
+	if !p.tentative && pk.svc != nil {
+		pk.svc.begin(odd, cl.packet)
 	}
 	pk.prev, pk.prevRun = prev, pk.run
 	pk.cur, pk.run = idx, 1
@@ -269,6 +376,10 @@ func (cl *classifier) confirm(idx int32) {
 		cl.end(pk.prev)
 		pk.prev = -1
 	}
+	if pk.svc != nil && pk.svc.latest() < p.first {
+		// Unless its siblings began a period since it did: the service has moved on.
+		pk.svc.begin(p.odd, p.first)
+	}
 	if p.state != periodOpen {
 		return
 	}
@@ -307,20 +418,33 @@ func (cl *classifier) end(idx int32) {
 }
 
 // offerUnitStart is called for a scrambled payload of period idx that starts a PES packet or a
-// section: it is checked at once, or when a tentative period is confirmed.
-func (cl *classifier) offerUnitStart(idx int32, u unitStart) {
+// section: it is checked at once, or when a tentative period is confirmed. A unit start of a
+// decided period is checked with the period's key too: one that does not fit ends the decision
+// there, and starts a period of the same parity whose key is looked for anew (a PID silent
+// while its siblings' key changed, a recording cut and joined, a list that fell out of step);
+// the packets before it keep their key. It returns the period the unit start belongs to.
+func (cl *classifier) offerUnitStart(idx int32, u unitStart) int32 {
 	p := &cl.periods[idx]
-	if p.state != periodOpen {
-		return
-	}
-	if p.tentative {
+	switch {
+	case p.state == periodOpen && p.tentative:
 		if int(p.npending) < len(p.pending) {
 			p.pending[p.npending] = u
 			p.npending++
 		}
-		return
+	case p.state == periodOpen:
+		cl.check(idx, u)
+	case (p.state == periodFit || p.state == periodUnchecked) && p.key != keys.NoKey:
+		if cl.trial(p.key, u.c.buf[u.off:u.end], u.carriage) != trialBad {
+			break
+		}
+		pk := cl.pk[p.pid]
+		cl.st.KeyFailures++
+		idx = cl.startPeriod(pk, p.pid, p.odd, idx, 0)
+		if cl.periods[idx].state == periodOpen {
+			cl.check(idx, u)
+		}
 	}
-	cl.check(idx, u)
+	return idx
 }
 
 // check tries the period's expected key on a unit start and, when it does not fit, the other

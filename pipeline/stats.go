@@ -17,18 +17,19 @@ type Stats struct {
 	Skipped    int64      `json:"skipped"`     // bytes dropped to regain sync
 	Truncated  int64      `json:"truncated"`   // bytes of a truncated last packet, dropped
 
-	Clear       int64 `json:"clear"`       // packets with TSC 00
-	Reserved    int64 `json:"reserved"`    // packets with TSC 01, passed through untouched
-	Even        int64 `json:"even"`        // packets with TSC 10
-	Odd         int64 `json:"odd"`         // packets with TSC 11
-	Descrambled int64 `json:"descrambled"` // scrambled packets whose payload went through the cipher and whose ts.TSC was cleared
-	Short       int64 `json:"short"`       // payloads too short for the system (under 8 bytes for CSA2): clear by definition, ts.TSC changed
-	NoPayload   int64 `json:"no_payload"`  // scrambled packets without a payload (adaptation field only, or a damaged one): untouched
-	NoKey       int64 `json:"no_key"`      // scrambled packets of a parity that has no control word: untouched
-	Unselected  int64 `json:"unselected"`  // scrambled packets of PIDs outside -pid / -service: untouched
-	Scrambled   int64 `json:"scrambled"`   // packets scrambled (or rescrambled) and marked with an output parity
-	KeyChanges  int   `json:"key_changes"` // changes of scrambling parity over the processed packets of all PIDs together
-	KeySyncs    int   `json:"key_syncs"`   // times a ts.PID's CW list was (re)aligned because another CW than the expected one fit
+	Clear       int64 `json:"clear"`        // packets with TSC 00
+	Reserved    int64 `json:"reserved"`     // packets with TSC 01, passed through untouched
+	Even        int64 `json:"even"`         // packets with TSC 10
+	Odd         int64 `json:"odd"`          // packets with TSC 11
+	Descrambled int64 `json:"descrambled"`  // scrambled packets whose payload went through the cipher and whose ts.TSC was cleared
+	Short       int64 `json:"short"`        // payloads too short for the system (under 8 bytes for CSA2): clear by definition, ts.TSC changed
+	NoPayload   int64 `json:"no_payload"`   // scrambled packets without a payload (adaptation field only, or a damaged one): untouched
+	NoKey       int64 `json:"no_key"`       // scrambled packets of a parity that has no control word: untouched
+	Unselected  int64 `json:"unselected"`   // scrambled packets of PIDs outside -pid / -service: untouched
+	Scrambled   int64 `json:"scrambled"`    // packets scrambled (or rescrambled) and marked with an output parity
+	KeyChanges  int   `json:"key_changes"`  // changes of scrambling parity over the processed packets of all PIDs together
+	KeySyncs    int   `json:"key_syncs"`    // times a ts.PID's CW list was (re)aligned because another CW than the expected one fit
+	KeyFailures int   `json:"key_failures"` // unit starts that did not fit the key their crypto period had: each began a period of its own
 
 	// Crypto periods, counted per PID (a PID's parity changes start its periods): how many, and
 	// how many no key fitted, whose packets were left as they came.
