@@ -28,6 +28,7 @@ type classifier struct {
 	pk       *[8192]*pidKeys
 	periods  []period
 	open     []int32 // periods not yet decided, in order of their first packet
+	deferred []int32 // open periods with unit starts deferred for want of a PMT (recheck)
 	haveHint bool    // a period has fitted: hintPos and hintOdd are its ring position and parity
 	hintPos  int
 	hintOdd  bool
@@ -63,6 +64,9 @@ type classifier struct {
 	// svcOf is the period clock of the service each PID belongs to, from the PMTs (periods.go).
 	svcOf  map[uint16]*svcClock
 	clocks map[uint16]*svcClock // by service number
+	// minPeriod is the shortest crypto period of a service seen whole, in packets: a PID
+	// silent for longer may have missed two changes of key and come back in the same parity.
+	minPeriod int64
 }
 
 // refreshServices gives each PID of a service with a PMT its service's period clock, after the
@@ -80,7 +84,7 @@ func (cl *classifier) refreshServices() {
 		}
 		c := cl.clocks[svc.Number]
 		if c == nil {
-			c = newSvcClock()
+			c = newSvcClock(cl.packet)
 			cl.clocks[svc.Number] = c
 		}
 		for _, es := range svc.Streams {
@@ -98,7 +102,7 @@ func (cl *classifier) refreshServices() {
 
 func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
 	cl := &classifier{ctx: ctx, mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids, log: o.Log, keyLog: o.KeyLog,
-		tracker: psi.NewTracker(), lastOdd: -1, pk: newPIDKeysTable()}
+		tracker: psi.NewTracker(), lastOdd: -1, pk: newPIDKeysTable(), minPeriod: holdPackets}
 	if len(o.PIDs) > 0 || o.Service > 0 || o.Mode == Scramble {
 		cl.selected = new([8192]bool)
 		for _, pid := range o.PIDs {
@@ -163,6 +167,9 @@ func (cl *classifier) track(p []byte, pid uint16) {
 	cl.generation = g
 	if cl.mode != Scramble {
 		cl.refreshServices()
+		if len(cl.deferred) > 0 {
+			cl.recheck()
+		}
 	}
 	if cl.selected == nil || cl.service <= 0 && !cl.allES {
 		return
@@ -289,17 +296,18 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 }
 
 const (
-	ccSeen = 0x80
-	ccDup  = 0x40
+	ccSeen    = 0x80
+	ccDup     = 0x40
+	ccFollows = 0x20 // the packet before followed on from its own predecessor
 )
 
 // continuity checks the continuity counter of a packet (ISO/IEC 13818-1, 2.4.3.3): it goes up
 // by one at each packet of the PID with a payload, stays the same in one without, and a packet
 // may be sent twice in a row; a discontinuity_indicator allows any value. Null packets are not
 // counted. An error is a packet lost, repeated or out of place upstream: the input is damaged,
-// which a live input, with loss on its way, needs to show. It reports whether the PID's packets
-// do not follow on here, by an error or an announced discontinuity: the crypto periods take
-// that as a place where a key may stop applying.
+// which a live input, with loss on its way, needs to show. It reports an error on a PID whose
+// counters followed on until here: the crypto periods take it as a place where a key may stop
+// applying (packets lost, or two recordings joined).
 func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken bool) {
 	if pid == ts.NullPID {
 		return false
@@ -311,23 +319,27 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 		return false // the PID's first packet
 	}
 	if p[3]&0x20 != 0 && p[4] > 0 && p[5]&0x80 != 0 {
-		return true // a discontinuity the stream announces: a splice, not an error
+		return false // a discontinuity the stream announces: not an error
 	}
 	prev := last & 0x0F
 	switch {
 	case p[3]&0x10 == 0:
 		if cc == prev {
-			return
+			cl.cc[pid] |= last & ccFollows
+			return false
 		}
 	case cc == (prev+1)&0x0F:
-		return
+		cl.cc[pid] |= ccFollows
+		return false
 	case cc == prev && last&ccDup == 0:
-		cl.cc[pid] |= ccDup // a duplicate: allowed once
-		return
+		cl.cc[pid] |= ccDup | last&ccFollows // a duplicate: allowed once
+		return false
 	}
 	cl.st.CCErrors++
 	ps.CCErrors++
-	return true
+	// Only a PID whose counters followed on says something by breaking them: some muxers
+	// leave them all 0.
+	return last&ccFollows != 0
 }
 
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers

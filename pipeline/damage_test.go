@@ -56,8 +56,10 @@ func TestRunDamagedPackets(t *testing.T) {
 	// Adaptation field length past the packet.
 	pkt(3)[3] = 0xB0 | pkt(3)[3]&0x0F
 	pkt(3)[4] = 200
-	// A PUSI whose PES header is broken (the payload is random once descrambled).
+	// A PUSI whose PES header is broken: the start code, then flags no PES header has.
 	pkt(5)[1] |= 0x40
+	copy(pkt(5)[4:], []byte{0, 0, 1, 0xE0, 0, 0, 0x00, 0x40, 5})
+	k.Encrypt(pkt(5)[4:])
 	// Payloads of 0 to 7 bytes.
 	for n := 0; n < 8; n++ {
 		p := pkt(10 + n)

@@ -74,6 +74,8 @@ type period struct {
 	odd       bool
 	tentative bool // a parity change that the PID's next packet has not confirmed yet
 	late      bool // LiveKeys: its key came after its first packet
+	flip      bool // it began at a change of its PID's parity, seen: its start is the period's
+	unplaced  bool // it began where the key may have changed unseen: only a unit start places it
 	state     periodState
 	attempts  uint8 // checked unit starts that no key fitted
 	npending  uint8
@@ -83,6 +85,10 @@ type period struct {
 	number    int   // its number among the PID's periods, from 1
 	// Unit starts of a tentative period, checked when it is confirmed.
 	pending [maxSyncAttempts]unitStart
+	// Unit starts checked before any PMT said what the PID carries, that no key made a PES
+	// header or a whole section of: checked again when a PMT says (recheck).
+	deferred  [2]unitStart
+	ndeferred uint8
 }
 
 // unitStart locates a scrambled payload that starts a PES packet or a section, in a held chunk.
@@ -96,6 +102,7 @@ type unitStart struct {
 type pidKeys struct {
 	last         int64     // the stream's packet number of its last scrambled packet
 	prevLast     int64     // that of its last packet before its current period began
+	lastFlip     int64     // that of the first packet of its latest period begun at a change of parity
 	svc          *svcClock // its service's periods, or nil
 	cur, prev    int32     // indexes in classifier.periods of the current period and of the one a tentative period interrupts
 	run, prevRun int64     // packets of cur, and of prev when cur is tentative
@@ -118,7 +125,8 @@ const (
 // unit, as the PID's carriage says: a PES header, a section with its CRC, or either when the
 // carriage is unknown. head holds the payload's first bytes, or all of it. A section whose end
 // lies beyond head says nothing; for a PID whose carriage is unknown, only a PES header or a
-// section whose CRC matched is good, so that noise never passes for a section.
+// section whose CRC matched is good, so that noise never passes for a section, and anything
+// else says nothing: a key is never judged not to fit before a PMT says what the PID carries.
 func unitStartOutcome(head []byte, payloadLen int, carriage psi.Carriage) trialOutcome {
 	switch carriage {
 	case psi.CarriagePES:
@@ -135,17 +143,27 @@ func unitStartOutcome(head []byte, payloadLen int, carriage psi.Carriage) trialO
 			return trialBad
 		}
 		return trialUnknown
-	case psi.CarriageUnknown:
+	case psi.CarriageUnknown, carriageNoTables:
 		if ts.PESHeaderOK(head, payloadLen) {
 			return trialGood
 		}
 		if ok, checked := psi.SectionStartOK(head); ok && checked {
 			return trialGood
 		}
-		return trialBad
+		if carriage == carriageNoTables || len(head) >= 3 && head[0] == 0 && head[1] == 0 && head[2] == 1 {
+			return trialBad // a PES start code with a broken header; or no table will tell
+		}
+		// Neither: a wrong key, or a section that spans packets, or data of another kind;
+		// until a PMT says which, it tells nothing.
+		return trialUnknown
 	}
 	return trialUnknown
 }
+
+// carriageNoTables is the carriage a deferred unit start is checked as when no PMT described its
+// PID in time (the hold ran out, or the stream ended): only a PES header or a section whose CRC
+// matched fits, anything else does not.
+const carriageNoTables psi.Carriage = 0xFF
 
 // sectionEnd returns how many bytes of a payload starting with head must be read to check the
 // section that starts in it: the section's end when the pointer_field and section_length are in
@@ -182,28 +200,53 @@ func (cl *classifier) pidKeys(pid uint16) *pidKeys {
 // svcClock is what the PIDs of one service say together of its crypto periods: a service's
 // elementary streams are scrambled under one ECM stream, so they change keys together, and a
 // PID silent over a period, or with too few packets to tell a period from a glitch, is placed
-// by its siblings' changes.
+// by its siblings' changes. The first of its PIDs to change parity says the service's period
+// changed, even while that change is tentative (a glitch it turns out to be is taken back).
 type svcClock struct {
 	odd    int8                  // parity of its current period (0 even, 1 odd), -1 before its first
 	starts [svcClockStarts]int64 // the stream's packet numbers at which its latest periods began, a ring
 	n      int                   // periods begun
+	by     uint16                // the PID whose change began the latest
+	shared bool                  // another PID changed to the latest period's parity since
+	born   int64                 // the packet number from which its PIDs' changes are seen
+	seen   int64                 // the packet number of the latest scrambled packet of its PIDs
 }
 
 // svcClockStarts is how many period starts a service remembers: more than a PID silent over
 // several periods needs.
 const svcClockStarts = 16
 
-func newSvcClock() *svcClock { return &svcClock{odd: -1} }
+func newSvcClock(born int64) *svcClock { return &svcClock{odd: -1, born: born} }
 
-// begin records that a PID of the service began a period of the given parity at packet at: the
-// service's period changes when its parity does (the first of its PIDs to change says so).
-func (c *svcClock) begin(odd bool, at int64) {
+// begin records that pid began a period of the given parity at packet at: the service's period
+// changes when its parity does. It returns the length of the service period that ended, in
+// packets, when both its ends were seen (0 otherwise).
+func (c *svcClock) begin(pid uint16, odd bool, at int64) (length int64) {
 	if c.odd == parityBit(odd) {
-		return
+		c.shared = c.shared || pid != c.by
+		return 0
+	}
+	if c.n >= 2 {
+		length = at - c.latest()
 	}
 	c.odd = parityBit(odd)
 	c.starts[c.n%svcClockStarts] = at
 	c.n++
+	c.by, c.shared = pid, false
+	return length
+}
+
+// retract takes back the period pid began at packet at, a change that was a glitch, unless
+// another PID has changed with it.
+func (c *svcClock) retract(pid uint16, at int64) {
+	if c.n == 0 || c.latest() != at || c.by != pid || c.shared {
+		return
+	}
+	c.n--
+	c.odd ^= 1
+	if c.n == 0 {
+		c.odd = -1
+	}
 }
 
 // latest returns the packet number at which the service's latest period began, or 0.
@@ -243,10 +286,19 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	last := pk.last
 	pk.last = cl.packet
 	if pk.cur < 0 {
+		if pk.svc != nil {
+			pk.svc.seen = cl.packet
+		}
 		return cl.startPeriod(pk, pid, odd, -1, 1)
 	}
 	cur := &cl.periods[pk.cur]
 	steps := cl.siblingSteps(pk, last, cur.odd, odd)
+	// Its siblings watched the service's periods while it was silent, if one of them had a
+	// packet since its last one: they say how many periods began (steps).
+	watched := pk.svc != nil && pk.svc.born <= last && pk.svc.seen > last
+	if pk.svc != nil {
+		pk.svc.seen = cl.packet
+	}
 	if cur.odd == odd {
 		if cur.tentative {
 			cl.confirm(pk.cur)
@@ -255,10 +307,14 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			// Silent over a whole period or more: its siblings say how many.
 			return cl.startPeriod(pk, pid, odd, pk.cur, steps)
 		}
-		if ccBreak && !cl.keys.Fixed() && cur.key != keys.NoKey && (cur.state == periodFit || cur.state == periodUnchecked) {
-			// Packets lost, or two streams spliced: the decided key may stop applying here,
+		if !cl.keys.Fixed() && (ccBreak || cl.packet-last > cl.minPeriod/2 && !watched) {
+			// Packets lost, two streams spliced, or a silence that no sibling watched long
+			// enough for the key to change twice unseen (half the shortest crypto period
+			// seen: a PID's packets may not come evenly): the key of the period may stop
+			// applying here,
 			// before the next unit start can tell. A period of its own, whose key that unit
-			// start checks (the same key first), holds the packets until it does.
+			// start checks (the same key first), holds the packets until it does; without
+			// such a unit start they are left as they came.
 			return cl.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
 		pk.run++
@@ -274,6 +330,9 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			return cl.startPeriod(pk, pid, odd, tentative, back-1)
 		}
 		// Back to the parity of the period before after a single packet: a glitch.
+		if pk.svc != nil {
+			pk.svc.retract(pid, cur.first)
+		}
 		cl.decide(cur, periodGlitch)
 		pk.cur, pk.run, pk.prev = pk.prev, pk.prevRun+1, -1
 		return pk.cur
@@ -285,15 +344,24 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 
 // siblingSteps returns how many crypto periods pid's service began between pid's packet number
 // last and now, when that agrees with pid's parity going from was to odd (an even number for
-// the same parity, odd for a change), and the service's current parity is odd's; else 0: a
-// PID whose siblings say nothing (no PMT lists it with others, fixed keys, or its own clock)
-// follows its own parity changes alone.
+// the same parity, odd for a change); else 0: a PID whose siblings say nothing (no PMT lists it
+// with others, fixed keys, or its own clock) follows its own parity changes alone. When the
+// service's parity is not odd's yet, this packet is the first of the service's next period,
+// if the PID was silent for longer than a period (a PID that lags its siblings by a few
+// packets is still in the period before). A service whose clock began after last says
+// nothing: it may have missed changes.
 func (cl *classifier) siblingSteps(pk *pidKeys, last int64, was, odd bool) int {
 	svc := pk.svc
-	if svc == nil || cl.keys.Fixed() || svc.odd != parityBit(odd) {
+	if svc == nil || cl.keys.Fixed() || svc.born > last {
 		return 0
 	}
 	k := svc.since(last)
+	if svc.odd != parityBit(odd) {
+		if svc.odd < 0 || cl.packet-last <= cl.minPeriod {
+			return 0
+		}
+		k++
+	}
 	if k%2 == 1 != (was != odd) {
 		return 0
 	}
@@ -323,6 +391,8 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 		p.pos = s.Start(odd)
 	}
 	p.key = s.KeyAt(p.pos)
+	p.flip = prev >= 0 && steps == 1 && odd != cl.periods[prev].odd
+	p.unplaced = prev >= 0 && steps == 0
 	pk.periods++
 	// A parity change of a rotating schedule is tentative while the period it ends has two
 	// packets or more: a single flipped bit must not move the schedule. One its siblings
@@ -332,10 +402,15 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	idx := int32(len(cl.periods))
 	cl.periods = append(cl.periods, p)
 	if prev >= 0 && !p.tentative {
+		if p.flip {
+			cl.learnPeriod(pk, p.first)
+		}
 		cl.end(prev)
 	}
-	if !p.tentative && pk.svc != nil {
-		pk.svc.begin(odd, cl.packet)
+	if pk.svc != nil && steps > 0 {
+		if n := pk.svc.begin(pid, odd, cl.packet); n > 0 {
+			cl.minPeriod = min(cl.minPeriod, n)
+		}
 	}
 	pk.prev, pk.prevRun = prev, pk.run
 	pk.cur, pk.run = idx, 1
@@ -356,6 +431,16 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	return idx
 }
 
+// learnPeriod notes, when pid's period that begins at packet at began at a change of parity
+// seen, the time since the PID's change before: the shortest crypto period of the stream
+// bounds how long a PID may be silent before its key may have changed unseen.
+func (cl *classifier) learnPeriod(pk *pidKeys, at int64) {
+	if pk.lastFlip > 0 {
+		cl.minPeriod = min(cl.minPeriod, at-pk.lastFlip)
+	}
+	pk.lastFlip = at
+}
+
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
 // CA system's, the schedule's key otherwise.
 func (cl *classifier) decideUnchecked(p *period, pk *pidKeys) {
@@ -373,12 +458,11 @@ func (cl *classifier) confirm(idx int32) {
 	p.tentative = false
 	pk := cl.pk[p.pid]
 	if pk.prev >= 0 {
+		if p.flip {
+			cl.learnPeriod(pk, p.first)
+		}
 		cl.end(pk.prev)
 		pk.prev = -1
-	}
-	if pk.svc != nil && pk.svc.latest() < p.first {
-		// Unless its siblings began a period since it did: the service has moved on.
-		pk.svc.begin(p.odd, p.first)
 	}
 	if p.state != periodOpen {
 		return
@@ -397,9 +481,20 @@ func (cl *classifier) confirm(idx int32) {
 	p.npending = 0
 }
 
-// end decides a period that ends, or that has been open too long, with what is known: no fit if
-// some of its unit starts were checked and none fitted, the schedule's key if none could be.
+// end decides a period that ends with what is known: no fit if some of its unit starts were
+// checked and none fitted, the schedule's key if none could be. A period whose unit starts wait
+// for a PMT to say what its PID carries stays open past its end, until the tables come or the
+// hold runs out (endNow).
 func (cl *classifier) end(idx int32) {
+	if cl.periods[idx].ndeferred > 0 {
+		return
+	}
+	cl.endNow(idx)
+}
+
+// endNow decides a period that ends, or that has been open too long, with what is known; unit
+// starts that waited for a PMT in vain are checked as carriageNoTables says.
+func (cl *classifier) endNow(idx int32) {
 	p := &cl.periods[idx]
 	if p.state != periodOpen {
 		return
@@ -410,7 +505,27 @@ func (cl *classifier) end(idx int32) {
 			return
 		}
 	}
-	if p.attempts > 0 {
+	if p.ndeferred > 0 {
+		us, n := p.deferred, p.ndeferred
+		p.ndeferred = 0
+		for _, u := range us[:n] {
+			if p.state != periodOpen {
+				break
+			}
+			if c := cl.tracker.Carriage(p.pid); c != psi.CarriageUnknown {
+				u.carriage = c
+			} else {
+				u.carriage = carriageNoTables
+			}
+			cl.check(idx, u)
+		}
+		if p.state != periodOpen {
+			return
+		}
+	}
+	if p.attempts > 0 || p.unplaced {
+		// No key fitted; or the period began where its key may have changed unseen and no
+		// unit start came to say which it is: its packets are left as they came.
 		cl.decide(p, periodNoFit)
 	} else {
 		cl.decideUnchecked(p, cl.pk[p.pid])
@@ -460,7 +575,9 @@ func (cl *classifier) check(idx int32, u unitStart) {
 			cl.fit(p, pk, p.pos, false)
 			return
 		case trialUnknown:
-			return // says nothing: wait for the next unit start
+			if u.carriage != psi.CarriageUnknown {
+				return // a section that goes on: says nothing, wait for the next unit start
+			}
 		}
 	}
 	limit := 0
@@ -480,6 +597,13 @@ func (cl *classifier) check(idx int32, u unitStart) {
 		cl.fit(p, pk, pos, true)
 		return
 	}
+	if u.carriage == psi.CarriageUnknown && cl.periods[idx].ndeferred < uint8(len(p.deferred)) {
+		// Neither a PES header nor a whole section with its CRC under any key, on a PID no
+		// PMT has described yet: a section that spans packets, or data of another kind.
+		// The PMT, when it comes, says what to look for (recheck); till then it says nothing.
+		cl.deferUnitStart(idx, u)
+		return
+	}
 	p.attempts++
 	if !pk.everFit {
 		pk.failed++
@@ -492,6 +616,53 @@ func (cl *classifier) check(idx int32, u unitStart) {
 	if p.attempts >= maxSyncAttempts {
 		cl.decide(p, periodNoFit)
 	}
+}
+
+// deferUnitStart keeps a unit start of open period idx, on a PID whose carriage is not known,
+// to check it again when the tables change.
+func (cl *classifier) deferUnitStart(idx int32, u unitStart) {
+	p := &cl.periods[idx]
+	if int(p.ndeferred) == len(p.deferred) {
+		return
+	}
+	if p.ndeferred == 0 {
+		cl.deferred = append(cl.deferred, idx)
+	}
+	p.deferred[p.ndeferred] = u
+	p.ndeferred++
+}
+
+// recheck checks again, after the tables changed, the unit starts of the open periods that were
+// deferred for want of a PMT, as the carriage the PMTs now give says.
+func (cl *classifier) recheck() {
+	kept := cl.deferred[:0]
+	for _, idx := range cl.deferred {
+		p := &cl.periods[idx]
+		carriage := cl.tracker.Carriage(p.pid)
+		if p.state != periodOpen {
+			p.ndeferred = 0
+			continue
+		}
+		if carriage == psi.CarriageUnknown {
+			kept = append(kept, idx)
+			continue
+		}
+		us := p.deferred
+		n := p.ndeferred
+		p.ndeferred = 0
+		for _, u := range us[:n] {
+			if p.state != periodOpen {
+				break
+			}
+			if carriage == psi.CarriageOther {
+				cl.decideUnchecked(p, cl.pk[p.pid])
+				break
+			}
+			u.carriage = carriage
+			cl.check(idx, u)
+		}
+	}
+	cl.deferred = kept
 }
 
 // fit decides a period with the key at ring position pos; moved says the schedule was realigned
@@ -557,7 +728,7 @@ func (cl *classifier) expire() {
 			if cl.packet-p.first < holdPackets {
 				return
 			}
-			cl.end(idx)
+			cl.endNow(idx)
 		}
 		cl.open = cl.open[1:]
 	}
@@ -578,7 +749,7 @@ func (cl *classifier) expireDue(held []*chunk, now time.Time) {
 		}
 		for i := c.ready; i < len(c.jobs); i++ {
 			if p := c.jobs[i].period; p >= 0 && cl.periods[p].state == periodOpen {
-				cl.end(p)
+				cl.endNow(p)
 			}
 		}
 	}
@@ -590,7 +761,7 @@ func (cl *classifier) finish() {
 		cl.liveFinish()
 	}
 	for _, idx := range cl.open {
-		cl.end(idx)
+		cl.endNow(idx)
 	}
 	cl.open = cl.open[:0]
 }

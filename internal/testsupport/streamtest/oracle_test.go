@@ -503,6 +503,7 @@ type oracleRun struct {
 func (s *oracleSchedule) runLibrary(t *testing.T, workers, batch int) oracleRun {
 	t.Helper()
 	in := s.scrambled
+	s.dump(t)
 	var notes []string
 	for _, svc := range s.services {
 		if !svc.scrambled {
@@ -528,6 +529,26 @@ func (s *oracleSchedule) runLibrary(t *testing.T, workers, batch int) oracleRun 
 		in = out.Bytes()
 	}
 	return oracleRun{how: fmt.Sprintf("pipeline.Run workers %d batch %d", workers, batch), out: in, stats: strings.Join(notes, "; ")}
+}
+
+// dump writes the case's streams and lists into the directory TSD_ORACLE_DUMP names, when set,
+// to look at a failing case with the command: scrambled.ts, clear.ts and svcN.txt.
+func (s *oracleSchedule) dump(t *testing.T) {
+	dir := os.Getenv("TSD_ORACLE_DUMP")
+	if dir == "" {
+		return
+	}
+	files := map[string][]byte{"scrambled.ts": s.scrambled, "clear.ts": s.clear}
+	for _, svc := range s.services {
+		if svc.scrambled {
+			files[fmt.Sprintf("svc%d.txt", svc.number)] = []byte(svc.list())
+		}
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // runCommand descrambles the case with the command, defaults for -workers and -batch, and
