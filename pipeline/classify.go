@@ -45,6 +45,8 @@ type classifier struct {
 	// cc is each PID's last continuity counter, with ccSeen set once one was seen and ccDup
 	// when the last packet repeated the one before (see continuity).
 	cc [8192]uint8
+	// ccRun counts, per PID, the packets in a row whose counters followed on, up to ccTrusted.
+	ccRun [8192]uint8
 	// lastOdd is the parity of the last scrambled packet processed, for Stats.KeyChanges.
 	lastOdd int8
 
@@ -296,9 +298,8 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 }
 
 const (
-	ccSeen    = 0x80
-	ccDup     = 0x40
-	ccFollows = 0x20 // the packet before followed on from its own predecessor
+	ccSeen = 0x80
+	ccDup  = 0x40
 )
 
 // continuity checks the continuity counter of a packet (ISO/IEC 13818-1, 2.4.3.3): it goes up
@@ -325,22 +326,29 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 	switch {
 	case p[3]&0x10 == 0:
 		if cc == prev {
-			cl.cc[pid] |= last & ccFollows
 			return false
 		}
 	case cc == (prev+1)&0x0F:
-		cl.cc[pid] |= ccFollows
+		if cl.ccRun[pid] < ccTrusted {
+			cl.ccRun[pid]++
+		}
 		return false
 	case cc == prev && last&ccDup == 0:
-		cl.cc[pid] |= ccDup | last&ccFollows // a duplicate: allowed once
+		cl.cc[pid] |= ccDup // a duplicate: allowed once
 		return false
 	}
 	cl.st.CCErrors++
 	ps.CCErrors++
-	// Only a PID whose counters followed on says something by breaking them: some muxers
-	// leave them all 0.
-	return last&ccFollows != 0
+	// Only a PID whose counters followed on for a while says something by breaking them:
+	// some muxers number packets otherwise, or leave the counters at 0.
+	broken = cl.ccRun[pid] >= ccTrusted
+	cl.ccRun[pid] = 0
+	return broken
 }
+
+// ccTrusted is how many packets in a row whose continuity counters followed on make a PID's
+// next error a place where its key may stop applying.
+const ccTrusted = 16
 
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers
 // how far that is known, so a held chunk is scanned once in all.
@@ -368,6 +376,12 @@ func (cl *classifier) resolve(c *chunk) {
 		}
 		p := &cl.periods[j.period]
 		ps := cl.pids[j.pid]
+		if p.state == periodUnplaced {
+			st.Unplaced++
+			ps.Unplaced++
+			j.flags &^= jobCheck
+			continue
+		}
 		if p.state != periodFit && p.state != periodUnchecked {
 			st.LeftScrambled++
 			ps.LeftScrambled++
@@ -398,6 +412,11 @@ func (cl *classifier) resolve(c *chunk) {
 		j.key = c.slot(cl.cs, p.key)
 		st.Descrambled++
 		ps.Descrambled++
+		if p.state == periodFit {
+			ps.Checked++
+		} else {
+			ps.Unchecked++
+		}
 	}
 	if cl.live != nil && cl.live.cfg.Drop {
 		cl.liveDrop(c)

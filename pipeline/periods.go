@@ -66,6 +66,7 @@ const (
 	periodUnchecked                    // nothing could be checked: the schedule's key
 	periodNoFit                        // no key fitted its unit starts: left as it came
 	periodGlitch                       // a one-packet parity flip: left as it came
+	periodUnplaced                     // it began where its key may have changed unseen, and nothing placed it: left as it came
 )
 
 // period is one crypto period of one PID.
@@ -523,11 +524,14 @@ func (cl *classifier) endNow(idx int32) {
 			return
 		}
 	}
-	if p.attempts > 0 || p.unplaced {
-		// No key fitted; or the period began where its key may have changed unseen and no
-		// unit start came to say which it is: its packets are left as they came.
+	switch {
+	case p.attempts > 0:
 		cl.decide(p, periodNoFit)
-	} else {
+	case p.unplaced:
+		// The period began where its key may have changed unseen, and no unit start came
+		// to say which it is: its packets are left as they came, never given a guess.
+		cl.decide(p, periodUnplaced)
+	default:
 		cl.decideUnchecked(p, cl.pk[p.pid])
 	}
 }
@@ -709,6 +713,9 @@ func (cl *classifier) decide(p *period, state periodState) {
 	case periodNoFit:
 		ps.PeriodsLeft++
 		what = "no control word fits: left scrambled"
+	case periodUnplaced:
+		ps.PeriodsUnplaced++
+		what = "its key may have changed unseen (a silence, or packets lost) and no unit start came to place it: left scrambled"
 	case periodGlitch:
 		cl.st.ParityGlitches++
 		return

@@ -69,6 +69,7 @@ func summarize(st *Stats, pids *[8192]*PIDStats, checks *[8192]*pesChecks, tr *p
 		}
 		st.Periods += ps.Periods
 		st.PeriodsLeft += ps.PeriodsLeft
+		st.PeriodsUnplaced += ps.PeriodsUnplaced
 		st.PIDs = append(st.PIDs, *ps)
 	}
 }

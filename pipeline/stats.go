@@ -33,10 +33,16 @@ type Stats struct {
 
 	// Crypto periods, counted per PID (a PID's parity changes start its periods): how many, and
 	// how many no key fitted, whose packets were left as they came.
-	Periods        int   `json:"periods"`
-	PeriodsLeft    int   `json:"periods_left_scrambled"`
-	LeftScrambled  int64 `json:"left_scrambled"`  // scrambled packets of periods no key fitted, and glitches: untouched
-	ParityGlitches int64 `json:"parity_glitches"` // single packets of the other parity inside a period: untouched
+	Periods       int   `json:"periods"`
+	PeriodsLeft   int   `json:"periods_left_scrambled"`
+	LeftScrambled int64 `json:"left_scrambled"` // scrambled packets of periods no key fitted, and glitches: untouched
+	// Unplaced counts the scrambled packets of periods that began where the key may have
+	// changed unseen (a PID silent for long, packets lost, a splice) and that no unit start
+	// placed: untouched, as no evidence said which key they have. PeriodsUnplaced counts
+	// those periods.
+	Unplaced        int64 `json:"unplaced"`
+	PeriodsUnplaced int   `json:"periods_unplaced"`
+	ParityGlitches  int64 `json:"parity_glitches"` // single packets of the other parity inside a period: untouched
 
 	// CCErrors counts continuity-counter errors over all PIDs: packets lost, repeated more
 	// than once or out of order before the input (null packets are not counted).
@@ -92,13 +98,20 @@ type PIDStats struct {
 	// Crypto periods of this PID: fitted by a checked unit start, descrambled with the
 	// schedule's key unchecked (no unit start could be checked), and left as they came
 	// (no key fitted).
-	Periods          int    `json:"periods"`
-	PeriodsFit       int    `json:"periods_fit"`
-	PeriodsUnchecked int    `json:"periods_unchecked"`
-	PeriodsLeft      int    `json:"periods_left_scrambled"`
-	LeftScrambled    int64  `json:"left_scrambled"` // packets of periods left as they came, and glitches
-	CCErrors         int64  `json:"cc_errors"`      // continuity-counter errors (see Stats.CCErrors)
-	Carriage         string `json:"carriage"`       // what the PMT says the ts.PID carries: PES, sections, other or unknown
+	Periods          int   `json:"periods"`
+	PeriodsFit       int   `json:"periods_fit"`
+	PeriodsUnchecked int   `json:"periods_unchecked"`
+	PeriodsLeft      int   `json:"periods_left_scrambled"`
+	PeriodsUnplaced  int   `json:"periods_unplaced"` // periods nothing placed (Stats.Unplaced): left as they came
+	LeftScrambled    int64 `json:"left_scrambled"`   // packets of periods left as they came, and glitches
+	Unplaced         int64 `json:"unplaced"`         // packets of periods nothing placed: left as they came
+	// Checked counts the packets descrambled under a key that a unit start of the same
+	// crypto period confirmed; Unchecked those descrambled under a key nothing checked (a
+	// period without a checkable unit start, or keys given without a check).
+	Checked   int64  `json:"checked"`
+	Unchecked int64  `json:"unchecked"`
+	CCErrors  int64  `json:"cc_errors"` // continuity-counter errors (see Stats.CCErrors)
+	Carriage  string `json:"carriage"`  // what the PMT says the ts.PID carries: PES, sections, other or unknown
 	// KeyFit sums the periods up: "all" fitted (some may have taken the schedule's key
 	// unchecked), "unchecked" (none could be checked: the schedule's keys), "some" (others
 	// were left scrambled), "none" (no control word fits: left scrambled, as for another CA

@@ -110,6 +110,10 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 	} else {
 		fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service, %d scrambled left as they came (no key fits their crypto period)\n",
 			st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected, st.LeftScrambled)
+		if st.Unplaced > 0 {
+			fmt.Fprintf(w, "  left as they came for want of evidence: %d scrambled packets of %d crypto periods that began where the key may have changed unseen (a silence, packets lost) and that no unit start placed\n",
+				st.Unplaced, st.PeriodsUnplaced)
+		}
 		fmt.Fprintf(w, "  crypto periods (per PID): %d, %d of them left scrambled", st.Periods, st.PeriodsLeft)
 		if st.ParityGlitches > 0 {
 			fmt.Fprintf(w, "; %d single packets of the other parity inside a period left as they came", st.ParityGlitches)

@@ -216,7 +216,7 @@ func (s *oracleSchedule) shapes() []string {
 		}
 	}
 	if s.perService {
-		sh = append(sh, "two services, own lists")
+		sh = append(sh, "two services, own lists in one file")
 	}
 	if len(sh) == 1 {
 		sh = append(sh, "plain")
@@ -231,7 +231,7 @@ func (s *oracleSchedule) String() string {
 		fmt.Fprintf(&b, ", cut %d packets in, PAT/PMT nulled before packet %d (first PAT at %d)", s.cut, s.tablesTill, s.firstPAT)
 	}
 	if s.perService {
-		b.WriteString("; one run per service with its list")
+		b.WriteString("; both services' lists in one file")
 	}
 	for _, svc := range s.services {
 		fmt.Fprintf(&b, "\n  service %d PIDs %s", svc.number, pidList(svc.pids))
@@ -330,7 +330,7 @@ func drawSchedule(t *testing.T, r *rand.Rand, origin string, streams []oracleStr
 		}
 	}
 
-	// Services: with two, both scrambled with a list each (one run per service), or one of
+	// Services: with two, both scrambled with a list each (given in one file), or one of
 	// them with the other left clear.
 	keyed := 0
 	if len(src.services) > 1 {
@@ -505,18 +505,12 @@ func (s *oracleSchedule) runLibrary(t *testing.T, workers, batch int) oracleRun 
 	in := s.scrambled
 	s.dump(t)
 	var notes []string
-	for _, svc := range s.services {
-		if !svc.scrambled {
-			continue
-		}
-		kf, err := keys.ReadKeyFile(strings.NewReader(svc.list()), "cw.txt", 8)
+	for _, list := range s.lists() {
+		kf, err := keys.ReadKeyFile(strings.NewReader(list), "cw.txt", 8)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := pipeline.Options{Keys: kf.Schedule(), Workers: workers, Batch: batch}
-		if s.perService {
-			o.Service = int(svc.number)
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		var out bytes.Buffer
 		st, err := pipeline.Run(ctx, bytes.NewReader(in), &out, o)
@@ -529,6 +523,19 @@ func (s *oracleSchedule) runLibrary(t *testing.T, workers, batch int) oracleRun 
 		in = out.Bytes()
 	}
 	return oracleRun{how: fmt.Sprintf("pipeline.Run workers %d batch %d", workers, batch), out: in, stats: strings.Join(notes, "; ")}
+}
+
+// lists returns the CW lists the case is descrambled with, one run each: the scrambled
+// service's list, or, for two services each with its own, both lists in one file (the order
+// of its lines says nothing of which PID takes which: each PID's key is found in it).
+func (s *oracleSchedule) lists() []string {
+	var all strings.Builder
+	for _, svc := range s.services {
+		if svc.scrambled {
+			all.WriteString(svc.list())
+		}
+	}
+	return []string{all.String()}
 }
 
 // dump writes the case's streams and lists into the directory TSD_ORACLE_DUMP names, when set,
@@ -557,14 +564,8 @@ func (s *oracleSchedule) runCommand(t *testing.T) oracleRun {
 	t.Helper()
 	in := s.scrambled
 	var codes []string
-	for _, svc := range s.services {
-		if !svc.scrambled {
-			continue
-		}
-		args := []string{"-q", "-cw-file", writeFile(t, fmt.Sprintf("svc%d.txt", svc.number), svc.list())}
-		if s.perService {
-			args = append(args, "-service", fmt.Sprint(svc.number))
-		}
+	for i, list := range s.lists() {
+		args := []string{"-q", "-cw-file", writeFile(t, fmt.Sprintf("list%d.txt", i+1), list)}
 		out, stderr, code := runStatus(t, in, args...)
 		if code != 0 && code != 3 {
 			t.Fatalf("%s\ntsdescramble %v: exit %d\n%s", s, args, code, stderr)
@@ -839,7 +840,7 @@ func TestOracleRandomSchedules(t *testing.T) {
 		cases = append(cases, s)
 	}
 	for _, sh := range []string{"framing 188", "framing 192", "framing 204", "start before the first PAT", "silent one period",
-		"silent several periods", "thin PID", "constant CW", "two services, own lists"} {
+		"silent several periods", "thin PID", "constant CW", "two services, own lists in one file"} {
 		if seen[sh] < 2 {
 			t.Fatalf("fixture: the seeds draw %q %d times, want 2 or more (%v)", sh, seen[sh], seen)
 		}
