@@ -49,6 +49,15 @@ func AnswerECM(ecm []byte) ([16]byte, error) {
 	return cw, nil
 }
 
+// ECMSeq returns the sequence number a test ECM carries: ECMStream numbers its ECMs by their
+// crypto period, from 0.
+func ECMSeq(ecm []byte) (uint32, error) {
+	if _, err := AnswerECM(ecm); err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint32(ecm[3+16:]), nil
+}
+
 // CADescriptor returns a CA_descriptor (tag 9) for caid with its ECM PID.
 func CADescriptor(caid, ecmPID uint16) []byte {
 	return []byte{9, 4, byte(caid >> 8), byte(caid), 0xE0 | byte(ecmPID>>8), byte(ecmPID)}

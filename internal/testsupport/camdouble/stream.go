@@ -21,6 +21,11 @@ type StreamSpec struct {
 	// LeadPackets is how many elementary stream packets before its period an ECM is sent
 	// (default half a period): a key server answers before the parity changes.
 	LeadPackets int
+	// LagPackets, when more than 0, sends the ECM of each period after the first LagPackets
+	// elementary stream packets after the period began instead, as a broadcaster whose ECMs
+	// carry the current and the next key changes its ECM once the parity has flipped (the key
+	// of the period that just began came with the previous ECM, as the next one).
+	LagPackets int
 	// RepeatPackets is how often, in elementary stream packets, the last ECM is sent again,
 	// as broadcasters repeat them for receivers that tune in (default 100).
 	RepeatPackets int
@@ -31,7 +36,8 @@ type StreamSpec struct {
 
 // ECMStream returns a clear stream of one service (PAT, PMT with a CA_descriptor of TestCAID
 // naming ECMPID, an MPEG-2 video PID ESPID of PES packets), with the test CA system's ECM of
-// each crypto period on ECMPID, LeadPackets before the period starts (the first at the start),
+// each crypto period on ECMPID, LeadPackets before the period starts (or LagPackets after; the
+// first at the start),
 // and the same stream with the elementary stream scrambled in DVB-CSA2 with the CW of each
 // period, the last ECM repeated every RepeatPackets. ECM k has table_id 0x80 for an even period, 0x81 for an odd one, and carries period
 // k's CW for its parity and period k-1's for the other (all zero for the first), as a card
@@ -115,8 +121,16 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 			section(0, pat)
 			section(PMTPID, pmt)
 		}
-		if next := i + lead; next%spec.PeriodPackets == 0 && next > 0 && next < spec.Packets {
-			e := ecm(next / spec.PeriodPackets)
+		ecmOf := 0 // the period whose ECM goes before packet i, if any
+		if spec.LagPackets > 0 {
+			if j := i - spec.LagPackets; j > 0 && j%spec.PeriodPackets == 0 {
+				ecmOf = j / spec.PeriodPackets
+			}
+		} else if next := i + lead; next%spec.PeriodPackets == 0 && next > 0 && next < spec.Packets {
+			ecmOf = next / spec.PeriodPackets
+		}
+		if ecmOf > 0 {
+			e := ecm(ecmOf)
 			ecms = append(ecms, e)
 			section(ECMPID, e)
 		} else if i%repeat == repeat-1 {
