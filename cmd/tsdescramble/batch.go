@@ -153,6 +153,10 @@ type job struct {
 	set     map[string]bool
 	in, out string
 	stats   string // where its statistics go, or ""
+	// statsDir says that stats was given by the batch's -stats-dir, not the job's line.
+	statsDir bool
+	// files holds the value of each file flag (fileFlags) the line gives, by the flag's name.
+	files map[string]string
 }
 
 // jobCommands are the commands a manifest may name, with their flags. probe and bench write
@@ -230,7 +234,7 @@ func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON object: write one per line")
 	}
-	j := &job{set: map[string]bool{}}
+	j := &job{set: map[string]bool{}, files: map[string]string{}}
 	name := "descramble"
 	for _, p := range pairs {
 		if p.key == "command" {
@@ -283,6 +287,9 @@ func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 			j.out = value
 		case "stats":
 			j.stats = value
+		}
+		if isFileFlag(primary) {
+			j.files[primary] = value
 		}
 		j.args = append(j.args, "-"+primary+"="+value)
 	}
@@ -376,16 +383,24 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 		}
 		parallel = min(batchJobs(sizes, runtime.GOMAXPROCS(0)), 1024)
 	}
-	if dir := c.String("stats-dir"); dir != "" {
-		if err := files.MkdirAll(dir); err != nil {
-			return usageErr("-stats-dir: cannot create %v", unwrapPath(err))
-		}
+	statsDir := c.String("stats-dir")
+	if statsDir != "" {
 		for _, j := range jobs {
 			if j.stats != "" {
 				return usageErr("%s line %d: \"stats\" and -stats-dir both name where the statistics go: give one", path, j.line)
 			}
-			j.stats = filepath.Join(dir, strconv.Itoa(j.index)+".json")
+			j.stats, j.statsDir = filepath.Join(statsDir, strconv.Itoa(j.index)+".json"), true
 			j.args = append(j.args, "-stats="+j.stats)
+		}
+	}
+	// Every job's files, before anything is created or removed, even with -index: the pods of
+	// an Indexed Job run side by side, and each refuses the manifest alike.
+	if _, err := checkJobFiles(path, jobs, env.Stderr); err != nil {
+		return err
+	}
+	if statsDir != "" {
+		if err := files.MkdirAll(statsDir); err != nil {
+			return usageErr("-stats-dir: cannot create %v", unwrapPath(err))
 		}
 	}
 	if index >= 0 {
@@ -549,7 +564,8 @@ func (b *batchRun) run(r *jobRunner, i int, j *job) {
 	}
 	if j.stats != "" {
 		// Statistics of an earlier attempt must not vouch for this one, should it fail
-		// before it writes its own.
+		// before it writes its own. No job reads this file, nor writes it but this one: the
+		// manifest was refused otherwise (checkJobFiles).
 		if err := b.files.Remove(j.stats); err != nil {
 			fmt.Fprintf(stderr, "tsdescramble: cannot remove the statistics of an earlier run: %v\n", unwrapPath(err))
 			b.status[i] = exitFail

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// sums returns the SHA-256 of each file, "" for one that cannot be read.
+func sums(paths []string) map[string]string {
+	m := map[string]string{}
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			m[p] = fmt.Sprintf("%x", sha256.Sum256(b))
+		} else {
+			m[p] = ""
+		}
+	}
+	return m
+}
+
+// A manifest whose jobs would write over a file a job reads, or write one file twice, is
+// refused before anything is removed or created: exit 2, a line naming the lines and keys, and
+// every input and key file as it was. The inputs are copies: on a batch that runs such jobs
+// they are destroyed.
+func TestBatchRefusesCollidingFiles(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// jobs returns the manifest's jobs over the files of dir: a.ts and b.ts (scrambled
+		// inputs), keys.txt (their keys), c.ts (a clear input).
+		jobs func(dir string) []map[string]any
+		args []string // of the batch, with dir for %s
+		want []string // in the message
+	}{
+		{"stats naming the job's own input", func(d string) []map[string]any {
+			return []map[string]any{{"in": d + "/a.ts", "out": d + "/o0.ts", "cw-file": d + "/keys.txt", "stats": d + "/a.ts"}}
+		}, nil, []string{`line 1: "stats"`, `"in"`, "same file", "statistics would replace the input"}},
+		{"stats naming the job's own key file", func(d string) []map[string]any {
+			return []map[string]any{{"in": d + "/a.ts", "out": d + "/o0.ts", "cw-file": d + "/keys.txt", "stats": d + "/keys.txt"}}
+		}, nil, []string{`line 1: "stats"`, `"cw-file"`, "statistics would replace the key file"}},
+		{"job 1's stats naming job 0's input", func(d string) []map[string]any {
+			return []map[string]any{
+				{"in": d + "/a.ts", "out": d + "/o0.ts", "cw-file": d + "/keys.txt"},
+				{"in": d + "/b.ts", "out": d + "/o1.ts", "cw-file": d + "/keys.txt", "stats": d + "/a.ts"},
+			}
+		}, nil, []string{`line 2 "stats"`, `line 1 "in"`, "job 1's statistics would replace job 0's input"}},
+		{"two jobs with one output", func(d string) []map[string]any {
+			return []map[string]any{
+				{"in": d + "/a.ts", "out": d + "/o0.ts", "cw-file": d + "/keys.txt"},
+				{"in": d + "/b.ts", "out": d + "/o0.ts", "cw-file": d + "/keys.txt"},
+			}
+		}, nil, []string{`line 2 "out"`, `line 1 "out"`, "job 1's output would replace job 0's output"}},
+		{"a job's output that is another job's input", func(d string) []map[string]any {
+			return []map[string]any{
+				{"in": d + "/a.ts", "out": d + "/o0.ts", "cw-file": d + "/keys.txt"},
+				{"in": d + "/b.ts", "out": d + "/a.ts", "cw-file": d + "/keys.txt"},
+			}
+		}, nil, []string{`line 2 "out"`, `line 1 "in"`, "job 1's output would replace job 0's input"}},
+		{"an output through a link to another job's input", func(d string) []map[string]any {
+			if err := os.Symlink(d+"/b.ts", d+"/link.ts"); err != nil {
+				t.Skip("no symbolic links here:", err)
+			}
+			return []map[string]any{
+				{"in": d + "/a.ts", "out": d + "/link.ts", "cw-file": d + "/keys.txt"},
+				{"in": d + "/b.ts", "out": d + "/o1.ts", "cw-file": d + "/keys.txt"},
+			}
+		}, nil, []string{`line 2 "in"`, `line 1 "out"`, "job 0's output would replace job 1's input"}},
+		{"the .partial of an output that is another job's input", func(d string) []map[string]any {
+			if err := os.Rename(d+"/c.ts", d+"/o0.ts.partial"); err != nil {
+				t.Fatal(err)
+			}
+			return []map[string]any{
+				{"in": d + "/a.ts", "out": d + "/o0.ts", "cw-file": d + "/keys.txt"},
+				{"command": "scramble", "in": d + "/o0.ts.partial", "out": d + "/o1.ts", "cw-file": d + "/keys.txt"},
+			}
+		}, nil, []string{`line 2 "in"`, `line 1 "out" (its .partial)`, "job 0's output's .partial"}},
+		{"-stats-dir naming a job's input", func(d string) []map[string]any {
+			if err := os.Mkdir(d+"/st", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(d+"/b.ts", d+"/st/0.json"); err != nil {
+				t.Fatal(err)
+			}
+			return []map[string]any{
+				{"in": d + "/a.ts", "out": d + "/o0.ts", "cw-file": d + "/keys.txt"},
+				{"in": d + "/st/0.json", "out": d + "/o1.ts", "cw-file": d + "/keys.txt"},
+			}
+		}, []string{"-stats-dir", "%s/st"}, []string{`line 1 -stats-dir`, `line 2 "in"`, "job 0's statistics would replace job 1's input"}},
+		{"a CW log naming the job's own input", func(d string) []map[string]any {
+			return []map[string]any{{"command": "scramble", "in": d + "/c.ts", "out": d + "/o0.ts", "cp-duration": "1s", "cw-log": d + "/c.ts"}}
+		}, nil, []string{`line 1: "cw-log"`, `"in"`, "CW log would replace the input"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			scrambled := readFile(t, sample(t, "demo-scrambled.ts"))
+			files := []string{
+				writeFile(t, dir, "a.ts", scrambled),
+				writeFile(t, dir, "b.ts", scrambled[:188*2000]),
+				writeFile(t, dir, "keys.txt", readFile(t, sample(t, "demo-keys.txt"))),
+				writeFile(t, dir, "c.ts", readFile(t, sample(t, "demo-clear.ts"))),
+			}
+			jobs := c.jobs(dir)
+			var m strings.Builder
+			for _, j := range jobs {
+				m.WriteString(manifestLine(t, j))
+			}
+			manifest := writeFile(t, dir, "m.jsonl", []byte(m.String()))
+			var present []string // every file of the jobs that exists now
+			for _, j := range jobs {
+				for _, k := range []string{"in", "cw-file"} {
+					if p, ok := j[k].(string); ok && !slices.Contains(present, p) {
+						present = append(present, p)
+					}
+				}
+			}
+			for _, p := range files {
+				if _, err := os.Stat(p); err == nil && !slices.Contains(present, p) {
+					present = append(present, p)
+				}
+			}
+			before := sums(present)
+			args := []string{"batch", "-manifest", manifest, "-jobs", "1"}
+			for _, a := range c.args {
+				args = append(args, strings.ReplaceAll(a, "%s", dir))
+			}
+			r := run(t, nil, args...)
+			after := sums(present)
+			for _, p := range present {
+				if before[p] != after[p] {
+					t.Errorf("%s changed: sha256 %.12s before, %.12s after", filepath.Base(p), before[p], after[p])
+				}
+			}
+			if r.code != exitUsage {
+				t.Errorf("exit %d, want %d", r.code, exitUsage)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr does not say %q", w)
+				}
+			}
+			for _, name := range []string{"o0.ts", "o1.ts", "st/1.json"} {
+				if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+					t.Errorf("%s was written by a manifest that was refused", name)
+				}
+			}
+			if t.Failed() {
+				t.Logf("manifest:\n%s%s", m.String(), describe(r))
+			}
+		})
+	}
+}
