@@ -116,6 +116,7 @@ func batchJobs(sizes []int64, cpus int) int {
 type jobFiles interface {
 	// Size returns the size of the regular file at path.
 	Size(path string) (int64, error)
+	Stat(path string) (fs.FileInfo, error)
 	ReadFile(path string) ([]byte, error)
 	Remove(path string) error
 	MkdirAll(path string) error
@@ -135,8 +136,9 @@ func (localFiles) Size(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
-func (localFiles) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
-func (localFiles) MkdirAll(path string) error           { return os.MkdirAll(path, 0o755) }
+func (localFiles) Stat(path string) (fs.FileInfo, error) { return os.Stat(path) }
+func (localFiles) ReadFile(path string) ([]byte, error)  { return os.ReadFile(path) }
+func (localFiles) MkdirAll(path string) error            { return os.MkdirAll(path, 0o755) }
 func (localFiles) Remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -575,8 +577,13 @@ func (b *batchRun) run(r *jobRunner, i int, j *job) {
 	b.status[i] = r.run(j.command, j.args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
 }
 
-// done reports whether a job finished before: its output exists, and its statistics say that
-// the run exited 0, having written that many bytes from an input of the size it has now.
+// done reports whether a job finished before: its statistics say that the run exited 0 having
+// read this very input, as it is now, and put this output in place, of the size it has now.
+// Sizes alone took a stale or foreign file for done: an input rewritten with another recording
+// of the same size, another job's statistics (a manifest whose lines moved, a -stats-dir
+// used before), or an output of another job. The statistics name the files by absolute path
+// and give the input's modification time as the run began (report.go, runFiles); statistics
+// without them, from an older version, are not taken for done: the job runs once more.
 func (b *batchRun) done(j *job) bool {
 	if j.stats == "" {
 		return false
@@ -586,19 +593,24 @@ func (b *batchRun) done(j *job) bool {
 		return false
 	}
 	var st struct {
-		ExitStatus *int  `json:"exit_status"`
-		BytesIn    int64 `json:"bytes_in"`
-		BytesOut   int64 `json:"bytes_out"`
+		ExitStatus *int     `json:"exit_status"`
+		BytesIn    int64    `json:"bytes_in"`
+		BytesOut   int64    `json:"bytes_out"`
+		Files      runFiles `json:"files"`
 	}
 	if json.Unmarshal(data, &st) != nil || st.ExitStatus == nil || *st.ExitStatus != exitOK {
 		return false
 	}
-	out, err := b.files.Size(j.out)
-	if err != nil || out != st.BytesOut {
+	in, out := st.Files.In, st.Files.Out
+	if in == nil || out == nil || in.Path != absPath(j.in) || out.Path != absPath(j.out) {
 		return false
 	}
-	in, err := b.files.Size(j.in)
-	return err == nil && in == st.BytesIn
+	ofi, err := b.files.Stat(j.out)
+	if err != nil || !ofi.Mode().IsRegular() || ofi.Size() != out.Size || out.Size != st.BytesOut {
+		return false
+	}
+	ifi, err := b.files.Stat(j.in)
+	return err == nil && ifi.Mode().IsRegular() && ifi.Size() == in.Size && in.Size == st.BytesIn && ifi.ModTime().Equal(in.ModTime)
 }
 
 // result says how the batch went and returns its exit status (see the command's description).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sums returns the SHA-256 of each file, "" for one that cannot be read.
@@ -152,4 +153,56 @@ func TestBatchRefusesCollidingFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A rerun takes a job for done only when its statistics were written by a run of that job over
+// the input as it is now: an output of the right size written from another input, or from the
+// same input before it changed, is written again.
+func TestBatchRerunNotFooledByAnotherInput(t *testing.T) {
+	dir := t.TempDir()
+	biss := readFile(t, sample(t, "demo-biss.ts"))
+	clear := readFile(t, sample(t, "demo-clear.ts"))[:len(biss)]
+	// rotated moves the first n packets of b to its end: another stream of the same size,
+	// whose descrambled form is the clear one rotated alike (BISS has one key).
+	rotated := func(b []byte, n int) []byte { return append(slices.Clone(b[188*n:]), b[:188*n]...) }
+	a := writeFile(t, dir, "a.ts", biss)
+	b := writeFile(t, dir, "b.ts", rotated(biss, 300))
+	aTime := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	for _, p := range []string{a, b} {
+		// The same size and the same time: only the path tells them apart.
+		if err := os.Chtimes(p, aTime, aTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out.ts")
+	stats := filepath.Join(dir, "stats")
+	manifest := func(in string) string {
+		return writeFile(t, dir, "m.jsonl", []byte(manifestLine(t, map[string]any{"in": in, "out": out, "biss": "112233445566"})))
+	}
+	batch := func(t *testing.T, in string, skipped bool, want []byte) {
+		t.Helper()
+		r := run(t, nil, "batch", "-manifest", manifest(in), "-stats-dir", stats)
+		if r.code != 0 {
+			t.Fatalf("batch: %s", describe(r))
+		}
+		if got := strings.Contains(r.stderr, "job 0: skipped"); got != skipped {
+			t.Fatalf("skipped %v, want %v: %s", got, skipped, describe(r))
+		}
+		sameBytes(t, "output", readFile(t, out), want, 188)
+	}
+	batch(t, a, false, clear)
+	batch(t, a, true, clear)
+
+	t.Run("the manifest names another input of the same size", func(t *testing.T) {
+		batch(t, b, false, rotated(clear, 300))
+		batch(t, b, true, rotated(clear, 300))
+	})
+	t.Run("the input changed, its size kept", func(t *testing.T) {
+		writeFile(t, dir, "b.ts", rotated(biss, 100))
+		later := aTime.Add(time.Minute)
+		if err := os.Chtimes(b, later, later); err != nil {
+			t.Fatal(err)
+		}
+		batch(t, b, false, rotated(clear, 100))
+	})
 }
