@@ -117,6 +117,7 @@ type jobFiles interface {
 	// Size returns the size of the regular file at path.
 	Size(path string) (int64, error)
 	Stat(path string) (fs.FileInfo, error)
+	ReadDir(path string) ([]fs.DirEntry, error)
 	ReadFile(path string) ([]byte, error)
 	Remove(path string) error
 	MkdirAll(path string) error
@@ -136,9 +137,10 @@ func (localFiles) Size(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
-func (localFiles) Stat(path string) (fs.FileInfo, error) { return os.Stat(path) }
-func (localFiles) ReadFile(path string) ([]byte, error)  { return os.ReadFile(path) }
-func (localFiles) MkdirAll(path string) error            { return os.MkdirAll(path, 0o755) }
+func (localFiles) Stat(path string) (fs.FileInfo, error)      { return os.Stat(path) }
+func (localFiles) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }
+func (localFiles) ReadFile(path string) ([]byte, error)       { return os.ReadFile(path) }
+func (localFiles) MkdirAll(path string) error                 { return os.MkdirAll(path, 0o755) }
 func (localFiles) Remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -397,7 +399,8 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	}
 	// Every job's files, before anything is created or removed, even with -index: the pods of
 	// an Indexed Job run side by side, and each refuses the manifest alike.
-	if _, err := checkJobFiles(path, jobs, env.Stderr); err != nil {
+	own, err := checkJobFiles(path, jobs, env.Stderr)
+	if err != nil {
 		return err
 	}
 	if statsDir != "" {
@@ -423,7 +426,8 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 
 	defer tuneGC(parallel)()
 
-	b := &batchRun{env: env, files: files, quiet: quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs))}
+	b := &batchRun{env: env, files: files, quiet: quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs)),
+		leftovers: findLeftovers(jobs, files, own)}
 	// A stop signal stops the handing out of jobs. A job that has begun its run stops as the
 	// command does, by its own handler (signals.go); one still opening its input or reading
 	// its keys has none yet, and could wait on a stalled input for ever: the batch ends
@@ -544,6 +548,9 @@ type batchRun struct {
 	status  []int      // by position in the batch's job list
 	skipped []bool
 	stopped atomic.Pointer[os.Signal] // the signal that stopped the batch before every job ran
+	// leftovers are the files earlier runs left beside each job's output, by job number:
+	// removed once the job's output is in place (batchfiles.go).
+	leftovers map[int][]leftover
 }
 
 // batchJobStarts, when not nil, is called as each job of a batch begins, with its number and
@@ -562,6 +569,7 @@ func (b *batchRun) run(r *jobRunner, i int, j *job) {
 		if !b.quiet {
 			fmt.Fprintf(stderr, "tsdescramble: skipped: %s exists and %s says it was written from %s\n", j.out, j.stats, j.in)
 		}
+		b.removeLeftovers(j, stderr)
 		return
 	}
 	if j.stats != "" {
@@ -575,6 +583,25 @@ func (b *batchRun) run(r *jobRunner, i int, j *job) {
 		}
 	}
 	b.status[i] = r.run(j.command, j.args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
+	if b.status[i] == exitOK {
+		b.removeLeftovers(j, stderr)
+	}
+}
+
+// removeLeftovers removes what earlier runs of a job left beside its output, now in place, and
+// says so; a file that cannot be removed is a note, not a failure of the job.
+func (b *batchRun) removeLeftovers(j *job, stderr io.Writer) {
+	ls := b.leftovers[j.index]
+	if len(ls) == 0 {
+		return
+	}
+	removed, err := removeLeftovers(ls, b.files)
+	if len(removed) > 0 && !b.quiet {
+		fmt.Fprintf(stderr, "tsdescramble: removed what an earlier run left beside %s: %s\n", j.out, strings.Join(removed, ", "))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tsdescramble: cannot remove what an earlier run left beside %s: %v\n", j.out, unwrapPath(err))
+	}
 }
 
 // done reports whether a job finished before: its statistics say that the run exited 0 having

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -153,6 +154,75 @@ func TestBatchRefusesCollidingFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A job's run removes what an earlier run of it left beside its output: the temporary file of a
+// run that was killed and the .partial of one that was stopped, and only those: files of
+// similar names stay, and so does a file named as a leftover that a job reads. A job skipped
+// as done removes them too.
+func TestBatchRerunRemovesLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	biss := readFile(t, sample(t, "demo-biss.ts"))
+	in := writeFile(t, dir, "in.ts", biss)
+	out := filepath.Join(dir, "out.ts")
+	read := writeFile(t, dir, ".out.ts.42.tmp", biss) // named as a leftover, and job 1's input
+	manifest := writeFile(t, dir, "m.jsonl", []byte(
+		manifestLine(t, map[string]any{"in": in, "out": out, "biss": "112233445566"})+
+			manifestLine(t, map[string]any{"in": read, "out": filepath.Join(dir, "second.ts"), "biss": "112233445566"})))
+	// As output.go names them: "." NAME "." a random uint32 ".tmp", and NAME ".partial"; one
+	// made by the output's own createTemp.
+	f, err := createTemp(dir, ".out.ts.", ".tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	leftovers := []string{filepath.Base(f.Name()), ".out.ts.3141592653.tmp", ".out.ts.7.tmp", "out.ts.partial"}
+	kept := []string{
+		".out.ts.3141592653.tmp.bak", ".out.ts.12a.tmp", ".out.ts..tmp", ".out.ts.tmp", "out.ts.3.tmp",
+		".out.ts.99999999999.tmp", ".other.ts.5.tmp", "out.ts.partial.old", "xout.ts.partial", ".in.ts.5.tmp",
+	}
+	create := func(names []string) {
+		t.Helper()
+		old := time.Now().Add(-time.Hour)
+		for _, n := range names {
+			writeFile(t, dir, n, bytes.Repeat([]byte{0x47}, 188*3))
+			if err := os.Chtimes(filepath.Join(dir, n), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(r result) {
+		t.Helper()
+		if r.code != 0 {
+			t.Fatalf("batch: %s", describe(r))
+		}
+		for _, n := range leftovers {
+			if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+				t.Errorf("%s is left: %s", n, describe(r))
+			}
+		}
+		for _, n := range kept {
+			if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+				t.Errorf("%s was removed: %v", n, err)
+			}
+		}
+		sameBytes(t, "output", readFile(t, out), readFile(t, sample(t, "demo-clear.ts"))[:188000], 188)
+		sameBytes(t, "job 1's input", readFile(t, read), biss, 188)
+	}
+	create(append(slices.Clone(leftovers), kept...))
+	stats := filepath.Join(dir, "stats")
+	check(run(t, nil, "batch", "-manifest", manifest, "-stats-dir", stats))
+
+	create(leftovers)
+	r := run(t, nil, "batch", "-manifest", manifest, "-stats-dir", stats)
+	if !strings.Contains(r.stderr, "job 0: skipped") {
+		t.Errorf("the finished job was not skipped: %s", describe(r))
+	}
+	check(r)
+
+	// Without -stats-dir, every run runs the job.
+	create(leftovers)
+	check(run(t, nil, "batch", "-manifest", manifest))
 }
 
 // A rerun takes a job for done only when its statistics were written by a run of that job over

@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/tsdescramble/tsdescramble/live"
 )
@@ -72,7 +75,8 @@ func (f jobFile) advice() string {
 	return fmt.Sprintf("name another output for job %d", f.job.index)
 }
 
-// jobFileSet is every file of a batch's jobs, by identity (fileKeys).
+// jobFileSet is every file of a batch's jobs but the .partial of their outputs, by identity
+// (fileKeys).
 type jobFileSet struct {
 	fk   *fileKeys
 	keys map[string]bool
@@ -93,7 +97,7 @@ const maxFileProblems = 20
 // input, a key file, or another of these. Files are compared by identity (fileKeys): a link,
 // a hard link or another spelling of a path is the same file. Each problem is a line on
 // stderr naming both jobs' lines and keys; the last is the error returned, a usage error. It
-// returns the identities of all the jobs' files otherwise.
+// returns the jobs' files otherwise.
 func checkJobFiles(manifest string, jobs []*job, stderr io.Writer) (*jobFileSet, error) {
 	fk := &fileKeys{}
 	groups := map[string][]jobFile{}
@@ -126,8 +130,11 @@ func checkJobFiles(manifest string, jobs []*job, stderr io.Writer) (*jobFileSet,
 	set := &jobFileSet{fk: fk, keys: map[string]bool{}}
 	var problems []string
 	for _, key := range order {
-		set.keys[key] = true
 		g := groups[key]
+		// A .partial is no file of the jobs to keep: it is what removeLeftovers removes.
+		if slices.ContainsFunc(g, func(f jobFile) bool { return !f.partial }) {
+			set.keys[key] = true
+		}
 		// Each file that shares the identity of the first is a problem unless both are read:
 		// jobs that read one key file or one input are common.
 		for _, f := range g[1:] {
@@ -228,4 +235,101 @@ func (k *fileKeys) lookUp(path string) (string, bool) {
 // isFileFlag reports whether the flag of that name names a file (fileFlags).
 func isFileFlag(name string) bool {
 	return slices.ContainsFunc(fileFlags, func(f fileFlag) bool { return f.name == name })
+}
+
+// leftover is a file that an earlier run of a job left beside its output: the temporary file
+// of a run that was killed (openOutput names it "." NAME "." a random number ".tmp"), or
+// NAME.partial, the packets of a run that was stopped or failed. A later run of the job that
+// puts its output in place, or finds it done, removes them: they hold nothing the output does
+// not, and a killed run's temporary file can be as large as the recording.
+type leftover struct {
+	path string
+	size int64
+	mod  time.Time
+}
+
+// findLeftovers lists the leftovers beside the outputs of jobs, by one look at each output's
+// directory, before any job runs: a file written while the batch runs (another process
+// writing the same output) is none. Only names that are exactly ours for a job's output are
+// taken, and never a file that one of the jobs names (own).
+func findLeftovers(jobs []*job, files jobFiles, own *jobFileSet) map[int][]leftover {
+	byDir := map[string]map[string]*job{} // directory, then output name
+	for _, j := range jobs {
+		if j.out == "-" || live.IsAddress(j.out) || !keptAsPartial(j.out) {
+			continue
+		}
+		dir, base := filepath.Split(followLinks(j.out))
+		if dir == "" {
+			dir = "."
+		}
+		if byDir[dir] == nil {
+			byDir[dir] = map[string]*job{}
+		}
+		byDir[dir][base] = j
+	}
+	found := map[int][]leftover{}
+	for dir, bases := range byDir {
+		ents, err := files.ReadDir(dir)
+		if err != nil {
+			continue // the job says what is wrong with its output's directory
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() {
+				continue // a link, a directory: not a file a run made
+			}
+			j := bases[leftoverOf(e.Name())]
+			if j == nil {
+				continue
+			}
+			path := filepath.Join(dir, e.Name())
+			fi, err := e.Info()
+			if err != nil || own.has(path) {
+				continue
+			}
+			found[j.index] = append(found[j.index], leftover{path, fi.Size(), fi.ModTime()})
+		}
+	}
+	return found
+}
+
+// leftoverOf returns the name of the output whose temporary file (".NAME.N.tmp", N a number
+// as createTemp writes it) or .partial (NAME.partial) name is, or "".
+func leftoverOf(name string) string {
+	if base, ok := strings.CutSuffix(name, ".partial"); ok {
+		return base
+	}
+	rest, ok := strings.CutPrefix(name, ".")
+	if !ok {
+		return ""
+	}
+	if rest, ok = strings.CutSuffix(rest, ".tmp"); !ok {
+		return ""
+	}
+	i := strings.LastIndexByte(rest, '.')
+	if i <= 0 {
+		return ""
+	}
+	n, err := strconv.ParseUint(rest[i+1:], 10, 32)
+	if err != nil || strconv.FormatUint(n, 10) != rest[i+1:] {
+		return ""
+	}
+	return rest[:i]
+}
+
+// removeLeftovers removes the leftovers of a job whose output is in place, each only if it is
+// as it was when the batch began: one written since is another run's, still going. It returns
+// the names removed.
+func removeLeftovers(ls []leftover, files jobFiles) (removed []string, err error) {
+	for _, l := range ls {
+		fi, serr := files.Stat(l.path)
+		if serr != nil || !fi.Mode().IsRegular() || fi.Size() != l.size || !fi.ModTime().Equal(l.mod) {
+			continue
+		}
+		if rerr := files.Remove(l.path); rerr != nil {
+			err = rerr
+			continue
+		}
+		removed = append(removed, filepath.Base(l.path))
+	}
+	return removed, err
 }
