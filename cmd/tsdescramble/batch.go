@@ -48,9 +48,11 @@ JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets) runs job N only; ot
 job runs, -jobs at a time, each with its share of the workers (without -jobs: one job per 4
 CPUs, or one per CPU with one worker each when most inputs are under 128 MiB). With -stats-dir
 each job's statistics go to DIR/N.json, and a job whose output exists and whose statistics say
-it succeeded on the same input is skipped. The exit status is the job's with -index; for a
-whole manifest it is 0 when every job succeeded or was skipped, else 1 when a job failed in a
-way a retry may mend (I/O), else 2 (a job's usage error), else 3 (keys that do not fit).
+it succeeded on the same input is skipped. A manifest in which a job's output or statistics
+would replace a job's input, key file, output or statistics is refused before any job runs. The
+exit status is the job's with -index; for a whole manifest it is 0 when every job succeeded or
+was skipped, else 1 when a job failed in a way a retry may mend (I/O), else 2 (a job's usage
+error), else 3 (keys that do not fit).
 Examples:
    tsdescramble batch -manifest jobs.jsonl -stats-dir stats
    JOB_COMPLETION_INDEX=4 tsdescramble batch -manifest /data/jobs.jsonl -stats-dir /data/stats`,
