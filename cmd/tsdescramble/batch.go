@@ -48,9 +48,11 @@ JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets) runs job N only; ot
 job runs, -jobs at a time, each with its share of the workers (without -jobs: one job per 4
 CPUs, or one per CPU with one worker each when most inputs are under 128 MiB). With -stats-dir
 each job's statistics go to DIR/N.json, and a job whose output exists and whose statistics say
-it succeeded on the same input is skipped. The exit status is the job's with -index; for a
-whole manifest it is 0 when every job succeeded or was skipped, else 1 when a job failed in a
-way a retry may mend (I/O), else 2 (a job's usage error), else 3 (keys that do not fit).
+it succeeded on the same input is skipped. A manifest in which a job's output or statistics
+would replace a job's input, key file, output or statistics is refused before any job runs. The
+exit status is the job's with -index; for a whole manifest it is 0 when every job succeeded or
+was skipped, else 1 when a job failed in a way a retry may mend (I/O), else 2 (a job's usage
+error), else 3 (keys that do not fit).
 Examples:
    tsdescramble batch -manifest jobs.jsonl -stats-dir stats
    JOB_COMPLETION_INDEX=4 tsdescramble batch -manifest /data/jobs.jsonl -stats-dir /data/stats`,
@@ -116,6 +118,8 @@ func batchJobs(sizes []int64, cpus int) int {
 type jobFiles interface {
 	// Size returns the size of the regular file at path.
 	Size(path string) (int64, error)
+	Stat(path string) (fs.FileInfo, error)
+	ReadDir(path string) ([]fs.DirEntry, error)
 	ReadFile(path string) ([]byte, error)
 	Remove(path string) error
 	MkdirAll(path string) error
@@ -135,8 +139,10 @@ func (localFiles) Size(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
-func (localFiles) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
-func (localFiles) MkdirAll(path string) error           { return os.MkdirAll(path, 0o755) }
+func (localFiles) Stat(path string) (fs.FileInfo, error)      { return os.Stat(path) }
+func (localFiles) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }
+func (localFiles) ReadFile(path string) ([]byte, error)       { return os.ReadFile(path) }
+func (localFiles) MkdirAll(path string) error                 { return os.MkdirAll(path, 0o755) }
 func (localFiles) Remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -153,6 +159,10 @@ type job struct {
 	set     map[string]bool
 	in, out string
 	stats   string // where its statistics go, or ""
+	// statsDir says that stats was given by the batch's -stats-dir, not the job's line.
+	statsDir bool
+	// files holds the value of each file flag (fileFlags) the line gives, by the flag's name.
+	files map[string]string
 }
 
 // jobCommands are the commands a manifest may name, with their flags. probe and bench write
@@ -230,7 +240,7 @@ func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON object: write one per line")
 	}
-	j := &job{set: map[string]bool{}}
+	j := &job{set: map[string]bool{}, files: map[string]string{}}
 	name := "descramble"
 	for _, p := range pairs {
 		if p.key == "command" {
@@ -283,6 +293,9 @@ func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 			j.out = value
 		case "stats":
 			j.stats = value
+		}
+		if isFileFlag(primary) {
+			j.files[primary] = value
 		}
 		j.args = append(j.args, "-"+primary+"="+value)
 	}
@@ -376,16 +389,25 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 		}
 		parallel = min(batchJobs(sizes, runtime.GOMAXPROCS(0)), 1024)
 	}
-	if dir := c.String("stats-dir"); dir != "" {
-		if err := files.MkdirAll(dir); err != nil {
-			return usageErr("-stats-dir: cannot create %v", unwrapPath(err))
-		}
+	statsDir := c.String("stats-dir")
+	if statsDir != "" {
 		for _, j := range jobs {
 			if j.stats != "" {
 				return usageErr("%s line %d: \"stats\" and -stats-dir both name where the statistics go: give one", path, j.line)
 			}
-			j.stats = filepath.Join(dir, strconv.Itoa(j.index)+".json")
+			j.stats, j.statsDir = filepath.Join(statsDir, strconv.Itoa(j.index)+".json"), true
 			j.args = append(j.args, "-stats="+j.stats)
+		}
+	}
+	// Every job's files, before anything is created or removed, even with -index: the pods of
+	// an Indexed Job run side by side, and each refuses the manifest alike.
+	own, err := checkJobFiles(path, jobs, env.Stderr)
+	if err != nil {
+		return err
+	}
+	if statsDir != "" {
+		if err := files.MkdirAll(statsDir); err != nil {
+			return usageErr("-stats-dir: cannot create %v", unwrapPath(err))
 		}
 	}
 	if index >= 0 {
@@ -406,7 +428,8 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 
 	defer tuneGC(parallel)()
 
-	b := &batchRun{env: env, files: files, quiet: quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs))}
+	b := &batchRun{env: env, files: files, quiet: quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs)),
+		leftovers: findLeftovers(jobs, files, own)}
 	// A stop signal stops the handing out of jobs. A job that has begun its run stops as the
 	// command does, by its own handler (signals.go); one still opening its input or reading
 	// its keys has none yet, and could wait on a stalled input for ever: the batch ends
@@ -527,6 +550,9 @@ type batchRun struct {
 	status  []int      // by position in the batch's job list
 	skipped []bool
 	stopped atomic.Pointer[os.Signal] // the signal that stopped the batch before every job ran
+	// leftovers are the files earlier runs left beside each job's output, by job number:
+	// removed once the job's output is in place (batchfiles.go).
+	leftovers map[int][]leftover
 }
 
 // batchJobStarts, when not nil, is called as each job of a batch begins, with its number and
@@ -545,11 +571,13 @@ func (b *batchRun) run(r *jobRunner, i int, j *job) {
 		if !b.quiet {
 			fmt.Fprintf(stderr, "tsdescramble: skipped: %s exists and %s says it was written from %s\n", j.out, j.stats, j.in)
 		}
+		b.removeLeftovers(j, stderr)
 		return
 	}
 	if j.stats != "" {
 		// Statistics of an earlier attempt must not vouch for this one, should it fail
-		// before it writes its own.
+		// before it writes its own. No job reads this file, nor writes it but this one: the
+		// manifest was refused otherwise (checkJobFiles).
 		if err := b.files.Remove(j.stats); err != nil {
 			fmt.Fprintf(stderr, "tsdescramble: cannot remove the statistics of an earlier run: %v\n", unwrapPath(err))
 			b.status[i] = exitFail
@@ -557,10 +585,34 @@ func (b *batchRun) run(r *jobRunner, i int, j *job) {
 		}
 	}
 	b.status[i] = r.run(j.command, j.args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
+	if b.status[i] == exitOK {
+		b.removeLeftovers(j, stderr)
+	}
 }
 
-// done reports whether a job finished before: its output exists, and its statistics say that
-// the run exited 0, having written that many bytes from an input of the size it has now.
+// removeLeftovers removes what earlier runs of a job left beside its output, now in place, and
+// says so; a file that cannot be removed is a note, not a failure of the job.
+func (b *batchRun) removeLeftovers(j *job, stderr io.Writer) {
+	ls := b.leftovers[j.index]
+	if len(ls) == 0 {
+		return
+	}
+	removed, err := removeLeftovers(ls, b.files)
+	if len(removed) > 0 && !b.quiet {
+		fmt.Fprintf(stderr, "tsdescramble: removed what an earlier run left beside %s: %s\n", j.out, strings.Join(removed, ", "))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tsdescramble: cannot remove what an earlier run left beside %s: %v\n", j.out, unwrapPath(err))
+	}
+}
+
+// done reports whether a job finished before: its statistics say that the run exited 0 having
+// read this very input, as it is now, and put this output in place, of the size it has now.
+// Sizes alone took a stale or foreign file for done: an input rewritten with another recording
+// of the same size, another job's statistics (a manifest whose lines moved, a -stats-dir
+// used before), or an output of another job. The statistics name the files by absolute path
+// and give the input's modification time as the run began (report.go, runFiles); statistics
+// without them, from an older version, are not taken for done: the job runs once more.
 func (b *batchRun) done(j *job) bool {
 	if j.stats == "" {
 		return false
@@ -570,19 +622,24 @@ func (b *batchRun) done(j *job) bool {
 		return false
 	}
 	var st struct {
-		ExitStatus *int  `json:"exit_status"`
-		BytesIn    int64 `json:"bytes_in"`
-		BytesOut   int64 `json:"bytes_out"`
+		ExitStatus *int     `json:"exit_status"`
+		BytesIn    int64    `json:"bytes_in"`
+		BytesOut   int64    `json:"bytes_out"`
+		Files      runFiles `json:"files"`
 	}
 	if json.Unmarshal(data, &st) != nil || st.ExitStatus == nil || *st.ExitStatus != exitOK {
 		return false
 	}
-	out, err := b.files.Size(j.out)
-	if err != nil || out != st.BytesOut {
+	in, out := st.Files.In, st.Files.Out
+	if in == nil || out == nil || in.Path != absPath(j.in) || out.Path != absPath(j.out) {
 		return false
 	}
-	in, err := b.files.Size(j.in)
-	return err == nil && in == st.BytesIn
+	ofi, err := b.files.Stat(j.out)
+	if err != nil || !ofi.Mode().IsRegular() || ofi.Size() != out.Size || out.Size != st.BytesOut {
+		return false
+	}
+	ifi, err := b.files.Stat(j.in)
+	return err == nil && ifi.Mode().IsRegular() && ifi.Size() == in.Size && in.Size == st.BytesIn && ifi.ModTime().Equal(in.ModTime)
 }
 
 // result says how the batch went and returns its exit status (see the command's description).

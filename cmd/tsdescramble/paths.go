@@ -32,6 +32,9 @@ var fileFlags = []fileFlag{
 	{name: "cw-file"},
 	{name: "rescramble-cw-file"},
 	{name: "out", what: "output", stdio: true},
+	// Written from the start of a SimulCrypt run, in place (O_TRUNC): named after an input, it
+	// would empty it.
+	{name: "cw-log", what: "CW log"},
 	{name: "stats", what: "statistics", late: true},
 	{name: "cpuprofile", what: "CPU profile"},
 	{name: "memprofile", what: "heap profile", late: true},

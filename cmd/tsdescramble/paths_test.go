@@ -76,6 +76,8 @@ func TestOutputNamesInput(t *testing.T) {
 		{"out = in, hard link", []string{"-cw", cwA, "-in", hardlink, "-out", in}, false, []string{"-in", "-out", "same file"}},
 		{"scramble: stats = in", []string{"scramble", "-cw", cwA, "-in", in, "-out", out, "-stats", in}, false, []string{"-in", "-stats", "same file"}},
 		{"scramble: out = cw-file", []string{"scramble", "-cw-file", keyFile, "-out", keyFile}, true, []string{"-cw-file", "-out", "same file"}},
+		{"scramble: cw-log = in", []string{"scramble", "-in", in, "-out", out, "-cp-duration", "1s", "-cw-log", in}, false, []string{"-in", "-cw-log", "same file", "CW log"}},
+		{"scramble: cw-log = cw-file", []string{"scramble", "-cw-file", keyFile, "-cp-duration", "1s", "-cw-log", keyLink}, true, []string{"-cw-file", "-cw-log", "same file"}},
 		{"stats in a missing directory", []string{"-cw", cwA, "-in", in, "-out", out, "-stats", filepath.Join(missingDir, "s.json")}, false, []string{"-stats", missingDir, "does not exist"}},
 		{"stats in a missing directory, stdin", []string{"-cw", cwA, "-stats", filepath.Join(missingDir, "s.json")}, true, []string{"-stats", missingDir}},
 		{"stats is a directory", []string{"-cw", cwA, "-in", in, "-out", out, "-stats", subdir}, false, []string{"-stats", subdir, "directory"}},

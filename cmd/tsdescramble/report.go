@@ -163,12 +163,47 @@ func sizeString(n int64) string {
 }
 
 // statsJSON is the document -stats writes: the run's statistics, the throughput, the live
-// statistics, and once the run is over, the exit status it ended with.
+// statistics, and once the run is over, the exit status it ended with and the files it read
+// and wrote.
 type statsJSON struct {
 	*pipeline.Stats
 	MBPerSecond float64    `json:"mb_per_second"`
 	Live        *liveStats `json:"live,omitempty"`
 	ExitStatus  *int       `json:"exit_status,omitempty"`
+	Files       *runFiles  `json:"files,omitempty"`
+}
+
+// runFiles are the input file a run read and the output file it put in place, each when it
+// is a regular file: what a batch compares with the files as they are on a later run, to tell
+// a finished job from one whose input changed or whose statistics belong to another job
+// (batch.go, done).
+type runFiles struct {
+	In  *fileRecord `json:"in,omitempty"`
+	Out *fileRecord `json:"out,omitempty"`
+}
+
+// fileRecord is a file as a run found it: its absolute path, its size and, for the input, its
+// modification time as the run began to read it. A rewritten input of the same size has
+// another time; the output's time is left out, as copying or touching the output changes it
+// and not what it holds.
+type fileRecord struct {
+	Path    string    `json:"path"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mod_time,omitzero"`
+}
+
+// regularFile returns the record of the regular file at path, with its modification time when
+// withTime is set, or nil for anything else (a pipe, a device, a missing file).
+func regularFile(path string, withTime bool) *fileRecord {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	r := &fileRecord{Path: absPath(path), Size: fi.Size()}
+	if withTime {
+		r.ModTime = fi.ModTime()
+	}
+	return r
 }
 
 // runGoingOn is the status writeStats is given for a report of a run not yet over: the
@@ -179,8 +214,8 @@ const runGoingOn = -1
 // once (written under another name beside it, then renamed), so that a monitor reading it
 // while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
 // leaves none that a later run could take for complete.
-func writeStats(path string, st *pipeline.Stats, ls *liveStats, status int) error {
-	doc := statsJSON{st, st.MBPerSecond(), ls, nil}
+func writeStats(path string, st *pipeline.Stats, ls *liveStats, status int, files *runFiles) error {
+	doc := statsJSON{st, st.MBPerSecond(), ls, nil, files}
 	if status != runGoingOn {
 		doc.ExitStatus = &status
 	}
@@ -234,7 +269,7 @@ func newStatsEvery(path string, in *input, out *output) *statsEvery {
 	go func() {
 		defer close(s.done)
 		for st := range s.reports {
-			writeStats(s.path, &st, collectLive(s.in, s.out, &st, false), runGoingOn)
+			writeStats(s.path, &st, collectLive(s.in, s.out, &st, false), runGoingOn, nil)
 		}
 	}()
 	return s

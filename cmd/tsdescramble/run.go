@@ -161,6 +161,12 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		}
 		defer metrics.close()
 	}
+	// The input as it is before anything of it is read, for the statistics: a change while
+	// the run reads it then shows on a later look (a batch's done).
+	var inFile *fileRecord
+	if c.String("stats") != "" {
+		inFile = regularFile(c.String("in"), true)
+	}
 	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
 	// the input now (system_detect.go).
 	var sysNotes []string
@@ -364,6 +370,8 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	}
 	junk := notTransportStream(&st)
 	closeErr := out.close(runErr == nil && junk == "", st.BytesOut)
+	// The output file was renamed into place: it is this run's (its statistics say so).
+	placed := out.tmp != "" && runErr == nil && junk == "" && closeErr == nil
 
 	ls := collectLive(in, out, &st, true)
 	verdict := judgeKeys(&st)
@@ -421,7 +429,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 		return nil
 	}()
 	if path := c.String("stats"); path != "" {
-		if err := writeStats(path, &st, ls, errorCode(status)); err != nil && runErr == nil {
+		files := &runFiles{In: inFile}
+		if placed {
+			files.Out = regularFile(outPath, false)
+		}
+		if err := writeStats(path, &st, ls, errorCode(status), files); err != nil && runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
 	}

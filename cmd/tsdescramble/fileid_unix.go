@@ -1,0 +1,19 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"syscall"
+)
+
+// fileID returns the device and inode of a file, as os.SameFile compares them, as a string a
+// map can hold: a batch compares the files of thousands of jobs at once (batchfiles.go).
+func fileID(fi fs.FileInfo) (string, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), true
+}
