@@ -430,6 +430,11 @@ func (l *Live) Fresh(pid uint16, period int) Freshness {
 			return New // sent again since the period began: the server says it still holds
 		}
 	}
+	for j := range i {
+		if slices.Contains(p.recent[j].rejected, w.cw) {
+			return Stale // an earlier period found it does not fit: not a constant key
+		}
+	}
 	if len(h) <= 1 {
 		return Constant
 	}

@@ -120,6 +120,10 @@ const (
 	trialBad     trialOutcome = -1
 	trialUnknown trialOutcome = 0 // nothing can be told (a section that goes on in the next packet)
 	trialGood    trialOutcome = 1
+	// trialUndescribed: on a PID no PMT has described, neither a PES header nor a whole
+	// section with its CRC. It says nothing until the tables come; without them, a start that
+	// does not fit (carriageNoTables).
+	trialUndescribed trialOutcome = 2
 )
 
 // unitStartOutcome checks the descrambled start of a payload of payloadLen bytes that starts a
@@ -156,7 +160,7 @@ func unitStartOutcome(head []byte, payloadLen int, carriage psi.Carriage) trialO
 		}
 		// Neither: a wrong key, or a section that spans packets, or data of another kind;
 		// until a PMT says which, it tells nothing.
-		return trialUnknown
+		return trialUndescribed
 	}
 	return trialUnknown
 }
@@ -579,9 +583,7 @@ func (cl *classifier) check(idx int32, u unitStart) {
 			cl.fit(p, pk, p.pos, false)
 			return
 		case trialUnknown:
-			if u.carriage != psi.CarriageUnknown {
-				return // a section that goes on: says nothing, wait for the next unit start
-			}
+			return // a section that goes on: says nothing, wait for the next unit start
 		}
 	}
 	limit := 0

@@ -50,12 +50,21 @@ func summarize(st *Stats, pids *[8192]*PIDStats, checks *[8192]*pesChecks, tr *p
 		if ps == nil {
 			continue
 		}
+		carriage := tr.Carriage(uint16(pid))
 		if checks != nil {
 			if ck := checks[pid]; ck != nil {
 				ps.PESGood, ps.PESBad = ck.good, ck.bad
+				if carriage == psi.CarriageUnknown {
+					// No PMT ever said what the PID carries: a unit start that was neither
+					// a PES header nor a whole section did not fit.
+					for i := range ck.undescribed {
+						ps.PESBad[i] += ck.undescribed[i]
+						st.PESBad += ck.undescribed[i]
+					}
+				}
 			}
 		}
-		ps.Carriage = tr.Carriage(uint16(pid)).String()
+		ps.Carriage = carriage.String()
 		switch {
 		case ps.Periods == 0:
 		case ps.PeriodsLeft == 0 && ps.PeriodsFit == 0:

@@ -648,6 +648,9 @@ var sparePIDTables sync.Pool
 // pesChecks counts PES-start checks of one PID by parity.
 type pesChecks struct {
 	good, bad [2]int64
+	// undescribed counts the starts of a PID no PMT had described that were neither a PES
+	// header nor a whole section: bad if none ever describes it, nothing otherwise.
+	undescribed [2]int64
 }
 
 // tallyChecks adds up the checks of a chunk, in stream order.
@@ -663,10 +666,13 @@ func tallyChecks(c *chunk, st *Stats, checks *[8192]*pesChecks) {
 			checks[j.pid] = ck
 		}
 		parity := int(j.flags & jobOdd)
-		if j.result > 0 {
+		switch trialOutcome(j.result) {
+		case trialGood:
 			st.PESGood++
 			ck.good[parity]++
-		} else {
+		case trialUndescribed:
+			ck.undescribed[parity]++ // judged at the end, as the tables then say (summarize)
+		default:
 			st.PESBad++
 			ck.bad[parity]++
 		}

@@ -161,7 +161,10 @@ func TestLiveInputKeyAfterNextPeriodBegan(t *testing.T) {
 // the periods before are clear.
 func TestLiveInputKeyServerStops(t *testing.T) {
 	const period, periods, answered = 500, 6, 3
-	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: periods * period, PeriodPackets: period, CWs: liveCWs(t)})
+	// A CW a period each: with liveCWs' four, the sixth period would use the second's CW,
+	// which the key slot still holds, and fit.
+	cws := append(liveCWs(t), mustCW(t, "0A0B0C210D0E0F2A"), mustCW(t, "1020304050607071"))
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: periods * period, PeriodPackets: period, CWs: cws})
 	if len(ecms) != periods {
 		t.Fatalf("%d ECMs in the stream, want one a period", len(ecms))
 	}
