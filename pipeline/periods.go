@@ -73,10 +73,13 @@ const (
 type period struct {
 	pid       uint16
 	odd       bool
-	tentative bool // a parity change that the PID's next packet has not confirmed yet
-	late      bool // LiveKeys: its key came after its first packet
-	flip      bool // it began at a change of its PID's parity, seen: its start is the period's
-	unplaced  bool // it began where the key may have changed unseen: only a unit start places it
+	tentative bool  // a parity change that the PID's next packet has not confirmed yet
+	late      bool  // LiveKeys: its key came after its first packet
+	flip      bool  // it began at a change of its PID's parity, seen: its start is the period's
+	unplaced  bool  // it began where the key may have changed unseen: only a unit start places it
+	svcN      int32 // the number of its service's period (svcClock.n) it is part of, or 0
+	gap       int64 // the packets from its PID's packet before its first to it
+	expect    int   // the ring position its PID's periods before it lead to
 	state     periodState
 	attempts  uint8 // checked unit starts that no key fitted
 	npending  uint8
@@ -104,6 +107,9 @@ type pidKeys struct {
 	last         int64     // the stream's packet number of its last scrambled packet
 	prevLast     int64     // that of its last packet before its current period began
 	lastFlip     int64     // that of the first packet of its latest period begun at a change of parity
+	inStep       bool      // its periods follow the list in order: from its start, or since a change of parity fitted the list's next key
+	lastFlipGap  int64     // the packets from the one before lastFlip to it
+	gap          int64     // the packets from its packet before the current one to it
 	svc          *svcClock // its service's periods, or nil
 	cur, prev    int32     // indexes in classifier.periods of the current period and of the one a tentative period interrupts
 	run, prevRun int64     // packets of cur, and of prev when cur is tentative
@@ -196,7 +202,7 @@ func sectionEnd(head []byte, payloadLen int) int {
 func (cl *classifier) pidKeys(pid uint16) *pidKeys {
 	pk := cl.pk[pid]
 	if pk == nil {
-		pk = &pidKeys{cur: -1, prev: -1, svc: cl.svcOf[pid]}
+		pk = &pidKeys{cur: -1, prev: -1, svc: cl.svcOf[pid], inStep: true}
 		cl.pk[pid] = pk
 	}
 	return pk
@@ -215,6 +221,29 @@ type svcClock struct {
 	shared bool                  // another PID changed to the latest period's parity since
 	born   int64                 // the packet number from which its PIDs' changes are seen
 	seen   int64                 // the packet number of the latest scrambled packet of its PIDs
+	before int64                 // that of the one before it
+	// latestGap is the packets between the latest period's first packet and the service's
+	// packet before it: how late that change may have been seen.
+	latestGap int64
+	// placed holds, for its latest periods, the ring position a checked unit start of one
+	// of its PIDs fitted (placedN says which period, by number, each entry is for).
+	placed  [svcClockStarts]int
+	placedN [svcClockStarts]int
+}
+
+// place records that a checked unit start of the service's period number n fitted the key at
+// ring position pos.
+func (c *svcClock) place(n, pos int) {
+	c.placed[n%svcClockStarts], c.placedN[n%svcClockStarts] = pos, n
+}
+
+// placement returns the ring position a checked unit start fitted in the service's period
+// number n, if one did and the period is still remembered.
+func (c *svcClock) placement(n int) (int, bool) {
+	if n <= 0 || c.placedN[n%svcClockStarts] != n || n <= c.n-svcClockStarts {
+		return 0, false
+	}
+	return c.placed[n%svcClockStarts], true
 }
 
 // svcClockStarts is how many period starts a service remembers: more than a PID silent over
@@ -223,17 +252,24 @@ const svcClockStarts = 16
 
 func newSvcClock(born int64) *svcClock { return &svcClock{odd: -1, born: born} }
 
+// see records that a PID of the service has a scrambled packet at packet number at.
+func (c *svcClock) see(at int64) { c.before, c.seen = c.seen, at }
+
 // begin records that pid began a period of the given parity at packet at: the service's period
-// changes when its parity does. It returns the length of the service period that ended, in
-// packets, when both its ends were seen (0 otherwise).
+// changes when its parity does. It returns the length of the period that ended when it knows
+// it: both its ends were seen promptly (the service's packet before each came within an
+// eighth of the length) and another PID shared its start (not a glitch); else 0.
 func (c *svcClock) begin(pid uint16, odd bool, at int64) (length int64) {
 	if c.odd == parityBit(odd) {
 		c.shared = c.shared || pid != c.by
 		return 0
 	}
-	if c.n >= 2 {
-		length = at - c.latest()
+	if c.n > 0 && c.shared {
+		if n := at - c.latest(); 8*max(c.latestGap, at-c.before) <= n {
+			length = n
+		}
 	}
+	c.latestGap = at - c.before
 	c.odd = parityBit(odd)
 	c.starts[c.n%svcClockStarts] = at
 	c.n++
@@ -247,6 +283,7 @@ func (c *svcClock) retract(pid uint16, at int64) {
 	if c.n == 0 || c.latest() != at || c.by != pid || c.shared {
 		return
 	}
+	c.placedN[c.n%svcClockStarts] = 0
 	c.n--
 	c.odd ^= 1
 	if c.n == 0 {
@@ -289,10 +326,10 @@ func parityBit(odd bool) int8 {
 func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	pk := cl.pidKeys(pid)
 	last := pk.last
-	pk.last = cl.packet
+	pk.last, pk.gap = cl.packet, cl.packet-last
 	if pk.cur < 0 {
 		if pk.svc != nil {
-			pk.svc.seen = cl.packet
+			pk.svc.see(cl.packet)
 		}
 		return cl.startPeriod(pk, pid, odd, -1, 1)
 	}
@@ -302,7 +339,7 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	// packet since its last one: they say how many periods began (steps).
 	watched := pk.svc != nil && pk.svc.born <= last && pk.svc.seen > last
 	if pk.svc != nil {
-		pk.svc.seen = cl.packet
+		pk.svc.see(cl.packet)
 	}
 	if cur.odd == odd {
 		if cur.tentative {
@@ -311,6 +348,12 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		if steps >= 2 {
 			// Silent over a whole period or more: its siblings say how many.
 			return cl.startPeriod(pk, pid, odd, pk.cur, steps)
+		}
+		if cl.missedUncounted(pk, last, odd, 2) || cl.silentAcross(pk, last, odd) {
+			// Silent while its service began two periods or more, since before the
+			// service's clock began: how many is not known. Its siblings' keys, or its
+			// next unit start, place the period.
+			return cl.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
 		if !cl.keys.Fixed() && (ccBreak || cl.packet-last > cl.minPeriod/2 && !watched) {
 			// Packets lost, two streams spliced, or a silence that no sibling watched long
@@ -344,7 +387,41 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	}
 	idx := cl.startPeriod(pk, pid, odd, pk.cur, max(steps, 1))
 	pk.prevLast = last
+	if steps == 0 && cl.missedUncounted(pk, last, odd, 3) {
+		// A change of parity after a silence over which its service began three periods
+		// or more, not counted: the list's next key would be a guess.
+		if p := &cl.periods[idx]; p.state == periodOpen && !cl.placeBySiblings(p) {
+			p.unplaced = true
+		}
+	}
 	return idx
+}
+
+// silentAcross reports whether pid, back in the parity of its last packet, was silent across a
+// change of its service to the other parity that came well before this packet (lagLimit): it
+// is not a PID that changes a few packets after its siblings, and it may have missed two
+// changes of key that no sibling's packet showed. Which is not known: its siblings' keys, or
+// its next unit start, place the period.
+func (cl *classifier) silentAcross(pk *pidKeys, last int64, odd bool) bool {
+	svc := pk.svc
+	if svc == nil || cl.keys.Fixed() || svc.odd < 0 || svc.odd == parityBit(odd) {
+		return false
+	}
+	changed := svc.latest()
+	return changed > last && cl.packet-changed > lagLimit
+}
+
+// lagLimit is how many packets after its siblings a PID may change parity and still be in the
+// period its siblings left: scramblers switch the PIDs of a service together, give or take
+// the packets in flight.
+const lagLimit = 64
+
+// missedUncounted reports whether pid's service, whose current parity is odd's, began at
+// least n periods since pid's packet number last, without its clock having watched all that
+// time (it began with the PMT, after last): pid missed changes of key that no one counted.
+func (cl *classifier) missedUncounted(pk *pidKeys, last int64, odd bool, n int) bool {
+	svc := pk.svc
+	return svc != nil && !cl.keys.Fixed() && svc.born > last && svc.odd == parityBit(odd) && svc.since(last) >= n
 }
 
 // siblingSteps returns how many crypto periods pid's service began between pid's packet number
@@ -378,7 +455,7 @@ func (cl *classifier) siblingSteps(pk *pidKeys, last int64, was, odd bool) int {
 // where a unit start failed prev's key), and returns its index.
 func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, steps int) int32 {
 	s := cl.keys
-	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1}
+	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1, gap: pk.gap}
 	switch {
 	case prev >= 0:
 		p.pos = cl.periods[prev].pos
@@ -395,7 +472,7 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	default:
 		p.pos = s.Start(odd)
 	}
-	p.key = s.KeyAt(p.pos)
+	p.key, p.expect = s.KeyAt(p.pos), p.pos
 	p.flip = prev >= 0 && steps == 1 && odd != cl.periods[prev].odd
 	p.unplaced = prev >= 0 && steps == 0
 	pk.periods++
@@ -408,13 +485,20 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	cl.periods = append(cl.periods, p)
 	if prev >= 0 && !p.tentative {
 		if p.flip {
-			cl.learnPeriod(pk, p.first)
+			cl.learnPeriod(pk, &cl.periods[idx])
 		}
 		cl.end(prev)
 	}
-	if pk.svc != nil && steps > 0 {
-		if n := pk.svc.begin(pid, odd, cl.packet); n > 0 {
-			cl.minPeriod = min(cl.minPeriod, n)
+	if svc := pk.svc; svc != nil {
+		if steps > 0 {
+			if n := svc.begin(pid, odd, cl.packet); n > 0 {
+				cl.minPeriod = min(cl.minPeriod, n)
+			}
+		}
+		if svc.odd == parityBit(odd) {
+			np := &cl.periods[idx]
+			np.svcN = int32(svc.n)
+			cl.placeBySiblings(np)
 		}
 	}
 	pk.prev, pk.prevRun = prev, pk.run
@@ -436,23 +520,33 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	return idx
 }
 
-// learnPeriod notes, when pid's period that begins at packet at began at a change of parity
-// seen, the time since the PID's change before: the shortest crypto period of the stream
-// bounds how long a PID may be silent before its key may have changed unseen.
-func (cl *classifier) learnPeriod(pk *pidKeys, at int64) {
+// learnPeriod notes the time from the PID's change of parity before to the one that began
+// period p: the shortest crypto period of the stream bounds how long a PID may be silent
+// before its key may have changed unseen. Only changes seen promptly count (the PID's packet
+// before each came within an eighth of that time): one seen after a silence began earlier.
+func (cl *classifier) learnPeriod(pk *pidKeys, p *period) {
 	if pk.lastFlip > 0 {
-		cl.minPeriod = min(cl.minPeriod, at-pk.lastFlip)
+		if n := p.first - pk.lastFlip; 8*max(pk.lastFlipGap, p.gap) <= n {
+			cl.minPeriod = min(cl.minPeriod, n)
+		}
 	}
-	pk.lastFlip = at
+	pk.lastFlip, pk.lastFlipGap = p.first, p.gap
 }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
-// CA system's, the schedule's key otherwise.
+// CA system's; the schedule's key where the schedule or the PID's siblings place it; left as
+// it came otherwise (periodUnplaced).
 func (cl *classifier) decideUnchecked(p *period, pk *pidKeys) {
-	if pk.foreign {
+	switch {
+	case pk.foreign:
 		cl.decide(p, periodNoFit)
-	} else {
+	case cl.keys.Fixed() || cl.keys.NumCWs() <= 1 || pk.inStep || cl.placeBySiblings(p):
 		cl.decide(p, periodUnchecked)
+	default:
+		// A PID whose periods did not follow the list in order (its last fit needed a
+		// search: two services' lists in one file, a list with lines missing), and that no
+		// sibling places: the list's next key would be a guess.
+		cl.decide(p, periodUnplaced)
 	}
 }
 
@@ -464,7 +558,7 @@ func (cl *classifier) confirm(idx int32) {
 	pk := cl.pk[p.pid]
 	if pk.prev >= 0 {
 		if p.flip {
-			cl.learnPeriod(pk, p.first)
+			cl.learnPeriod(pk, p)
 		}
 		cl.end(pk.prev)
 		pk.prev = -1
@@ -528,6 +622,9 @@ func (cl *classifier) endNow(idx int32) {
 			return
 		}
 	}
+	if p.attempts == 0 {
+		cl.placeBySiblings(p)
+	}
 	switch {
 	case p.attempts > 0:
 		cl.decide(p, periodNoFit)
@@ -538,6 +635,23 @@ func (cl *classifier) endNow(idx int32) {
 	default:
 		cl.decideUnchecked(p, cl.pk[p.pid])
 	}
+}
+
+// placeBySiblings gives period p the ring position a sibling's checked unit start fitted in the
+// same period of their service, if one did: the PIDs of a service share their keys, so that
+// places a period its own packets cannot (nothing to check, a silence before it), and is the
+// first key to try on its unit starts. It reports whether it did.
+func (cl *classifier) placeBySiblings(p *period) bool {
+	svc := cl.pk[p.pid].svc
+	if svc == nil || p.svcN == 0 || cl.keys.Fixed() {
+		return false
+	}
+	pos, ok := svc.placement(int(p.svcN))
+	if !ok {
+		return false
+	}
+	p.pos, p.key, p.unplaced = pos, cl.keys.KeyAt(pos), false
+	return true
 }
 
 // offerUnitStart is called for a scrambled payload of period idx that starts a PES packet or a
@@ -577,6 +691,7 @@ func (cl *classifier) check(idx int32, u unitStart) {
 	p := &cl.periods[idx]
 	pk := cl.pk[p.pid]
 	payload := u.c.buf[u.off:u.end]
+	cl.placeBySiblings(p)
 	if p.key != keys.NoKey {
 		switch cl.trial(p.key, payload, u.carriage) {
 		case trialGood:
@@ -675,6 +790,17 @@ func (cl *classifier) recheck() {
 // to a key other than the expected one.
 func (cl *classifier) fit(p *period, pk *pidKeys, pos int, moved bool) {
 	p.pos, p.key = pos, cl.keys.KeyAt(pos)
+	if pk.svc != nil && p.svcN > 0 {
+		pk.svc.place(int(p.svcN), pos)
+	}
+	// The list is followed in order when, at a change of parity, the next key of the list
+	// fitted; not when a search, or a sibling, found another.
+	switch {
+	case pos != p.expect:
+		pk.inStep = false
+	case p.flip && pk.everFit:
+		pk.inStep = true
+	}
 	first := !pk.everFit
 	pk.everFit = true
 	cl.haveHint, cl.hintPos, cl.hintOdd = true, pos, p.odd
