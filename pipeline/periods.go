@@ -377,6 +377,13 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			cl.confirm(tentative)
 			return cl.startPeriod(pk, pid, odd, tentative, back-1)
 		}
+		if cl.pendingFits(cur) {
+			// Its unit start fits a key of its own: a period of one packet (a sparse
+			// PID), not a glitch.
+			tentative := pk.cur
+			cl.confirm(tentative)
+			return cl.startPeriod(pk, pid, odd, tentative, 1)
+		}
 		// Back to the parity of the period before after a single packet: a glitch.
 		if pk.svc != nil {
 			pk.svc.retract(pid, cur.first)
@@ -415,6 +422,23 @@ func (cl *classifier) silentAcross(pk *pidKeys, last int64, odd bool) bool {
 // period its siblings left: scramblers switch the PIDs of a service together, give or take
 // the packets in flight.
 const lagLimit = 64
+
+// pendingFits reports whether a unit start a tentative period holds fits its expected key, or,
+// after a search, another key of the schedule: then it was no glitch.
+func (cl *classifier) pendingFits(p *period) bool {
+	for _, u := range p.pending[:p.npending] {
+		payload := u.c.buf[u.off:u.end]
+		if p.key != keys.NoKey && cl.trial(p.key, payload, u.carriage) == trialGood {
+			return true
+		}
+		if _, ok := cl.keys.Sync(p.pos, nearSearch, func(k int) bool {
+			return cl.trial(k, payload, u.carriage) == trialGood
+		}); ok {
+			return true
+		}
+	}
+	return false
+}
 
 // missedUncounted reports whether pid's service, whose current parity is odd's, began at
 // least n periods since pid's packet number last, without its clock having watched all that
