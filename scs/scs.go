@@ -68,6 +68,7 @@ type Stats struct {
 	Periods       int64 // crypto periods begun
 	Held          int64 // period starts put off for want of an ECM carrying the period's CW
 	ECMs          int64 // ECM_responses received
+	ECMRefused    int64 // of which refused: bad size, bad TS packets, a period not asked for
 	ECMPackets    int64 // ECM packets put in the stream
 	Replaced      int64 // of which in the place of null packets
 	Inserted      int64 // and inserted between the input's packets
@@ -123,7 +124,8 @@ type Stage struct {
 	lostAt   time.Time // when the ECMG was last lost
 	lastTry  time.Time
 	redial   chan *simulcrypt.Client // a reconnection under way
-	refused  bool                    // a stream_error came that no awaited ECM has answered for yet
+	refused  bool                    // the ECMG refused an ECM that no awaited ECM has answered for yet
+	notes    int                     // refused ECMs logged
 
 	tracker    *psi.Tracker
 	generation uint64
@@ -499,14 +501,14 @@ func (s *Stage) await(n int64) ([]byte, bool) {
 			if s.report(err); s.client == nil {
 				return nil, false
 			}
-			if s.refused {
-				// The ECMG answers CW_provisions in turn: this was its answer.
-				s.refused = false
-				s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
-				return nil, false
-			}
 		case <-timer.C:
 			s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d within %v: %s", n, s.cfg.ECMTimeout, s.keepsRepeating()))
+			return nil, false
+		}
+		if s.refused {
+			// The ECMG answers CW_provisions in turn: this was its answer.
+			s.refused = false
+			s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
 			return nil, false
 		}
 	}
@@ -539,10 +541,87 @@ func (s *Stage) poll() {
 	}
 }
 
+// take keeps an ECM for its period, unless it is refused: one for a period not asked for, or
+// one that would not go into the stream as it is (see checkECM). A refused ECM counts as the
+// ECMG's answer for the period awaited, as a stream_error does.
 func (s *Stage) take(e simulcrypt.ECM) {
 	s.st.ECMs++
-	s.ecms[int64(e.CP)|s.period&^0xFFFF] = e.Datagram
-	delete(s.ecms, s.onAir-4)
+	ref := max(s.period, 0)
+	k := ref + int64(int16(e.CP-uint16(ref))) // the period nearest the one at hand with this CP_number
+	why := ""
+	switch {
+	case k < ref-4:
+		return // an answer too late to be of use
+	case k > ref+4:
+		why = "a crypto period not asked for"
+	default:
+		why = s.checkECM(e.Datagram)
+	}
+	if why != "" {
+		s.st.ECMRefused++
+		s.refused = s.refused || k <= ref+4
+		if s.notes++; s.notes <= 10 {
+			s.cfg.Log(fmt.Sprintf("ECM for crypto period %d refused: %s", int64(e.CP), why))
+		}
+		return
+	}
+	s.ecms[k] = e.Datagram
+	for n := range s.ecms {
+		if n < ref-4 {
+			delete(s.ecms, n)
+		}
+	}
+}
+
+// The largest ECM taken: a private section may hold 4096 bytes (ISO/IEC 13818-1, 2.4.4.10),
+// which 23 TS packets carry. The ECM repeats every ECM_rep_period: an ECMG that sent more would
+// crowd the stream out.
+const (
+	maxECMBytes   = 4096
+	maxECMPackets = 23
+)
+
+// checkECM says why an ECM_datagram cannot go into the stream as it is, or "". Sections must
+// follow one another whole (0xFF stuffing may end them); TS packets must be whole, with a sync
+// byte, a section start in the first, and an adaptation_field_control that is not reserved.
+// Their header is the SCS's anyway (emit sets the PID, TSC 00 and the continuity_counter).
+func (s *Stage) checkECM(d []byte) string {
+	if !s.params.Packets {
+		if len(d) > maxECMBytes {
+			return fmt.Sprintf("%d bytes, more than a section may hold (%d)", len(d), maxECMBytes)
+		}
+		for i := 0; i < len(d) && d[i] != 0xFF; {
+			if i+3 > len(d) {
+				return fmt.Sprintf("a section header cut short at byte %d of %d", i, len(d))
+			}
+			n := 3 + (int(d[i+1]&0x0F)<<8 | int(d[i+2]))
+			if i+n > len(d) {
+				return fmt.Sprintf("a section of %d bytes at byte %d of %d", n, i, len(d))
+			}
+			i += n
+		}
+		return ""
+	}
+	if len(d)%ts.PacketSize != 0 {
+		return fmt.Sprintf("section_TSpkt_flag 1, and %d bytes are not whole TS packets", len(d))
+	}
+	if len(d) > maxECMPackets*ts.PacketSize {
+		return fmt.Sprintf("%d TS packets, more than a section may fill (%d)", len(d)/ts.PacketSize, maxECMPackets)
+	}
+	for i := 0; i < len(d); i += ts.PacketSize {
+		p := d[i : i+ts.PacketSize]
+		switch {
+		case p[0] != ts.SyncByte:
+			return fmt.Sprintf("TS packet %d has sync byte %#02x", i/ts.PacketSize, p[0])
+		case p[3]&0x30 == 0:
+			return fmt.Sprintf("TS packet %d has the reserved adaptation_field_control 00", i/ts.PacketSize)
+		case p[3]&0x20 != 0 && int(p[4]) > ts.PacketSize-5:
+			return fmt.Sprintf("TS packet %d has an adaptation field of %d bytes", i/ts.PacketSize, p[4])
+		case i == 0 && !ts.PUSI(p):
+			return "the first TS packet starts no section"
+		}
+	}
+	return ""
 }
 
 // report notes an error of the ECMG; the loss of the connection ends the client.
@@ -651,8 +730,10 @@ func (s *Stage) queue(d []byte) {
 	}
 }
 
-// emit appends one ECM packet in the framing of the stream, with the ECM PID and the next
-// continuity_counter.
+// emit appends one ECM packet in the framing of the stream. Its header is the SCS's, whatever
+// the ECMG put there: the ECM PID, no transport_error_indicator or priority, TSC 00 (ECMs go
+// clear), and the next continuity_counter; payload_unit_start_indicator and
+// adaptation_field_control stay.
 func (s *Stage) emit(q []byte, replacing bool) {
 	fr := s.fr0
 	start := len(s.out)
@@ -663,9 +744,10 @@ func (s *Stage) emit(q []byte, replacing bool) {
 	}
 	p := u[fr.Prefix : fr.Prefix+ts.PacketSize]
 	copy(p, q)
-	p[1] = p[1]&0xE0 | byte(s.cfg.ECMPID>>8)&0x1F
+	p[0] = ts.SyncByte
+	p[1] = p[1]&0x40 | byte(s.cfg.ECMPID>>8)&0x1F
 	p[2] = byte(s.cfg.ECMPID)
-	p[3] = p[3]&0xF0 | s.cc
+	p[3] = p[3]&0x30 | s.cc
 	if p[3]&0x10 != 0 {
 		s.cc = (s.cc + 1) & 0xF
 	}

@@ -270,3 +270,61 @@ func TestStageOnlyScrambledServices(t *testing.T) {
 		}
 	}
 }
+
+// TestStageECMChecks: ECM packets get the SCS's header whatever the ECMG wrote (TSC 00, the ECM
+// PID, no transport_error_indicator, continuity); an ECM that cannot go into the stream as it
+// came (not whole packets, no sync byte, larger than a section) is refused and counted, never
+// put on air.
+func TestStageECMChecks(t *testing.T) {
+	in := synthStream(4, 1000, 7, ts.Framing188, false)
+	for _, tc := range []struct {
+		name     string
+		packets  bool
+		datagram func(cp int, d []byte) []byte
+		refused  bool
+	}{
+		{"bad header bytes", true, func(cp int, d []byte) []byte {
+			for i := 0; i < len(d); i += 188 {
+				d[i+1], d[i+3] = 0x80|d[i+1]&0x40|0x2A, 0xC0|d[i+3]&0x30|5
+			}
+			return d
+		}, false},
+		{"bad sync byte", true, func(cp int, d []byte) []byte {
+			if cp >= 2 {
+				d[0] = 0x46
+			}
+			return d
+		}, true},
+		{"100 bytes", true, func(cp int, d []byte) []byte {
+			if cp >= 2 {
+				return d[:100]
+			}
+			return d
+		}, true},
+		{"65 kB", false, func(cp int, d []byte) []byte {
+			if cp >= 2 {
+				return append(d, make([]byte, 65000)...)
+			}
+			return d
+		}, true},
+	} {
+		addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, Packets: tc.packets, Datagram: tc.datagram})
+		out, s, _ := runStage(t, in, Config{CPDuration: time.Second, ECMPID: ecmPID, ECMG: &simulcrypt.Config{Addr: addr, SuperCASID: 0x4ADC0000}})
+		st := s.Stats()
+		if tc.refused != (st.ECMRefused > 0) || st.ECMPackets == 0 {
+			t.Errorf("%s: stats %+v", tc.name, st)
+		}
+		lastCC := -1
+		for i := 0; i < len(out); i += 188 {
+			p := out[i : i+188]
+			if ts.PID(p) != ecmPID {
+				continue
+			}
+			cc := int(p[3] & 0xF)
+			if p[0] != 0x47 || p[1]&0xA0 != 0 || ts.TSC(p) != ts.Clear || !ts.PUSI(p) || lastCC >= 0 && cc != (lastCC+1)&0xF {
+				t.Fatalf("%s: ECM packet % X", tc.name, p[:6])
+			}
+			lastCC = cc
+		}
+	}
+}
