@@ -111,21 +111,22 @@ type Stage struct {
 	cws    map[int64][]byte
 
 	// ECMs: datagrams by CP, the one on air and when it repeats.
-	ecms     map[int64][]byte
-	provided map[int64]bool
-	waited   map[int64]bool // CPs whose ECM was awaited in vain once: not blocked on again
-	onAir    int64
-	nextRep  time.Duration
-	pending  [][ts.PacketSize]byte
-	pendAt   time.Duration
-	cc       uint8
-	lastNull time.Duration
-	hadNull  bool
-	lostAt   time.Time // when the ECMG was last lost
-	lastTry  time.Time
-	redial   chan *simulcrypt.Client // a reconnection under way
-	refused  bool                    // the ECMG refused an ECM that no awaited ECM has answered for yet
-	notes    int                     // refused ECMs logged
+	ecms      map[int64][]byte
+	provided  map[int64]bool
+	waited    map[int64]bool // CPs whose ECM was awaited in vain once: not blocked on again
+	onAir     int64
+	nextRep   time.Duration
+	pending   [][ts.PacketSize]byte
+	pendAt    time.Duration
+	cc        uint8
+	lastNull  time.Duration
+	hadNull   bool
+	lostAt    time.Time // when the ECMG was last lost
+	lastTry   time.Time
+	redial    chan *simulcrypt.Client // a reconnection under way
+	refused   bool                    // the ECMG refused an ECM that no awaited ECM has answered for yet
+	notes     int                     // refused ECMs logged
+	leftNoted bool                    // a reconnection refused for its lead_CW and CW_per_msg was logged
 
 	tracker    *psi.Tracker
 	generation uint64
@@ -169,8 +170,28 @@ func New(ctx context.Context, r io.Reader, cfg Config) (*Stage, error) {
 			c.Close()
 			return nil, fmt.Errorf("the ECMG wants crypto periods of %v or more (min_CP_duration)", s.params.MinCPDuration)
 		}
+		if err := CheckCWs(s.params); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// CheckCWs refuses the lead_CW and CW_per_msg of a channel_status that no receiver could
+// follow. The ECM of crypto period n carries the CWs of periods n+lead_CW-CW_per_msg+1 to
+// n+lead_CW, and a receiver keeps one even and one odd CW, from the last ECM it read: the ECM
+// of a period must carry that period's CW (lead_CW < CW_per_msg), and no two CWs of one parity
+// (CW_per_msg at most 2). What is left: lead_CW 0 with CW_per_msg 1 or 2, lead_CW 1 with
+// CW_per_msg 2.
+func CheckCWs(p simulcrypt.ChannelParams) error {
+	switch {
+	case p.LeadCW >= p.CWPerMsg:
+		return fmt.Errorf("the ECMG's lead_CW %d and CW_per_msg %d: the ECM of a crypto period would not carry the CW of that period, and no receiver could descramble it", p.LeadCW, p.CWPerMsg)
+	case p.CWPerMsg > 2:
+		return fmt.Errorf("the ECMG's lead_CW %d and CW_per_msg %d: an ECM would carry two CWs of one parity, of which a receiver, holding one even and one odd CW, can keep one", p.LeadCW, p.CWPerMsg)
+	}
+	return nil
 }
 
 // Stats returns what the Stage did so far.
@@ -654,7 +675,8 @@ func (s *Stage) lost(err error) {
 }
 
 // reconnect tries the ECMG again in the background, at most once a second of wall time, so
-// that the stream never waits on it; poll takes the new client when it is there.
+// that the stream never waits on it; poll takes the new client when it is there. A channel
+// whose lead_CW and CW_per_msg no receiver could follow is not taken.
 func (s *Stage) reconnect() {
 	if s.cfg.ECMG == nil {
 		return
@@ -664,6 +686,14 @@ func (s *Stage) reconnect() {
 		case c := <-s.redial:
 			s.redial = nil
 			if c == nil {
+				return
+			}
+			if err := CheckCWs(c.Params()); err != nil {
+				if !s.leftNoted {
+					s.leftNoted = true
+					s.cfg.Log(fmt.Sprintf("the ECMG is back, but %v: it is left (this is the only such note)", err))
+				}
+				c.Close()
 				return
 			}
 			s.client, s.params = c, c.Params()

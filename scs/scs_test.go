@@ -328,3 +328,15 @@ func TestStageECMChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCWs: the lead_CW and CW_per_msg a receiver with one even and one odd CW can follow.
+func TestCheckCWs(t *testing.T) {
+	for lead := range 4 {
+		for per := 1; per <= 4; per++ {
+			want := lead == 0 && per <= 2 || lead == 1 && per == 2
+			if err := CheckCWs(simulcrypt.ChannelParams{LeadCW: lead, CWPerMsg: per}); (err == nil) != want {
+				t.Errorf("lead_CW %d, CW_per_msg %d: %v", lead, per, err)
+			}
+		}
+	}
+}
