@@ -225,12 +225,23 @@ func TestStageNoECMG(t *testing.T) {
 }
 
 // TestStageDelayStartSign: TS 103 197's delay_start is the time from the start of a crypto
-// period to its ECM going on air; negative, the ECM goes ahead of the period. Measured here in
-// packets of a stream of 1000 packets a second.
+// period to its ECM going on air; negative, the ECM goes ahead of the period, when it carries
+// the CW of the period on air (lead_CW 0, CW_per_msg 2: the CWs of the period before and its
+// own). With lead_CW 1 the ECM of the next period carries the CW after it, of the parity on
+// air: it waits for its period. Measured here in packets of a stream of 1000 packets a second.
 func TestStageDelayStartSign(t *testing.T) {
-	for _, delay := range []time.Duration{-500 * time.Millisecond, 200 * time.Millisecond} {
+	for _, tc := range []struct {
+		delay, want  time.Duration
+		lead, perMsg int
+	}{
+		{-500 * time.Millisecond, -500 * time.Millisecond, 0, 2},
+		{-500 * time.Millisecond, 0, 1, 2},
+		{200 * time.Millisecond, 200 * time.Millisecond, 1, 2},
+	} {
+		delay := tc.delay
 		in := synthStream(7, 1000, 7, ts.Framing188, false)
-		addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, DelayStart: delay, RepPeriod: 300 * time.Millisecond})
+		addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, DelayStart: delay, RepPeriod: 300 * time.Millisecond,
+			LeadCW: tc.lead, CWPerMsg: tc.perMsg})
 		out, _, starts := runStage(t, in, Config{CPDuration: 2 * time.Second, ECMPID: ecmPID,
 			ECMG: &simulcrypt.Config{Addr: addr, SuperCASID: 0x4ADC0000}})
 		var firsts []int64 // output packet number of the first ECM of each period
@@ -247,8 +258,8 @@ func TestStageDelayStartSign(t *testing.T) {
 		}
 		for n := 1; n < 4; n++ {
 			got := firsts[n] - starts[n].packet // packets, that is ms
-			if want := delay.Milliseconds(); got < want-10 || got > want+10 {
-				t.Errorf("delay %v: the ECM of period %d goes out %d ms after the period starts", delay, n, got)
+			if want := tc.want.Milliseconds(); got < want-10 || got > want+10 {
+				t.Errorf("delay %v, lead_CW %d: the ECM of period %d goes out %d ms after the period starts, want %d", delay, tc.lead, n, got, want)
 			}
 		}
 	}
@@ -326,6 +337,39 @@ func TestStageECMChecks(t *testing.T) {
 			}
 			lastCC = cc
 		}
+	}
+}
+
+// TestStageFirstECM: before the first ECM nothing goes out scrambled. A silent ECMG stops the
+// stream after ECMWait (ErrNoECM); with SendClear the stream goes out as it came, PMT included,
+// no period begun, every packet counted clear; an ECM that comes late opens the stream with
+// the ECM first.
+func TestStageFirstECM(t *testing.T) {
+	in := synthStream(1, 1000, 0, ts.Framing188, false)
+	silent := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, Silent: true})
+	s, err := New(context.Background(), bytes.NewReader(in), Config{CPDuration: 100 * time.Millisecond, ECMPID: ecmPID,
+		ECMWait: 200 * time.Millisecond, NextCW: func() ([]byte, error) { return make([]byte, 8), nil },
+		ECMG: &simulcrypt.Config{Addr: silent, SuperCASID: 0x4ADC0000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := io.ReadAll(s); !errors.Is(err, ErrNoECM) || len(out) != 0 || s.Stats().Periods != 0 {
+		t.Fatalf("hold: %d bytes, %v, %+v", len(out), err, s.Stats())
+	}
+	s.Close()
+
+	silent = fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, Silent: true})
+	out, s, starts := runStage(t, in, Config{CPDuration: 100 * time.Millisecond, ECMPID: ecmPID, ECMWait: -1, SendClear: true,
+		ECMG: &simulcrypt.Config{Addr: silent, SuperCASID: 0x4ADC0000}})
+	if st := s.Stats(); !bytes.Equal(out, in) || len(starts) != 0 || st.Clear != int64(len(in)/188) || st.PMTSignalled != 0 {
+		t.Fatalf("clear: %d starts, stats %+v", len(starts), st)
+	}
+
+	late := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: 0, Late: 300 * time.Millisecond})
+	out, s, starts = runStage(t, in, Config{CPDuration: 100 * time.Millisecond, ECMPID: ecmPID,
+		ECMG: &simulcrypt.Config{Addr: late, SuperCASID: 0x4ADC0000}})
+	if st := s.Stats(); len(starts) == 0 || starts[0].packet != 2 || ts.PID(out) != ecmPID || st.Clear != 0 {
+		t.Fatalf("late: starts %v, first PID %#x, stats %+v", starts, ts.PID(out), st)
 	}
 }
 
