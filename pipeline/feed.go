@@ -37,7 +37,9 @@ type feedStart struct {
 }
 
 // Start says that the next crypto period begins at the packet-th packet unit the run reads
-// (counting from 1, as ts.Framer yields them) and is scrambled with cw.
+// (counting from 1, as ts.Framer yields them) and is scrambled with cw. A nil cw begins a
+// period whose packets pass clear: a stage whose first period is odd starts one of no packet
+// before it, to keep the parity of its crypto period numbers.
 func (f *PeriodFeed) Start(packet int64, cw []byte) {
 	f.mu.Lock()
 	f.starts = append(f.starts, feedStart{packet, append([]byte(nil), cw...)})
@@ -64,11 +66,14 @@ func (fp *fedPeriods) at(cs *ciphers, packet int64) (scrambling.Key, bool) {
 	f.mu.Lock()
 	fp.seen = f.pushed.Load()
 	for len(f.starts) > 0 && f.starts[0].packet <= packet {
-		k, err := cs.out.NewKey(f.starts[0].cw)
-		if err != nil && f.err == nil {
-			f.err = fmt.Errorf("crypto period %d: %w", fp.period+1, err)
+		var k scrambling.Key
+		if cw := f.starts[0].cw; cw != nil {
+			var err error
+			if k, err = cs.out.NewKey(cw); err != nil && f.err == nil {
+				f.err = fmt.Errorf("crypto period %d: %w", fp.period+1, err)
+			}
 		}
-		fp.key = k // nil when refused: the period's packets stay clear
+		fp.key = k // nil when refused or not given: the period's packets stay clear
 		fp.period++
 		f.starts[0].cw = nil
 		f.starts = f.starts[1:]

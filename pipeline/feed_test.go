@@ -111,3 +111,33 @@ func TestPeriodFeedRefusedCW(t *testing.T) {
 		}
 	}
 }
+
+// TestPeriodFeedNoCW: a period started without a CW passes its packets clear, with no error,
+// and counts for the parity: a first period of no packet makes the next one odd.
+func TestPeriodFeedNoCW(t *testing.T) {
+	in := makeUnits(20, ts.Framing188, rand.New(rand.NewPCG(5, 6)))
+	for i := range 20 {
+		in[i*188+1], in[i*188+2] = 0x01, 0x00
+	}
+	feed := new(PeriodFeed)
+	feed.Start(1, nil)
+	feed.Start(1, []byte{1, 2, 3, 6, 5, 6, 7, 18})
+	feed.Start(11, nil)
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), bytes.NewReader(in), &out, Options{Mode: Scramble, PIDs: []uint16{0x100}, Out: &Output{Feed: feed}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.Err(); err != nil {
+		t.Fatalf("a period without CW is an error: %v", err)
+	}
+	for i := range 20 {
+		got, orig := out.Bytes()[i*188:(i+1)*188], in[i*188:(i+1)*188]
+		if i >= 10 {
+			if !bytes.Equal(got, orig) {
+				t.Fatalf("packet %d of the period without CW changed", i+1)
+			}
+		} else if ts.TSC(got) != ts.Odd {
+			t.Fatalf("packet %d: TSC %v, want odd after a first period of no packet", i+1, ts.TSC(got))
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 func asErrorReply(err error, er **simulcrypt.ErrorReply) bool { return errors.As(err, er) }
 
 // signalPMT follows the PAT and PMTs and writes the CA_descriptor into the PMT sections of the
-// scrambled services that start and end in packet p, in place. A packet keeps its size, so a
+// scrambled services that start and end in packet p, in place, once a crypto period has begun. A packet keeps its size, so a
 // section grows only into the stuffing after it; a section that spans packets or has no room is
 // left as it came, counted, and the first one logged.
 func (s *Stage) signalPMT(p []byte, pid uint16) {
@@ -28,6 +28,9 @@ func (s *Stage) signalPMT(p []byte, pid uint16) {
 	}
 	if pid == psi.PATPID || !s.tracker.IsPMTPID(pid) || !ts.PUSI(p) || ts.TSC(p) != ts.Clear {
 		return
+	}
+	if s.period < 0 {
+		return // no ECM yet: the stream goes out clear, and no PMT claims otherwise
 	}
 	off, ok := ts.PayloadOffset(p)
 	if !ok || off >= ts.PacketSize {

@@ -225,12 +225,23 @@ func TestStageNoECMG(t *testing.T) {
 }
 
 // TestStageDelayStartSign: TS 103 197's delay_start is the time from the start of a crypto
-// period to its ECM going on air; negative, the ECM goes ahead of the period. Measured here in
-// packets of a stream of 1000 packets a second.
+// period to its ECM going on air; negative, the ECM goes ahead of the period, when it carries
+// the CW of the period on air (lead_CW 0, CW_per_msg 2: the CWs of the period before and its
+// own). With lead_CW 1 the ECM of the next period carries the CW after it, of the parity on
+// air: it waits for its period. Measured here in packets of a stream of 1000 packets a second.
 func TestStageDelayStartSign(t *testing.T) {
-	for _, delay := range []time.Duration{-500 * time.Millisecond, 200 * time.Millisecond} {
+	for _, tc := range []struct {
+		delay, want  time.Duration
+		lead, perMsg int
+	}{
+		{-500 * time.Millisecond, -500 * time.Millisecond, 0, 2},
+		{-500 * time.Millisecond, 0, 1, 2},
+		{200 * time.Millisecond, 200 * time.Millisecond, 1, 2},
+	} {
+		delay := tc.delay
 		in := synthStream(7, 1000, 7, ts.Framing188, false)
-		addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, DelayStart: delay, RepPeriod: 300 * time.Millisecond})
+		addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, DelayStart: delay, RepPeriod: 300 * time.Millisecond,
+			LeadCW: tc.lead, CWPerMsg: tc.perMsg})
 		out, _, starts := runStage(t, in, Config{CPDuration: 2 * time.Second, ECMPID: ecmPID,
 			ECMG: &simulcrypt.Config{Addr: addr, SuperCASID: 0x4ADC0000}})
 		var firsts []int64 // output packet number of the first ECM of each period
@@ -247,8 +258,8 @@ func TestStageDelayStartSign(t *testing.T) {
 		}
 		for n := 1; n < 4; n++ {
 			got := firsts[n] - starts[n].packet // packets, that is ms
-			if want := delay.Milliseconds(); got < want-10 || got > want+10 {
-				t.Errorf("delay %v: the ECM of period %d goes out %d ms after the period starts", delay, n, got)
+			if want := tc.want.Milliseconds(); got < want-10 || got > want+10 {
+				t.Errorf("delay %v, lead_CW %d: the ECM of period %d goes out %d ms after the period starts, want %d", delay, tc.lead, n, got, want)
 			}
 		}
 	}
@@ -267,6 +278,109 @@ func TestStageOnlyScrambledServices(t *testing.T) {
 	for i := 0; i < len(out); i += 188 {
 		if ts.PID(out[i:]) == pmtPID && !bytes.Equal(out[i:i+188], in[188:376]) {
 			t.Fatal("the PMT of a service left clear was changed")
+		}
+	}
+}
+
+// TestStageECMChecks: ECM packets get the SCS's header whatever the ECMG wrote (TSC 00, the ECM
+// PID, no transport_error_indicator, continuity); an ECM that cannot go into the stream as it
+// came (not whole packets, no sync byte, larger than a section) is refused and counted, never
+// put on air.
+func TestStageECMChecks(t *testing.T) {
+	in := synthStream(4, 1000, 7, ts.Framing188, false)
+	for _, tc := range []struct {
+		name     string
+		packets  bool
+		datagram func(cp int, d []byte) []byte
+		refused  bool
+	}{
+		{"bad header bytes", true, func(cp int, d []byte) []byte {
+			for i := 0; i < len(d); i += 188 {
+				d[i+1], d[i+3] = 0x80|d[i+1]&0x40|0x2A, 0xC0|d[i+3]&0x30|5
+			}
+			return d
+		}, false},
+		{"bad sync byte", true, func(cp int, d []byte) []byte {
+			if cp >= 2 {
+				d[0] = 0x46
+			}
+			return d
+		}, true},
+		{"100 bytes", true, func(cp int, d []byte) []byte {
+			if cp >= 2 {
+				return d[:100]
+			}
+			return d
+		}, true},
+		{"65 kB", false, func(cp int, d []byte) []byte {
+			if cp >= 2 {
+				return append(d, make([]byte, 65000)...)
+			}
+			return d
+		}, true},
+	} {
+		addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, Packets: tc.packets, Datagram: tc.datagram})
+		out, s, _ := runStage(t, in, Config{CPDuration: time.Second, ECMPID: ecmPID, ECMG: &simulcrypt.Config{Addr: addr, SuperCASID: 0x4ADC0000}})
+		st := s.Stats()
+		if tc.refused != (st.ECMRefused > 0) || st.ECMPackets == 0 {
+			t.Errorf("%s: stats %+v", tc.name, st)
+		}
+		lastCC := -1
+		for i := 0; i < len(out); i += 188 {
+			p := out[i : i+188]
+			if ts.PID(p) != ecmPID {
+				continue
+			}
+			cc := int(p[3] & 0xF)
+			if p[0] != 0x47 || p[1]&0xA0 != 0 || ts.TSC(p) != ts.Clear || !ts.PUSI(p) || lastCC >= 0 && cc != (lastCC+1)&0xF {
+				t.Fatalf("%s: ECM packet % X", tc.name, p[:6])
+			}
+			lastCC = cc
+		}
+	}
+}
+
+// TestStageFirstECM: before the first ECM nothing goes out scrambled. A silent ECMG stops the
+// stream after ECMWait (ErrNoECM); with SendClear the stream goes out as it came, PMT included,
+// no period begun, every packet counted clear; an ECM that comes late opens the stream with
+// the ECM first.
+func TestStageFirstECM(t *testing.T) {
+	in := synthStream(1, 1000, 0, ts.Framing188, false)
+	silent := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, Silent: true})
+	s, err := New(context.Background(), bytes.NewReader(in), Config{CPDuration: 100 * time.Millisecond, ECMPID: ecmPID,
+		ECMWait: 200 * time.Millisecond, NextCW: func() ([]byte, error) { return make([]byte, 8), nil },
+		ECMG: &simulcrypt.Config{Addr: silent, SuperCASID: 0x4ADC0000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := io.ReadAll(s); !errors.Is(err, ErrNoECM) || len(out) != 0 || s.Stats().Periods != 0 {
+		t.Fatalf("hold: %d bytes, %v, %+v", len(out), err, s.Stats())
+	}
+	s.Close()
+
+	silent = fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, Silent: true})
+	out, s, starts := runStage(t, in, Config{CPDuration: 100 * time.Millisecond, ECMPID: ecmPID, ECMWait: -1, SendClear: true,
+		ECMG: &simulcrypt.Config{Addr: silent, SuperCASID: 0x4ADC0000}})
+	if st := s.Stats(); !bytes.Equal(out, in) || len(starts) != 0 || st.Clear != int64(len(in)/188) || st.PMTSignalled != 0 {
+		t.Fatalf("clear: %d starts, stats %+v", len(starts), st)
+	}
+
+	late := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: 0, Late: 300 * time.Millisecond})
+	out, s, starts = runStage(t, in, Config{CPDuration: 100 * time.Millisecond, ECMPID: ecmPID,
+		ECMG: &simulcrypt.Config{Addr: late, SuperCASID: 0x4ADC0000}})
+	if st := s.Stats(); len(starts) == 0 || starts[0].packet != 2 || ts.PID(out) != ecmPID || st.Clear != 0 {
+		t.Fatalf("late: starts %v, first PID %#x, stats %+v", starts, ts.PID(out), st)
+	}
+}
+
+// TestCheckCWs: the lead_CW and CW_per_msg a receiver with one even and one odd CW can follow.
+func TestCheckCWs(t *testing.T) {
+	for lead := range 4 {
+		for per := 1; per <= 4; per++ {
+			want := lead == 0 && per <= 2 || lead == 1 && per == 2
+			if err := CheckCWs(simulcrypt.ChannelParams{LeadCW: lead, CWPerMsg: per}); (err == nil) != want {
+				t.Errorf("lead_CW %d, CW_per_msg %d: %v", lead, per, err)
+			}
 		}
 	}
 }

@@ -119,6 +119,9 @@ func runError(err error, inPath, outPath string, out *output) error {
 		return failErr("%s: %v", name, err)
 	case errors.Is(err, scs.ErrECMPIDInUse):
 		return failErr("-ecm-pid: %v%s", err, saved)
+	case errors.Is(err, scs.ErrNoECM):
+		// -ecm-wait hold: the run stops rather than scramble with a CW no receiver can learn.
+		return failErr("-ecm-wait: %v: the stream stops rather than go out scrambled without its ECM (-ecm-wait clear sends it clear meanwhile)%s", err, saved)
 	case errors.Is(err, syscall.EPIPE) && out.stdout:
 		// The reader of our stdout went away (head, a closed player): nothing is wrong here.
 		return quietExit

@@ -38,7 +38,8 @@
 //	0      success; also when a PID no key fits (another CA system's) is left scrambled,
 //	       as long as another PID fits
 //	1      runtime failure: I/O, an input with no transport stream in it, a -service or -pid
-//	       the stream does not have
+//	       the stream does not have; with -ecmg, an ECMG that cannot be used, or a stream
+//	       that went out without its first ECM (-ecm-wait)
 //	2      usage error: a bad flag, a bad key, an unreadable key file, an output that names
 //	       an input
 //	3      the keys do not fit the stream: crypto periods, or every PID, were left scrambled,

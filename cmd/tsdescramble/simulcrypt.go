@@ -34,8 +34,34 @@ func simulcryptFlags() []cli.Flag {
 		&cli.StringFlag{Name: "ecm-pid", Category: catScrambling, Usage: "with -ecmg: the `PID` of the ECMs, decimal or 0x hex"},
 		&cli.StringFlag{Name: "access-criteria", Category: catScrambling, Usage: "with -ecmg: access criteria sent with every CW, `HEX` bytes"},
 		&cli.IntFlag{Name: "ecmg-version", Value: 2, Category: catScrambling, Usage: "with -ecmg: ECMG⇔SCS protocol `VERSION`, 2 or 3"},
+		&cli.StringFlag{Name: "ecm-wait", Value: defaultECMWait, Category: catScrambling, Usage: "with -ecmg: what the stream does before its first ECM, `hold|clear[:DURATION]`: no packet goes out scrambled before an ECM with its CW, so the stream waits up to DURATION of wall time (the input waits too); then hold stops the run, clear sends the stream clear, with no CA_descriptor, until the ECM comes; either way the exit status is 1"},
 		&cli.StringFlag{Name: "cw-log", TakesFile: true, Category: catScrambling, Usage: "with -cp-duration or -ecmg: write each crypto period's CW to `FILE` as an OSCam .cwl log (created 0600: keys are secrets), for -cw-file later"},
 	}
+}
+
+// defaultECMWait is -ecm-wait's default: a stream never goes out scrambled with a CW whose ECM
+// is not in it, nor clear unless asked; 5 s is many times an ECMG's max_comp_time.
+const defaultECMWait = "hold:5s"
+
+// parseECMWait reads -ecm-wait: hold or clear, a colon and a duration, or one of them alone.
+func parseECMWait(v string) (wait time.Duration, clear bool, err error) {
+	choice, d, hasD := strings.Cut(v, ":")
+	switch choice {
+	case "hold", "clear":
+	default:
+		// A duration alone holds.
+		choice, d, hasD = "hold", v, true
+	}
+	wait = 5 * time.Second
+	if hasD {
+		if wait, err = time.ParseDuration(d); err != nil || wait < 0 || wait > time.Hour {
+			return 0, false, usageErr("-ecm-wait: want hold or clear, then :DURATION up to 1h if not 5s (example: -ecm-wait clear:2s)")
+		}
+	}
+	if choice == "hold" && wait == 0 {
+		return 0, false, usageErr("-ecm-wait hold:0s would stop every run before its first ECM: give the ECMG some time (example: -ecm-wait hold:5s)")
+	}
+	return wait, choice == "clear", nil
 }
 
 // scsWanted reports whether the flags ask for the SimulCrypt stage.
@@ -55,10 +81,14 @@ type scsRun struct {
 	pid   uint16
 	cp    time.Duration
 	live  bool // periods on the wall clock
+	wait  string
 }
 
 // checkSCSFlags checks the flags of the stage before anything is opened.
 func checkSCSFlags(c *cli.Context) error {
+	if c.String("ecmg") == "" && c.IsSet("ecm-wait") {
+		return usageErr("-ecm-wait needs -ecmg HOST:PORT")
+	}
 	if !scsWanted(c) {
 		for _, f := range []string{"super-cas-id", "ecm-pid", "access-criteria"} {
 			if c.String(f) != "" {
@@ -96,6 +126,9 @@ func checkSCSFlags(c *cli.Context) error {
 	if v := c.Int("ecmg-version"); v != 2 && v != 3 {
 		return usageErr("-ecmg-version: want 2 or 3")
 	}
+	if _, _, err := parseECMWait(c.String("ecm-wait")); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -122,6 +155,14 @@ func startSCS(c *cli.Context, in *input, opts *pipeline.Options, sys scrambling.
 			if cfg.AccessCriteria, err = hex.DecodeString(strings.ReplaceAll(s, " ", "")); err != nil {
 				return nil, usageErr("-access-criteria: want hex bytes")
 			}
+		}
+		wait, clear, err := parseECMWait(c.String("ecm-wait"))
+		if err != nil {
+			return nil, err
+		}
+		cfg.ECMWait, cfg.SendClear, run.wait = wait, clear, c.String("ecm-wait")
+		if wait == 0 {
+			cfg.ECMWait = -1 // clear:0s: no wait at all (0 is the stage's default)
 		}
 		cfg.ECMPID, run.pid = pids[0], pids[0]
 		cfg.ECMG = &simulcrypt.Config{Addr: addr, Version: uint8(c.Int("ecmg-version")), SuperCASID: uint32(id),
@@ -214,9 +255,9 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 				r.ecmg, p.DelayStart, p.DelayStop, p.RepPeriod, p.MinCPDuration, p.LeadCW, p.CWPerMsg, p.MaxCompTime, st.ECMs))
 			logf(fmt.Sprintf("ECM PID %#04x: %d packets, %d in the place of null packets, %d inserted; CA_descriptor in %d PMT sections, %d left without",
 				r.pid, st.ECMPackets, st.Replaced, st.Inserted, st.PMTSignalled, st.PMTLeft))
-			if st.Lost > 0 || st.ECMGErrors > 0 || st.Held > 0 {
-				logf(fmt.Sprintf("ECMG trouble: lost %d times (back %d), %d error replies, %d crypto periods prolonged while no ECM carried the next CW",
-					st.Lost, st.Reconnected, st.ECMGErrors, st.Held))
+			if st.Lost > 0 || st.ECMGErrors > 0 || st.Held > 0 || st.ECMRefused > 0 || st.Skipped > 0 {
+				logf(fmt.Sprintf("ECMG trouble: lost %d times (back %d), %d error replies, %d ECMs refused, %d crypto periods prolonged while no ECM carried the next CW, %d given up before the first ECM",
+					st.Lost, st.Reconnected, st.ECMGErrors, st.ECMRefused, st.Held, st.Skipped))
 			}
 		}
 	}
@@ -225,6 +266,11 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 	}
 	if err := r.feed.Err(); err != nil {
 		return failErr("%v: that period's packets were left clear", err)
+	}
+	if st.Clear > 0 {
+		// Asked for (-ecm-wait clear), and still a failure of the head-end: a scheduler
+		// should know that the service went out unprotected.
+		return failErr("ECMG %s: no ECM came within -ecm-wait %s, and the first %d packets went out clear, without CA_descriptor", r.ecmg, r.wait, st.Clear)
 	}
 	if closeErr != nil && st.Lost == 0 {
 		logf(fmt.Sprintf("closing the ECMG channel: %v", closeErr))

@@ -45,3 +45,18 @@ func simulcryptOracle(t *testing.T, scrambled, clear []byte, cws [][]byte, pmtPI
 	sameAsClear(t, "descrambled by libdvbcsa", clear, out, pmtPID)
 	t.Logf("libdvbcsa descrambled %d crypto periods with the logged CWs", period+1)
 }
+
+// oracleName names the receiver model's descrambler.
+const oracleName = "libdvbcsa"
+
+// oracleDecrypt returns the receiver model's descrambler for cw: Debian's libdvbcsa, an
+// implementation independent of this project's, freed when t ends.
+func oracleDecrypt(t *testing.T, cw []byte) func([]byte) {
+	t.Helper()
+	k, err := dvbcsa.NewKey(cw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Free)
+	return k.Decrypt
+}

@@ -204,6 +204,10 @@ func TestSimulCryptClosedLoop(t *testing.T) {
 	}
 	sameAsClear(t, "descrambled with -ecm-xor", clear, readFile(t, clean), pmtPID)
 	simulcryptOracle(t, readFile(t, scrambled), clear, logged, pmtPID)
+	if got := receive(t, readFile(t, scrambled), clear, pmtPID); got.lost > 0 || got.badECM > 0 || got.pmtEarly {
+		t.Errorf("the receiver model: %d scrambled packets lost (the first at output packet %d), %d ECM packets dropped, a CA_descriptor before any ECM %v",
+			got.lost, got.firstLost, got.badECM, got.pmtEarly)
+	}
 }
 
 // slowReader hands out data 16 kB at a time, 4 ms apart.
@@ -243,7 +247,7 @@ func sameAsClear(t *testing.T, what string, clear, got []byte, pmtPID uint16) {
 // TestSimulCryptFaults: an ECMG that answers a CW_provision with an error and then closes the
 // connection mid-run never stops the stream: every packet goes out, the run says what happened
 // in words, the period whose ECM never came goes on with the last ECM repeating, and the
-// output still descrambles with the CW log to the clear stream.
+// output still descrambles with the CW log to the clear stream, and with the ECMs in it.
 func TestSimulCryptFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name                     string
@@ -281,6 +285,11 @@ func TestSimulCryptFaults(t *testing.T) {
 				t.Fatalf("descramble: %s", describe(r))
 			}
 			sameAsClear(t, "descrambled with the CW log", clear, readFile(t, clean), 0x1000)
+			// And by a receiver, from the ECMs alone: no ECM on air may carry a CW of the
+			// parity in use other than the current one.
+			if got := receive(t, readFile(t, scrambled), clear, 0x1000); got.lost > 0 {
+				t.Errorf("%d scrambled packets no ECM before them can descramble, the first at output packet %d", got.lost, got.firstLost)
+			}
 		})
 	}
 }
