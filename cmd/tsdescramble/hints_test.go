@@ -176,3 +176,17 @@ func TestKeyHintCases(t *testing.T) {
 		t.Errorf("one unit start, bytes reversed: got %q", h)
 	}
 }
+
+// A key given for the parity the stream is not scrambled in descrambles nothing: exit 3, with
+// the flag that gives it for the right parity, never exit 0.
+func TestKeyOfTheOtherParityOnly(t *testing.T) {
+	s := periodStream(t, []period{{tscEven, cwA, 60}})
+	r := run(t, s.input(), "-cw-odd", cwA)
+	if r.code != exitNoFit || !strings.Contains(r.stderr, "-cw-even") || r.stdout != string(s.input()) {
+		t.Fatalf("an odd key on an even-only stream: want exit %d naming -cw-even, the input unchanged: %s", exitNoFit, describe(r))
+	}
+	r = run(t, s.input(), "-cw-even", cwA)
+	if r.code != 0 || r.stdout != string(s.output()) {
+		t.Fatalf("the same key given even: %s", describe(r))
+	}
+}

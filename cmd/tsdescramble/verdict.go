@@ -53,6 +53,12 @@ func judgeKeys(st *pipeline.Stats) keyVerdict {
 		return fmt.Sprintf("%.0f%%", 100*float64(st.Descrambled+st.Short)/float64(scrambled))
 	}
 	switch {
+	case scrambled > 0 && st.Descrambled+st.Short == 0 && st.NoKey > 0 && len(fitting) == 0:
+		// Keys of one parity only, for a stream scrambled in the other: nothing was
+		// descrambled, though no key was found not to fit.
+		v.code = exitNoFit
+		v.line = fmt.Sprintf("no control word for the parity the stream is scrambled in: %d scrambled packets have no key of their parity; %s",
+			st.NoKey, parityHint(st))
 	case len(partly) > 0:
 		var per []string
 		for _, ps := range partly {
@@ -77,4 +83,15 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// parityHint names the flag that gives the stream's scrambled packets the key of their parity.
+func parityHint(st *pipeline.Stats) string {
+	switch {
+	case st.Odd == 0:
+		return "the stream is scrambled even (TSC 10) only: give its control word with -cw-even, or -cw for both parities"
+	case st.Even == 0:
+		return "the stream is scrambled odd (TSC 11) only: give its control word with -cw-odd, or -cw for both parities"
+	}
+	return "give a control word for each parity (-cw-even and -cw-odd, or -cw for both)"
 }
