@@ -69,6 +69,8 @@ type classifier struct {
 	// minPeriod is the shortest crypto period of a service seen whole, in packets: a PID
 	// silent for longer may have missed two changes of key and come back in the same parity.
 	minPeriod int64
+	// flips counts the changes of parity seen, over all PIDs.
+	flips int
 }
 
 // refreshServices gives each PID of a service with a PMT its service's period clock, after the

@@ -108,6 +108,7 @@ type pidKeys struct {
 	prevLast     int64     // that of its last packet before its current period began
 	lastFlip     int64     // that of the first packet of its latest period begun at a change of parity
 	inStep       bool      // its periods follow the list in order: from its start, or since a change of parity fitted the list's next key
+	unsure       bool      // the period being started may be more than its ring steps on (startPeriod)
 	lastFlipGap  int64     // the packets from the one before lastFlip to it
 	gap          int64     // the packets from its packet before the current one to it
 	svc          *svcClock // its service's periods, or nil
@@ -355,7 +356,7 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			// next unit start, place the period.
 			return cl.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
-		if !cl.keys.Fixed() && (ccBreak || cl.packet-last > cl.minPeriod/2 && !watched) {
+		if !cl.keys.Fixed() && (ccBreak || !watched && (cl.packet-last > cl.minPeriod/2 || cl.lateAfter(cur, last))) {
 			// Packets lost, two streams spliced, or a silence that no sibling watched long
 			// enough for the key to change twice unseen (half the shortest crypto period
 			// seen: a PID's packets may not come evenly): the key of the period may stop
@@ -392,15 +393,11 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		pk.cur, pk.run, pk.prev = pk.prev, pk.prevRun+1, -1
 		return pk.cur
 	}
+	// A change of parity after a silence over which its service began three periods or more,
+	// not counted, or one that nothing watched: the list's next key would be a guess.
+	pk.unsure = steps == 0 && (cl.missedUncounted(pk, last, odd, 3) || !watched && !cl.keys.Fixed() && cl.lateAfter(cur, last))
 	idx := cl.startPeriod(pk, pid, odd, pk.cur, max(steps, 1))
 	pk.prevLast = last
-	if steps == 0 && cl.missedUncounted(pk, last, odd, 3) {
-		// A change of parity after a silence over which its service began three periods
-		// or more, not counted: the list's next key would be a guess.
-		if p := &cl.periods[idx]; p.state == periodOpen && !cl.placeBySiblings(p) {
-			p.unplaced = true
-		}
-	}
 	return idx
 }
 
@@ -417,6 +414,22 @@ func (cl *classifier) silentAcross(pk *pidKeys, last int64, odd bool) bool {
 	changed := svc.latest()
 	return changed > last && cl.packet-changed > lagLimit
 }
+
+// lateAfter reports whether a packet of period cur's PID comes so long after the PID's packet
+// before (at last) that the period's key may have changed twice unseen, when nothing says how
+// long the stream's crypto periods are: the silence is longer than lagLimit and than eight
+// times what the PID showed of the period before it. A PID whose packets come every few
+// packets never is; one with a packet now and then always is, and without a sibling or a unit
+// start to place it, its packets are left as they came.
+func (cl *classifier) lateAfter(cur *period, last int64) bool {
+	gap := cl.packet - last
+	return gap > lagLimit && gap > 8*(last-cur.first)
+}
+
+// firstPeriodKnown is how far into the stream a PID's first packet may come and still be in the
+// stream's first crypto period, the one a list's first CW is for, when nothing else shows
+// where the periods are: further on, they may have changed before it.
+const firstPeriodKnown = 2 * lagLimit
 
 // lagLimit is how many packets after its siblings a PID may change parity and still be in the
 // period its siblings left: scramblers switch the PIDs of a service together, give or take
@@ -498,7 +511,12 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	}
 	p.key, p.expect = s.KeyAt(p.pos), p.pos
 	p.flip = prev >= 0 && steps == 1 && odd != cl.periods[prev].odd
-	p.unplaced = prev >= 0 && steps == 0
+	// A period that may be further on than its ring steps say, or a PID's first after the
+	// stream's first change of parity or far into the stream (the list's first CW is the
+	// stream's first period's), or placed where another PID's key fitted (of another service,
+	// maybe), takes its key from a unit start or a sibling, not from the list's order.
+	p.unplaced = prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (cl.flips > 0 || cl.packet > firstPeriodKnown || cl.haveHint)
+	pk.unsure = false
 	pk.periods++
 	// A parity change of a rotating schedule is tentative while the period it ends has two
 	// packets or more: a single flipped bit must not move the schedule. One its siblings
@@ -509,6 +527,7 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	cl.periods = append(cl.periods, p)
 	if prev >= 0 && !p.tentative {
 		if p.flip {
+			cl.flips++
 			cl.learnPeriod(pk, &cl.periods[idx])
 		}
 		cl.end(prev)
@@ -564,6 +583,8 @@ func (cl *classifier) decideUnchecked(p *period, pk *pidKeys) {
 	switch {
 	case pk.foreign:
 		cl.decide(p, periodNoFit)
+	case p.unplaced && !cl.placeBySiblings(p):
+		cl.decide(p, periodUnplaced)
 	case cl.keys.Fixed() || cl.keys.NumCWs() <= 1 || pk.inStep || cl.placeBySiblings(p):
 		cl.decide(p, periodUnchecked)
 	default:
@@ -582,6 +603,7 @@ func (cl *classifier) confirm(idx int32) {
 	pk := cl.pk[p.pid]
 	if pk.prev >= 0 {
 		if p.flip {
+			cl.flips++
 			cl.learnPeriod(pk, p)
 		}
 		cl.end(pk.prev)
@@ -867,6 +889,9 @@ func (cl *classifier) decide(p *period, state periodState) {
 		what = "no control word fits: left scrambled"
 	case periodUnplaced:
 		ps.PeriodsUnplaced++
+		if pk := cl.pk[p.pid]; pk != nil {
+			pk.inStep = false // the list's order no longer says where its next period is
+		}
 		what = "its key may have changed unseen (a silence, or packets lost) and no unit start came to place it: left scrambled"
 	case periodGlitch:
 		cl.st.ParityGlitches++
