@@ -515,7 +515,8 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	// stream's first change of parity or far into the stream (the list's first CW is the
 	// stream's first period's), or placed where another PID's key fitted (of another service,
 	// maybe), takes its key from a unit start or a sibling, not from the list's order.
-	p.unplaced = prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (cl.flips > 0 || cl.packet > firstPeriodKnown || cl.haveHint)
+	p.unplaced = !s.Fixed() && s.NumCWs() > 1 &&
+		(prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (cl.flips > 0 || cl.packet > firstPeriodKnown || cl.haveHint))
 	pk.unsure = false
 	pk.periods++
 	// A parity change of a rotating schedule is tentative while the period it ends has two
