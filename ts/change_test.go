@@ -183,3 +183,21 @@ func TestFramerRandomChanges(t *testing.T) {
 		t.Fatalf("only %d changes", changes)
 	}
 }
+
+// A last section too short for a full chain of sync bytes (two 188-byte packets after 204-byte
+// ones, as the last datagram of a live input) comes back as its packets: a 204-byte unit laid
+// over them would hold the first and 16 bytes of the second.
+func TestFramerShortLastSection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(75, 76))
+	for _, c := range []struct{ from, to Framing }{
+		{Framing204, Framing188}, {Framing188, Framing204}, {Framing192, Framing188}, {Framing188, Framing192}, {Framing204, Framing192},
+	} {
+		plan := []section{{c.from, 5}, {c.to, 2}}
+		in, want, dgrams := changeStream(plan, rng, cleanUnits)
+		for rname, r := range map[string]io.Reader{"whole": bytes.NewReader(in), "datagrams": &datagramReader{chunks: dgrams}} {
+			if why := frameAll(r, in, want); why != "" {
+				t.Errorf("%v then two units of %v, %s: %s", c.from, c.to, rname, why)
+			}
+		}
+	}
+}

@@ -224,6 +224,10 @@ func (f *Framer) Next() ([]byte, error) {
 					f.framing = g
 					continue
 				}
+				if g, ok := f.tailFraming(f.start, fr); ok {
+					f.framing = g
+					continue
+				}
 				if k == 1 {
 					if u, ok, _ := f.findUnit(q+1, q+fr.Size, true); ok {
 						f.skipped += int64(u - f.start)
@@ -332,6 +336,30 @@ func (f *Framer) missingSync(q int, fr Framing) int {
 		}
 	}
 	return 0
+}
+
+// tailFraming returns, at the end of the input, a framing other than fr in which the bytes
+// from u to the end are two or more whole units, each with its sync byte: a last section of
+// another framing too short for a full chain (two 188-byte packets after 204-byte ones), which
+// a unit of fr would cut across. (One unit proves nothing: a 188-byte packet and 16 bytes of
+// padding would pass for a 204-byte unit.)
+func (f *Framer) tailFraming(u int, fr Framing) (Framing, bool) {
+	if !f.eof {
+		return Framing{}, false
+	}
+	for _, g := range framings {
+		if n := f.end - u; g == fr || n < 2*g.Size || n%g.Size != 0 {
+			continue
+		}
+		ok := true
+		for p := u + g.Prefix; ok && p < f.end; p += g.Size {
+			ok = f.buf[p] == SyncByte
+		}
+		if ok {
+			return g, true
+		}
+	}
+	return Framing{}, false
 }
 
 // framingAt returns a framing whose unit starting at u is confirmed by a full chain of sync
