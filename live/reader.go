@@ -32,7 +32,9 @@ const (
 )
 
 // Stats counts what a Reader received. Datagrams and bytes count from Listen; the RTP figures
-// only for datagrams with an RTP header.
+// only for datagrams with an RTP header. A datagram is passed on whole or not at all: one whose
+// TS bytes are not a whole number of packets of one framing is dropped (Unaligned), never
+// joined to its neighbours.
 type Stats struct {
 	Datagrams int64 // datagrams received
 	Bytes     int64 // TS bytes passed on to Read (RTP headers excluded)
@@ -45,9 +47,12 @@ type Stats struct {
 	Jumps      int64   // RTP sequence jumps taken as the sender starting over (not counted lost)
 	OtherPT    int64   // RTP datagrams whose payload type is not 33 (MP2T); passed on all the same
 	OtherPTs   []uint8 // the payload types other than 33 seen, in order of first sight
-	NotRTP     int64   // datagrams on an rtp:// input without an RTP version 2 header, passed as plain
+	NotRTP     int64   // datagrams on an rtp:// input without an RTP header (or whole packets as they are), taken as plain
 
-	Unaligned int64 // datagrams whose TS payload is not a whole number of 188-byte packets
+	// Unaligned counts the datagrams dropped because their TS bytes (after the RTP header) are
+	// not a whole number of packets of one framing (188, 192 or 204 bytes, each with its sync
+	// byte in place): short, cut or padded datagrams.
+	Unaligned int64
 	Truncated int64 // datagrams dropped because their RTP header ran past their end, or cut by the buffer
 	// Dropped is what the kernel dropped because the socket buffer was full (Linux): datagrams,
 	// but when it coalesces them (Coalesced), buffers of up to 64 datagrams, each counted once,
@@ -79,9 +84,12 @@ func (e *IdleError) Is(target error) bool { return target == ErrIdle }
 func (e *IdleError) Timeout() bool { return true }
 
 // Reader receives a transport stream from a udp:// or rtp:// address. Read returns the TS bytes
-// of the datagrams, RTP headers removed, concatenated in sequence order: whole 188-byte packets
-// when the sender sends them, as senders do. Read must be called from one goroutine at a time;
-// Stats, SetIdleTimeout and Close may be called from any.
+// of the datagrams, RTP headers removed, concatenated in sequence order. Each datagram is
+// checked on its own: only those that hold a whole number of packets of one framing are passed
+// on, so that a packet is never made of bytes of two datagrams. Whether a datagram carries RTP
+// is decided for each (on a udp:// input too); RTP datagrams are put back in order among
+// themselves, and a plain datagram is passed on where it came. Read must be called from one
+// goroutine at a time; Stats, SetIdleTimeout and Close may be called from any.
 type Reader struct {
 	addr *Address
 	conn *net.UDPConn
@@ -329,7 +337,7 @@ func (r *Reader) fill() error {
 
 // take sorts a batch of messages into r.ready, through the sequencer for RTP. A message holds
 // one datagram, or with UDP_GRO several of one size (the last may be shorter), which are taken
-// apart again: each has its own RTP header and counts as the datagram it was.
+// apart again: each has its own RTP header, is checked and counts as the datagram it was.
 func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -370,21 +378,35 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 	}
 }
 
-// datagram counts one datagram and passes its TS bytes on, through the sequencer for RTP.
+// datagram counts one datagram and passes its TS bytes on, through the sequencer for RTP, if
+// they are whole packets.
 func (r *Reader) datagram(b []byte) {
 	r.st.Datagrams++
 	if !r.rtp && !looksLikeRTP(b) {
-		r.emit(b)
+		r.plain(b)
 		return
 	}
 	p, status := parseRTP(b)
 	switch status {
 	case rtpNotRTP:
 		r.st.NotRTP++
-		r.emit(b)
+		r.plain(b)
 		return
 	case rtpTruncated:
 		r.st.Truncated++
+		return
+	}
+	if len(p.payload) > 0 && !wholePackets(p.payload) {
+		if wholePackets(b) {
+			// Plain packets whose first byte has the version bits of RTP: 192-byte units
+			// whose time code starts so, on an rtp:// input.
+			r.st.NotRTP++
+			r.plain(b)
+			return
+		}
+		r.st.RTP++
+		r.st.Unaligned++
+		r.seq.push(p.seq, nil) // its number came: no loss
 		return
 	}
 	r.st.RTP++
@@ -398,13 +420,48 @@ func (r *Reader) datagram(b []byte) {
 	r.seq.push(p.seq, p.payload)
 }
 
+// plain passes on a datagram without an RTP header. The RTP datagrams before it, held or not,
+// go first, and the RTP sequence starts again after it: numbers that the plain datagrams of a
+// stream that mixes both leave out are not losses.
+func (r *Reader) plain(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if !wholePackets(b) {
+		r.st.Unaligned++
+		return
+	}
+	if r.seq.started {
+		r.seq.restart()
+	}
+	r.emit(b)
+}
+
 // emit passes one datagram's TS bytes on.
 func (r *Reader) emit(b []byte) {
-	if len(b)%188 != 0 {
-		r.st.Unaligned++
-	}
 	r.st.Bytes += int64(len(b))
 	r.ready = append(r.ready, b...)
+}
+
+// wholePackets reports whether b is a whole number of packets of one framing: 188-byte packets,
+// 192-byte units with the sync byte after a 4-byte prefix, or 204-byte ones with a 16-byte
+// trailer, each with its sync byte in place. It looks at a byte a packet.
+func wholePackets(b []byte) bool {
+	return len(b) > 0 && (syncsAt(b, 188, 0) || syncsAt(b, 204, 0) || syncsAt(b, 192, 4))
+}
+
+// syncsAt reports whether b is a whole number of units of size bytes with a sync byte at
+// prefix in each.
+func syncsAt(b []byte, size, prefix int) bool {
+	if len(b)%size != 0 {
+		return false
+	}
+	for i := prefix; i < len(b); i += size {
+		if b[i] != 0x47 {
+			return false
+		}
+	}
+	return true
 }
 
 func bracket(h string) string {
