@@ -3,6 +3,7 @@ package live
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -101,6 +102,63 @@ func TestDatagramsNotWholePacketsDropped(t *testing.T) {
 				t.Errorf("stats %+v, want %d datagrams, %d of them not whole packets", s, len(dgrams), bad)
 			}
 		})
+	}
+}
+
+// Two RTP senders to one port: the Reader follows the first SSRC and drops the other's
+// datagrams, counted, whatever their sequence numbers, on an rtp:// input and on a udp:// one
+// that recognises RTP.
+func TestRTPOtherSSRCDropped(t *testing.T) {
+	for _, scheme := range []string{"rtp", "udp"} {
+		for _, otherSeq := range []uint16{30000, 102, 95} {
+			t.Run(fmt.Sprint(scheme, "-", otherSeq), func(t *testing.T) {
+				r := listenT(t, scheme+"://@127.0.0.1:0")
+				mine := makeStream(70, 0, 1)
+				theirs := makeStream(1070, 0, 1)[1000*188:]
+				var dgrams [][]byte
+				for i := range 10 {
+					dgrams = append(dgrams, rtpDatagramFrom(0x1111, 100+uint16(i), mine[i*7*188:(i+1)*7*188]),
+						rtpDatagramFrom(0x2222, otherSeq+uint16(i), theirs[i*7*188:(i+1)*7*188]))
+				}
+				sendRaw(t, r.LocalAddr(), dgrams...)
+				got := readN(t, r, len(mine), 300*time.Millisecond, 10*time.Second)
+				onlyWhole(t, got, mine)
+				s := r.Stats()
+				if s.RTP != 20 || s.OtherSSRC != 10 || s.NewSSRC != 0 || s.Lost+s.Duplicates+s.Jumps+s.Reordered+s.Late != 0 {
+					t.Errorf("stats %+v, want 10 of the 20 RTP datagrams from another SSRC", s)
+				}
+			})
+		}
+	}
+}
+
+// A sender that restarts draws a new SSRC and starts its sequence again, here at 0 after a
+// full cycle, which the numbers the old sender used last still hold: once the old SSRC has
+// been silent for senderTimeout, the new one is followed from its first datagram, none taken
+// for a duplicate.
+func TestRTPSenderRestart(t *testing.T) {
+	r := listenT(t, "rtp://@127.0.0.1:0")
+	stream := makeStream(70, 0, 1)
+	var first [][]byte
+	for i := range 60 {
+		first = append(first, rtpDatagramFrom(7, 65500+uint16(i), stream[i*188:(i+1)*188])) // 65500 to 23
+	}
+	sendRaw(t, r.LocalAddr(), first...)
+	got := readN(t, r, 60*188, time.Second, 10*time.Second)
+	if len(got) != 60*188 {
+		t.Fatalf("%d bytes from the first sender, want %d", len(got), 60*188)
+	}
+	time.Sleep(senderTimeout + 100*time.Millisecond)
+	var second [][]byte
+	for i := range 10 {
+		second = append(second, rtpDatagramFrom(8, uint16(i), stream[(60+i)*188:(61+i)*188]))
+	}
+	sendRaw(t, r.LocalAddr(), second...)
+	got = append(got, readN(t, r, 10*188, 300*time.Millisecond, 10*time.Second)...)
+	onlyWhole(t, got, stream)
+	s := r.Stats()
+	if s.NewSSRC != 1 || s.OtherSSRC != 0 || s.Duplicates+s.Lost+s.Late != 0 {
+		t.Errorf("stats %+v, want the new sender followed from its first datagram", s)
 	}
 }
 

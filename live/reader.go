@@ -29,6 +29,11 @@ const (
 	// maxHold bounds the wait for a datagram missing from the sequence while later ones are
 	// held: a datagram lost on a quiet stream must not hold the ones after it for long.
 	maxHold = 50 * time.Millisecond
+	// senderTimeout is how long the RTP sender followed must have sent nothing before a new
+	// SSRC is followed instead (a restarted sender draws a new one): longer than the time
+	// between two datagrams of the slowest streams (64 kbit/s at 7 packets a datagram sends
+	// one every 165 ms), so that two senders at once never take turns.
+	senderTimeout = 500 * time.Millisecond
 )
 
 // Stats counts what a Reader received. Datagrams and bytes count from Listen; the RTP figures
@@ -45,6 +50,8 @@ type Stats struct {
 	Late       int64   // RTP datagrams that came after their place was given up, passed on late
 	Duplicates int64   // RTP datagrams received twice, the copy dropped
 	Jumps      int64   // RTP sequence jumps taken as the sender starting over (not counted lost)
+	OtherSSRC  int64   // RTP datagrams of another sender (SSRC) than the one followed while it sends, dropped
+	NewSSRC    int64   // times a new SSRC was followed, the one before silent for senderTimeout (a restarted sender)
 	OtherPT    int64   // RTP datagrams whose payload type is not 33 (MP2T); passed on all the same
 	OtherPTs   []uint8 // the payload types other than 33 seen, in order of first sight
 	NotRTP     int64   // datagrams on an rtp:// input without an RTP header (or whole packets as they are), taken as plain
@@ -88,8 +95,9 @@ func (e *IdleError) Timeout() bool { return true }
 // checked on its own: only those that hold a whole number of packets of one framing are passed
 // on, so that a packet is never made of bytes of two datagrams. Whether a datagram carries RTP
 // is decided for each (on a udp:// input too); RTP datagrams are put back in order among
-// themselves, and a plain datagram is passed on where it came. Read must be called from one
-// goroutine at a time; Stats, SetIdleTimeout and Close may be called from any.
+// themselves, from one sender (SSRC) at a time, and a plain datagram is passed on where it
+// came. Read must be called from one goroutine at a time; Stats, SetIdleTimeout and Close may
+// be called from any.
 type Reader struct {
 	addr *Address
 	conn *net.UDPConn
@@ -118,6 +126,10 @@ type Reader struct {
 	messages int64 // messages received: fewer than datagrams when the kernel coalesced them
 	seq      sequencer
 	ptSet    [128]bool
+
+	ssrc     uint32    // the RTP sender followed
+	hasSSRC  bool      // an RTP datagram of whole packets came: ssrc is set
+	ssrcSeen time.Time // when the sender followed last sent
 }
 
 // Listen opens addr for reading: it binds the port and, for a multicast group, joins it (from
@@ -352,7 +364,7 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 			}
 			if seg := c.segment; seg > 0 {
 				for ; len(b) > seg; b = b[seg:] {
-					r.datagram(b[:seg])
+					r.datagram(b[:seg], now)
 				}
 			}
 		}
@@ -361,7 +373,7 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 			r.st.Truncated++
 			continue
 		}
-		r.datagram(b)
+		r.datagram(b, now)
 	}
 	// The drop count is cumulative: the last message of the batch has the latest.
 	if last := &ms[len(ms)-1]; !r.gro && last.NN > 0 {
@@ -378,9 +390,9 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 	}
 }
 
-// datagram counts one datagram and passes its TS bytes on, through the sequencer for RTP, if
-// they are whole packets.
-func (r *Reader) datagram(b []byte) {
+// datagram counts one datagram that came at now and passes its TS bytes on, through the
+// sequencer for RTP, if they are whole packets.
+func (r *Reader) datagram(b []byte, now time.Time) {
 	r.st.Datagrams++
 	if !r.rtp && !looksLikeRTP(b) {
 		r.plain(b)
@@ -406,10 +418,16 @@ func (r *Reader) datagram(b []byte) {
 		}
 		r.st.RTP++
 		r.st.Unaligned++
-		r.seq.push(p.seq, nil) // its number came: no loss
+		if r.hasSSRC && p.ssrc == r.ssrc {
+			r.seq.push(p.seq, nil) // its number came: no loss
+		}
 		return
 	}
 	r.st.RTP++
+	if !r.follow(p.ssrc, now) {
+		r.st.OtherSSRC++
+		return
+	}
 	if p.pt != PayloadTypeMP2T {
 		r.st.OtherPT++
 		if !r.ptSet[p.pt] {
@@ -435,6 +453,28 @@ func (r *Reader) plain(b []byte) {
 		r.seq.restart()
 	}
 	r.emit(b)
+}
+
+// follow reports whether an RTP datagram of whole packets from the sender ssrc that came at
+// now is to be taken. The first such sender is followed (garbage cannot take the stream over);
+// another SSRC only once the one followed has sent nothing for senderTimeout, and then from
+// its first datagram on, as a new sequence. RFC 3550 tells sources apart by SSRC (5.1) and
+// times out a sender silent for two RTCP intervals (6.3.5), seconds: a restarted feed cannot
+// wait that long, and the Reader follows a single stream.
+func (r *Reader) follow(ssrc uint32, now time.Time) bool {
+	switch {
+	case !r.hasSSRC:
+		r.ssrc, r.hasSSRC = ssrc, true
+	case ssrc != r.ssrc:
+		if now.Sub(r.ssrcSeen) < senderTimeout {
+			return false
+		}
+		r.seq.restart()
+		r.ssrc = ssrc
+		r.st.NewSSRC++
+	}
+	r.ssrcSeen = now
+	return true
 }
 
 // emit passes one datagram's TS bytes on.

@@ -25,6 +25,7 @@ const (
 type rtpPacket struct {
 	seq     uint16
 	pt      uint8
+	ssrc    uint32
 	payload []byte
 }
 
@@ -37,7 +38,7 @@ func parseRTP(b []byte) (rtpPacket, rtpStatus) {
 	if len(b) < rtpHeaderSize {
 		return rtpPacket{}, rtpTruncated
 	}
-	p := rtpPacket{seq: binary.BigEndian.Uint16(b[2:]), pt: b[1] & 0x7F}
+	p := rtpPacket{seq: binary.BigEndian.Uint16(b[2:]), pt: b[1] & 0x7F, ssrc: binary.BigEndian.Uint32(b[8:])}
 	off := rtpHeaderSize + 4*int(b[0]&0x0F)
 	if b[0]&0x10 != 0 { // extension: 16-bit profile field, 16-bit length in 32-bit words
 		if off+4 > len(b) {
@@ -85,7 +86,10 @@ func putRTPHeader(b []byte, seq uint16, timestamp, ssrc uint32) {
 // a datagram up to maxDropout ahead of the expected number is taken as the stream moving on
 // past a gap, one up to maxMisorder behind as late or duplicated; anything further is the
 // sender starting over (a restart draws a new random first number), which is followed rather
-// than counted as loss.
+// than counted as loss. A.1 also holds a new source on probation until MIN_SEQUENTIAL (2)
+// datagrams came in sequence, and drops the first datagram after such a jump unless the next
+// one follows it; the sequencer takes that first datagram at once instead, as the first of a
+// new sequence with nothing seen behind it, so that a restarted sender loses none.
 const (
 	reorderWindow = 4
 	maxDropout    = 3000
@@ -137,7 +141,7 @@ func (q *sequencer) start(s uint16) {
 }
 
 // restart gives up every gap, emits what is held, and takes the next datagram as the first of
-// a new sequence: plain datagrams came between RTP ones.
+// a new sequence: another sender, or plain datagrams between RTP ones.
 func (q *sequencer) restart() {
 	q.flush()
 	q.started = false
@@ -192,7 +196,7 @@ func (q *sequencer) push(s uint16, b []byte) {
 	default:
 		q.flush()
 		q.Jumps++
-		q.next = s
+		q.start(s)
 		q.out(s, b)
 		q.next++
 	}
