@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/ts"
+	"golang.org/x/net/ipv4"
 )
 
 // Datagrams keep their boundaries: each is checked on its own, one that is not a whole number
@@ -191,6 +193,202 @@ func TestMixedRTPAndPlainInArrivalOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wholeUnits is the test's own account of a datagram's TS bytes that the Reader passes on: a
+// whole number of packets of one framing, each with its sync byte in place. It returns the
+// packet size, or 0.
+func wholeUnits(b []byte) int {
+	for _, fr := range []struct{ size, prefix int }{{188, 0}, {192, 4}, {204, 0}} {
+		ok := len(b) > 0 && len(b)%fr.size == 0
+		for i := fr.prefix; ok && i < len(b); i += fr.size {
+			ok = b[i] == 0x47
+		}
+		if ok {
+			return fr.size
+		}
+	}
+	return 0
+}
+
+// FuzzReaderDatagrams hands the Reader batches of datagrams of mixed sizes, as the kernel does
+// (coalesced by UDP_GRO where the plan says so, on Linux), without a socket: whole datagrams of
+// 1 to 7 packets in 188, 192 or 204-byte framing, 1-byte datagrams, datagrams cut short or one
+// byte long, garbage; plain or RTP, from the sender followed or another. What Read would return
+// must be exactly the whole datagrams' TS bytes in order, the others counted, and no packet the
+// framer makes of it may hold bytes of two datagrams. Each datagram takes two bytes of plan:
+// kind, packets and framing; RTP or not, another sender, coalesced with the one before, and
+// how much to cut. The packets hold 0x47 only at their sync positions, so that changes of
+// framing from one datagram to the next are not ambiguous; where the framing changes, the
+// framer is held to it when each framing lasts confirmSyncs+1 packets or more, the fewest a
+// change can be told in (ts.FuzzFramerChanges), and to every packet back when it never changes.
+func FuzzReaderDatagrams(f *testing.F) {
+	f.Add(false, false, []byte{0x30, 0, 0x04, 0, 0x30, 0x10, 0x35, 0x05, 0x36, 0x20}, []byte{1, 2, 3})
+	f.Add(true, true, []byte{0x31, 0x80, 0x72, 0xC0, 0x04, 0x80, 0x30, 0xA0, 0xB3, 0x80, 0x07, 0x00}, []byte{0x47, 9})
+	f.Add(false, true, []byte{0x38, 0x80, 0x78, 0x40, 0x38, 0x40, 0xB8, 0x40, 0x05, 0x41, 0x38, 0}, []byte{5})
+	f.Fuzz(func(t *testing.T, rtpInput, mixed bool, plan, fill []byte) {
+		if len(plan) > 400 {
+			plan = plan[:400]
+		}
+		if len(fill) == 0 {
+			fill = []byte{0}
+		}
+		k := 0
+		next := func() byte { k++; return fill[k%len(fill)] + byte(k/len(fill)) }
+		framings := []ts.Framing{ts.Framing188, ts.Framing192, ts.Framing204}
+		one := framings[int(fill[0])%3]
+		id := 0
+		units := func(n int, fr ts.Framing) []byte {
+			b := make([]byte, n*fr.Size)
+			for i := range b {
+				if b[i] = next(); b[i] == 0x47 {
+					b[i] = 0
+				}
+			}
+			for i := 0; i < n; i++ {
+				p := b[i*fr.Size+fr.Prefix:]
+				p[0], p[1], p[2], p[3] = 0x47, byte(id>>14)|0x80, byte(id>>7)|0x80, byte(id)|0x80
+				id++
+			}
+			return b
+		}
+		type message struct {
+			data []byte
+			seg  int
+			n    int  // datagrams in it
+			shut bool // its last datagram is shorter than seg: no more may follow
+		}
+		var msgs []message
+		var want []byte                    // the TS bytes of the whole datagrams, in order
+		var bounds []int                   // where each of them ends in want
+		shortest, run, last := 1<<30, 0, 0 // the packets of the shortest run of one framing
+		changes := 0
+		var dgrams, unaligned, other, notRTP int64
+		var seqs [2]uint16
+		followed := -1
+		for i := 0; i+1 < len(plan); i += 2 {
+			a, b := plan[i], plan[i+1]
+			n := 1 + int(a>>3&7)%7
+			fr := one
+			if mixed {
+				fr = framings[int(a>>6)%3]
+			}
+			var payload []byte
+			switch a & 7 {
+			case 4:
+				payload = []byte{0x47}
+			case 5: // cut short
+				payload = units(n, fr)
+				payload = payload[:len(payload)-1-int(b&63)%(len(payload)-1)]
+			case 6: // a byte too many, or more (zeros: a sync byte there could make a
+				// datagram whole in two framings, which no framer can tell apart)
+				payload = append(units(n, fr), make([]byte, 1+int(b&63))...)
+			case 7: // garbage
+				payload = make([]byte, 1+int(b&63)*13)
+				for j := range payload {
+					payload[j] = next()
+				}
+			default:
+				payload = units(n, fr)
+			}
+			asRTP, sender := b&0x80 != 0, int(b>>6&1)
+			if !asRTP && payload[0]>>6 == rtpVersion {
+				// A plain datagram with the version bits of RTP is the subject of
+				// TestPlainLikeRTP; here the version bits say what a datagram is.
+				payload[0] ^= 0x80
+			}
+			if a&7 == 7 && wholeUnits(payload) != 0 {
+				payload = append(payload, 0)
+			}
+			wire := payload
+			if asRTP {
+				wire = rtpDatagramFrom(uint32(1+sender), seqs[sender], payload)
+				seqs[sender]++
+			}
+			// What the Reader must make of it: the first sender of whole packets is followed.
+			dgrams++
+			if rtpInput && !asRTP {
+				notRTP++
+			}
+			switch {
+			case wholeUnits(payload) == 0:
+				unaligned++
+			case asRTP && followed >= 0 && sender != followed:
+				other++
+			default:
+				if asRTP && followed < 0 {
+					followed = sender
+				}
+				want = append(want, payload...)
+				bounds = append(bounds, len(want))
+				if size := wholeUnits(payload); size == last {
+					run += len(payload) / size
+				} else {
+					if last != 0 {
+						shortest = min(shortest, run)
+						changes++
+					}
+					last, run = size, len(payload)/size
+				}
+			}
+			// Coalesced with the message before, as UDP_GRO does: datagrams of one size, the
+			// last of them possibly shorter, up to 64 KiB.
+			if m := len(msgs) - 1; b&0x20 != 0 && m >= 0 && groControl(1) != nil && !msgs[m].shut &&
+				len(wire) <= msgs[m].seg && len(msgs[m].data)+len(wire) <= 65535 {
+				msgs[m].data = append(msgs[m].data, wire...)
+				msgs[m].n++
+				msgs[m].shut = len(wire) < msgs[m].seg
+				continue
+			}
+			msgs = append(msgs, message{data: append([]byte(nil), wire...), seg: len(wire), n: 1})
+		}
+		r := &Reader{rtp: rtpInput, gro: groControl(1) != nil}
+		r.seq.emit = r.emit
+		batch := make([]ipv4.Message, 0, batchSize)
+		now := time.Now()
+		for i, m := range msgs {
+			im := ipv4.Message{Buffers: [][]byte{m.data}, N: len(m.data)}
+			if m.n > 1 {
+				im.OOB = groControl(m.seg)
+				im.NN = len(im.OOB)
+			}
+			if batch = append(batch, im); len(batch) == batchSize || i == len(msgs)-1 {
+				r.take(batch, now)
+				batch = batch[:0]
+			}
+		}
+		r.seq.flush()
+		got := r.ready
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the Reader passed on %d bytes, not the %d of the whole datagrams in order", len(got), len(want))
+		}
+		s := r.Stats()
+		if s.Datagrams != dgrams || s.Unaligned != unaligned || s.OtherSSRC != other || s.NotRTP != notRTP || s.Truncated != 0 || s.Bytes != int64(len(want)) {
+			t.Fatalf("stats %+v; want %d datagrams, %d not whole packets, %d from another SSRC, %d without RTP", s, dgrams, unaligned, other, notRTP)
+		}
+		if shortest = min(shortest, run); changes > 0 && shortest < 3 {
+			return
+		}
+		// Every packet the framer makes lies within one datagram.
+		fr := ts.NewFramer(bytes.NewReader(got))
+		defer fr.Release()
+		var out int64
+		for {
+			u, err := fr.Next()
+			if err != nil {
+				break
+			}
+			out += int64(len(u))
+			end := int(fr.BytesRead()) - fr.Buffered() // where the packet ends in got
+			d, _ := slices.BinarySearch(bounds, end-len(u)+1)
+			if end > bounds[d] {
+				t.Fatalf("the framer made a %d-byte packet of bytes %d to %d, across the end of a datagram at %d", len(u), end-len(u), end, bounds[d])
+			}
+		}
+		if changes == 0 && (out != int64(len(want)) || fr.Skipped() != 0) {
+			t.Fatalf("one framing: %d bytes framed of %d, %d skipped", out, len(want), fr.Skipped())
+		}
+	})
 }
 
 // Plain 192-byte units whose time code starts with the version bits of RTP and payload type
