@@ -51,7 +51,7 @@ type Stats struct {
 	Duplicates int64   // RTP datagrams received twice, the copy dropped
 	Jumps      int64   // RTP sequence jumps taken as the sender starting over (not counted lost)
 	OtherSSRC  int64   // RTP datagrams of another sender (SSRC) than the one followed while it sends, dropped
-	NewSSRC    int64   // times a new SSRC was followed, the one before silent for senderTimeout (a restarted sender)
+	NewSSRC    int64   // times a new SSRC was followed, the one before silent for half a second (a restarted sender)
 	OtherPT    int64   // RTP datagrams whose payload type is not 33 (MP2T); passed on all the same
 	OtherPTs   []uint8 // the payload types other than 33 seen, in order of first sight
 	NotRTP     int64   // datagrams on an rtp:// input without an RTP header (or whole packets as they are), taken as plain
