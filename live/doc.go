@@ -6,10 +6,12 @@
 // multicast, IPv4 and IPv6, any-source and source-specific joins, with options for the
 // interface, TTL, TOS, packets per datagram, socket buffer and RTP SSRC.
 //
-// The Reader is an io.Reader of TS bytes. It strips RTP headers (RFC 3550, with the MP2T payload
-// of RFC 2250), puts datagrams that arrive out of order back in order within a window of four,
-// drops duplicates and counts losses; it also recognises RTP on a udp:// address, as TSDuck
-// does, since senders disagree on the scheme. It reads datagrams in batches (recvmmsg on Linux)
+// The Reader is an io.Reader of TS bytes. It checks each datagram on its own and drops one that
+// is not a whole number of packets, so that no packet is made of bytes of two datagrams. It
+// strips RTP headers (RFC 3550, with the MP2T payload of RFC 2250), follows one sender (SSRC),
+// puts datagrams that arrive out of order back in order within a window of four, drops
+// duplicates and counts losses; it also recognises RTP on a udp:// address, datagram by
+// datagram, as TSDuck does, since senders disagree on the scheme. It reads datagrams in batches (recvmmsg on Linux)
 // into a large socket buffer, because a live input that drops datagrams while the program is
 // busy elsewhere cannot get them back.
 //

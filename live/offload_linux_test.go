@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -194,4 +195,15 @@ func (f recordingConn) ReadBatch([]ipv4.Message, int) (int, error) { return 0, n
 func (f recordingConn) WriteBatch(ms []ipv4.Message, _ int) (int, error) {
 	f(ms)
 	return len(ms), nil
+}
+
+// groControl returns the UDP_GRO control message the kernel gives with a message of datagrams
+// of seg bytes coalesced.
+func groControl(seg int) []byte {
+	b := make([]byte, unix.CmsgSpace(4))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = unix.IPPROTO_UDP, unix.UDP_GRO
+	h.SetLen(unix.CmsgLen(4))
+	binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], uint32(seg))
+	return b
 }

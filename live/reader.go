@@ -29,10 +29,17 @@ const (
 	// maxHold bounds the wait for a datagram missing from the sequence while later ones are
 	// held: a datagram lost on a quiet stream must not hold the ones after it for long.
 	maxHold = 50 * time.Millisecond
+	// senderTimeout is how long the RTP sender followed must have sent nothing before a new
+	// SSRC is followed instead (a restarted sender draws a new one): longer than the time
+	// between two datagrams of the slowest streams (64 kbit/s at 7 packets a datagram sends
+	// one every 165 ms), so that two senders at once never take turns.
+	senderTimeout = 500 * time.Millisecond
 )
 
 // Stats counts what a Reader received. Datagrams and bytes count from Listen; the RTP figures
-// only for datagrams with an RTP header.
+// only for datagrams with an RTP header. A datagram is passed on whole or not at all: one whose
+// TS bytes are not a whole number of packets of one framing is dropped (Unaligned), never
+// joined to its neighbours.
 type Stats struct {
 	Datagrams int64 // datagrams received
 	Bytes     int64 // TS bytes passed on to Read (RTP headers excluded)
@@ -43,11 +50,16 @@ type Stats struct {
 	Late       int64   // RTP datagrams that came after their place was given up, passed on late
 	Duplicates int64   // RTP datagrams received twice, the copy dropped
 	Jumps      int64   // RTP sequence jumps taken as the sender starting over (not counted lost)
+	OtherSSRC  int64   // RTP datagrams of another sender (SSRC) than the one followed while it sends, dropped
+	NewSSRC    int64   // times a new SSRC was followed, the one before silent for half a second (a restarted sender)
 	OtherPT    int64   // RTP datagrams whose payload type is not 33 (MP2T); passed on all the same
 	OtherPTs   []uint8 // the payload types other than 33 seen, in order of first sight
-	NotRTP     int64   // datagrams on an rtp:// input without an RTP version 2 header, passed as plain
+	NotRTP     int64   // datagrams on an rtp:// input without an RTP header (or whole packets as they are), taken as plain
 
-	Unaligned int64 // datagrams whose TS payload is not a whole number of 188-byte packets
+	// Unaligned counts the datagrams dropped because their TS bytes (after the RTP header) are
+	// not a whole number of packets of one framing (188, 192 or 204 bytes, each with its sync
+	// byte in place): short, cut or padded datagrams.
+	Unaligned int64
 	Truncated int64 // datagrams dropped because their RTP header ran past their end, or cut by the buffer
 	// Dropped is what the kernel dropped because the socket buffer was full (Linux): datagrams,
 	// but when it coalesces them (Coalesced), buffers of up to 64 datagrams, each counted once,
@@ -79,9 +91,13 @@ func (e *IdleError) Is(target error) bool { return target == ErrIdle }
 func (e *IdleError) Timeout() bool { return true }
 
 // Reader receives a transport stream from a udp:// or rtp:// address. Read returns the TS bytes
-// of the datagrams, RTP headers removed, concatenated in sequence order: whole 188-byte packets
-// when the sender sends them, as senders do. Read must be called from one goroutine at a time;
-// Stats, SetIdleTimeout and Close may be called from any.
+// of the datagrams, RTP headers removed, concatenated in sequence order. Each datagram is
+// checked on its own: only those that hold a whole number of packets of one framing are passed
+// on, so that a packet is never made of bytes of two datagrams. Whether a datagram carries RTP
+// is decided for each (on a udp:// input too); RTP datagrams are put back in order among
+// themselves, from one sender (SSRC) at a time, and a plain datagram is passed on where it
+// came. Read must be called from one goroutine at a time; Stats, SetIdleTimeout and Close may
+// be called from any.
 type Reader struct {
 	addr *Address
 	conn *net.UDPConn
@@ -110,6 +126,10 @@ type Reader struct {
 	messages int64 // messages received: fewer than datagrams when the kernel coalesced them
 	seq      sequencer
 	ptSet    [128]bool
+
+	ssrc     uint32    // the RTP sender followed
+	hasSSRC  bool      // an RTP datagram of whole packets came: ssrc is set
+	ssrcSeen time.Time // when the sender followed last sent
 }
 
 // Listen opens addr for reading: it binds the port and, for a multicast group, joins it (from
@@ -329,7 +349,7 @@ func (r *Reader) fill() error {
 
 // take sorts a batch of messages into r.ready, through the sequencer for RTP. A message holds
 // one datagram, or with UDP_GRO several of one size (the last may be shorter), which are taken
-// apart again: each has its own RTP header and counts as the datagram it was.
+// apart again: each has its own RTP header, is checked and counts as the datagram it was.
 func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -344,7 +364,7 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 			}
 			if seg := c.segment; seg > 0 {
 				for ; len(b) > seg; b = b[seg:] {
-					r.datagram(b[:seg])
+					r.datagram(b[:seg], now)
 				}
 			}
 		}
@@ -353,7 +373,7 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 			r.st.Truncated++
 			continue
 		}
-		r.datagram(b)
+		r.datagram(b, now)
 	}
 	// The drop count is cumulative: the last message of the batch has the latest.
 	if last := &ms[len(ms)-1]; !r.gro && last.NN > 0 {
@@ -370,24 +390,44 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 	}
 }
 
-// datagram counts one datagram and passes its TS bytes on, through the sequencer for RTP.
-func (r *Reader) datagram(b []byte) {
+// datagram counts one datagram that came at now and passes its TS bytes on, through the
+// sequencer for RTP, if they are whole packets.
+func (r *Reader) datagram(b []byte, now time.Time) {
 	r.st.Datagrams++
 	if !r.rtp && !looksLikeRTP(b) {
-		r.emit(b)
+		r.plain(b)
 		return
 	}
 	p, status := parseRTP(b)
 	switch status {
 	case rtpNotRTP:
 		r.st.NotRTP++
-		r.emit(b)
+		r.plain(b)
 		return
 	case rtpTruncated:
 		r.st.Truncated++
 		return
 	}
+	if len(p.payload) > 0 && !wholePackets(p.payload) {
+		if wholePackets(b) {
+			// Plain packets whose first byte has the version bits of RTP: 192-byte units
+			// whose time code starts so, on an rtp:// input.
+			r.st.NotRTP++
+			r.plain(b)
+			return
+		}
+		r.st.RTP++
+		r.st.Unaligned++
+		if r.hasSSRC && p.ssrc == r.ssrc {
+			r.seq.push(p.seq, nil) // its number came: no loss
+		}
+		return
+	}
 	r.st.RTP++
+	if !r.follow(p.ssrc, now) {
+		r.st.OtherSSRC++
+		return
+	}
 	if p.pt != PayloadTypeMP2T {
 		r.st.OtherPT++
 		if !r.ptSet[p.pt] {
@@ -398,13 +438,70 @@ func (r *Reader) datagram(b []byte) {
 	r.seq.push(p.seq, p.payload)
 }
 
+// plain passes on a datagram without an RTP header. The RTP datagrams before it, held or not,
+// go first, and the RTP sequence starts again after it: numbers that the plain datagrams of a
+// stream that mixes both leave out are not losses.
+func (r *Reader) plain(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if !wholePackets(b) {
+		r.st.Unaligned++
+		return
+	}
+	if r.seq.started {
+		r.seq.restart()
+	}
+	r.emit(b)
+}
+
+// follow reports whether an RTP datagram of whole packets from the sender ssrc that came at
+// now is to be taken. The first such sender is followed (garbage cannot take the stream over);
+// another SSRC only once the one followed has sent nothing for senderTimeout, and then from
+// its first datagram on, as a new sequence. RFC 3550 tells sources apart by SSRC (5.1) and
+// times out a sender silent for two RTCP intervals (6.3.5), seconds: a restarted feed cannot
+// wait that long, and the Reader follows a single stream.
+func (r *Reader) follow(ssrc uint32, now time.Time) bool {
+	switch {
+	case !r.hasSSRC:
+		r.ssrc, r.hasSSRC = ssrc, true
+	case ssrc != r.ssrc:
+		if now.Sub(r.ssrcSeen) < senderTimeout {
+			return false
+		}
+		r.seq.restart()
+		r.ssrc = ssrc
+		r.st.NewSSRC++
+	}
+	r.ssrcSeen = now
+	return true
+}
+
 // emit passes one datagram's TS bytes on.
 func (r *Reader) emit(b []byte) {
-	if len(b)%188 != 0 {
-		r.st.Unaligned++
-	}
 	r.st.Bytes += int64(len(b))
 	r.ready = append(r.ready, b...)
+}
+
+// wholePackets reports whether b is a whole number of packets of one framing: 188-byte packets,
+// 192-byte units with the sync byte after a 4-byte prefix, or 204-byte ones with a 16-byte
+// trailer, each with its sync byte in place. It looks at a byte a packet.
+func wholePackets(b []byte) bool {
+	return len(b) > 0 && (syncsAt(b, 188, 0) || syncsAt(b, 204, 0) || syncsAt(b, 192, 4))
+}
+
+// syncsAt reports whether b is a whole number of units of size bytes with a sync byte at
+// prefix in each.
+func syncsAt(b []byte, size, prefix int) bool {
+	if len(b)%size != 0 {
+		return false
+	}
+	for i := prefix; i < len(b); i += size {
+		if b[i] != 0x47 {
+			return false
+		}
+	}
+	return true
 }
 
 func bracket(h string) string {

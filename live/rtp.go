@@ -25,6 +25,7 @@ const (
 type rtpPacket struct {
 	seq     uint16
 	pt      uint8
+	ssrc    uint32
 	payload []byte
 }
 
@@ -37,7 +38,7 @@ func parseRTP(b []byte) (rtpPacket, rtpStatus) {
 	if len(b) < rtpHeaderSize {
 		return rtpPacket{}, rtpTruncated
 	}
-	p := rtpPacket{seq: binary.BigEndian.Uint16(b[2:]), pt: b[1] & 0x7F}
+	p := rtpPacket{seq: binary.BigEndian.Uint16(b[2:]), pt: b[1] & 0x7F, ssrc: binary.BigEndian.Uint32(b[8:])}
 	off := rtpHeaderSize + 4*int(b[0]&0x0F)
 	if b[0]&0x10 != 0 { // extension: 16-bit profile field, 16-bit length in 32-bit words
 		if off+4 > len(b) {
@@ -59,15 +60,17 @@ func parseRTP(b []byte) (rtpPacket, rtpStatus) {
 	return p, rtpOK
 }
 
-// looksLikeRTP tells, for a udp:// input, an RTP datagram from a plain one. A plain datagram
-// starts with a TS sync byte (0x47: version bits 01), so a version-2 header with payload type
-// 33 whose payload starts with a sync byte is RTP beyond reasonable doubt.
+// looksLikeRTP tells, for a udp:// input, an RTP datagram from a plain one, for each datagram.
+// A plain datagram of 188 or 204-byte packets starts with a sync byte (0x47: version bits 01);
+// one of 192-byte units starts with a time code, which may have the version bits of RTP, but
+// what would follow its header is then not whole packets. A version-2 header with payload
+// type 33 followed by whole packets is RTP beyond reasonable doubt; anything else is plain.
 func looksLikeRTP(b []byte) bool {
 	if len(b) < rtpHeaderSize+1 || b[0]>>6 != rtpVersion || b[1]&0x7F != PayloadTypeMP2T {
 		return false
 	}
 	p, st := parseRTP(b)
-	return st == rtpOK && len(p.payload) > 0 && p.payload[0] == 0x47
+	return st == rtpOK && wholePackets(p.payload)
 }
 
 // putRTPHeader writes a 12-byte RTP header: version 2, no padding, extension or CSRC, marker 0.
@@ -79,10 +82,14 @@ func putRTPHeader(b []byte, seq uint16, timestamp, ssrc uint32) {
 	binary.BigEndian.PutUint32(b[8:], ssrc)
 }
 
-// Sequence-number tracking, after RFC 3550 appendix A.1: a datagram up to maxDropout ahead of
-// the expected number is taken as the stream moving on past a gap, one up to maxMisorder
-// behind as late or duplicated; anything further is the sender starting over (a restart draws
-// a new random first number), which is followed rather than counted as loss.
+// Sequence-number tracking, after RFC 3550 appendix A.1 (MAX_DROPOUT 3000, MAX_MISORDER 100):
+// a datagram up to maxDropout ahead of the expected number is taken as the stream moving on
+// past a gap, one up to maxMisorder behind as late or duplicated; anything further is the
+// sender starting over (a restart draws a new random first number), which is followed rather
+// than counted as loss. A.1 also holds a new source on probation until MIN_SEQUENTIAL (2)
+// datagrams came in sequence, and drops the first datagram after such a jump unless the next
+// one follows it; the sequencer takes that first datagram at once instead, as the first of a
+// new sequence with nothing seen behind it, so that a restarted sender loses none.
 const (
 	reorderWindow = 4
 	maxDropout    = 3000
@@ -122,10 +129,28 @@ func (q *sequencer) out(s uint16, b []byte) {
 	q.emit(b)
 }
 
+// start takes s as the first number of a new sequence: nothing behind it was seen or lost,
+// whatever the numbers' last cycle left in the bits (a datagram that comes late behind it is
+// no duplicate).
+func (q *sequencer) start(s uint16) {
+	q.started, q.next = true, s
+	for d := uint16(1); d <= maxMisorder; d++ {
+		clearBit(&q.seen, s-d)
+		clearBit(&q.lost, s-d)
+	}
+}
+
+// restart gives up every gap, emits what is held, and takes the next datagram as the first of
+// a new sequence: another sender, or plain datagrams between RTP ones.
+func (q *sequencer) restart() {
+	q.flush()
+	q.started = false
+}
+
 // push takes one datagram's payload. The payload is emitted at once or copied, never kept.
 func (q *sequencer) push(s uint16, b []byte) {
 	if !q.started {
-		q.started, q.next = true, s
+		q.start(s)
 	}
 	d := int(int16(s - q.next))
 	switch {
@@ -171,7 +196,7 @@ func (q *sequencer) push(s uint16, b []byte) {
 	default:
 		q.flush()
 		q.Jumps++
-		q.next = s
+		q.start(s)
 		q.out(s, b)
 		q.next++
 	}

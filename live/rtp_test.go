@@ -195,3 +195,21 @@ func TestPCRClock(t *testing.T) {
 		}
 	}
 }
+
+// A sender that starts over with numbers the old sequence passed a full cycle ago, its first
+// two datagrams swapped: the jump starts a new sequence, and the datagram that comes second is
+// passed late, not dropped as a duplicate of the number's last cycle.
+func TestSequencerJumpAfterFullCycle(t *testing.T) {
+	var arrivals []uint16
+	for i := range 70000 {
+		arrivals = append(arrivals, uint16(i))
+	}
+	arrivals = append(arrivals, 20001, 20000, 20002)
+	out, q := seqRun(arrivals)
+	if n := len(out); n != 70003 || !slices.Equal(out[n-3:], []uint16{20001, 20000, 20002}) {
+		t.Fatalf("%d out, ending %v; want 70003 ending 20001 20000 20002", n, out[max(0, n-3):])
+	}
+	if q.Jumps != 1 || q.Late != 1 || q.Duplicates != 0 || q.Lost != 0 {
+		t.Errorf("jumps %d, late %d, duplicates %d, lost %d; want one jump, one late", q.Jumps, q.Late, q.Duplicates, q.Lost)
+	}
+}

@@ -165,9 +165,10 @@ func (f *Framer) fill(n int) {
 //
 // When the reader returns ErrPending, Next returns a whole packet already buffered if the stream
 // is in sync, or if a full chain of sync bytes (three packets) finds it, judging on the bytes it
-// has rather than on the ones after them; otherwise it returns ErrPending. Only a stream that
-// loses sync or changes framing just then can be cut differently than it would be with every
-// byte at hand.
+// has rather than on the ones after them; otherwise it returns ErrPending. It waits for more
+// (ErrPending) too where the bytes it has show a change of framing or garbage but are too few
+// to tell which. Only a stream that loses sync or changes framing exactly where the bytes at
+// hand end can be cut differently than it would be with every byte at hand.
 func (f *Framer) Next() ([]byte, error) {
 	for {
 		f.fill(minBuffered)
@@ -198,24 +199,41 @@ func (f *Framer) Next() ([]byte, error) {
 			f.synced = false
 			continue
 		}
-		if next := q + fr.Size; next < f.end && f.buf[next] != SyncByte {
-			// What follows is not a packet of this framing. When a unit of another framing
-			// follows, the framing changes after this unit, which is whole: the next call takes
-			// up the new framing. When a unit of another framing starts here, the framing
-			// changes at this unit (a 188-byte packet after 204-byte ones). Either way no byte
-			// is skipped. Otherwise, either this packet is whole and garbage comes after it, or
-			// this 0x47 is itself garbage and a real packet starts inside this unit. A change
-			// of framing is taken only where a unit ends: inside a unit, a chain in another
-			// framing is as likely to be garbage followed by packets in the same framing.
+		if k := f.missingSync(q, fr); k > 0 {
+			// What follows is not a packet of this framing, k units on. When a unit of another
+			// framing follows, the framing changes after this unit, which is whole: the next
+			// call takes up the new framing. When a unit of another framing starts here, the
+			// framing changes at this unit (a 188-byte packet after 204-byte ones). Either way
+			// no byte is skipped. Otherwise, when the very next sync byte is missing, either
+			// this packet is whole and garbage comes after it, or this 0x47 is itself garbage
+			// and a real packet starts inside this unit. A change of framing is taken only
+			// where a unit ends: inside a unit, a chain in another framing is as likely to be
+			// garbage followed by packets in the same framing.
+			//
+			// The whole chain counts, not the next sync byte alone: a unit of another framing
+			// may hold 0x47 where this framing expects the next sync byte (byte 16 of the
+			// second 188-byte packet after 204-byte ones), and that unit and 16 bytes of the
+			// next one taken as a 204-byte unit lose a packet.
+			if f.pending && f.end-f.start < minBuffered {
+				// Too few bytes to tell a change of framing from garbage: wait for more
+				// rather than cut on a guess.
+				return nil, ErrPending
+			}
 			if _, ok := f.framingAt(f.start + fr.Size); !ok {
 				if g, ok := f.framingAt(f.start); ok {
 					f.framing = g
 					continue
 				}
-				if u, ok, _ := f.findUnit(q+1, q+fr.Size, true); ok {
-					f.skipped += int64(u - f.start)
-					f.start = u
+				if g, ok := f.tailFraming(f.start, fr); ok {
+					f.framing = g
 					continue
+				}
+				if k == 1 {
+					if u, ok, _ := f.findUnit(q+1, q+fr.Size, true); ok {
+						f.skipped += int64(u - f.start)
+						f.start = u
+						continue
+					}
 				}
 			}
 		}
@@ -306,6 +324,42 @@ func (f *Framer) findUnit(lo, hi int, strict bool) (unit int, ok bool, stop int)
 		}
 	}
 	return 0, false, hi
+}
+
+// missingSync returns which of the confirmSyncs sync bytes that follow the one at q in framing
+// fr, at q+size and on, is the first one missing (1 for the next), or 0 when none is, as far
+// as the bytes buffered go.
+func (f *Framer) missingSync(q int, fr Framing) int {
+	for k, p := 1, q+fr.Size; k <= confirmSyncs && p < f.end; k, p = k+1, p+fr.Size {
+		if f.buf[p] != SyncByte {
+			return k
+		}
+	}
+	return 0
+}
+
+// tailFraming returns, at the end of the input, a framing other than fr in which the bytes
+// from u to the end are two or more whole units, each with its sync byte: a last section of
+// another framing too short for a full chain (two 188-byte packets after 204-byte ones), which
+// a unit of fr would cut across. (One unit proves nothing: a 188-byte packet and 16 bytes of
+// padding would pass for a 204-byte unit.)
+func (f *Framer) tailFraming(u int, fr Framing) (Framing, bool) {
+	if !f.eof {
+		return Framing{}, false
+	}
+	for _, g := range framings {
+		if n := f.end - u; g == fr || n < 2*g.Size || n%g.Size != 0 {
+			continue
+		}
+		ok := true
+		for p := u + g.Prefix; ok && p < f.end; p += g.Size {
+			ok = f.buf[p] == SyncByte
+		}
+		if ok {
+			return g, true
+		}
+	}
+	return Framing{}, false
 }
 
 // framingAt returns a framing whose unit starting at u is confirmed by a full chain of sync

@@ -48,23 +48,36 @@ func FuzzFramer(f *testing.F) {
 
 // FuzzFramerChanges builds a stream of sections in different framings from the fuzzer's plan
 // (per section: its framing and its length, from confirmSyncs+1 units, the fewest a change can
-// be told in) and contents (with 0x47 only at the sync positions), and requires every unit back
-// whole, in its framing, with nothing skipped: a change of framing loses no packet.
+// be told in) and contents (with 0x47 only at the sync positions, and at the places syncs
+// names, none of them closer than lookahead bytes to another), and requires every unit back
+// whole, in its framing, with nothing skipped: a change of framing loses no packet. (Two false
+// sync bytes a unit apart can make a chain of another framing as long as the true one; no
+// framer tells them apart from a change without looking further.) The stream is read whole,
+// and as datagrams of 1 to 7 units of one framing (sizes from cuts) with ErrPending after each,
+// as a live input hands it over: no unit may hold bytes of two datagrams.
 func FuzzFramerChanges(f *testing.F) {
-	f.Add([]byte{0, 2, 0, 1}, []byte{1, 2, 3})
-	f.Add([]byte{1, 0, 2, 0, 1, 2}, []byte{0x47, 0x47, 0})
-	f.Fuzz(func(t *testing.T, plan, fill []byte) {
+	f.Add([]byte{0, 2, 0, 1}, []byte{1, 2, 3}, []byte{0}, []byte{})
+	f.Add([]byte{1, 0, 2, 0, 1, 2}, []byte{0x47, 0x47, 0}, []byte{6, 0, 3, 1}, []byte{0, 200})
+	f.Add([]byte{2, 0, 2, 1, 0}, []byte{9}, []byte{0, 1, 2, 3, 4, 5, 6}, []byte{2, 100, 4, 0})
+	// A 204 to 188-byte change with 0x47 at byte 16 of the second 188-byte packet.
+	f.Add([]byte{2, 0}, []byte{1}, []byte{6}, []byte{3, 0x30})
+	f.Fuzz(func(t *testing.T, plan, fill, cuts, syncs []byte) {
 		if len(plan) > 64 {
 			plan = plan[:64]
 		}
 		if len(fill) == 0 {
 			fill = []byte{0}
 		}
+		if len(cuts) == 0 {
+			cuts = []byte{6}
+		}
 		var in []byte
 		var want []Framing
+		var ends []int // where each datagram ends
 		k := 0
 		for _, b := range plan {
 			fr := framings[int(b)%len(framings)]
+			start := len(in)
 			for range confirmSyncs + 1 + int(b>>2)%4 {
 				u := make([]byte, fr.Size)
 				for j := range u {
@@ -77,24 +90,58 @@ func FuzzFramerChanges(f *testing.F) {
 				in = append(in, u...)
 				want = append(want, fr)
 			}
+			for at := start; at < len(in); {
+				at = min(len(in), at+(1+int(cuts[len(ends)%len(cuts)])%7)*fr.Size)
+				ends = append(ends, at)
+			}
 		}
-		fr := NewFramer(bytes.NewReader(in))
-		var out []byte
-		for i := 0; ; i++ {
-			u, err := fr.Next()
-			if err == io.EOF {
-				break
+		last := -lookahead
+		for i := 0; i+1 < len(syncs) && len(in) > 0; i += 2 {
+			if at := int(syncs[i])<<8 | int(syncs[i+1]); at < len(in) && at >= last+lookahead {
+				in[at], last = SyncByte, at
 			}
-			if err != nil {
-				t.Fatalf("unit %d: %v", i, err)
-			}
-			if i >= len(want) || fr.Framing() != want[i] || len(u) != want[i].Size {
-				t.Fatalf("unit %d: %d bytes in framing %v; want the %d units %v", i, len(u), fr.Framing(), len(want), want)
-			}
-			out = append(out, u...)
 		}
-		if !bytes.Equal(out, in) || fr.Skipped() != 0 || fr.Truncated() != 0 {
-			t.Fatalf("%d of %d bytes out, skipped %d, truncated %d; want the units %v", len(out), len(in), fr.Skipped(), fr.Truncated(), want)
+		dgrams := make([][]byte, len(ends))
+		for i, e := range ends {
+			from := 0
+			if i > 0 {
+				from = ends[i-1]
+			}
+			dgrams[i] = in[from:e]
+		}
+		for name, r := range map[string]io.Reader{"whole": bytes.NewReader(in), "datagrams": &datagramReader{chunks: dgrams}} {
+			fr := NewFramer(r)
+			var out []byte
+			d := 0 // the datagram the next unit starts in
+			for i, pendings := 0, 0; ; {
+				u, err := fr.Next()
+				if err == ErrPending {
+					if pendings++; pendings > 2*len(in)+10 {
+						t.Fatalf("%s: ErrPending without end", name)
+					}
+					continue
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s unit %d: %v", name, i, err)
+				}
+				if i >= len(want) || fr.Framing() != want[i] || len(u) != want[i].Size {
+					t.Fatalf("%s unit %d: %d bytes in framing %v; want the %d units %v", name, i, len(u), fr.Framing(), len(want), want)
+				}
+				for d < len(ends) && ends[d] <= len(out) {
+					d++
+				}
+				if end := len(out) + len(u); d < len(ends) && end > ends[d] || !bytes.Equal(u, in[len(out):end]) {
+					t.Fatalf("%s unit %d: bytes %d to %d, across the end of datagram %d at %d, or not the input's", name, i, len(out), end, d, ends[min(d, len(ends)-1)])
+				}
+				out = append(out, u...)
+				i++
+			}
+			if !bytes.Equal(out, in) || fr.Skipped() != 0 || fr.Truncated() != 0 {
+				t.Fatalf("%s: %d of %d bytes out, skipped %d, truncated %d; want the units %v", name, len(out), len(in), fr.Skipped(), fr.Truncated(), want)
+			}
 		}
 	})
 }

@@ -222,10 +222,12 @@ type liveInput struct {
 	Late       int64   `json:"rtp_late"`
 	Duplicates int64   `json:"rtp_duplicates"`
 	Jumps      int64   `json:"rtp_jumps"`
+	OtherSSRC  int64   `json:"rtp_other_ssrc"`
+	NewSSRC    int64   `json:"rtp_new_ssrc"`
 	OtherPT    int64   `json:"rtp_other_payload_type"`
 	OtherPTs   []uint8 `json:"rtp_other_payload_types,omitempty"`
 	NotRTP     int64   `json:"not_rtp"`
-	Unaligned  int64   `json:"unaligned"`
+	Unaligned  int64   `json:"unaligned"` // datagrams dropped: not whole packets
 	Truncated  int64   `json:"truncated"`
 	Dropped    int64   `json:"dropped_by_system"`
 	Buffer     int     `json:"socket_buffer"`
@@ -250,7 +252,7 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveSt
 	ls := &liveStats{}
 	if in.live != nil {
 		s := in.live.Stats()
-		ls.In = &liveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps,
+		ls.In = &liveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps, s.OtherSSRC, s.NewSSRC,
 			s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer, s.Coalesced}
 	}
 	// The bitrate counts from the first bytes: a live run may wait long for its feed.
@@ -281,6 +283,12 @@ func printLive(w io.Writer, ls *liveStats) {
 			if s.OtherPT > 0 {
 				fmt.Fprintf(w, ", %d with payload types %v (not 33, MP2T)", s.OtherPT, s.OtherPTs)
 			}
+			if s.OtherSSRC > 0 {
+				fmt.Fprintf(w, ", %d from another sender (SSRC) dropped", s.OtherSSRC)
+			}
+			if s.NewSSRC > 0 {
+				fmt.Fprintf(w, ", %d new senders followed after the one before went silent", s.NewSSRC)
+			}
 		}
 		if s.Dropped > 0 {
 			atLeast := ""
@@ -290,7 +298,7 @@ func printLive(w io.Writer, ls *liveStats) {
 			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", atLeast, s.Dropped, s.Buffer)
 		}
 		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
-			fmt.Fprintf(w, "; %d not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
+			fmt.Fprintf(w, "; %d dropped as not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
 		}
 		fmt.Fprintln(w)
 	}

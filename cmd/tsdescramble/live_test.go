@@ -455,3 +455,93 @@ func TestLiveIPv6(t *testing.T) {
 	}
 	sameBytes(t, "received over IPv6", readFile(t, out), readFile(t, demoClear), 188)
 }
+
+// The report's datagrams: the scrambled sample in datagrams of 7 packets, each followed by a
+// 1-byte datagram (0x47), with one packet cut to 24 bytes sent alone and one datagram whose
+// last packet is cut to 24 bytes. The short and cut datagrams are dropped whole and counted;
+// what comes out is what the file path makes of the whole datagrams, no packet made of bytes
+// of two datagrams, none forged. Over RTP, a second sender (another SSRC) sends the same
+// datagrams under other sequence numbers: they are dropped and counted too.
+func TestLiveShortDatagrams(t *testing.T) {
+	stream := readFile(t, demoScrambled)
+	const cutAlone, cutLast = 100, 300 // after datagram 100; datagram 300
+	n := (len(stream) + 7*188 - 1) / (7 * 188)
+	datagram := func(i int) []byte { return stream[i*7*188 : min((i+1)*7*188, len(stream))] }
+	var delivered []byte
+	for i := range n {
+		if i != cutLast {
+			delivered = append(delivered, datagram(i)...)
+		}
+	}
+	want := run(t, delivered, "-cw-file", demoKeys)
+	if want.code != 0 {
+		t.Fatal(describe(want))
+	}
+	for _, scheme := range []string{"udp", "rtp"} {
+		t.Run(scheme, func(t *testing.T) {
+			port := freeUDPPort(t)
+			dir := t.TempDir()
+			out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "stats.json")
+			r := startLive(t, "-in", fmt.Sprintf("%s://@127.0.0.1:%d", scheme, port), "-out", out, "-cw-file", demoKeys,
+				"-packets", fmt.Sprint(len(delivered)/188), "-stats", stats)
+			waitListening(t, port)
+			c := udpSender(t, port)
+			seq := uint16(0)
+			send := func(b []byte) {
+				if scheme == "rtp" {
+					b = append([]byte{0x80, 33, byte(seq >> 8), byte(seq), 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78}, b...)
+					seq++
+				}
+				if _, err := c.Write(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			other := func(i int) {
+				seq := 30000 + i
+				b := append([]byte{0x80, 33, byte(seq >> 8), byte(seq), 0, 0, 0, 0, 0x9a, 0xbc, 0xde, 0xf0}, datagram(i)...)
+				if _, err := c.Write(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sent := 0
+			for i := range n {
+				d := datagram(i)
+				if i == cutLast {
+					d = d[:6*188+24]
+				}
+				send(d)
+				send([]byte{0x47})
+				sent += 2
+				if scheme == "rtp" && i > 0 {
+					other(i)
+					sent++
+				}
+				if i == cutAlone {
+					send(stream[(i+1)*7*188 : (i+1)*7*188+24])
+					sent++
+				}
+				if i%32 == 0 {
+					time.Sleep(time.Millisecond) // no bursts past the socket buffer
+				}
+			}
+			res := r.wait(t, 30*time.Second)
+			if res.code != 0 {
+				t.Fatal(describe(res))
+			}
+			sameBytes(t, "the whole datagrams, descrambled", readFile(t, out), []byte(want.stdout), 188)
+			dropped := n + 2
+			summaryHas(t, res.stderr, fmt.Sprintf(`input: %d datagrams`, sent), fmt.Sprintf(`%d dropped as not whole packets`, dropped))
+			checks := []string{fmt.Sprintf(`"unaligned": %d,`, dropped), fmt.Sprintf(`"datagrams": %d,`, sent), fmt.Sprintf(`"packets": %d,`, len(delivered)/188)}
+			if scheme == "rtp" {
+				summaryHas(t, res.stderr, fmt.Sprintf(`RTP: 0 lost, 0 reordered, 0 late, 0 duplicates, 0 sequence jumps, %d from another sender \(SSRC\) dropped`, n-1))
+				checks = append(checks, fmt.Sprintf(`"rtp_other_ssrc": %d,`, n-1))
+			}
+			js := string(readFile(t, stats))
+			for _, s := range checks {
+				if !strings.Contains(js, s) {
+					t.Errorf("-stats has no %s:\n%s", s, js)
+				}
+			}
+		})
+	}
+}

@@ -202,6 +202,8 @@ func writeMetrics(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.W
 		value("tsdescramble_received_datagrams_total", in.Datagrams)
 		metric("tsdescramble_received_datagrams_dropped_total", "counter", "Datagrams the system dropped before the input read them, its receive buffer full (where it coalesces datagrams, it counts a buffer of up to 64 once: a lower bound).")
 		value("tsdescramble_received_datagrams_dropped_total", in.Dropped)
+		metric("tsdescramble_received_datagrams_unaligned_total", "counter", "Datagrams the input dropped because they were not a whole number of packets (short, cut or padded).")
+		value("tsdescramble_received_datagrams_unaligned_total", in.Unaligned)
 		if in.RTP > 0 {
 			metric("tsdescramble_rtp_datagrams_lost_total", "counter", "RTP datagrams lost: sequence numbers that never came.")
 			value("tsdescramble_rtp_datagrams_lost_total", in.Lost)
@@ -213,6 +215,10 @@ func writeMetrics(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.W
 			value("tsdescramble_rtp_datagrams_duplicated_total", in.Duplicates)
 			metric("tsdescramble_rtp_sequence_jumps_total", "counter", "Jumps of the RTP sequence number too large to be losses (a restarted sender).")
 			value("tsdescramble_rtp_sequence_jumps_total", in.Jumps)
+			metric("tsdescramble_rtp_datagrams_other_ssrc_total", "counter", "RTP datagrams of another sender (SSRC) than the one followed, dropped.")
+			value("tsdescramble_rtp_datagrams_other_ssrc_total", in.OtherSSRC)
+			metric("tsdescramble_rtp_new_ssrc_total", "counter", "New senders (SSRC) followed after the one before went silent (a restarted sender).")
+			value("tsdescramble_rtp_new_ssrc_total", in.NewSSRC)
 		}
 	}
 	if out != nil {
