@@ -534,10 +534,10 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 		cl.end(prev)
 	}
 	if svc := pk.svc; svc != nil {
-		if steps > 0 {
-			if n := svc.begin(pid, odd, cl.packet); n > 0 {
-				cl.minPeriod = min(cl.minPeriod, n)
-			}
+		// Any period of the other parity than the service's shows the service changed,
+		// a split after a silence too.
+		if n := svc.begin(pid, odd, cl.packet); n > 0 {
+			cl.minPeriod = min(cl.minPeriod, n)
 		}
 		if svc.odd == parityBit(odd) {
 			np := &cl.periods[idx]
