@@ -335,10 +335,10 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		return cl.startPeriod(pk, pid, odd, -1, 1)
 	}
 	cur := &cl.periods[pk.cur]
-	steps := cl.siblingSteps(pk, last, cur.odd, odd)
 	// Its siblings watched the service's periods while it was silent, if one of them had a
 	// packet since its last one: they say how many periods began (steps).
 	watched := pk.svc != nil && pk.svc.born <= last && pk.svc.seen > last
+	steps := cl.siblingSteps(pk, last, cur.odd, odd, watched)
 	if pk.svc != nil {
 		pk.svc.see(cl.packet)
 	}
@@ -370,7 +370,7 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		return pk.cur
 	}
 	if cur.tentative {
-		if back := cl.siblingSteps(pk, pk.prevLast, odd, odd); back >= 2 {
+		if back := cl.siblingSteps(pk, pk.prevLast, odd, odd, true); back >= 2 {
 			// Its siblings began two periods or more since the PID's packet before the
 			// changed one: that was a real period (a sparse PID), not a glitch, and this
 			// packet begins a later one.
@@ -394,8 +394,10 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		return pk.cur
 	}
 	// A change of parity after a silence over which its service began three periods or more,
-	// not counted, or one that nothing watched: the list's next key would be a guess.
-	pk.unsure = steps == 0 && (cl.missedUncounted(pk, last, odd, 3) || !watched && !cl.keys.Fixed() && cl.lateAfter(cur, last))
+	// not counted, or one that nothing watched, long enough to hold a whole crypto period: the
+	// list's next key would be a guess.
+	pk.unsure = steps == 0 && (cl.missedUncounted(pk, last, odd, 3) ||
+		!watched && !cl.keys.Fixed() && (cl.lateAfter(cur, last) || cl.packet-last > cl.minPeriod))
 	idx := cl.startPeriod(pk, pid, odd, pk.cur, max(steps, 1))
 	pk.prevLast = last
 	return idx
@@ -466,17 +468,17 @@ func (cl *classifier) missedUncounted(pk *pidKeys, last int64, odd bool, n int) 
 // the same parity, odd for a change); else 0: a PID whose siblings say nothing (no PMT lists it
 // with others, fixed keys, or its own clock) follows its own parity changes alone. When the
 // service's parity is not odd's yet, this packet is the first of the service's next period,
-// if the PID was silent for longer than a period (a PID that lags its siblings by a few
-// packets is still in the period before). A service whose clock began after last says
+// if the PID was silent for longer than a period while a sibling watched (a PID that lags its
+// siblings by a few packets is still in the period before). A service whose clock began after last says
 // nothing: it may have missed changes.
-func (cl *classifier) siblingSteps(pk *pidKeys, last int64, was, odd bool) int {
+func (cl *classifier) siblingSteps(pk *pidKeys, last int64, was, odd, watched bool) int {
 	svc := pk.svc
 	if svc == nil || cl.keys.Fixed() || svc.born > last {
 		return 0
 	}
 	k := svc.since(last)
 	if svc.odd != parityBit(odd) {
-		if svc.odd < 0 || cl.packet-last <= cl.minPeriod {
+		if svc.odd < 0 || !watched || cl.packet-last <= cl.minPeriod {
 			return 0
 		}
 		k++
