@@ -104,9 +104,11 @@ func (ss *ScheduleSource) GiveUp(uint16, int) {}
 // Fresh implements Source: a schedule's CW is the one its period has.
 func (ss *ScheduleSource) Fresh(uint16, int) Freshness { return New }
 
-// MaxLiveCWs bounds the distinct control words a Live source keeps: far more than a day of
-// crypto periods of ten seconds on a few key slots. Past it, Set refuses new CWs (SetRefused
-// counts them), so that a key server cannot make the process grow without bound.
+// MaxLiveCWs bounds the distinct control words a Live source keeps at once: far more than a day
+// of crypto periods of ten seconds on a few key slots. When a new CW would pass it, those that
+// no key slot and no remembered period refers to any more are forgotten, so that a feed that
+// runs for weeks goes on taking new CWs and a key server cannot make the process grow without
+// bound.
 const MaxLiveCWs = 1 << 16
 
 // MaxLiveSlots bounds the key slots of a Live source (the descrambler indexes a DVBAPI server
@@ -139,7 +141,8 @@ const MaxLiveWaiting = 64
 // the caller's to give up on, after a wait of its choosing.
 type Live struct {
 	mu      sync.Mutex
-	cws     [][]byte             // distinct CWs in order of arrival; their index is the CW index
+	cws     map[int][]byte       // the CWs kept, by CW index (in order of arrival, never reused)
+	nextCW  int                  // the index the next new CW takes
 	index   map[string]int       // CW bytes to index
 	slots   map[int]*[2][]slotCW // slot to the CWs received per parity (0 even, 1 odd), oldest first
 	seq     uint64               // CWs received so far, repeats included: the arrival number of the latest
@@ -189,6 +192,7 @@ type AppliedKey struct {
 func NewLive() *Live {
 	return &Live{
 		index:   make(map[string]int),
+		cws:     make(map[int][]byte),
 		slots:   make(map[int]*[2][]slotCW),
 		pidSlot: make(map[uint16]int),
 		pids:    make(map[uint16]*livePID),
@@ -210,11 +214,11 @@ func (l *Live) Set(slot int, odd bool, cw []byte) bool {
 	idx, ok := l.index[string(cw)]
 	if !ok {
 		if len(l.cws) >= MaxLiveCWs {
-			l.refused++
-			return false
+			l.forget()
 		}
-		idx = len(l.cws)
-		l.cws = append(l.cws, bytes.Clone(cw))
+		idx = l.nextCW
+		l.nextCW++
+		l.cws[idx] = bytes.Clone(cw)
 		l.index[string(cw)] = idx
 	}
 	l.received++
@@ -501,6 +505,40 @@ func (l *Live) CW(i int) []byte {
 	defer l.mu.Unlock()
 	return l.cws[i]
 }
+
+// forget drops the CWs that no slot holds (its last MaxLiveWaiting CWs of each parity), no
+// remembered period of a PID has, used or rejected, and that are not among the latest
+// keepLatestCWs: periods long gone, on a feed that runs for weeks. Their indexes are not
+// reused.
+func (l *Live) forget() {
+	keep := make(map[int]bool)
+	for _, sl := range l.slots {
+		for _, h := range sl {
+			for _, e := range h {
+				keep[e.cw] = true
+			}
+		}
+	}
+	for _, p := range l.pids {
+		keep[p.gone[0]], keep[p.gone[1]] = true, true
+		for _, w := range p.recent {
+			keep[w.cw] = true
+			for _, r := range w.rejected {
+				keep[r] = true
+			}
+		}
+	}
+	for i, cw := range l.cws {
+		if !keep[i] && i < l.nextCW-keepLatestCWs {
+			delete(l.index, string(cw))
+			delete(l.cws, i)
+		}
+	}
+}
+
+// keepLatestCWs is how many of the latest CWs forget keeps whatever refers to them: a caller
+// that decided a period with one may still be using it.
+const keepLatestCWs = 4096
 
 // NumCWs returns the number of distinct control words received so far.
 func (l *Live) NumCWs() int {

@@ -135,14 +135,24 @@ func TestLiveSlotsAndBounds(t *testing.T) {
 	if _, refused := l.Received(); refused != 4 {
 		t.Fatalf("refused %d, want 4", refused)
 	}
-	// The number of distinct CWs is bounded.
+	// The number of distinct CWs kept is bounded, by age: a feed that runs for weeks goes on
+	// taking new ones, and the old ones no slot or period refers to are forgotten.
 	cw := make([]byte, 8)
 	for i := range MaxLiveCWs + 10 {
 		cw[0], cw[1], cw[2] = byte(i), byte(i>>8), byte(i>>16)
-		l.Set(0, true, cw)
+		if !l.Set(0, true, cw) {
+			t.Fatalf("CW %d refused", i)
+		}
+		if n := l.NumCWs(); n > MaxLiveCWs {
+			t.Fatalf("%d CWs kept, over the bound %d", n, MaxLiveCWs)
+		}
 	}
-	if n := l.NumCWs(); n != MaxLiveCWs {
-		t.Fatalf("%d CWs kept, want the bound %d", n, MaxLiveCWs)
+	k, final := l.Begin(0x102, true)
+	if !final || !bytes.Equal(l.CW(k), cw) {
+		t.Fatalf("the latest odd CW after %d distinct ones: %d %v", MaxLiveCWs+10, k, final)
+	}
+	if l.CW(k0)[0] != 1 {
+		t.Fatal("the even CW the slot still holds was forgotten")
 	}
 }
 

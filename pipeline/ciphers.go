@@ -90,11 +90,20 @@ func newCiphers(o *Options) (*ciphers, error) {
 	return cs, nil
 }
 
+// maxCachedKeys bounds the expanded input keys kept for reuse: far more than a CW list's periods
+// that one run's held units of work use at once.
+const maxCachedKeys = 1 << 14
+
 // inKey returns the expanded input key of CW k, expanding it on first use. Only the reading
 // goroutine calls it; workers get the keys through their chunk.
 func (cs *ciphers) inKey(k int) scrambling.Key {
 	key, ok := cs.inKeys[k]
 	if !ok {
+		if len(cs.inKeys) >= maxCachedKeys {
+			// A key server's CWs over weeks: expand again those still in use. The chunks
+			// hold the keys they were given.
+			clear(cs.inKeys)
+		}
 		var err error
 		if key, err = cs.in.NewKey(cs.cw(k)); err != nil {
 			panic("pipeline: " + err.Error()) // newCiphers (or liveDecide) checked every control word's size
