@@ -58,7 +58,9 @@ type LiveKeys struct {
 	// Wait bounds how long a crypto period waits for its key (default 2 s).
 	Wait time.Duration
 	// FileInput says that the input runs ahead of real time: while a period waits and the
-	// key server is busy with ECMs, reading waits for it, and the wait does not run out.
+	// key server is busy with ECMs, reading waits for it, within Wait: a server that stays
+	// busy (answers that never come, a connection replayed again and again) does not keep a
+	// file's run from ending.
 	FileInput bool
 	// Log, when set, receives a line when a period gives up waiting.
 	Log func(string)
@@ -176,7 +178,8 @@ func (cl *classifier) livePacket(p []byte, pid uint16) {
 			// that the ECMs that follow the PMT are not read past. Only Busy says when they
 			// are set: the sink's generation also changes for other reasons (a client that
 			// connects clears its filters), so a change of it ends nothing.
-			for start := time.Now(); l.cfg.Sections.Busy() && cl.ctx.Err() == nil; {
+			begun := time.Now()
+			for start := begun; l.cfg.Sections.Busy() && cl.ctx.Err() == nil && time.Since(begun) < l.cfg.Wait; {
 				time.Sleep(time.Millisecond)
 				l.st.ReaderWaits += time.Since(start)
 				start = time.Now()
@@ -381,7 +384,9 @@ func (cl *classifier) livePoll() {
 	if l.cfg.FileInput && l.cfg.Sections != nil {
 		start := time.Now()
 		arrived := l.cfg.Source.Arrived()
-		for l.cfg.Sections.Busy() && cl.ctx.Err() == nil && !cl.liveResolve(false) {
+		// The oldest period waiting says how long: -key-wait from its first packet, in all.
+		deadline := l.waiting[0].since.Add(l.cfg.Wait)
+		for l.cfg.Sections.Busy() && cl.ctx.Err() == nil && time.Now().Before(deadline) && !cl.liveResolve(false) {
 			select {
 			case <-arrived:
 			case <-time.After(10 * time.Millisecond):
@@ -444,7 +449,7 @@ func (cl *classifier) liveAwaitIdle() {
 	}
 	start := time.Now()
 	arrived := l.cfg.Source.Arrived()
-	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
+	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil && time.Since(start) < l.cfg.Wait {
 		select {
 		case <-arrived:
 		case <-time.After(10 * time.Millisecond):
@@ -463,7 +468,7 @@ func (cl *classifier) liveAwaitServer(pid uint16, number int) {
 	}
 	start := time.Now()
 	arrived := l.cfg.Source.Arrived()
-	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil {
+	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil && time.Since(start) < l.cfg.Wait {
 		if k, _ := l.cfg.Source.Current(pid, number); k != keys.NoKey {
 			break
 		}
@@ -493,7 +498,6 @@ func (cl *classifier) liveEnd(idx int32, why giveUpReason) {
 func (cl *classifier) liveResolve(expire bool) bool {
 	l := cl.live
 	now := time.Now()
-	busy := l.cfg.FileInput && l.cfg.Sections != nil && l.cfg.Sections.Busy()
 	kept := l.waiting[:0]
 	keyless := 0
 	for _, w := range l.waiting {
@@ -514,9 +518,6 @@ func (cl *classifier) liveResolve(expire bool) bool {
 				cl.liveGiveUp(w.idx, giveUpNone)
 				continue
 			}
-		}
-		if busy && p.key == keys.NoKey {
-			w.since = now // a file's reader waits for the server: the wait starts when it is idle
 		}
 		if expire && now.Sub(w.since) > l.cfg.Wait {
 			cl.liveEnd(w.idx, giveUpWait)
@@ -587,10 +588,8 @@ func (cl *classifier) liveFinish() {
 		start := time.Now()
 		arrived := l.cfg.Source.Arrived()
 		for !cl.liveResolve(false) && cl.ctx.Err() == nil {
-			if l.cfg.Sections != nil && l.cfg.Sections.Busy() {
-				start = time.Now()
-			} else if time.Since(start) > l.cfg.Wait {
-				break
+			if time.Since(start) > l.cfg.Wait {
+				break // as long as a period may wait, in all, busy server or not
 			}
 			select {
 			case <-arrived:

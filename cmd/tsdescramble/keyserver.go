@@ -28,7 +28,7 @@ func keyServerFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "key-server", Category: catKeys, Usage: "take the keys from a key server that answers the stream's ECMs: `URL` cs378x://USER:PASS@HOST:PORT[?caid=HEX&ecm-pid=PID] (camd35 over TCP, as OSCam serves it) or dvbapi://HOST:PORT (OSCam's DVBAPI network protocol)"},
 		&cli.StringFlag{Name: "key-server-env", Category: catKeys, Usage: "read the -key-server URL from the environment variable `NAME` (keeps the password out of ps)"},
-		&cli.DurationFlag{Name: "key-wait", Value: 2 * time.Second, Category: catKeys, Usage: "how long a crypto period waits for its key from the key server (`DURATION`); a file input also waits while the server is busy"},
+		&cli.DurationFlag{Name: "key-wait", Value: 2 * time.Second, Category: catKeys, Usage: "how long a crypto period waits for its key from the key server (`DURATION`), in all: the server's own timeouts, reconnects and replays fit inside it"},
 		&cli.BoolFlag{Name: "follow", Category: catKeys, Usage: "with -cw-file, read an OSCam .cwl log (or EVEN ODD pairs) that another program is still writing, like tail -f: each key applies from the next crypto period of its parity"},
 		&cli.StringFlag{Name: "missing-key", Value: "pass", Category: catKeys, Usage: "what happens to the packets of a period whose key did not come in time: `pass` them as they came, or drop them (counted either way)"},
 	}
@@ -141,8 +141,10 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 	if err != nil {
 		return nil, err
 	}
+	// A request to the server never outlasts the wait of the period that needs its answer.
+	timeout := min(keyserver.DefaultTimeout, c.Duration("key-wait"))
 	if u.scheme == "cs378x" {
-		cs := cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password})
+		cs := cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password, Timeout: timeout})
 		ks, err := newECMKeys(c, u, cs, u.choice)
 		if err != nil {
 			return nil, err
@@ -155,7 +157,7 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 		return nil, err
 	}
 	ks.url = u
-	cfg := dvbapi.Config{Addr: u.addr}
+	cfg := dvbapi.Config{Addr: u.addr, Timeout: timeout}
 	if c.IsSet("service") {
 		cfg.ServiceID = uint16(c.Int("service"))
 	}

@@ -207,3 +207,50 @@ func TestKeyServerEachCWTwice(t *testing.T) {
 		})
 	}
 }
+
+// A key server that never answers costs each crypto period -key-wait at most, in all: the
+// client's own timeout fits inside it, and the file's run ends, all its periods passed as they
+// came (exit 3), however long the server stays silent or busy.
+func TestKeyServerSilentWaitsKeyWaitAtMost(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	// 12 periods; each may wait once, and the end of the input once more.
+	limit := 13*wait + 4*time.Second
+	for _, ks := range []struct {
+		name  string
+		start func(t *testing.T) string
+	}{
+		{"cs378x", func(t *testing.T) string {
+			srv := camdouble.NewCS378x(t, "u", "p")
+			srv.SetDelay(time.Minute)
+			return "cs378x://u:p@" + srv.Addr
+		}},
+		{"dvbapi", func(t *testing.T) string {
+			srv := camdouble.NewDVBAPI(t)
+			srv.SetSkip(func([]byte) bool { return true })
+			return "dvbapi://" + srv.Addr
+		}},
+	} {
+		t.Run(ks.name, func(t *testing.T) {
+			_, scrambled, in := oscamStream(t, 0, mustCW(t, "11223366445566FF"), mustCW(t, "A1B2C316D4E5F6AF"), mustCW(t, "0102030604050610"))
+			bin := buildBinary(t, "")
+			out := filepath.Join(t.TempDir(), "out.ts")
+			start := time.Now()
+			p := proc.Start(t, time.Minute, bin, "-q", "-key-server", ks.start(t), "-key-wait", wait.String(), "-in", in, "-out", out)
+			for !p.Exited() && time.Since(start) < limit+5*time.Second {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !p.Exited() {
+				p.Cmd.Process.Kill()
+			}
+			code := p.Wait(t, 10*time.Second)
+			took := time.Since(start)
+			if took > limit || code != exitNoFit {
+				t.Fatalf("exit %d after %v; want exit %d within %v (-key-wait %v a period)\n%s", code, took.Round(time.Millisecond), exitNoFit, limit, wait, p.Output())
+			}
+			if got, _ := os.ReadFile(out); !bytes.Equal(got, scrambled) {
+				t.Fatalf("the output is not the input as it came (%d bytes of %d)", len(got), len(scrambled))
+			}
+			t.Logf("exit %d after %v", code, took.Round(time.Millisecond))
+		})
+	}
+}
