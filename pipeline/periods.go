@@ -222,7 +222,10 @@ type svcClock struct {
 	shared bool                  // another PID changed to the latest period's parity since
 	born   int64                 // the packet number from which its PIDs' changes are seen
 	seen   int64                 // the packet number of the latest scrambled packet of its PIDs
-	before int64                 // that of the one before it
+	// quietTo is the packet number at which the latest silence of all its PIDs longer than
+	// lagLimit ended.
+	quietTo int64
+	before  int64 // that of the one before it
 	// latestGap is the packets between the latest period's first packet and the service's
 	// packet before it: how late that change may have been seen.
 	latestGap int64
@@ -254,7 +257,19 @@ const svcClockStarts = 16
 func newSvcClock(born int64) *svcClock { return &svcClock{odd: -1, born: born} }
 
 // see records that a PID of the service has a scrambled packet at packet number at.
-func (c *svcClock) see(at int64) { c.before, c.seen = c.seen, at }
+func (c *svcClock) see(at int64) {
+	if c.seen > 0 && at-c.seen > lagLimit {
+		c.quietTo = at // a silence of the whole service: a change of key may have gone unseen
+	}
+	c.before, c.seen = c.seen, at
+}
+
+// watched reports whether the service's PIDs showed its periods from packet number last to
+// now: its clock ran, one of them had a packet since last, and none of its silences since
+// was longer than lagLimit.
+func (c *svcClock) watched(last, now int64) bool {
+	return c.born <= last && c.seen > last && c.quietTo <= last && now-c.seen <= lagLimit
+}
 
 // begin records that pid began a period of the given parity at packet at: the service's period
 // changes when its parity does. It returns the length of the period that ended when it knows
@@ -336,8 +351,9 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	}
 	cur := &cl.periods[pk.cur]
 	// Its siblings watched the service's periods while it was silent, if one of them had a
-	// packet since its last one: they say how many periods began (steps).
-	watched := pk.svc != nil && pk.svc.born <= last && pk.svc.seen > last
+	// packet since its last one and the service was never silent for long meanwhile: they
+	// say how many periods began (steps).
+	watched := pk.svc != nil && pk.svc.watched(last, cl.packet)
 	steps := cl.siblingSteps(pk, last, cur.odd, odd, watched)
 	if pk.svc != nil {
 		pk.svc.see(cl.packet)
