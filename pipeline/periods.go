@@ -80,6 +80,9 @@ type period struct {
 	svcN      int32 // the number of its service's period (svcClock.n) it is part of, or 0
 	gap       int64 // the packets from its PID's packet before its first to it
 	expect    int   // the ring position its PID's periods before it lead to
+	from      int32 // the period before it of its PID, or -1: its position is steps after from's
+	steps     int32
+	placed    bool // a sibling's key placed it (placeBySiblings)
 	state     periodState
 	attempts  uint8 // checked unit starts that no key fitted
 	npending  uint8
@@ -510,7 +513,7 @@ func (cl *classifier) siblingSteps(pk *pidKeys, last int64, was, odd, watched bo
 // where a unit start failed prev's key), and returns its index.
 func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, steps int) int32 {
 	s := cl.keys
-	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1, gap: pk.gap}
+	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1, gap: pk.gap, from: prev, steps: int32(steps)}
 	switch {
 	case prev >= 0:
 		p.pos = cl.periods[prev].pos
@@ -531,10 +534,10 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	p.flip = prev >= 0 && steps == 1 && odd != cl.periods[prev].odd
 	// A period that may be further on than its ring steps say, or a PID's first after the
 	// stream's first change of parity or far into the stream (the list's first CW is the
-	// stream's first period's), or placed where another PID's key fitted (of another service,
-	// maybe), takes its key from a unit start or a sibling, not from the list's order.
+	// stream's first period's), or placed elsewhere, where another PID's key fitted (of another
+	// service, maybe), takes its key from a unit start or a sibling, not from the list's order.
 	p.unplaced = !s.Fixed() && s.NumCWs() > 1 &&
-		(prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (cl.flips > 0 || cl.packet > firstPeriodKnown || cl.haveHint))
+		(prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (cl.flips > 0 || cl.packet > firstPeriodKnown || p.pos != s.Start(odd)))
 	pk.unsure = false
 	pk.periods++
 	// A parity change of a rotating schedule is tentative while the period it ends has two
@@ -557,8 +560,15 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 		if n := svc.begin(pid, odd, cl.packet); n > 0 {
 			cl.minPeriod = min(cl.minPeriod, n)
 		}
-		if svc.odd == parityBit(odd) {
-			np := &cl.periods[idx]
+		// The period is the service's current one if its parity is the service's and it
+		// began in step with the service: the PID came promptly, or the service watched its
+		// silence, or, for its first, the service's packets were coming. After a silence
+		// nothing watched it may be a later period of the same parity.
+		np := &cl.periods[idx]
+		last := cl.packet - np.gap
+		inStep := prev >= 0 && (np.gap <= lagLimit || svc.watched(last, cl.packet)) ||
+			prev < 0 && cl.packet-svc.before <= lagLimit
+		if svc.odd == parityBit(odd) && inStep {
 			np.svcN = int32(svc.n)
 			cl.placeBySiblings(np)
 		}
@@ -599,6 +609,7 @@ func (cl *classifier) learnPeriod(pk *pidKeys, p *period) {
 // CA system's; the schedule's key where the schedule or the PID's siblings place it; left as
 // it came otherwise (periodUnplaced).
 func (cl *classifier) decideUnchecked(p *period, pk *pidKeys) {
+	cl.follow(p)
 	switch {
 	case pk.foreign:
 		cl.decide(p, periodNoFit)
@@ -715,8 +726,22 @@ func (cl *classifier) placeBySiblings(p *period) bool {
 	if !ok {
 		return false
 	}
-	p.pos, p.key, p.unplaced = pos, cl.keys.KeyAt(pos), false
+	p.pos, p.key, p.unplaced, p.placed = pos, cl.keys.KeyAt(pos), false, true
 	return true
+}
+
+// follow sets the ring position of open period p again from the period before it, which may
+// have been placed since p began (a period is placed when it is decided, after the next began):
+// steps after it.
+func (cl *classifier) follow(p *period) {
+	if p.placed || p.from < 0 || p.state != periodOpen {
+		return
+	}
+	pos := cl.periods[p.from].pos
+	for range p.steps {
+		pos = cl.keys.Next(pos)
+	}
+	p.pos, p.key, p.expect = pos, cl.keys.KeyAt(pos), pos
 }
 
 // offerUnitStart is called for a scrambled payload of period idx that starts a PES packet or a
@@ -756,6 +781,7 @@ func (cl *classifier) check(idx int32, u unitStart) {
 	p := &cl.periods[idx]
 	pk := cl.pk[p.pid]
 	payload := u.c.buf[u.off:u.end]
+	cl.follow(p)
 	cl.placeBySiblings(p)
 	if p.key != keys.NoKey {
 		switch cl.trial(p.key, payload, u.carriage) {
@@ -783,7 +809,7 @@ func (cl *classifier) check(idx int32, u unitStart) {
 		cl.fit(p, pk, pos, true)
 		return
 	}
-	if u.carriage == psi.CarriageUnknown && cl.periods[idx].ndeferred < uint8(len(p.deferred)) {
+	if u.carriage == psi.CarriageUnknown {
 		// Neither a PES header nor a whole section with its CRC under any key, on a PID no
 		// PMT has described yet: a section that spans packets, or data of another kind.
 		// The PMT, when it comes, says what to look for (recheck); till then it says nothing.

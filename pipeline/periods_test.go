@@ -23,6 +23,7 @@ type muxPID struct {
 	cws        [][]byte
 	period     int  // packets of this PID per crypto period, 0: one period
 	sections   bool // payloads are sections (with a CRC) rather than PES
+	long       bool // with sections: each claims 1000 bytes, so that its CRC lies in a later packet
 }
 
 // muxStream builds a clear multiplex and its scrambled form: a PAT and a PMT (program 1, PMT
@@ -74,6 +75,9 @@ func muxStream(t testing.TB, n int, pids []muxPID) (clear, scrambled []byte) {
 				l := len(sec) - 3 + 4
 				sec[1], sec[2] = 0xB0|byte(l>>8), byte(l)
 				sec = binary.BigEndian.AppendUint32(sec, psi.CRC32(sec))
+				if m.long {
+					sec[1], sec[2] = 0xB0|byte(1000>>8), byte(1000&0xFF)
+				}
 				p[4] = 0
 				copy(p[5:], sec)
 				for j := 5 + len(sec); j < ts.PacketSize; j++ {

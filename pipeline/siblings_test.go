@@ -137,3 +137,31 @@ func TestFailedCheckEndsDecision(t *testing.T) {
 		})
 	}
 }
+
+// A capture that starts before its PAT and PMT: a PID of sections that span packets (DSM-CC,
+// say) has unit starts that are neither a PES header nor a whole section under any key. Before
+// a PMT says what it carries, they say nothing: they are checked again when the PMT comes,
+// and the PID is neither taken for another CA system's nor counted as bad PES starts.
+func TestBeforeTheTables(t *testing.T) {
+	clear, scrambled := muxStream(t, 4000, []muxPID{
+		{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 400},
+		{pid: 0x200, streamType: 0x0B, cws: muxCWs, period: 400, sections: true, long: true},
+	})
+	// The PAT and the PMT, the first two packets, come 1500 packets later.
+	const at = 1500 * ts.PacketSize
+	move := func(s []byte) []byte {
+		tables := s[:2*ts.PacketSize]
+		out := append([]byte{}, s[2*ts.PacketSize:at]...)
+		out = append(out, tables...)
+		return append(out, s[at:]...)
+	}
+	clear, scrambled = move(clear), move(scrambled)
+	out, st := runMux(t, scrambled, func() *keys.Schedule { return keys.NewList(muxCWs) })
+	if n := checkOracle(t, "before the tables", out, clear, scrambled); n != 0 {
+		t.Fatalf("%d packets left as they came", n)
+	}
+	samePackets(t, "the sections", out, clear, 0x200)
+	if ps := pidStats(st, 0x200); ps.PeriodsLeft != 0 || ps.PESBad != [2]int64{} || st.PESBad != 0 {
+		t.Fatalf("PID 0x200: %d periods left, bad unit starts %v (in all %d)", ps.PeriodsLeft, ps.PESBad, st.PESBad)
+	}
+}
