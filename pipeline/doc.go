@@ -22,22 +22,52 @@
 //
 // Key decisions are made per PID, because a multiplex may carry services of several CA
 // systems, each changing keys on its own clock: the parity changes of one PID start that PID's
-// crypto periods and say nothing of another's. For each period the classifier decides once
-// which control word of the key schedule applies, and the decision covers every packet of the
-// period, whichever chunk it is in:
+// crypto periods and say nothing of another's. The PIDs of one service (one PMT) change keys
+// together, so what one of them shows places the others' periods. For each period the
+// classifier (periods.go) decides once which control word applies, or that its packets pass as
+// they came, and the decision covers every packet of the period, whichever chunk it is in. A
+// key is used only where evidence places it:
+//
+//	case                                          decision                                   test
+//	a unit start fits the expected key            the period has it (fit, "checked")         TestRunDescrambles
+//	it fits another key of the list               the list is realigned there (key sync)     TestFailedCheckEndsDecision
+//	its unit starts fit no key                    left as it came (no fit, exit 3)           TestPeriodsNoKeyFits
+//	a PID no key ever fits                        another CA system's: left, named           TestMixedCAS
+//	a unit start fails its decided period's key   a period of the same parity begins there   TestFailedCheckEndsDecision
+//	counters break after following on             a period begins at the break, checked      TestFailedCheckEndsDecision
+//	nothing to check, list followed in order      the list's next key ("unchecked")          TestSectionsAndT2MI
+//	nothing to check, a sibling's key fitted      the sibling's key, same service period     TestOracleRandomSchedules
+//	nothing to check, nothing places it           left as it came, counted ("unplaced")      FuzzOracleSchedules
+//	silent while its siblings began periods       as many ring positions on as they began    TestSilentPIDTakesItsSiblingsPeriods
+//	silent, unwatched, for over half a period     a period begins, placed as above           TestOracleRandomSchedules
+//	one packet of the other parity                a glitch, left as it came                  TestParityGlitch
+//	... that its siblings share, or that fits     a period (a sparse PID)                    TestSparsePIDIsNotAGlitch
+//	a PID no PMT has described yet                its unit starts wait for the PMT (hold)    TestBeforeTheTables
+//	a key server's slot CW fits                   the period has it, used before or not      TestLiveKeysConstantCWs
+//	a slot CW that does not fit                   the period waits for the next of its parity TestLiveKeysStaleKeyAfterMissingPeriod
+//	no key within -key-wait, in all               passed as it came (or dropped)             TestLiveKeysServerStops
+//
+// More precisely:
 //
 //   - A period's first unit start that can be checked (a PES header; a section whose CRC_32
 //     lies in the packet, on a PID the PMT says carries sections) is descrambled with the
-//     expected key, and, if that does not fit, with the others, nearest first in the schedule;
-//     only the first bytes are descrambled for each trial. A key that fits decides the period
-//     and the PID's schedule goes on from it; up to four unit starts are tried.
+//     expected key (a sibling's, where one fitted in the same service period, else the list's
+//     order) and, if that does not fit, with the others, nearest first in the schedule; only
+//     the first bytes are descrambled for each trial. A key that fits decides the period and
+//     the PID's schedule goes on from it; up to four unit starts are tried.
+//   - A later unit start of a decided period is tried with its key too: one that does not fit
+//     ends the decision there (the packets before keep their key).
 //   - A period whose checked unit starts fit no key is left as it came: its packets pass
 //     through untouched, still marked scrambled. A PID that never fits, after enough checks,
 //     is taken for another CA system's and is not tried again.
-//   - A period without any checkable unit start (T2-MI, sections that span packets, a period
-//     cut short) takes the schedule's expected key.
+//   - A period that may have begun unseen (after a silence longer than half the shortest
+//     crypto period seen, or than lagLimit and eight times what the PID showed of its period,
+//     with no sibling watching; a PID's first period late in the stream) takes a key only from
+//     a unit start or a sibling. Without either its packets are left as they came (unplaced),
+//     which says nothing against the keys.
 //   - A parity change that lasts a single packet, inside a period of two packets or more, is
-//     a glitch: that packet is left as it came and the period goes on.
+//     a glitch: that packet is left as it came and the period goes on, unless the PID's
+//     siblings changed periods meanwhile or its unit start fits a key.
 //
 // Until its period is decided, a chunk is held by the reading goroutine, and the chunks after
 // it with it; the pool of chunks grows to hold them, up to 65536 packets after the first packet
