@@ -83,13 +83,16 @@ type period struct {
 	from      int32 // the period before it of its PID, or -1: its position is steps after from's
 	steps     int32
 	placed    bool // a sibling's key placed it (placeBySiblings)
-	state     periodState
-	attempts  uint8 // checked unit starts that no key fitted
-	npending  uint8
-	pos       int   // ring position in the schedule: expected, or aligned by a fit
-	key       int   // CW index of pos, or keys.NoKey
-	first     int64 // the stream's packet number of its first packet, from 1
-	number    int   // its number among the PID's periods, from 1
+	// awaitNumber is the number of the PID's period split off it (where its key may have
+	// changed, before it was checked) whose decision decides it, or 0.
+	awaitNumber int
+	state       periodState
+	attempts    uint8 // checked unit starts that no key fitted
+	npending    uint8
+	pos         int   // ring position in the schedule: expected, or aligned by a fit
+	key         int   // CW index of pos, or keys.NoKey
+	first       int64 // the stream's packet number of its first packet, from 1
+	number      int   // its number among the PID's periods, from 1
 	// Unit starts of a tentative period, checked when it is confirmed.
 	pending [maxSyncAttempts]unitStart
 	// Unit starts checked before any PMT said what the PID carries, that no key made a PES
@@ -444,6 +447,11 @@ func (cl *classifier) silentAcross(pk *pidKeys, last int64, odd bool) bool {
 // start to place it, its packets are left as they came.
 func (cl *classifier) lateAfter(cur *period, last int64) bool {
 	gap := cl.packet - last
+	if cur.from < 0 {
+		// A PID's first period: what it showed of it is no measure (its packets may come
+		// in bursts at first): only a silence of eight times lagLimit counts.
+		return gap > 8*lagLimit
+	}
 	return gap > lagLimit && gap > 8*(last-cur.first)
 }
 
@@ -552,7 +560,13 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 			cl.flips++
 			cl.learnPeriod(pk, &cl.periods[idx])
 		}
-		cl.end(prev)
+		if q := &cl.periods[prev]; steps == 0 && q.state == periodOpen && q.attempts == 0 && odd == q.odd {
+			// Split where its key may have changed, before anything checked it: the unit
+			// start that places the new period says whether the key did change (decide).
+			q.awaitNumber = p.number
+		} else {
+			cl.end(prev)
+		}
 	}
 	if svc := pk.svc; svc != nil {
 		// Any period of the other parity than the service's shows the service changed,
@@ -761,8 +775,19 @@ func (cl *classifier) offerUnitStart(idx int32, u unitStart) int32 {
 	case p.state == periodOpen:
 		cl.check(idx, u)
 	case (p.state == periodFit || p.state == periodUnchecked) && p.key != keys.NoKey:
-		if cl.trial(p.key, u.c.buf[u.off:u.end], u.carriage) != trialBad {
-			break
+		payload := u.c.buf[u.off:u.end]
+		switch cl.trial(p.key, payload, u.carriage) {
+		case trialBad:
+		case trialUndescribed:
+			// Before a PMT says what the PID carries, the key says nothing; another key
+			// that makes a PES header or a whole section of it does.
+			if _, ok := cl.keys.Sync(p.pos, nearSearch, func(k int) bool {
+				return cl.trial(k, payload, u.carriage) == trialGood
+			}); !ok {
+				return idx
+			}
+		default:
+			return idx
 		}
 		pk := cl.pk[p.pid]
 		cl.st.KeyFailures++
@@ -911,6 +936,19 @@ func (cl *classifier) fit(p *period, pk *pidKeys, pos int, moved bool) {
 // decide records the decision for a period: its packets held so far can go on.
 func (cl *classifier) decide(p *period, state periodState) {
 	p.state = state
+	if p.from >= 0 {
+		if q := &cl.periods[p.from]; q.state == periodOpen && q.awaitNumber == p.number {
+			// The period before was split off where the key may have changed, unchecked:
+			// if the key that fits here is the one it expected, nothing changed, and it
+			// has that key too; else it is decided by what it has of its own.
+			q.awaitNumber = 0
+			if cl.follow(q); state == periodFit && p.pos == q.pos {
+				cl.decide(q, periodFit)
+			} else {
+				cl.endNow(p.from)
+			}
+		}
+	}
 	ps := cl.pid(p.pid)
 	if cl.live != nil {
 		cl.liveDecided(p, ps)

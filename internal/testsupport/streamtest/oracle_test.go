@@ -51,6 +51,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -966,4 +967,19 @@ func TestOracleSilentPIDSample(t *testing.T) {
 	}
 	t.Errorf("silent-pid: exit %d, output (%d bytes) is not the clear stream with the audio nulls (%d bytes): %d packets clear, %d as came, %d wrong (per PID clear/as came/wrong: 0x0100 %v, 0x0101 %v) over %d crypto periods; first wrong: %s\n%s",
 		code, len(out), len(clear), cl, came, wrong, byPID[0x100], byPID[0x101], n, strings.Join(first, ", "), stderr)
+}
+
+// TestOracleSweep draws TSD_ORACLE_SWEEP more schedules (seeds from 1000 on) and judges the
+// library's output of each, for a developer who wants the oracle's view of many more streams
+// than the fixed seeds; it skips without the variable.
+func TestOracleSweep(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("TSD_ORACLE_SWEEP"))
+	if n <= 0 {
+		t.Skip("set TSD_ORACLE_SWEEP=N to judge N more schedules")
+	}
+	streams := oracleFixtures(t)
+	for seed := uint64(1000); seed < uint64(1000+n); seed++ {
+		s := drawSchedule(t, rand.New(rand.NewPCG(seed, 0x0AC1E)), fmt.Sprintf("seed %d", seed), streams)
+		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) { s.check(t, false) })
+	}
 }
