@@ -378,12 +378,10 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			// next unit start, place the period.
 			return cl.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
-		if !cl.keys.Fixed() && (ccBreak || !watched && (cl.packet-last > cl.minPeriod/2 || cl.lateAfter(cur, last))) {
-			// Packets lost, two streams spliced, or a silence that no sibling watched long
-			// enough for the key to change twice unseen (half the shortest crypto period
-			// seen: a PID's packets may not come evenly): the key of the period may stop
-			// applying here,
-			// before the next unit start can tell. A period of its own, whose key that unit
+		if !cl.keys.Fixed() && (ccBreak || !watched && cl.packet-last > lagLimit) {
+			// Packets lost, two streams spliced, or a silence longer than lagLimit that no
+			// sibling watched: the key of the period may stop applying here, before the next
+			// unit start can tell. A period of its own, whose key that unit
 			// start checks (the same key first), holds the packets until it does; without
 			// such a unit start they are left as they came.
 			return cl.startPeriod(pk, pid, odd, pk.cur, 0)
@@ -942,9 +940,16 @@ func (cl *classifier) decide(p *period, state periodState) {
 			// if the key that fits here is the one it expected, nothing changed, and it
 			// has that key too; else it is decided by what it has of its own.
 			q.awaitNumber = 0
-			if cl.follow(q); state == periodFit && p.pos == q.pos {
+			cl.follow(q)
+			switch {
+			case state == periodFit && p.pos == q.pos:
 				cl.decide(q, periodFit)
-			} else {
+			case state == periodFit && q.from < 0 && !q.placed:
+				// A PID's first period, that only the list's start placed: the key that fits
+				// after its silence, of the same parity, is better evidence.
+				q.pos, q.key = p.pos, p.key
+				cl.decide(q, periodFit)
+			default:
 				cl.endNow(p.from)
 			}
 		}
