@@ -118,8 +118,10 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	}
 	// The flags that need nothing of the input are checked before it is opened: a usage error
 	// does not wait for a live input to show its PMTs.
-	if s := c.String("pid"); s != "" {
-		if opts.PIDs, err = parsePIDs(s); err != nil {
+	// -pid "" is refused rather than read as no -pid: a list that came out empty (a script's
+	// unset variable) must not turn into descrambling every PID.
+	if c.IsSet("pid") {
+		if opts.PIDs, err = parsePIDs(c.String("pid")); err != nil {
 			return err
 		}
 	}
@@ -150,6 +152,11 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 			if c.IsSet(name) {
 				return usageErr("-%s needs -rescramble SYSTEM", name)
 			}
+		}
+	}
+	if c.IsSet("metrics") {
+		if err := checkMetricsAddr(c.String("metrics")); err != nil {
+			return err
 		}
 	}
 	var metrics *metricsServer
