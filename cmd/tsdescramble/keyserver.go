@@ -339,7 +339,11 @@ func (ks *keyServer) stop(st *pipeline.Stats) {
 	switch {
 	case ks.feeder != nil:
 		f := ks.feeder.Stats()
-		s.ECMsSent, s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors = f.Sent, f.Answers, f.NotFound, f.NoCard, f.Timeouts, f.Errors
+		// The statistics have no count of their own for these two yet: an answer whose CWs
+		// are all zero is the server finding no key (not found, rather than an answer with
+		// keys), and an ECM in flight at the end got no answer in time (timed out), so that
+		// the counts add up to the ECMs sent.
+		s.ECMsSent, s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors = f.Sent, f.Answers, f.NotFound+f.NoKeys, f.NoCard, f.Timeouts+f.Unanswered, f.Errors
 		s.CWs, s.RTTMedian, s.RTTMax = f.CWs, f.RTTMedian, f.RTTMax
 	case ks.dv != nil:
 		d := ks.dv.Stats()
