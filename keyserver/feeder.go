@@ -72,15 +72,21 @@ type Feeder struct {
 
 // Stats counts what a Feeder did.
 type Stats struct {
-	ECMs     int64 // ECM sections offered (repeats included)
+	ECMs int64 // ECM sections offered (repeats included)
+	// Sent = Answers + NoKeys + NotFound + NoCard + Timeouts + Errors + Unanswered: each ECM
+	// sent is in one of them once its request has ended.
 	Sent     int64 // ECMs sent to the server
-	Answers  int64 // answers with a CW pair
+	Answers  int64 // answers with a key: a CW of either parity that is not all zero
+	NoKeys   int64 // answers whose CWs are all zero: an answer, but no key
 	CWs      int64 // CWs set in the key source (all-zero ones are not)
 	NotFound int64
 	NoCard   int64
 	Timeouts int64
 	Errors   int64 // connection and protocol errors
-	Dropped  int64 // ECMs dropped from a full queue
+	// Unanswered counts the ECMs still waiting for their answer when Run ended: in flight
+	// at the end of a run, in no other count.
+	Unanswered int64
+	Dropped    int64 // ECMs dropped from a full queue
 	// RTTMedian and RTTMax are the median and the largest time from sending an ECM to its
 	// answer (with or without a key), over the answers.
 	RTTMedian, RTTMax time.Duration
@@ -155,10 +161,14 @@ func (f *Feeder) Run(ctx context.Context) {
 
 		// The keys are set before the ECM stops counting as pending: a reader that sees
 		// Pending fall to 0 must find them (else it gives up on a period whose key came).
-		cws := 0
+		cws, keyed := 0, false
 		if err == nil {
 			for i, cw := range [][]byte{even, odd} {
-				if len(cw) > 0 && !allZero(cw) && f.live.Set(0, i == 1, cw) {
+				if len(cw) == 0 || allZero(cw) {
+					continue
+				}
+				keyed = true
+				if f.live.Set(0, i == 1, cw) {
 					cws++
 				}
 			}
@@ -168,8 +178,13 @@ func (f *Feeder) Run(ctx context.Context) {
 		f.busy--
 		f.st.CWs += int64(cws)
 		switch {
-		case err == nil:
+		case err == nil && keyed:
 			f.st.Answers++
+			f.rtts.Add(rtt)
+		case err == nil:
+			// All-zero CWs are the server saying it has none: counted apart, not as an
+			// answer with keys.
+			f.st.NoKeys++
 			f.rtts.Add(rtt)
 		case errors.Is(err, ErrNotFound):
 			f.st.NotFound++
@@ -178,6 +193,7 @@ func (f *Feeder) Run(ctx context.Context) {
 			f.st.NoCard++
 			f.rtts.Add(rtt)
 		case ctx.Err() != nil:
+			f.st.Unanswered++
 		case errors.Is(err, ErrTimeout):
 			f.st.Timeouts++
 			f.forget(e)

@@ -109,3 +109,43 @@ func TestFeederQueueIsBounded(t *testing.T) {
 		t.Fatalf("%d dropped", d)
 	}
 }
+
+// blockingServer answers with all-zero CWs, except an ECM whose byte is 7, which it holds until
+// the request's context ends.
+type blockingServer struct{ held chan struct{} }
+
+func (s *blockingServer) Answer(ctx context.Context, e keyserver.ECM) ([]byte, []byte, error) {
+	if e.Section[3] == 7 {
+		close(s.held)
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	}
+	return make([]byte, 8), make([]byte, 8), nil
+}
+
+// The counts add up at the end: an answer with all-zero CWs is an answer without keys, and an
+// ECM still in flight when the run ends is unanswered; both were in no category, or the wrong one.
+func TestFeederCountsAddUp(t *testing.T) {
+	srv := &blockingServer{held: make(chan struct{})}
+	f := keyserver.NewFeeder(keys.NewLive(), srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	f.Offer(keyserver.ECM{Section: []byte{0x80, 0x70, 1, 1}, PID: 0x500})
+	wait(t, f)
+	f.Offer(keyserver.ECM{Section: []byte{0x81, 0x70, 1, 7}, PID: 0x500})
+	select {
+	case <-srv.held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second ECM was not sent")
+	}
+	cancel()
+	<-done
+	st := f.Stats()
+	if st.Sent != 2 || st.Answers != 0 || st.NoKeys != 1 || st.CWs != 0 || st.Unanswered != 1 {
+		t.Fatalf("stats %+v: want 2 sent, 1 answer without keys, 1 unanswered", st)
+	}
+	if sum := st.Answers + st.NoKeys + st.NotFound + st.NoCard + st.Timeouts + st.Errors + st.Unanswered; sum != st.Sent {
+		t.Fatalf("stats %+v: the categories add up to %d, not the %d sent", st, sum, st.Sent)
+	}
+}

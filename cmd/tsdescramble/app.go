@@ -250,3 +250,13 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// pathReason is the reason of a path error without the path, for a message that names the
+// path already.
+func pathReason(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -123,6 +123,8 @@ type jobFiles interface {
 	ReadFile(path string) ([]byte, error)
 	Remove(path string) error
 	MkdirAll(path string) error
+	// CheckWritable reports why no file can be created in the directory dir, if none can.
+	CheckWritable(dir string) error
 }
 
 // localFiles are local paths, a mounted volume in a container.
@@ -143,6 +145,17 @@ func (localFiles) Stat(path string) (fs.FileInfo, error)      { return os.Stat(p
 func (localFiles) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }
 func (localFiles) ReadFile(path string) ([]byte, error)       { return os.ReadFile(path) }
 func (localFiles) MkdirAll(path string) error                 { return os.MkdirAll(path, 0o755) }
+func (localFiles) CheckWritable(dir string) error {
+	// A file is made and removed: only that shows every reason (permissions, a read-only
+	// volume, a full one) as the job would meet it.
+	f, err := os.CreateTemp(dir, ".tsdescramble-check-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 func (localFiles) Remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -407,7 +420,13 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	}
 	if statsDir != "" {
 		if err := files.MkdirAll(statsDir); err != nil {
-			return usageErr("-stats-dir: cannot create %v", unwrapPath(err))
+			return usageErr("-stats-dir %s: cannot create it: %v: give a directory the batch can write", statsDir, pathReason(err))
+		}
+		// A directory that exists but takes no file (a read-only volume) is the same mistake
+		// as one that cannot be made, and as a -stats FILE that cannot be written: a usage
+		// error before any job runs, not each job failing to replace its statistics.
+		if err := files.CheckWritable(statsDir); err != nil {
+			return usageErr("-stats-dir %s: cannot write in it: %v: give a directory the batch can write", statsDir, pathReason(err))
 		}
 	}
 	if index >= 0 {

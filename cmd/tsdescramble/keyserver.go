@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -238,7 +239,7 @@ func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
 	if c.String("cipher") != "csa2" {
 		return nil, usageErr("-follow reads DVB-CSA2 control words: use it with -cipher csa2")
 	}
-	kf, err := keys.LoadKeyFile(path, keys.CWSize)
+	kf, err := loadWholeLines(path)
 	switch {
 	case errors.Is(err, keys.ErrEmptyList):
 		// A log that has no key yet: its keys are still to come.
@@ -271,6 +272,17 @@ func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
 		return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
 	}
 	return ks, nil
+}
+
+// loadWholeLines reads the key file at path as far as its last newline: the line after it is
+// still being written by the program that keeps the log, and the follower reads it once whole.
+// Checked whole, it was refused as a bad line and the run did not start.
+func loadWholeLines(path string) (*keys.KeyFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return keys.ReadKeyFile(bytes.NewReader(data[:bytes.LastIndexByte(data, '\n')+1]), path, keys.CWSize)
 }
 
 // start runs the client until stop; file says the input is a file, read ahead of real time.
@@ -327,7 +339,11 @@ func (ks *keyServer) stop(st *pipeline.Stats) {
 	switch {
 	case ks.feeder != nil:
 		f := ks.feeder.Stats()
-		s.ECMsSent, s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors = f.Sent, f.Answers, f.NotFound, f.NoCard, f.Timeouts, f.Errors
+		// The statistics have no count of their own for these two yet: an answer whose CWs
+		// are all zero is the server finding no key (not found, rather than an answer with
+		// keys), and an ECM in flight at the end got no answer in time (timed out), so that
+		// the counts add up to the ECMs sent.
+		s.ECMsSent, s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors = f.Sent, f.Answers, f.NotFound+f.NoKeys, f.NoCard, f.Timeouts+f.Unanswered, f.Errors
 		s.CWs, s.RTTMedian, s.RTTMax = f.CWs, f.RTTMedian, f.RTTMax
 	case ks.dv != nil:
 		d := ks.dv.Stats()

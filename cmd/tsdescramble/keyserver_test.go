@@ -323,3 +323,39 @@ func spaced(hex string) string {
 	}
 	return b.String()
 }
+
+// -follow starts on a log whose last line is still being written (no newline yet), and uses
+// that line once its newline comes; it refused to start, the half line read as a bad key line.
+func TestFollowPartialLineAtStart(t *testing.T) {
+	const cw, period = "11223366445566FF", 300
+	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: period, PeriodPackets: period, CWs: [][]byte{mustCW(t, cw)}})
+	dir := t.TempDir()
+	logPath, out := filepath.Join(dir, "live.cwl"), filepath.Join(dir, "out.ts")
+	line := "0 " + spaced(cw) + " # 12:00:00\n"
+	if err := os.WriteFile(logPath, []byte("# OSCam control word log\n"+line[:7]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A file input: a pipe would be read for its PMT before the keys, by when the line may be
+	// whole. The run waits for the key (-key-wait) as the line's end is written.
+	in := writeFile(t, dir, "in.ts", scrambled)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		f, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		f.WriteString(line[7:])
+		f.Close()
+	}()
+	var stderr bytes.Buffer
+	code := runWithin(t, 30*time.Second, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr}, "-cw-file", logPath, "-follow", "-cipher", "csa2", "-key-wait", "10s", "-in", in, "-out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if got := readFile(t, out); !bytes.Equal(got, clear) {
+		t.Fatalf("output differs from the clear stream: %s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "live.cwl:2") {
+		t.Errorf("the half line was reported as a bad line: %s", stderr.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"sync"
@@ -99,4 +100,14 @@ func (j *jsonLines) flush() {
 		j.lineLocked("info", j.buf)
 		j.buf = nil
 	}
+}
+
+// logError writes one error line of the run that does not end it: with -log-format json, at
+// level "error" rather than "info".
+func logError(w io.Writer, msg string) {
+	if jl, ok := w.(*jsonLines); ok {
+		jl.line("error", []byte("tsdescramble: "+msg))
+		return
+	}
+	fmt.Fprintln(w, "tsdescramble: "+msg)
 }

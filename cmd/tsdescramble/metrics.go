@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -48,8 +49,38 @@ type healthSample struct {
 	packets, good, bad int64
 }
 
-// serveMetrics listens on addr and serves the counters until close is called.
-func serveMetrics(addr string, counters *pipeline.Counters) (*metricsServer, error) {
+// checkMetricsAddr refuses a -metrics value that is no [HOST]:PORT as a usage error (exit 2):
+// a bare port would otherwise reach the listener and fail as a runtime error (exit 1), which
+// says the flag was right and the machine wrong.
+func checkMetricsAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	switch {
+	case err != nil && !strings.Contains(addr, ":") && addr != "":
+		return usageErr("-metrics %s: want [HOST]:PORT: to listen on every address, write :%s", addr, addr)
+	case err != nil || port == "":
+		return usageErr("-metrics %q: want [HOST]:PORT (:9400, 127.0.0.1:9400, [::1]:9400)", addr)
+	}
+	return nil
+}
+
+// The server's bounds. A scraper or a probe sends one small request and reads a few kB, so
+// nothing it does needs more; without them every idle keep-alive connection was kept for
+// ever, and 20,000 of them took 340 MB and every file descriptor of the run.
+const (
+	metricsMaxConns      = 256 // connections open at once
+	metricsHeaderTimeout = 5 * time.Second
+	metricsReadTimeout   = 10 * time.Second
+	metricsWriteTimeout  = 30 * time.Second
+)
+
+// metricsIdleTimeout is how long a keep-alive connection may wait for its next request: a
+// Prometheus scrape every 15 s or 30 s reuses its connection. A variable for the tests.
+var metricsIdleTimeout = 30 * time.Second
+
+// serveMetrics listens on addr and serves the counters until close is called. What goes wrong
+// with the server (connections refused at the cap, accept errors) goes to stderr as the run's
+// other errors, once per streak.
+func serveMetrics(addr string, counters *pipeline.Counters, stderr io.Writer) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, failErr("-metrics: cannot listen on %s: %v", addr, errors.Unwrap(err))
@@ -59,8 +90,18 @@ func serveMetrics(addr string, counters *pipeline.Counters) (*metricsServer, err
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", m.metrics)
 	mux.HandleFunc("GET /healthz", m.healthz)
-	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go m.srv.Serve(ln)
+	capped := &connCap{Listener: ln, max: metricsMaxConns, conns: map[net.Conn]connInfo{},
+		log: func(msg string) { logError(stderr, "-metrics: "+msg) }}
+	m.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: metricsHeaderTimeout,
+		ReadTimeout:       metricsReadTimeout,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       metricsIdleTimeout,
+		ConnState:         capped.state,
+		ErrorLog:          log.New(&httpErrors{stderr}, "", 0),
+	}
+	go m.srv.Serve(capped)
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -226,4 +267,95 @@ func writeMetrics(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.W
 		value("tsdescramble_sent_datagrams_total", out.Datagrams)
 	}
 	io.WriteString(w, b.String())
+}
+
+// connCap is a listener that keeps at most max connections open. A connection that comes at
+// the cap takes the place of the one idle longest (a keep-alive connection between two
+// requests), so that a scraper is answered however many idle connections others hold; when
+// none is idle, the new one is closed at once. Refusing at once, rather than leaving it unaccepted
+// as a blocking limit does, keeps the kernel's backlog empty: a new connection is answered or
+// refused, never left waiting.
+type connCap struct {
+	net.Listener
+	max int
+	log func(string)
+
+	mu       sync.Mutex
+	conns    map[net.Conn]connInfo
+	failing  bool // Accept failed last time: said once until it succeeds again
+	refusing bool // at the cap with none idle: said once until a connection is taken again
+}
+
+type connInfo struct {
+	state http.ConnState
+	since time.Time
+}
+
+func (l *connCap) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		l.mu.Lock()
+		if err != nil {
+			first := !l.failing && !errors.Is(err, net.ErrClosed)
+			l.failing = true
+			l.mu.Unlock()
+			if first {
+				// Out of file descriptors, most often: the server retries, as net/http does.
+				l.log(fmt.Sprintf("cannot accept a connection: %v (said once until one is accepted again)", err))
+			}
+			return nil, err
+		}
+		l.failing = false
+		if len(l.conns) >= l.max {
+			var oldest net.Conn
+			var since time.Time
+			for o, info := range l.conns {
+				if info.state == http.StateIdle && (oldest == nil || info.since.Before(since)) {
+					oldest, since = o, info.since
+				}
+			}
+			if oldest == nil {
+				first := !l.refusing
+				l.refusing = true
+				l.mu.Unlock()
+				c.Close()
+				if first {
+					l.log(fmt.Sprintf("%d connections open, none idle: new ones are closed until one ends (said once)", l.max))
+				}
+				continue
+			}
+			delete(l.conns, oldest)
+			oldest.Close()
+		}
+		l.refusing = false
+		l.conns[c] = connInfo{http.StateNew, time.Now()}
+		l.mu.Unlock()
+		return c, nil
+	}
+}
+
+// state is the server's ConnState: it follows the connections this listener handed out.
+func (l *connCap) state(c net.Conn, s http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.conns[c]; !ok {
+		return // closed here to make room
+	}
+	if s == http.StateClosed || s == http.StateHijacked {
+		delete(l.conns, c)
+		return
+	}
+	l.conns[c] = connInfo{s, time.Now()}
+}
+
+// httpErrors writes net/http's own error lines as the run's errors. Its accept errors are
+// left out: it logs one at each retry, and connCap says it once per streak.
+type httpErrors struct{ w io.Writer }
+
+func (h *httpErrors) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	if !strings.HasPrefix(line, "http: Accept error") {
+		logError(h.w, "-metrics: "+strings.TrimPrefix(line, "http: "))
+	}
+	return len(p), nil
 }

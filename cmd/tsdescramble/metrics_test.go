@@ -38,7 +38,7 @@ func tryGet(addr, path string) (int, string, error) {
 
 func TestHealthz(t *testing.T) {
 	var c pipeline.Counters
-	m, err := serveMetrics("127.0.0.1:0", &c)
+	m, err := serveMetrics("127.0.0.1:0", &c, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestHealthz(t *testing.T) {
 	if ok, why := h.health(t0.Add(3*healthWindow + time.Second)); ok || !strings.Contains(why, "no packet in the last 6s") {
 		t.Errorf("no packets: %v %s", ok, why)
 	}
-	if _, err := serveMetrics(addr, &c); err == nil || !strings.Contains(err.Error(), "cannot listen on "+addr) {
+	if _, err := serveMetrics(addr, &c, io.Discard); err == nil || !strings.Contains(err.Error(), "cannot listen on "+addr) {
 		t.Errorf("a second server on %s: %v", addr, err)
 	}
 }

@@ -264,12 +264,24 @@ type statsEvery struct {
 	done    chan struct{}
 }
 
-func newStatsEvery(path string, in *input, out *output) *statsEvery {
+func newStatsEvery(path string, in *input, out *output, stderr io.Writer) *statsEvery {
 	s := &statsEvery{path: path, in: in, out: out, reports: make(chan pipeline.Stats, 1), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
+		// A rewrite that fails (a full disk, no file descriptor left) is said once per
+		// streak, as an error in the chosen -log-format: a monitor reading a file that has
+		// stopped changing must be able to find why, and a failure every few seconds must
+		// not bury the run's other lines.
+		failing := false
 		for st := range s.reports {
-			writeStats(s.path, &st, collectLive(s.in, s.out, &st, false), runGoingOn, nil)
+			err := writeStats(s.path, &st, collectLive(s.in, s.out, &st, false), runGoingOn, nil)
+			switch {
+			case err != nil && !failing:
+				logError(stderr, fmt.Sprintf("-stats-interval: cannot rewrite %s: %v; the run goes on (said once until a rewrite succeeds)", s.path, unwrapPath(err)))
+			case err == nil && failing:
+				fmt.Fprintln(stderr, "tsdescramble: -stats-interval: "+s.path+" is rewritten again")
+			}
+			failing = err != nil
 		}
 	}()
 	return s

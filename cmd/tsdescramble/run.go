@@ -40,7 +40,7 @@ func tuningFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "stats-interval", Category: catReporting, Usage: "with -stats, rewrite the file every `DURATION` while the run goes on (replaced at once: a monitor never reads half of one)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catReporting, Usage: "print details of the run"},
-		&cli.StringFlag{Name: "metrics", Category: catReporting, Usage: "serve Prometheus metrics of the run on `ADDR` ([HOST]:PORT): /metrics, and /healthz (200 while packets come and the keys fit)"},
+		&cli.StringFlag{Name: "metrics", Category: catReporting, Usage: "serve Prometheus metrics of the run on `ADDR` ([HOST]:PORT): /metrics, and /healthz (200 while packets come and the keys fit); at most 256 connections, an idle one closed after 30 s"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line)"},
 		&cli.BoolFlag{Name: "show-keys", Category: catReporting, Usage: "with -v, print the control words (they are secrets: off by default)"},
 	}
@@ -118,8 +118,10 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	}
 	// The flags that need nothing of the input are checked before it is opened: a usage error
 	// does not wait for a live input to show its PMTs.
-	if s := c.String("pid"); s != "" {
-		if opts.PIDs, err = parsePIDs(s); err != nil {
+	// -pid "" is refused rather than read as no -pid: a list that came out empty (a script's
+	// unset variable) must not turn into descrambling every PID.
+	if c.IsSet("pid") {
+		if opts.PIDs, err = parsePIDs(c.String("pid")); err != nil {
 			return err
 		}
 	}
@@ -152,11 +154,16 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 			}
 		}
 	}
+	if c.IsSet("metrics") {
+		if err := checkMetricsAddr(c.String("metrics")); err != nil {
+			return err
+		}
+	}
 	var metrics *metricsServer
 	if addr := c.String("metrics"); addr != "" {
 		// Served from before the input is opened: a live input may take a while to start.
 		opts.Counters = new(pipeline.Counters)
-		if metrics, err = serveMetrics(addr, opts.Counters); err != nil {
+		if metrics, err = serveMetrics(addr, opts.Counters, env.Stderr); err != nil {
 			return err
 		}
 		defer metrics.close()
@@ -337,7 +344,7 @@ func process(c *cli.Context, env Env, mode pipeline.Mode) error {
 	opts.Progress = bar.set
 	var every *statsEvery
 	if d := c.Duration("stats-interval"); d > 0 {
-		every = newStatsEvery(c.String("stats"), in, out)
+		every = newStatsEvery(c.String("stats"), in, out, env.Stderr)
 		opts.Report, opts.ReportEvery = every.report, d
 	}
 	// -duration ends the input as its end would.
