@@ -772,7 +772,7 @@ func (cl *classifier) offerUnitStart(idx int32, u unitStart) int32 {
 		}
 	case p.state == periodOpen:
 		cl.check(idx, u)
-	case (p.state == periodFit || p.state == periodUnchecked) && p.key != keys.NoKey:
+	case (p.state == periodFit || p.state == periodUnchecked) && p.key != keys.NoKey && cl.recheckDecided(p):
 		payload := u.c.buf[u.off:u.end]
 		switch cl.trial(p.key, payload, u.carriage) {
 		case trialBad:
@@ -851,6 +851,18 @@ func (cl *classifier) check(idx int32, u unitStart) {
 	if p.attempts >= maxSyncAttempts {
 		cl.decide(p, periodNoFit)
 	}
+}
+
+// recheckDecided reports whether a unit start of decided period p is tried with its key. A key
+// changes without a change of parity only where the PID's packets do not follow on (a silence,
+// packets lost, a splice), and those begin periods of their own that their next unit start
+// checks. So a period that a unit start fitted, on a PID whose continuity counters follow on,
+// needs no more trials (each costs a stream-cipher start): only a period decided without a
+// check, or a PID whose counters say nothing, has its later unit starts tried. The one splice
+// this misses is one whose counters happen to follow on (one in 16), until the next change of
+// parity; the unit-start checks after descrambling count its failures.
+func (cl *classifier) recheckDecided(p *period) bool {
+	return p.state != periodFit || cl.ccRun[p.pid] < ccTrusted
 }
 
 // deferUnitStart keeps a unit start of open period idx, on a PID whose carriage is not known,
