@@ -442,36 +442,27 @@ func (cl *classifier) liveSettle(idx int32) {
 }
 
 // liveAwaitIdle waits, for a file input, while the key server is busy with ECMs.
-func (cl *classifier) liveAwaitIdle() {
-	l := cl.live
-	if !l.cfg.FileInput || l.cfg.Sections == nil {
-		return
-	}
-	start := time.Now()
-	arrived := l.cfg.Source.Arrived()
-	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil && time.Since(start) < l.cfg.Wait {
-		select {
-		case <-arrived:
-		case <-time.After(10 * time.Millisecond):
-		case <-cl.ctx.Done():
-		}
-	}
-	l.st.ReaderWaits += time.Since(start)
-}
+func (cl *classifier) liveAwaitIdle() { cl.liveAwait(func() bool { return false }) }
 
 // liveAwaitServer waits, for a file input, while the key server is busy and pid's period number
 // has no key yet: the file's reader has run through the whole period.
 func (cl *classifier) liveAwaitServer(pid uint16, number int) {
+	cl.liveAwait(func() bool {
+		k, _ := cl.live.cfg.Source.Current(pid, number)
+		return k != keys.NoKey
+	})
+}
+
+// liveAwait waits, for a file input, while the key server is busy, until done says so, for
+// LiveKeys.Wait at most: a period never waits longer in all.
+func (cl *classifier) liveAwait(done func() bool) {
 	l := cl.live
 	if !l.cfg.FileInput || l.cfg.Sections == nil {
 		return
 	}
 	start := time.Now()
 	arrived := l.cfg.Source.Arrived()
-	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil && time.Since(start) < l.cfg.Wait {
-		if k, _ := l.cfg.Source.Current(pid, number); k != keys.NoKey {
-			break
-		}
+	for l.cfg.Sections.Busy() && cl.ctx.Err() == nil && time.Since(start) < l.cfg.Wait && !done() {
 		select {
 		case <-arrived:
 		case <-time.After(10 * time.Millisecond):
