@@ -84,8 +84,8 @@ func (fl *Follower) Run(ctx context.Context, interval time.Duration) error {
 func (fl *Follower) Poll() error { return fl.f.poll() }
 
 // Reread makes a running Follower read the file again from its start, at once. Each parity's
-// last CW in the file is set again: the keys already used stay used (a Live source gives a
-// period only a CW its PID did not use last), and those new to the file join. Run calls done,
+// last CW in the file is set again (the periods begun keep their keys; a key slot holds a CW
+// set again as it held it), and those new to the file join. Run calls done,
 // when set, after that read, with the number of lines that gave keys and the error that
 // stopped it, if one did. A Reread before Run takes effect when Run starts; one after Run
 // has returned never does.

@@ -137,8 +137,8 @@ const MaxLiveWaiting = 64
 // key that comes after the next period began still reaches it.
 //
 // Without a check, a CW may be the previous period's that the server has not replaced yet:
-// Fresh says whether the period's CW is new to it, the only one its parity has had, or stale. A period that never gets a key is
-// the caller's to give up on, after a wait of its choosing.
+// Fresh says whether the period's CW is new to it, the only one its parity has had, or stale.
+// A period that never gets a key is the caller's to give up on, after a wait of its choosing.
 type Live struct {
 	mu      sync.Mutex
 	cws     map[int][]byte       // the CWs kept, by CW index (in order of arrival, never reused)
