@@ -971,6 +971,9 @@ func (cl *classifier) decide(p *period, state periodState) {
 		cl.liveDecided(p, ps)
 		return
 	}
+	if cl.continues(p) {
+		return // the same crypto period goes on: counted and logged once
+	}
 	what := ""
 	switch state {
 	case periodFit:
@@ -1002,6 +1005,17 @@ func (cl *classifier) decide(p *period, state periodState) {
 		cl.keyLog(fmt.Sprintf("PID %#04x crypto period %d: %s, %s, from packet %d",
 			p.pid, p.number, parity(p.odd), what, p.first))
 	}
+}
+
+// continues reports whether decided period p, split off the period before it where the key
+// might have changed (a silence, a continuity break), turned out to be the same crypto period:
+// decided alike, with the same key. The statistics and the key log count crypto periods.
+func (cl *classifier) continues(p *period) bool {
+	if p.from < 0 || p.steps != 0 || p.state == periodGlitch {
+		return false
+	}
+	q := &cl.periods[p.from]
+	return q.odd == p.odd && q.state == p.state && (p.state == periodNoFit || q.key == p.key)
 }
 
 // expire decides the periods still open holdPackets packets after their first packet.
