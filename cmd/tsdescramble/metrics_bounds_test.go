@@ -31,15 +31,7 @@ func TestMetricsIdleConnectionsBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-in", "-", "-out", os.DevNull, "-cw-file", sample(t, "demo-keys.txt"), "-cipher", "csa2", "-metrics", addr)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, _, stderr := startPiped(t, cmd) // the output goes to -out: nothing on stdout
 	t.Cleanup(func() {
 		stdin.Close()
 		cmd.Process.Kill() // this test's own child, by its pid
