@@ -60,12 +60,8 @@ func newCiphers(o *Options) (*ciphers, error) {
 		if o.LiveKeys != nil {
 			cs.cw = o.LiveKeys.Source.CW
 		}
-		sizes := cs.in.KeySizes()
-		for i := range o.Keys.NumCWs() {
-			if n := len(o.Keys.CW(i)); !slices.Contains(sizes, n) {
-				_, err := cs.in.NewKey(o.Keys.CW(i))
-				return nil, fmt.Errorf("control word %d: %w", i+1, err)
-			}
+		if err := checkSizes(cs.in, o.Keys); err != nil {
+			return nil, err
 		}
 		cs.minIn, cs.inLanes = cs.in.MinPayload(), cs.in.Lanes()
 		cs.checkStart = true
@@ -204,4 +200,25 @@ func (cs *ciphers) outputPeriod(n int64) (key int32, odd bool) {
 		period = n / int64(cs.outPeriod)
 	}
 	return int32(period % int64(len(cs.outKeys))), period%2 == 1
+}
+
+// checkSizes returns an error naming the first control word of s that the system cannot take.
+func checkSizes(sys scrambling.System, s *keys.Schedule) error {
+	sizes := sys.KeySizes()
+	for i := range s.NumCWs() {
+		if n := len(s.CW(i)); !slices.Contains(sizes, n) {
+			_, err := sys.NewKey(s.CW(i))
+			return fmt.Errorf("control word %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// rekey replaces the input key schedule: keys of the old one expanded so far are forgotten.
+func (cs *ciphers) rekey(s *keys.Schedule) error {
+	if err := checkSizes(cs.in, s); err != nil {
+		return err
+	}
+	cs.sched, cs.inKeys, cs.cw = s, make(map[int]scrambling.Key), s.CW
+	return nil
 }

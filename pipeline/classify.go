@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
-	"sync"
+	"errors"
+	"github.com/tsdescramble/tsdescramble/keys/period"
+	"time"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -24,19 +26,8 @@ type classifier struct {
 	st   *Stats
 	pids *[8192]*PIDStats
 
-	// Crypto periods per PID (periods.go): a table from sparePIDKeys, handed back by release.
-	pk       *[8192]*pidKeys
-	periods  []period
-	open     []int32 // periods not yet decided, in order of their first packet
-	deferred []int32 // open periods with unit starts deferred for want of a PMT (recheck)
-	haveHint bool    // a period has fitted: hintPos and hintOdd are its ring position and parity
-	hintPos  int
-	hintOdd  bool
-	log      func(string)
-	keyLog   func(string)
-
-	// Key trials.
-	trialBuf [ts.PacketSize]byte
+	// tr decides which key applies to each scrambled packet (package keys/period).
+	tr *period.Tracker
 
 	// Output crypto periods: packets scrambled so far.
 	scrambled int64
@@ -61,52 +52,14 @@ type classifier struct {
 	signal     *signaller  // writes the scrambling_descriptor into PMTs when scrambling (signal.go)
 	fed        *fedPeriods // the output periods of a PeriodFeed (feed.go), nil without one
 
-	live *liveState // keys that arrive while the stream runs (livekeys.go), or nil
-
-	// svcOf is the period clock of the service each PID belongs to, from the PMTs (periods.go).
-	svcOf  map[uint16]*svcClock
-	clocks map[uint16]*svcClock // by service number
-	// minPeriod is the shortest crypto period of a service seen whole, in packets: a PID
-	// silent for longer may have missed two changes of key and come back in the same parity.
-	minPeriod int64
-	// flips counts the changes of parity seen, over all PIDs.
-	flips int
-}
-
-// refreshServices gives each PID of a service with a PMT its service's period clock, after the
-// tables changed. A service keeps its clock while it stays; a PID of two services takes the
-// first's.
-func (cl *classifier) refreshServices() {
-	services := cl.tracker.Services()
-	if cl.clocks == nil {
-		cl.clocks, cl.svcOf = map[uint16]*svcClock{}, map[uint16]*svcClock{}
-	}
-	clear(cl.svcOf)
-	for _, svc := range services {
-		if !svc.PMTSeen {
-			continue
-		}
-		c := cl.clocks[svc.Number]
-		if c == nil {
-			c = newSvcClock(cl.packet)
-			cl.clocks[svc.Number] = c
-		}
-		for _, es := range svc.Streams {
-			if cl.svcOf[es.PID] == nil {
-				cl.svcOf[es.PID] = c
-			}
-		}
-	}
-	for pid, pk := range cl.pk {
-		if pk != nil {
-			pk.svc = cl.svcOf[uint16(pid)]
-		}
-	}
+	sections  *sectionFeed // the sections a key server wants (livekeys.go), or nil
+	liveDrops bool         // LiveKeys.Drop: the packets of periods whose key did not come go
+	dropped   int64        // packets so dropped
 }
 
 func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids *[8192]*PIDStats) *classifier {
-	cl := &classifier{ctx: ctx, mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids, log: o.Log, keyLog: o.KeyLog,
-		tracker: psi.NewTracker(), lastOdd: -1, pk: newPIDKeysTable(), minPeriod: holdPackets}
+	cl := &classifier{ctx: ctx, mode: o.Mode, cs: cs, keys: o.Keys, st: st, pids: pids,
+		tracker: psi.NewTracker(), lastOdd: -1}
 	if len(o.PIDs) > 0 || o.Service > 0 || o.Mode == Scramble {
 		cl.selected = new([8192]bool)
 		for _, pid := range o.PIDs {
@@ -116,8 +69,14 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
 	}
 	cl.signal = newSignaller(o)
-	if o.LiveKeys != nil && o.Mode != Scramble {
-		cl.live = newLiveState(o, cs.in.KeySizes())
+	if o.Mode != Scramble {
+		tc := period.Config{Ctx: ctx, Keys: o.Keys, System: cs.in, Tables: cl.tracker,
+			Counted: cl.counted, Log: o.Log, KeyLog: o.KeyLog}
+		if o.LiveKeys != nil {
+			tc.Keys, tc.Live = nil, liveConfig(o.LiveKeys)
+			cl.sections, cl.liveDrops = newSectionFeed(o.LiveKeys), o.LiveKeys.Drop
+		}
+		cl.tr = period.New(tc)
 	}
 	if o.Mode == Scramble && o.Out != nil && o.Out.Feed != nil {
 		cl.fed = &fedPeriods{feed: o.Out.Feed}
@@ -125,27 +84,37 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 	return cl
 }
 
-// newPIDKeysTable returns an empty table of per-PID crypto-period states: one a run that ended
-// left (release), or a new one.
-func newPIDKeysTable() *[8192]*pidKeys {
-	if t, _ := sparePIDKeys.Get().(*[8192]*pidKeys); t != nil {
-		return t
+// release hands the tracker's tables to the runs that follow. The classifier must not
+// classify after it.
+func (cl *classifier) release() {
+	if cl.tr != nil {
+		cl.tr.Release()
 	}
-	return new([8192]*pidKeys)
 }
 
-// sparePIDKeys are the per-PID crypto-period tables of runs that ended, for the runs that
-// follow: 64 KiB each, which a run over a small file would otherwise allocate and fault in anew
-// (a batch of many recordings).
-var sparePIDKeys sync.Pool
+// counted counts a crypto period the tracker decided.
+func (cl *classifier) counted(pid uint16, s period.State) {
+	ps := cl.pid(pid)
+	ps.Periods++
+	switch s {
+	case period.Fit:
+		ps.PeriodsFit++
+	case period.Unchecked:
+		ps.PeriodsUnchecked++
+	case period.NoFit:
+		ps.PeriodsLeft++
+	case period.Unplaced:
+		ps.PeriodsUnplaced++
+	}
+}
 
-// release hands the classifier's per-PID crypto-period table to the runs that follow, emptied:
-// the states it points to hold the run's period indices, not to be seen by another run. The
-// classifier must not classify after it.
-func (cl *classifier) release() {
-	clear(cl.pk[:])
-	sparePIDKeys.Put(cl.pk)
-	cl.pk = nil
+// syncCounts copies the tracker's counts into the run's.
+func (cl *classifier) syncCounts() {
+	if cl.tr == nil {
+		return
+	}
+	n := cl.tr.Counts()
+	cl.st.KeySyncs, cl.st.KeyFailures, cl.st.ParityGlitches = n.KeySyncs, n.KeyFailures, n.ParityGlitches
 }
 
 // pid returns the counters of a PID, creating them the first time it is seen.
@@ -169,11 +138,8 @@ func (cl *classifier) track(p []byte, pid uint16) {
 		return
 	}
 	cl.generation = g
-	if cl.mode != Scramble {
-		cl.refreshServices()
-		if len(cl.deferred) > 0 {
-			cl.recheck()
-		}
+	if cl.tr != nil {
+		cl.tr.TablesChanged()
 	}
 	if cl.selected == nil || cl.service <= 0 && !cl.allES {
 		return
@@ -217,8 +183,8 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	ps.Packets++
 	ccBreak := cl.continuity(p, pid, ps)
 	cl.track(p, pid)
-	if cl.live != nil {
-		cl.livePacket(p, pid)
+	if cl.sections != nil {
+		cl.feedSections(p, pid)
 	}
 	tsc := ts.TSC(p)
 	switch tsc {
@@ -255,12 +221,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		ps.NoPayload++
 		return
 	}
-	var idx int32
-	if cl.live != nil {
-		idx = cl.livePeriodOf(pid, tsc == ts.Odd)
-	} else {
-		idx = cl.periodOf(pid, tsc == ts.Odd, ccBreak)
-	}
+	idx := cl.tr.Packet(cl.packet, pid, tsc == ts.Odd, ccBreak)
 	if odd := int8(tsc & 1); odd != cl.lastOdd {
 		if cl.lastOdd >= 0 {
 			st.KeyChanges++
@@ -280,12 +241,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
 			j.flags |= jobCheck
 			j.carriage = carriage
-			u := unitStart{c: c, off: j.off, end: j.end, carriage: carriage}
-			if cl.live == nil {
-				idx = cl.offerUnitStart(idx, u)
-			} else { // a key server's keys are not searched, only checked
-				cl.liveUnitStart(idx, u)
-			}
+			idx = cl.tr.UnitStart(idx, c.buf[j.off:j.end], carriage, cl.ccRun[pid] >= ccTrusted)
 			if len(cl.st.Samples) < maxSamples {
 				cl.st.Samples = append(cl.st.Samples, Sample{PID: pid, Odd: tsc == ts.Odd,
 					Carriage: carriage, Payload: append([]byte(nil), p[off:]...)})
@@ -294,9 +250,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	}
 	j.period = idx
 	c.jobs = append(c.jobs, j)
-	if len(cl.open) > 0 {
-		cl.expire()
-	}
+	cl.tr.Expire()
 }
 
 const (
@@ -355,11 +309,11 @@ const ccTrusted = 16
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers
 // how far that is known, so a held chunk is scanned once in all.
 func (cl *classifier) decided(c *chunk) bool {
-	if cl.live != nil {
-		cl.livePoll()
+	if cl.tr != nil {
+		cl.tr.Poll()
 	}
 	for ; c.ready < len(c.jobs); c.ready++ {
-		if p := c.jobs[c.ready].period; p >= 0 && cl.periods[p].state == periodOpen {
+		if p := c.jobs[c.ready].period; p >= 0 && !cl.tr.Decided(p) {
 			return false
 		}
 	}
@@ -376,21 +330,21 @@ func (cl *classifier) resolve(c *chunk) {
 		if j.period < 0 {
 			continue // scrambling a clear packet: nothing to decide
 		}
-		p := &cl.periods[j.period]
+		state, key := cl.tr.Decision(j.period)
 		ps := cl.pids[j.pid]
-		if p.state == periodUnplaced {
+		if state == period.Unplaced {
 			st.Unplaced++
 			ps.Unplaced++
 			j.flags &^= jobCheck
 			continue
 		}
-		if p.state != periodFit && p.state != periodUnchecked {
+		if state != period.Fit && state != period.Unchecked {
 			st.LeftScrambled++
 			ps.LeftScrambled++
 			j.flags &^= jobCheck
 			continue
 		}
-		if p.key == keys.NoKey {
+		if key == keys.NoKey {
 			st.NoKey++
 			ps.NoKey++
 			j.flags &^= jobCheck
@@ -411,68 +365,18 @@ func (cl *classifier) resolve(c *chunk) {
 			ps.Short++
 			continue
 		}
-		j.key = c.slot(cl.cs, p.key)
+		j.key = c.slot(cl.cs, key)
 		st.Descrambled++
 		ps.Descrambled++
-		if p.state == periodFit {
+		if state == period.Fit {
 			ps.Checked++
 		} else {
 			ps.Unchecked++
 		}
 	}
-	if cl.live != nil && cl.live.cfg.Drop {
+	if cl.liveDrops {
 		cl.liveDrop(c)
 	}
-}
-
-// trial descrambles the start of a payload with CW k and says whether it starts a unit as the
-// PID's carriage expects. Only the bytes the check reads are descrambled: a key search may try
-// millions of CWs.
-func (cl *classifier) trial(k int, payload []byte, carriage psi.Carriage) trialOutcome {
-	// The start code prefix first: three bytes, one block to decipher, reject nearly every
-	// wrong key (all but one in 2^24).
-	head := cl.decryptPrefix(k, payload, 3)
-	pes := head[0] == 0 && head[1] == 0 && head[2] == 1
-	if pes {
-		head = cl.decryptPrefix(k, payload, min(len(payload), trialBytes))
-	}
-	switch carriage {
-	case psi.CarriagePES:
-		if !pes {
-			return trialBad
-		}
-		return unitStartOutcome(head, len(payload), carriage)
-	case psi.CarriageUnknown:
-		if pes && ts.PESHeaderOK(head, len(payload)) {
-			return trialGood
-		}
-	}
-	// A section: read up to its header, then up to its end, so that its CRC can be checked.
-	for range 2 {
-		need := sectionEnd(head, len(payload))
-		if need <= len(head) {
-			break
-		}
-		head = cl.decryptPrefix(k, payload, need)
-	}
-	return unitStartOutcome(head, len(payload), carriage)
-}
-
-// decryptPrefix returns the first n bytes of payload descrambled with CW k, leaving payload as
-// it is.
-func (cl *classifier) decryptPrefix(k int, payload []byte, n int) []byte {
-	dst := cl.trialBuf[:n]
-	var cw []byte
-	if cl.live != nil {
-		cw = cl.live.cfg.Source.CW(k) // its size was checked by liveOffer
-	} else {
-		cw = cl.keys.CW(k)
-	}
-	if err := scrambling.DecryptPrefix(cl.cs.in, cw, payload, dst); err != nil {
-		// The control words were all checked by newCiphers.
-		panic("pipeline: " + err.Error())
-	}
-	return dst
 }
 
 // scramble handles a clear packet when scrambling: a selected PID's packet with a payload is
@@ -507,6 +411,62 @@ func (cl *classifier) scramble(c *chunk, at int, fr ts.Framing, p []byte, pid ui
 		return
 	}
 	c.jobs = append(c.jobs, job{off: int32(at + fr.Prefix + off), end: int32(at + fr.Prefix + ts.PacketSize), key: -1, okey: k, period: -1, pid: pid})
+}
+
+// finish decides every crypto period still open: the stream ended, or the run stops.
+func (cl *classifier) finish() {
+	if cl.tr != nil {
+		cl.tr.Finish()
+	}
+}
+
+// compact forgets the decided crypto periods; no chunk is held.
+func (cl *classifier) compact() {
+	if cl.tr != nil {
+		cl.tr.Compact()
+	}
+}
+
+// keysArrived returns the channel a key source signals when keys arrive, or nil.
+func (cl *classifier) keysArrived() <-chan struct{} {
+	if cl.tr == nil {
+		return nil
+	}
+	return cl.tr.Arrived()
+}
+
+// rekey replaces the run's input key schedule (Options.Rekey: a key file edited while a live
+// run goes on), between two units of work, when no unit is held and no crypto period is open.
+// A schedule with a control word the input system cannot take is refused, and the old one
+// kept.
+func (cl *classifier) rekey(s *keys.Schedule) error {
+	if s == nil || cl.mode == Scramble {
+		return nil
+	}
+	if cl.sections != nil || cl.liveDrops || cl.tr.Waits() != nil {
+		return errors.New("the keys come from Options.LiveKeys")
+	}
+	if err := cl.cs.rekey(s); err != nil {
+		return err
+	}
+	cl.tr.Rekey(s)
+	return nil
+}
+
+// expireDue decides, with what is known, the periods still open in the held chunks whose first
+// packet is due by now (Options.Latency), as the tracker does for those open HoldPackets
+// packets. Chunks are held in input order, so their due times are in order too.
+func (cl *classifier) expireDue(held []*chunk, now time.Time) {
+	for _, c := range held {
+		if c.due.After(now) {
+			return
+		}
+		for i := c.ready; i < len(c.jobs); i++ {
+			if p := c.jobs[i].period; p >= 0 {
+				cl.tr.DecideNow(p)
+			}
+		}
+	}
 }
 
 func parity(odd bool) ts.Scrambling {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tsdescramble/tsdescramble/keys/period"
 	"math/rand/v2"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestLimits(t *testing.T) {
 	for _, workers := range []int{1, 2, 3, 8, 42, 43, 64, 1024} {
 		for _, batch := range []int{1, 7, 256, 1024, 4096, 16384, 32768, 65536} {
 			w, b, n := Limits(workers, batch)
-			mem := (n+holdPackets/b+2)*(b*packetMemory+chunkMemory) + w*workerMemory
+			mem := (n+period.HoldPackets/b+2)*(b*packetMemory+chunkMemory) + w*workerMemory
 			if mem > MaxMemory || w < 1 || w > workers || w > n || b < 1 || b > batch || n < minInFlight {
 				t.Errorf("Limits(%d, %d) = %d workers, batch %d, %d in flight: %d MiB", workers, batch, w, b, n, mem>>20)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/keys/period"
 	"io"
 	"runtime"
 	"sync"
@@ -179,7 +180,7 @@ func Limits(workers, batch int) (w, b, inFlight int) {
 	b = min(b, MaxBatch)
 	w = min(w, MaxMemory/4/workerMemory)
 	room := func(b int) int {
-		return (MaxMemory-w*workerMemory)/(b*packetMemory+chunkMemory) - (holdPackets/b + 2)
+		return (MaxMemory-w*workerMemory)/(b*packetMemory+chunkMemory) - (period.HoldPackets/b + 2)
 	}
 	for b > 1 && room(b) < minInFlight {
 		b /= 2
@@ -196,7 +197,7 @@ type job struct {
 	pkt, off, end int32
 	key           int32
 	okey          int32
-	period        int32
+	period        period.ID
 	pid           uint16
 	flags         uint8
 	carriage      psi.Carriage // of the PID when the packet was read, for the unit-start check
@@ -285,8 +286,8 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	defer cancel()
 
 	// Chunks in flight, plus those a crypto period still undecided may hold back (see
-	// holdPackets): the pool grows to that only while chunks are held.
-	maxChunks := nchunks + holdPackets/batch + 2
+	// period.HoldPackets): the pool grows to that only while chunks are held.
+	maxChunks := nchunks + period.HoldPackets/batch + 2
 	free := make(chan *chunk, maxChunks)
 	for range nchunks {
 		free <- newChunk(batch)
@@ -383,9 +384,10 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				// its wait, decides them, so keep asking while no chunk is free.
 				var tick <-chan time.Time
 				var arrived <-chan struct{}
-				if cl.live != nil && len(held) > 0 {
+				if arrived = cl.keysArrived(); arrived != nil && len(held) > 0 {
 					tick = time.After(livePollEvery)
-					arrived = cl.live.cfg.Source.Arrived()
+				} else {
+					arrived = nil
 				}
 				select {
 				case c = <-free:
@@ -447,6 +449,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			}
 			if opts.Report != nil {
 				if now := time.Now(); !now.Before(nextReport) {
+					cl.syncCounts()
 					opts.Report(snapshot(&st, pids, &written, cl.tracker, start))
 					nextReport = now.Add(opts.ReportEvery)
 				}
@@ -562,9 +565,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		opts.Counters.fromReader(&st, pids)
 	}
 	st.Elapsed = time.Since(start)
-	if cl.live != nil {
-		ls := cl.live.st
-		st.LiveKeys = &ls
+	if cl.tr != nil {
+		cl.syncCounts()
+		st.LiveKeys = cl.liveKeyStats()
 	}
 	// The classifier is done: merge its counters with the writer's.
 	st.BytesOut, st.PacketsOut, st.PESGood, st.PESBad = wst.BytesOut, wst.PacketsOut, wst.PESGood, wst.PESBad
@@ -589,7 +592,7 @@ func checkUnitStarts(c *chunk) {
 			continue
 		}
 		payload := c.buf[j.off:j.end]
-		j.result = int8(unitStartOutcome(payload, len(payload), j.carriage))
+		j.result = int8(period.CheckUnitStart(payload, len(payload), j.carriage))
 	}
 }
 
@@ -666,11 +669,11 @@ func tallyChecks(c *chunk, st *Stats, checks *[8192]*pesChecks) {
 			checks[j.pid] = ck
 		}
 		parity := int(j.flags & jobOdd)
-		switch trialOutcome(j.result) {
-		case trialGood:
+		switch period.Check(j.result) {
+		case period.CheckGood:
 			st.PESGood++
 			ck.good[parity]++
-		case trialUndescribed:
+		case period.CheckUndescribed:
 			ck.undescribed[parity]++ // judged at the end, as the tables then say (summarize)
 		default:
 			st.PESBad++

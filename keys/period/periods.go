@@ -1,8 +1,7 @@
-package pipeline
+package period
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/tsdescramble/tsdescramble/ts"
 
@@ -28,13 +27,13 @@ import (
 // Until its period is decided, a packet is held with the unit of work it is in, and so are the
 // units after it (output order is input order). A decision depends only on the packets of the
 // stream in order, never on how they were cut into units: that is what keeps the output the same
-// for every -batch and -workers. A period still open holdPackets packets after its first packet
+// for every -batch and -workers. A period still open HoldPackets packets after its first packet
 // is decided as if it had ended, which bounds the packets held.
 
-// holdPackets bounds how long a crypto period may stay undecided, in packets of the stream
+// HoldPackets bounds how long a crypto period may stay undecided, in packets of the stream
 // (12 MiB of 188-byte packets): far longer than the distance between two PES starts of any
 // audio or video stream, so only PIDs without checkable unit starts reach it.
-const holdPackets = 1 << 16
+const HoldPackets = 1 << 16
 
 // maxSyncAttempts bounds the unit starts of one crypto period on which keys are tried: a
 // period whose unit starts fit no key is damaged or needs a key the schedule does not have.
@@ -58,23 +57,12 @@ const (
 // trialBytes is how much of a payload a key trial descrambles to check a PES header.
 const trialBytes = 24
 
-type periodState uint8
-
-const (
-	periodOpen      periodState = iota // undecided: its packets are held
-	periodFit                          // a unit start fitted its key
-	periodUnchecked                    // nothing could be checked: the schedule's key
-	periodNoFit                        // no key fitted its unit starts: left as it came
-	periodGlitch                       // a one-packet parity flip: left as it came
-	periodUnplaced                     // it began where its key may have changed unseen, and nothing placed it: left as it came
-)
-
 // period is one crypto period of one PID.
-type period struct {
+type cryptoPeriod struct {
 	pid       uint16
 	odd       bool
 	tentative bool  // a parity change that the PID's next packet has not confirmed yet
-	late      bool  // LiveKeys: its key came after its first packet
+	late      bool  // Live: its key came after its first packet
 	flip      bool  // it began at a change of its PID's parity, seen: its start is the period's
 	unplaced  bool  // it began where the key may have changed unseen: only a unit start places it
 	svcN      int32 // the number of its service's period (svcClock.n) it is part of, or 0
@@ -86,7 +74,7 @@ type period struct {
 	// awaitNumber is the number of the PID's period split off it (where its key may have
 	// changed, before it was checked) whose decision decides it, or 0.
 	awaitNumber int
-	state       periodState
+	state       State
 	attempts    uint8 // checked unit starts that no key fitted
 	npending    uint8
 	pos         int   // ring position in the schedule: expected, or aligned by a fit
@@ -101,10 +89,10 @@ type period struct {
 	ndeferred uint8
 }
 
-// unitStart locates a scrambled payload that starts a PES packet or a section, in a held chunk.
+// unitStart is a scrambled payload that starts a PES packet or a section, as it came (its
+// packet waits with its period).
 type unitStart struct {
-	c        *chunk
-	off, end int32
+	payload  []byte
 	carriage psi.Carriage
 }
 
@@ -118,7 +106,7 @@ type pidKeys struct {
 	lastFlipGap  int64     // the packets from the one before lastFlip to it
 	gap          int64     // the packets from its packet before the current one to it
 	svc          *svcClock // its service's periods, or nil
-	cur, prev    int32     // indexes in classifier.periods of the current period and of the one a tentative period interrupts
+	cur, prev    int32     // indexes in Tracker.periods of the current period and of the one a tentative period interrupts
 	run, prevRun int64     // packets of cur, and of prev when cur is tentative
 	periods      int       // periods started, glitches included
 	everFit      bool
@@ -126,56 +114,56 @@ type pidKeys struct {
 	foreign      bool // never fitted in maxForeignChecks checks: no more trials
 }
 
-// trialOutcome is what a key trial says of a unit start.
-type trialOutcome int8
+// Check is what a key trial says of a unit start.
+type Check int8
 
 const (
-	trialBad     trialOutcome = -1
-	trialUnknown trialOutcome = 0 // nothing can be told (a section that goes on in the next packet)
-	trialGood    trialOutcome = 1
-	// trialUndescribed: on a PID no PMT has described, neither a PES header nor a whole
+	CheckBad     Check = -1
+	CheckUnknown Check = 0 // nothing can be told (a section that goes on in the next packet)
+	CheckGood    Check = 1
+	// CheckUndescribed: on a PID no PMT has described, neither a PES header nor a whole
 	// section with its CRC. It says nothing until the tables come; without them, a start that
 	// does not fit (carriageNoTables).
-	trialUndescribed trialOutcome = 2
+	CheckUndescribed Check = 2
 )
 
-// unitStartOutcome checks the descrambled start of a payload of payloadLen bytes that starts a
+// CheckUnitStart checks the descrambled start of a payload of payloadLen bytes that starts a
 // unit, as the PID's carriage says: a PES header, a section with its CRC, or either when the
 // carriage is unknown. head holds the payload's first bytes, or all of it. A section whose end
 // lies beyond head says nothing; for a PID whose carriage is unknown, only a PES header or a
 // section whose CRC matched is good, so that noise never passes for a section, and anything
 // else says nothing: a key is never judged not to fit before a PMT says what the PID carries.
-func unitStartOutcome(head []byte, payloadLen int, carriage psi.Carriage) trialOutcome {
+func CheckUnitStart(head []byte, payloadLen int, carriage psi.Carriage) Check {
 	switch carriage {
 	case psi.CarriagePES:
 		if ts.PESHeaderOK(head, payloadLen) {
-			return trialGood
+			return CheckGood
 		}
-		return trialBad
+		return CheckBad
 	case psi.CarriageSections:
 		ok, checked := psi.SectionStartOK(head)
 		switch {
 		case checked && ok:
-			return trialGood
+			return CheckGood
 		case !ok:
-			return trialBad
+			return CheckBad
 		}
-		return trialUnknown
+		return CheckUnknown
 	case psi.CarriageUnknown, carriageNoTables:
 		if ts.PESHeaderOK(head, payloadLen) {
-			return trialGood
+			return CheckGood
 		}
 		if ok, checked := psi.SectionStartOK(head); ok && checked {
-			return trialGood
+			return CheckGood
 		}
 		if carriage == carriageNoTables || len(head) >= 3 && head[0] == 0 && head[1] == 0 && head[2] == 1 {
-			return trialBad // a PES start code with a broken header; or no table will tell
+			return CheckBad // a PES start code with a broken header; or no table will tell
 		}
 		// Neither: a wrong key, or a section that spans packets, or data of another kind;
 		// until a PMT says which, it tells nothing.
-		return trialUndescribed
+		return CheckUndescribed
 	}
-	return trialUnknown
+	return CheckUnknown
 }
 
 // carriageNoTables is the carriage a deferred unit start is checked as when no PMT described its
@@ -206,11 +194,11 @@ func sectionEnd(head []byte, payloadLen int) int {
 }
 
 // pidKeys returns the crypto-period state of a PID, creating it the first time.
-func (cl *classifier) pidKeys(pid uint16) *pidKeys {
-	pk := cl.pk[pid]
+func (t *Tracker) pidKeys(pid uint16) *pidKeys {
+	pk := t.pk[pid]
 	if pk == nil {
-		pk = &pidKeys{cur: -1, prev: -1, svc: cl.svcOf[pid], inStep: true}
-		cl.pk[pid] = pk
+		pk = &pidKeys{cur: -1, prev: -1, svc: t.svcOf[pid], inStep: true}
+		t.pk[pid] = pk
 	}
 	return pk
 }
@@ -345,80 +333,80 @@ func parityBit(odd bool) int8 {
 // siblings changed periods in between (siblingSteps). A PID that comes back after its
 // siblings began two periods or more starts a new period, of the same parity or not, as many
 // ring positions on.
-func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
-	pk := cl.pidKeys(pid)
+func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
+	pk := t.pidKeys(pid)
 	last := pk.last
-	pk.last, pk.gap = cl.packet, cl.packet-last
+	pk.last, pk.gap = t.now, t.now-last
 	if pk.cur < 0 {
 		if pk.svc != nil {
-			pk.svc.see(cl.packet)
+			pk.svc.see(t.now)
 		}
-		return cl.startPeriod(pk, pid, odd, -1, 1)
+		return t.startPeriod(pk, pid, odd, -1, 1)
 	}
-	cur := &cl.periods[pk.cur]
+	cur := &t.periods[pk.cur]
 	// Its siblings watched the service's periods while it was silent, if one of them had a
 	// packet since its last one and the service was never silent for long meanwhile: they
 	// say how many periods began (steps).
-	watched := pk.svc != nil && pk.svc.watched(last, cl.packet)
-	steps := cl.siblingSteps(pk, last, cur.odd, odd, watched)
+	watched := pk.svc != nil && pk.svc.watched(last, t.now)
+	steps := t.siblingSteps(pk, last, cur.odd, odd, watched)
 	if pk.svc != nil {
-		pk.svc.see(cl.packet)
+		pk.svc.see(t.now)
 	}
 	if cur.odd == odd {
 		if cur.tentative {
-			cl.confirm(pk.cur)
+			t.confirm(pk.cur)
 		}
 		if steps >= 2 {
 			// Silent over a whole period or more: its siblings say how many.
-			return cl.startPeriod(pk, pid, odd, pk.cur, steps)
+			return t.startPeriod(pk, pid, odd, pk.cur, steps)
 		}
-		if cl.missedUncounted(pk, last, odd, 2) || cl.silentAcross(pk, last, odd) {
+		if t.missedUncounted(pk, last, odd, 2) || t.silentAcross(pk, last, odd) {
 			// Silent while its service began two periods or more, since before the
 			// service's clock began: how many is not known. Its siblings' keys, or its
 			// next unit start, place the period.
-			return cl.startPeriod(pk, pid, odd, pk.cur, 0)
+			return t.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
-		if !cl.keys.Fixed() && (ccBreak || !watched && cl.packet-last > lagLimit) {
+		if !t.keys.Fixed() && (ccBreak || !watched && t.now-last > lagLimit) {
 			// Packets lost, two streams spliced, or a silence longer than lagLimit that no
 			// sibling watched: the key of the period may stop applying here, before the next
 			// unit start can tell. A period of its own, whose key that unit
 			// start checks (the same key first), holds the packets until it does; without
 			// such a unit start they are left as they came.
-			return cl.startPeriod(pk, pid, odd, pk.cur, 0)
+			return t.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
 		pk.run++
 		return pk.cur
 	}
 	if cur.tentative {
-		if back := cl.siblingSteps(pk, pk.prevLast, odd, odd, true); back >= 2 {
+		if back := t.siblingSteps(pk, pk.prevLast, odd, odd, true); back >= 2 {
 			// Its siblings began two periods or more since the PID's packet before the
 			// changed one: that was a real period (a sparse PID), not a glitch, and this
 			// packet begins a later one.
 			tentative := pk.cur
-			cl.confirm(tentative)
-			return cl.startPeriod(pk, pid, odd, tentative, back-1)
+			t.confirm(tentative)
+			return t.startPeriod(pk, pid, odd, tentative, back-1)
 		}
-		if cl.pendingFits(cur) {
+		if t.pendingFits(cur) {
 			// Its unit start fits a key of its own: a period of one packet (a sparse
 			// PID), not a glitch.
 			tentative := pk.cur
-			cl.confirm(tentative)
-			return cl.startPeriod(pk, pid, odd, tentative, 1)
+			t.confirm(tentative)
+			return t.startPeriod(pk, pid, odd, tentative, 1)
 		}
 		// Back to the parity of the period before after a single packet: a glitch.
 		if pk.svc != nil {
 			pk.svc.retract(pid, cur.first)
 		}
-		cl.decide(cur, periodGlitch)
+		t.decide(cur, Glitch)
 		pk.cur, pk.run, pk.prev = pk.prev, pk.prevRun+1, -1
 		return pk.cur
 	}
 	// A change of parity after a silence over which its service began three periods or more,
 	// not counted, or one that nothing watched, long enough to hold a whole crypto period: the
 	// list's next key would be a guess.
-	pk.unsure = steps == 0 && (cl.missedUncounted(pk, last, odd, 3) ||
-		!watched && !cl.keys.Fixed() && (cl.lateAfter(cur, last) || cl.packet-last > cl.minPeriod))
-	idx := cl.startPeriod(pk, pid, odd, pk.cur, max(steps, 1))
+	pk.unsure = steps == 0 && (t.missedUncounted(pk, last, odd, 3) ||
+		!watched && !t.keys.Fixed() && (t.lateAfter(cur, last) || t.now-last > t.minPeriod))
+	idx := t.startPeriod(pk, pid, odd, pk.cur, max(steps, 1))
 	pk.prevLast = last
 	return idx
 }
@@ -428,13 +416,13 @@ func (cl *classifier) periodOf(pid uint16, odd, ccBreak bool) int32 {
 // is not a PID that changes a few packets after its siblings, and it may have missed two
 // changes of key that no sibling's packet showed. Which is not known: its siblings' keys, or
 // its next unit start, place the period.
-func (cl *classifier) silentAcross(pk *pidKeys, last int64, odd bool) bool {
+func (t *Tracker) silentAcross(pk *pidKeys, last int64, odd bool) bool {
 	svc := pk.svc
-	if svc == nil || cl.keys.Fixed() || svc.odd < 0 || svc.odd == parityBit(odd) {
+	if svc == nil || t.keys.Fixed() || svc.odd < 0 || svc.odd == parityBit(odd) {
 		return false
 	}
 	changed := svc.latest()
-	return changed > last && cl.packet-changed > lagLimit
+	return changed > last && t.now-changed > lagLimit
 }
 
 // lateAfter reports whether a packet of period cur's PID comes so long after the PID's packet
@@ -443,8 +431,8 @@ func (cl *classifier) silentAcross(pk *pidKeys, last int64, odd bool) bool {
 // times what the PID showed of the period before it. A PID whose packets come every few
 // packets never is; one with a packet now and then always is, and without a sibling or a unit
 // start to place it, its packets are left as they came.
-func (cl *classifier) lateAfter(cur *period, last int64) bool {
-	gap := cl.packet - last
+func (t *Tracker) lateAfter(cur *cryptoPeriod, last int64) bool {
+	gap := t.now - last
 	if cur.from < 0 {
 		// A PID's first period: what it showed of it is no measure (its packets may come
 		// in bursts at first): only a silence of eight times lagLimit counts.
@@ -465,14 +453,14 @@ const lagLimit = 64
 
 // pendingFits reports whether a unit start a tentative period holds fits its expected key, or,
 // after a search, another key of the schedule: then it was no glitch.
-func (cl *classifier) pendingFits(p *period) bool {
+func (t *Tracker) pendingFits(p *cryptoPeriod) bool {
 	for _, u := range p.pending[:p.npending] {
-		payload := u.c.buf[u.off:u.end]
-		if p.key != keys.NoKey && cl.trial(p.key, payload, u.carriage) == trialGood {
+		payload := u.payload
+		if p.key != keys.NoKey && t.trial(p.key, payload, u.carriage) == CheckGood {
 			return true
 		}
-		if _, ok := cl.keys.Sync(p.pos, nearSearch, func(k int) bool {
-			return cl.trial(k, payload, u.carriage) == trialGood
+		if _, ok := t.keys.Sync(p.pos, nearSearch, func(k int) bool {
+			return t.trial(k, payload, u.carriage) == CheckGood
 		}); ok {
 			return true
 		}
@@ -483,9 +471,9 @@ func (cl *classifier) pendingFits(p *period) bool {
 // missedUncounted reports whether pid's service, whose current parity is odd's, began at
 // least n periods since pid's packet number last, without its clock having watched all that
 // time (it began with the PMT, after last): pid missed changes of key that no one counted.
-func (cl *classifier) missedUncounted(pk *pidKeys, last int64, odd bool, n int) bool {
+func (t *Tracker) missedUncounted(pk *pidKeys, last int64, odd bool, n int) bool {
 	svc := pk.svc
-	return svc != nil && !cl.keys.Fixed() && svc.born > last && svc.odd == parityBit(odd) && svc.since(last) >= n
+	return svc != nil && !t.keys.Fixed() && svc.born > last && svc.odd == parityBit(odd) && svc.since(last) >= n
 }
 
 // siblingSteps returns how many crypto periods pid's service began between pid's packet number
@@ -496,14 +484,14 @@ func (cl *classifier) missedUncounted(pk *pidKeys, last int64, odd bool, n int) 
 // if the PID was silent for longer than a period while a sibling watched (a PID that lags its
 // siblings by a few packets is still in the period before). A service whose clock began after last says
 // nothing: it may have missed changes.
-func (cl *classifier) siblingSteps(pk *pidKeys, last int64, was, odd, watched bool) int {
+func (t *Tracker) siblingSteps(pk *pidKeys, last int64, was, odd, watched bool) int {
 	svc := pk.svc
-	if svc == nil || cl.keys.Fixed() || svc.born > last {
+	if svc == nil || t.keys.Fixed() || svc.born > last {
 		return 0
 	}
 	k := svc.since(last)
 	if svc.odd != parityBit(odd) {
-		if svc.odd < 0 || !watched || cl.packet-last <= cl.minPeriod {
+		if svc.odd < 0 || !watched || t.now-last <= t.minPeriod {
 			return 0
 		}
 		k++
@@ -517,72 +505,72 @@ func (cl *classifier) siblingSteps(pk *pidKeys, last int64, was, odd, watched bo
 // startPeriod starts a crypto period of pid after the period prev (or the PID's first, when
 // prev is -1), steps ring positions after prev's (0: a period of the same parity that starts
 // where a unit start failed prev's key), and returns its index.
-func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, steps int) int32 {
-	s := cl.keys
-	p := period{pid: pid, odd: odd, first: cl.packet, number: pk.periods + 1, gap: pk.gap, from: prev, steps: int32(steps)}
+func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, steps int) int32 {
+	s := t.keys
+	p := cryptoPeriod{pid: pid, odd: odd, first: t.now, number: pk.periods + 1, gap: pk.gap, from: prev, steps: int32(steps)}
 	switch {
 	case prev >= 0:
-		p.pos = cl.periods[prev].pos
+		p.pos = t.periods[prev].pos
 		for range steps {
 			p.pos = s.Next(p.pos)
 		}
-	case cl.haveHint && !s.Fixed():
+	case t.haveHint && !s.Fixed():
 		// A PID's first period starts where the PIDs aligned before it are: their periods
 		// change at about the same time.
-		p.pos = cl.hintPos
-		if odd != cl.hintOdd {
+		p.pos = t.hintPos
+		if odd != t.hintOdd {
 			p.pos = s.Next(p.pos)
 		}
 	default:
 		p.pos = s.Start(odd)
 	}
 	p.key, p.expect = s.KeyAt(p.pos), p.pos
-	p.flip = prev >= 0 && steps == 1 && odd != cl.periods[prev].odd
+	p.flip = prev >= 0 && steps == 1 && odd != t.periods[prev].odd
 	// A period that may be further on than its ring steps say, or a PID's first after the
 	// stream's first change of parity or far into the stream (the list's first CW is the
 	// stream's first period's), or placed elsewhere, where another PID's key fitted (of another
 	// service, maybe), takes its key from a unit start or a sibling, not from the list's order.
 	p.unplaced = !s.Fixed() && s.NumCWs() > 1 &&
-		(prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (cl.flips > 0 || cl.packet > firstPeriodKnown || p.pos != s.Start(odd)))
+		(prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (t.flips > 0 || t.now > firstPeriodKnown || p.pos != s.Start(odd)))
 	pk.unsure = false
 	pk.periods++
 	// A parity change of a rotating schedule is tentative while the period it ends has two
 	// packets or more: a single flipped bit must not move the schedule. One its siblings
 	// made before it is not.
-	p.tentative = prev >= 0 && !s.Fixed() && pk.run >= 2 && odd != cl.periods[prev].odd && steps == 1 &&
+	p.tentative = prev >= 0 && !s.Fixed() && pk.run >= 2 && odd != t.periods[prev].odd && steps == 1 &&
 		(pk.svc == nil || pk.svc.odd != parityBit(odd))
-	idx := int32(len(cl.periods))
-	cl.periods = append(cl.periods, p)
+	idx := int32(len(t.periods))
+	t.periods = append(t.periods, p)
 	if prev >= 0 && !p.tentative {
 		if p.flip {
-			cl.flips++
-			cl.learnPeriod(pk, &cl.periods[idx])
+			t.flips++
+			t.learnPeriod(pk, &t.periods[idx])
 		}
-		if q := &cl.periods[prev]; steps == 0 && q.state == periodOpen && q.attempts == 0 && odd == q.odd {
+		if q := &t.periods[prev]; steps == 0 && q.state == Open && q.attempts == 0 && odd == q.odd {
 			// Split where its key may have changed, before anything checked it: the unit
 			// start that places the new period says whether the key did change (decide).
 			q.awaitNumber = p.number
 		} else {
-			cl.end(prev)
+			t.end(prev)
 		}
 	}
 	if svc := pk.svc; svc != nil {
 		// Any period of the other parity than the service's shows the service changed,
 		// a split after a silence too.
-		if n := svc.begin(pid, odd, cl.packet); n > 0 {
-			cl.minPeriod = min(cl.minPeriod, n)
+		if n := svc.begin(pid, odd, t.now); n > 0 {
+			t.minPeriod = min(t.minPeriod, n)
 		}
 		// The period is the service's current one if its parity is the service's and it
 		// began in step with the service: the PID came promptly, or the service watched its
 		// silence, or, for its first, the service's packets were coming. After a silence
 		// nothing watched it may be a later period of the same parity.
-		np := &cl.periods[idx]
-		last := cl.packet - np.gap
-		inStep := prev >= 0 && (np.gap <= lagLimit || svc.watched(last, cl.packet)) ||
-			prev < 0 && cl.packet-svc.before <= lagLimit
+		np := &t.periods[idx]
+		last := t.now - np.gap
+		inStep := prev >= 0 && (np.gap <= lagLimit || svc.watched(last, t.now)) ||
+			prev < 0 && t.now-svc.before <= lagLimit
 		if svc.odd == parityBit(odd) && inStep {
 			np.svcN = int32(svc.n)
-			cl.placeBySiblings(np)
+			t.placeBySiblings(np)
 		}
 	}
 	pk.prev, pk.prevRun = prev, pk.run
@@ -591,15 +579,15 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 	case p.key == keys.NoKey && (s.Fixed() || s.NumCWs() == 0):
 		// No key for this parity at all: nothing to decide.
 		if !p.tentative {
-			cl.decide(&cl.periods[idx], periodUnchecked)
+			t.decide(&t.periods[idx], Unchecked)
 		}
-	case pk.foreign || cl.tracker.Carriage(pid) == psi.CarriageOther:
+	case pk.foreign || t.carriage(pid) == psi.CarriageOther:
 		if !p.tentative {
-			cl.decideUnchecked(&cl.periods[idx], pk)
+			t.decideUnchecked(&t.periods[idx], pk)
 		}
 	}
-	if cl.periods[idx].state == periodOpen {
-		cl.open = append(cl.open, idx)
+	if t.periods[idx].state == Open {
+		t.open = append(t.open, idx)
 	}
 	return idx
 }
@@ -608,10 +596,10 @@ func (cl *classifier) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32,
 // period p: the shortest crypto period of the stream bounds how long a PID may be silent
 // before its key may have changed unseen. Only changes seen promptly count (the PID's packet
 // before each came within an eighth of that time): one seen after a silence began earlier.
-func (cl *classifier) learnPeriod(pk *pidKeys, p *period) {
+func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	if pk.lastFlip > 0 {
 		if n := p.first - pk.lastFlip; 8*max(pk.lastFlipGap, p.gap) <= n {
-			cl.minPeriod = min(cl.minPeriod, n)
+			t.minPeriod = min(t.minPeriod, n)
 		}
 	}
 	pk.lastFlip, pk.lastFlipGap = p.first, p.gap
@@ -619,51 +607,51 @@ func (cl *classifier) learnPeriod(pk *pidKeys, p *period) {
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
 // CA system's; the schedule's key where the schedule or the PID's siblings place it; left as
-// it came otherwise (periodUnplaced).
-func (cl *classifier) decideUnchecked(p *period, pk *pidKeys) {
-	cl.follow(p)
+// it came otherwise (Unplaced).
+func (t *Tracker) decideUnchecked(p *cryptoPeriod, pk *pidKeys) {
+	t.follow(p)
 	switch {
 	case pk.foreign:
-		cl.decide(p, periodNoFit)
-	case p.unplaced && !cl.placeBySiblings(p):
-		cl.decide(p, periodUnplaced)
-	case cl.keys.Fixed() || cl.keys.NumCWs() <= 1 || pk.inStep || cl.placeBySiblings(p):
-		cl.decide(p, periodUnchecked)
+		t.decide(p, NoFit)
+	case p.unplaced && !t.placeBySiblings(p):
+		t.decide(p, Unplaced)
+	case t.keys.Fixed() || t.keys.NumCWs() <= 1 || pk.inStep || t.placeBySiblings(p):
+		t.decide(p, Unchecked)
 	default:
 		// A PID whose periods did not follow the list in order (its last fit needed a
 		// search: two services' lists in one file, a list with lines missing), and that no
 		// sibling places: the list's next key would be a guess.
-		cl.decide(p, periodUnplaced)
+		t.decide(p, Unplaced)
 	}
 }
 
 // confirm makes a tentative period a real one: the period before it ends, and the unit starts
 // it holds are checked.
-func (cl *classifier) confirm(idx int32) {
-	p := &cl.periods[idx]
+func (t *Tracker) confirm(idx int32) {
+	p := &t.periods[idx]
 	p.tentative = false
-	pk := cl.pk[p.pid]
+	pk := t.pk[p.pid]
 	if pk.prev >= 0 {
 		if p.flip {
-			cl.flips++
-			cl.learnPeriod(pk, p)
+			t.flips++
+			t.learnPeriod(pk, p)
 		}
-		cl.end(pk.prev)
+		t.end(pk.prev)
 		pk.prev = -1
 	}
-	if p.state != periodOpen {
+	if p.state != Open {
 		return
 	}
-	if pk.foreign || cl.tracker.Carriage(p.pid) == psi.CarriageOther {
-		cl.decideUnchecked(p, pk)
+	if pk.foreign || t.carriage(p.pid) == psi.CarriageOther {
+		t.decideUnchecked(p, pk)
 		return
 	}
 	for i := range int(p.npending) {
-		if p.state != periodOpen {
+		if p.state != Open {
 			break
 		}
 		u := p.pending[i]
-		cl.check(idx, u)
+		t.check(idx, u)
 	}
 	p.npending = 0
 }
@@ -672,23 +660,23 @@ func (cl *classifier) confirm(idx int32) {
 // checked and none fitted, the schedule's key if none could be. A period whose unit starts wait
 // for a PMT to say what its PID carries stays open past its end, until the tables come or the
 // hold runs out (endNow).
-func (cl *classifier) end(idx int32) {
-	if cl.periods[idx].ndeferred > 0 {
+func (t *Tracker) end(idx int32) {
+	if t.periods[idx].ndeferred > 0 {
 		return
 	}
-	cl.endNow(idx)
+	t.endNow(idx)
 }
 
 // endNow decides a period that ends, or that has been open too long, with what is known; unit
 // starts that waited for a PMT in vain are checked as carriageNoTables says.
-func (cl *classifier) endNow(idx int32) {
-	p := &cl.periods[idx]
-	if p.state != periodOpen {
+func (t *Tracker) endNow(idx int32) {
+	p := &t.periods[idx]
+	if p.state != Open {
 		return
 	}
 	if p.tentative {
-		cl.confirm(idx)
-		if p.state != periodOpen {
+		t.confirm(idx)
+		if p.state != Open {
 			return
 		}
 	}
@@ -696,32 +684,32 @@ func (cl *classifier) endNow(idx int32) {
 		us, n := p.deferred, p.ndeferred
 		p.ndeferred = 0
 		for _, u := range us[:n] {
-			if p.state != periodOpen {
+			if p.state != Open {
 				break
 			}
-			if c := cl.tracker.Carriage(p.pid); c != psi.CarriageUnknown {
+			if c := t.carriage(p.pid); c != psi.CarriageUnknown {
 				u.carriage = c
 			} else {
 				u.carriage = carriageNoTables
 			}
-			cl.check(idx, u)
+			t.check(idx, u)
 		}
-		if p.state != periodOpen {
+		if p.state != Open {
 			return
 		}
 	}
 	if p.attempts == 0 {
-		cl.placeBySiblings(p)
+		t.placeBySiblings(p)
 	}
 	switch {
 	case p.attempts > 0:
-		cl.decide(p, periodNoFit)
+		t.decide(p, NoFit)
 	case p.unplaced:
 		// The period began where its key may have changed unseen, and no unit start came
 		// to say which it is: its packets are left as they came, never given a guess.
-		cl.decide(p, periodUnplaced)
+		t.decide(p, Unplaced)
 	default:
-		cl.decideUnchecked(p, cl.pk[p.pid])
+		t.decideUnchecked(p, t.pk[p.pid])
 	}
 }
 
@@ -729,31 +717,31 @@ func (cl *classifier) endNow(idx int32) {
 // same period of their service, if one did: the PIDs of a service share their keys, so that
 // places a period its own packets cannot (nothing to check, a silence before it), and is the
 // first key to try on its unit starts. It reports whether it did.
-func (cl *classifier) placeBySiblings(p *period) bool {
-	svc := cl.pk[p.pid].svc
-	if svc == nil || p.svcN == 0 || cl.keys.Fixed() {
+func (t *Tracker) placeBySiblings(p *cryptoPeriod) bool {
+	svc := t.pk[p.pid].svc
+	if svc == nil || p.svcN == 0 || t.keys.Fixed() {
 		return false
 	}
 	pos, ok := svc.placement(int(p.svcN))
 	if !ok {
 		return false
 	}
-	p.pos, p.key, p.unplaced, p.placed = pos, cl.keys.KeyAt(pos), false, true
+	p.pos, p.key, p.unplaced, p.placed = pos, t.keys.KeyAt(pos), false, true
 	return true
 }
 
 // follow sets the ring position of open period p again from the period before it, which may
 // have been placed since p began (a period is placed when it is decided, after the next began):
 // steps after it.
-func (cl *classifier) follow(p *period) {
-	if p.placed || p.from < 0 || p.state != periodOpen {
+func (t *Tracker) follow(p *cryptoPeriod) {
+	if p.placed || p.from < 0 || p.state != Open {
 		return
 	}
-	pos := cl.periods[p.from].pos
+	pos := t.periods[p.from].pos
 	for range p.steps {
-		pos = cl.keys.Next(pos)
+		pos = t.keys.Next(pos)
 	}
-	p.pos, p.key, p.expect = pos, cl.keys.KeyAt(pos), pos
+	p.pos, p.key, p.expect = pos, t.keys.KeyAt(pos), pos
 }
 
 // offerUnitStart is called for a scrambled payload of period idx that starts a PES packet or a
@@ -762,36 +750,36 @@ func (cl *classifier) follow(p *period) {
 // there, and starts a period of the same parity whose key is looked for anew (a PID silent
 // while its siblings' key changed, a recording cut and joined, a list that fell out of step);
 // the packets before it keep their key. It returns the period the unit start belongs to.
-func (cl *classifier) offerUnitStart(idx int32, u unitStart) int32 {
-	p := &cl.periods[idx]
+func (t *Tracker) offerUnitStart(idx int32, u unitStart) int32 {
+	p := &t.periods[idx]
 	switch {
-	case p.state == periodOpen && p.tentative:
+	case p.state == Open && p.tentative:
 		if int(p.npending) < len(p.pending) {
 			p.pending[p.npending] = u
 			p.npending++
 		}
-	case p.state == periodOpen:
-		cl.check(idx, u)
-	case (p.state == periodFit || p.state == periodUnchecked) && p.key != keys.NoKey && cl.recheckDecided(p):
-		payload := u.c.buf[u.off:u.end]
-		switch cl.trial(p.key, payload, u.carriage) {
-		case trialBad:
-		case trialUndescribed:
+	case p.state == Open:
+		t.check(idx, u)
+	case (p.state == Fit || p.state == Unchecked) && p.key != keys.NoKey && t.recheckDecided(p):
+		payload := u.payload
+		switch t.trial(p.key, payload, u.carriage) {
+		case CheckBad:
+		case CheckUndescribed:
 			// Before a PMT says what the PID carries, the key says nothing; another key
 			// that makes a PES header or a whole section of it does.
-			if _, ok := cl.keys.Sync(p.pos, nearSearch, func(k int) bool {
-				return cl.trial(k, payload, u.carriage) == trialGood
+			if _, ok := t.keys.Sync(p.pos, nearSearch, func(k int) bool {
+				return t.trial(k, payload, u.carriage) == CheckGood
 			}); !ok {
 				return idx
 			}
 		default:
 			return idx
 		}
-		pk := cl.pk[p.pid]
-		cl.st.KeyFailures++
-		idx = cl.startPeriod(pk, p.pid, p.odd, idx, 0)
-		if cl.periods[idx].state == periodOpen {
-			cl.check(idx, u)
+		pk := t.pk[p.pid]
+		t.counts.KeyFailures++
+		idx = t.startPeriod(pk, p.pid, p.odd, idx, 0)
+		if t.periods[idx].state == Open {
+			t.check(idx, u)
 		}
 	}
 	return idx
@@ -800,43 +788,43 @@ func (cl *classifier) offerUnitStart(idx int32, u unitStart) int32 {
 // check tries the period's expected key on a unit start and, when it does not fit, the other
 // keys of the schedule, nearest first; a key that fits decides the period and aligns this PID's
 // schedule.
-func (cl *classifier) check(idx int32, u unitStart) {
-	p := &cl.periods[idx]
-	pk := cl.pk[p.pid]
-	payload := u.c.buf[u.off:u.end]
-	cl.follow(p)
-	cl.placeBySiblings(p)
+func (t *Tracker) check(idx int32, u unitStart) {
+	p := &t.periods[idx]
+	pk := t.pk[p.pid]
+	payload := u.payload
+	t.follow(p)
+	t.placeBySiblings(p)
 	if p.key != keys.NoKey {
-		switch cl.trial(p.key, payload, u.carriage) {
-		case trialGood:
-			cl.fit(p, pk, p.pos, false)
+		switch t.trial(p.key, payload, u.carriage) {
+		case CheckGood:
+			t.fit(p, pk, p.pos, false)
 			return
-		case trialUnknown:
+		case CheckUnknown:
 			return // a section that goes on: says nothing, wait for the next unit start
 		}
 	}
 	limit := 0
-	if p.attempts > 0 && cl.keys.Periods() > wideSearch {
+	if p.attempts > 0 && t.keys.Periods() > wideSearch {
 		// The whole list was searched on this period's first unit start: the later ones
 		// (the first may have been damaged) search the neighbourhood of the expected key.
 		limit = nearSearch
 	}
 	tries, stopped := 0, false
-	pos, ok := cl.keys.Sync(p.pos, limit, func(k int) bool {
-		if tries++; tries&1023 == 0 && cl.ctx.Err() != nil {
+	pos, ok := t.keys.Sync(p.pos, limit, func(k int) bool {
+		if tries++; tries&1023 == 0 && t.ctx.Err() != nil {
 			stopped = true // stopping: the run ends without this period's key
 		}
-		return !stopped && cl.trial(k, payload, u.carriage) == trialGood
+		return !stopped && t.trial(k, payload, u.carriage) == CheckGood
 	})
 	if ok {
-		cl.fit(p, pk, pos, true)
+		t.fit(p, pk, pos, true)
 		return
 	}
 	if u.carriage == psi.CarriageUnknown {
 		// Neither a PES header nor a whole section with its CRC under any key, on a PID no
 		// PMT has described yet: a section that spans packets, or data of another kind.
 		// The PMT, when it comes, says what to look for (recheck); till then it says nothing.
-		cl.deferUnitStart(idx, u)
+		t.deferUnitStart(idx, u)
 		return
 	}
 	p.attempts++
@@ -844,12 +832,12 @@ func (cl *classifier) check(idx int32, u unitStart) {
 		pk.failed++
 		if pk.failed >= maxForeignChecks && p.number > 1 {
 			pk.foreign = true
-			cl.decide(p, periodNoFit)
+			t.decide(p, NoFit)
 			return
 		}
 	}
 	if p.attempts >= maxSyncAttempts {
-		cl.decide(p, periodNoFit)
+		t.decide(p, NoFit)
 	}
 }
 
@@ -861,19 +849,19 @@ func (cl *classifier) check(idx int32, u unitStart) {
 // check, or a PID whose counters say nothing, has its later unit starts tried. The one splice
 // this misses is one whose counters happen to follow on (one in 16), until the next change of
 // parity; the unit-start checks after descrambling count its failures.
-func (cl *classifier) recheckDecided(p *period) bool {
-	return p.state != periodFit || cl.ccRun[p.pid] < ccTrusted
+func (t *Tracker) recheckDecided(p *cryptoPeriod) bool {
+	return p.state != Fit || !t.ccFollows
 }
 
 // deferUnitStart keeps a unit start of open period idx, on a PID whose carriage is not known,
 // to check it again when the tables change.
-func (cl *classifier) deferUnitStart(idx int32, u unitStart) {
-	p := &cl.periods[idx]
+func (t *Tracker) deferUnitStart(idx int32, u unitStart) {
+	p := &t.periods[idx]
 	if int(p.ndeferred) == len(p.deferred) {
 		return
 	}
 	if p.ndeferred == 0 {
-		cl.deferred = append(cl.deferred, idx)
+		t.deferred = append(t.deferred, idx)
 	}
 	p.deferred[p.ndeferred] = u
 	p.ndeferred++
@@ -881,12 +869,12 @@ func (cl *classifier) deferUnitStart(idx int32, u unitStart) {
 
 // recheck checks again, after the tables changed, the unit starts of the open periods that were
 // deferred for want of a PMT, as the carriage the PMTs now give says.
-func (cl *classifier) recheck() {
-	kept := cl.deferred[:0]
-	for _, idx := range cl.deferred {
-		p := &cl.periods[idx]
-		carriage := cl.tracker.Carriage(p.pid)
-		if p.state != periodOpen {
+func (t *Tracker) recheck() {
+	kept := t.deferred[:0]
+	for _, idx := range t.deferred {
+		p := &t.periods[idx]
+		carriage := t.carriage(p.pid)
+		if p.state != Open {
 			p.ndeferred = 0
 			continue
 		}
@@ -898,24 +886,24 @@ func (cl *classifier) recheck() {
 		n := p.ndeferred
 		p.ndeferred = 0
 		for _, u := range us[:n] {
-			if p.state != periodOpen {
+			if p.state != Open {
 				break
 			}
 			if carriage == psi.CarriageOther {
-				cl.decideUnchecked(p, cl.pk[p.pid])
+				t.decideUnchecked(p, t.pk[p.pid])
 				break
 			}
 			u.carriage = carriage
-			cl.check(idx, u)
+			t.check(idx, u)
 		}
 	}
-	cl.deferred = kept
+	t.deferred = kept
 }
 
 // fit decides a period with the key at ring position pos; moved says the schedule was realigned
 // to a key other than the expected one.
-func (cl *classifier) fit(p *period, pk *pidKeys, pos int, moved bool) {
-	p.pos, p.key = pos, cl.keys.KeyAt(pos)
+func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
+	p.pos, p.key = pos, t.keys.KeyAt(pos)
 	if pk.svc != nil && p.svcN > 0 {
 		pk.svc.place(int(p.svcN), pos)
 	}
@@ -929,163 +917,152 @@ func (cl *classifier) fit(p *period, pk *pidKeys, pos int, moved bool) {
 	}
 	first := !pk.everFit
 	pk.everFit = true
-	cl.haveHint, cl.hintPos, cl.hintOdd = true, pos, p.odd
+	t.haveHint, t.hintPos, t.hintOdd = true, pos, p.odd
 	if moved {
-		cl.st.KeySyncs++
-		if cl.log != nil {
+		t.counts.KeySyncs++
+		if t.cfg.Log != nil {
 			what := "CW %d of %d fits the first scrambled PES start of PID %#04x: the list is aligned to it"
 			if !first {
 				what = "CW %d of %d fits this crypto period of PID %#04x, the expected one did not: the list is realigned to it"
 			}
-			cl.log(fmt.Sprintf("key sync: "+what, p.key+1, cl.keys.NumCWs(), p.pid))
+			t.cfg.Log(fmt.Sprintf("key sync: "+what, p.key+1, t.keys.NumCWs(), p.pid))
 		}
 	}
-	cl.decide(p, periodFit)
+	t.decide(p, Fit)
 }
 
 // decide records the decision for a period: its packets held so far can go on.
-func (cl *classifier) decide(p *period, state periodState) {
+func (t *Tracker) decide(p *cryptoPeriod, state State) {
 	p.state = state
 	if p.from >= 0 {
-		if q := &cl.periods[p.from]; q.state == periodOpen && q.awaitNumber == p.number {
+		if q := &t.periods[p.from]; q.state == Open && q.awaitNumber == p.number {
 			// The period before was split off where the key may have changed, unchecked:
 			// if the key that fits here is the one it expected, nothing changed, and it
 			// has that key too; else it is decided by what it has of its own.
 			q.awaitNumber = 0
-			cl.follow(q)
+			t.follow(q)
 			switch {
-			case state == periodFit && p.pos == q.pos:
-				cl.decide(q, periodFit)
-			case state == periodFit && q.from < 0 && !q.placed:
+			case state == Fit && p.pos == q.pos:
+				t.decide(q, Fit)
+			case state == Fit && q.from < 0 && !q.placed:
 				// A PID's first period, that only the list's start placed: the key that fits
 				// after its silence, of the same parity, is better evidence.
 				q.pos, q.key = p.pos, p.key
-				cl.decide(q, periodFit)
+				t.decide(q, Fit)
 			default:
-				cl.endNow(p.from)
+				t.endNow(p.from)
 			}
 		}
 	}
-	ps := cl.pid(p.pid)
-	if cl.live != nil {
-		cl.liveDecided(p, ps)
+	if t.live != nil {
+		t.liveDecided(p)
 		return
 	}
-	if cl.continues(p) {
+	if t.continues(p) {
 		return // the same crypto period goes on: counted and logged once
 	}
 	what := ""
 	switch state {
-	case periodFit:
-		ps.PeriodsFit++
-		what = fmt.Sprintf("CW %d of %d", p.key+1, cl.keys.NumCWs())
-	case periodUnchecked:
-		ps.PeriodsUnchecked++
+	case Fit:
+		what = fmt.Sprintf("CW %d of %d", p.key+1, t.keys.NumCWs())
+	case Unchecked:
 		what = "no unit start checked"
 		if p.key == keys.NoKey {
 			what = "no key"
 		} else {
-			what = fmt.Sprintf("CW %d of %d (%s)", p.key+1, cl.keys.NumCWs(), what)
+			what = fmt.Sprintf("CW %d of %d (%s)", p.key+1, t.keys.NumCWs(), what)
 		}
-	case periodNoFit:
-		ps.PeriodsLeft++
+	case NoFit:
 		what = "no control word fits: left scrambled"
-	case periodUnplaced:
-		ps.PeriodsUnplaced++
-		if pk := cl.pk[p.pid]; pk != nil {
+	case Unplaced:
+		if pk := t.pk[p.pid]; pk != nil {
 			pk.inStep = false // the list's order no longer says where its next period is
 		}
 		what = "its key may have changed unseen (a silence, or packets lost) and no unit start came to place it: left scrambled"
-	case periodGlitch:
-		cl.st.ParityGlitches++
+	case Glitch:
+		t.counts.ParityGlitches++
 		return
 	}
-	ps.Periods++
-	if cl.keyLog != nil {
-		cl.keyLog(fmt.Sprintf("PID %#04x crypto period %d: %s, %s, from packet %d",
-			p.pid, p.number, parity(p.odd), what, p.first))
+	t.count(p.pid, state)
+	if t.cfg.KeyLog != nil {
+		t.cfg.KeyLog(fmt.Sprintf("PID %#04x crypto period %d: %s, %s, from packet %d",
+			p.pid, p.number, parityName(p.odd), what, p.first))
 	}
+}
+
+// count passes the decision of a crypto period to Config.Counted.
+func (t *Tracker) count(pid uint16, s State) {
+	if t.cfg.Counted != nil {
+		t.cfg.Counted(pid, s)
+	}
+}
+
+// parityName names a parity as key logs do.
+func parityName(odd bool) string {
+	if odd {
+		return "odd"
+	}
+	return "even"
 }
 
 // continues reports whether decided period p, split off the period before it where the key
 // might have changed (a silence, a continuity break), turned out to be the same crypto period:
 // decided alike, with the same key. The statistics and the key log count crypto periods.
-func (cl *classifier) continues(p *period) bool {
-	if p.from < 0 || p.steps != 0 || p.state == periodGlitch {
+func (t *Tracker) continues(p *cryptoPeriod) bool {
+	if p.from < 0 || p.steps != 0 || p.state == Glitch {
 		return false
 	}
-	q := &cl.periods[p.from]
-	return q.odd == p.odd && q.state == p.state && (p.state == periodNoFit || q.key == p.key)
+	q := &t.periods[p.from]
+	return q.odd == p.odd && q.state == p.state && (p.state == NoFit || q.key == p.key)
 }
 
-// expire decides the periods still open holdPackets packets after their first packet.
-func (cl *classifier) expire() {
-	for len(cl.open) > 0 {
-		idx := cl.open[0]
-		if p := &cl.periods[idx]; p.state == periodOpen {
-			if cl.packet-p.first < holdPackets {
+// expire decides the periods still open HoldPackets packets after their first packet.
+func (t *Tracker) expire() {
+	for len(t.open) > 0 {
+		idx := t.open[0]
+		if p := &t.periods[idx]; p.state == Open {
+			if t.now-p.first < HoldPackets {
 				return
 			}
-			cl.endNow(idx)
+			t.endNow(idx)
 		}
-		cl.open = cl.open[1:]
-	}
-}
-
-// expireDue decides, with what is known, the periods still open in the held chunks whose first
-// packet is due by now (Options.Latency), as expire does for those open holdPackets packets.
-// Chunks are held in input order, so their due times are in order too.
-func (cl *classifier) expireDue(held []*chunk, now time.Time) {
-	if cl.live != nil {
-		// A period waiting for its key from a key server waits as LiveKeys.Wait says:
-		// decided without it, its packets would pass scrambled.
-		return
-	}
-	for _, c := range held {
-		if c.due.After(now) {
-			return
-		}
-		for i := c.ready; i < len(c.jobs); i++ {
-			if p := c.jobs[i].period; p >= 0 && cl.periods[p].state == periodOpen {
-				cl.endNow(p)
-			}
-		}
+		t.open = t.open[1:]
 	}
 }
 
 // finish decides every period still open at the end of the stream.
-func (cl *classifier) finish() {
-	if cl.live != nil {
-		cl.liveFinish()
+func (t *Tracker) finish() {
+	if t.live != nil {
+		t.liveFinish()
 	}
-	for _, idx := range cl.open {
-		cl.endNow(idx)
+	for _, idx := range t.open {
+		t.endNow(idx)
 	}
-	cl.open = cl.open[:0]
+	t.open = t.open[:0]
 }
 
 // compact drops the periods no packet refers to any more: those that are neither a PID's
-// current period nor the one a tentative period interrupts. Call it only when no chunk is held:
-// then every period is decided (each has a packet in a held chunk until it is).
-func (cl *classifier) compact() {
-	if cl.live != nil {
-		cl.liveResolve(false) // no chunk is held: every period waiting is decided; forget them
+// current period nor the one a tentative period interrupts. Call it only when no packet waits:
+// then every period is decided (each has a packet waiting until it is).
+func (t *Tracker) compact() {
+	if t.live != nil {
+		t.liveResolve(false) // no packet waits: every period waiting is decided; forget them
 	}
-	if len(cl.periods) < 4096 {
+	if len(t.periods) < 4096 {
 		return
 	}
-	kept := cl.periods[:0:0]
-	for _, pk := range cl.pk {
+	kept := t.periods[:0:0]
+	for _, pk := range t.pk {
 		if pk == nil {
 			continue
 		}
 		for _, idx := range []*int32{&pk.prev, &pk.cur} {
 			if *idx >= 0 {
-				kept = append(kept, cl.periods[*idx])
+				kept = append(kept, t.periods[*idx])
 				*idx = int32(len(kept) - 1)
 			}
 		}
 	}
-	cl.periods = kept
-	cl.open = cl.open[:0]
+	t.periods = kept
+	t.open = t.open[:0]
 }

@@ -1,0 +1,81 @@
+// Package period decides which control word applies to each scrambled packet of a transport
+// stream: it follows every PID's crypto periods, in stream order, and gives each period one
+// decision, a key or that its packets pass as they came. It is the one owner of that decision,
+// over a key list or schedule (with its order, and a search where the order fails), and over
+// keys that arrive while the stream runs (a key server, a CW log that grows). A caller (package
+// pipeline) gives it each scrambled packet's PID and parity (Tracker.Packet) and the payloads
+// that start a unit (Tracker.UnitStart), holds the packets of periods still open, and asks
+// (Tracker.Decision) once they are decided.
+//
+// # Rules
+//
+// Key decisions are made per PID, because a multiplex may carry services of several CA
+// systems, each changing keys on its own clock: the parity changes of one PID start that PID's
+// crypto periods and say nothing of another's. The PIDs of one service (one PMT) change keys
+// together, so what one of them shows places the others' periods. For each period the
+// Tracker decides once which control word applies, or that its packets pass as
+// they came, and the decision covers every packet of the period, wherever the caller cut the stream. A
+// key is used only where evidence places it:
+//
+//	case                                          decision                                   test
+//	a unit start fits the expected key            the period has it (fit, "checked")         TestRunDescrambles
+//	it fits another key of the list               the list is realigned there (key sync)     TestFailedCheckEndsDecision
+//	its unit starts fit no key                    left as it came (no fit, exit 3)           TestPeriodsNoKeyFits
+//	a PID no key ever fits                        another CA system's: left, named           TestMixedCAS
+//	a unit start fails its decided period's key   a period of the same parity begins there   TestFailedCheckEndsDecision
+//	counters break after following on             a period begins at the break, checked      TestFailedCheckEndsDecision
+//	nothing to check, list followed in order      the list's next key ("unchecked")          TestSectionsAndT2MI
+//	nothing to check, a sibling's key fitted      the sibling's key, same service period     TestOracleRandomSchedules
+//	nothing to check, nothing places it           left as it came, counted ("unplaced")      FuzzOracleSchedules
+//	silent while its siblings began periods       as many ring positions on as they began    TestSilentPIDTakesItsSiblingsPeriods
+//	silent, unwatched, for over half a period     a period begins, placed as above           TestOracleRandomSchedules
+//	one packet of the other parity                a glitch, left as it came                  TestParityGlitch
+//	... that its siblings share, or that fits     a period (a sparse PID)                    TestSparsePIDIsNotAGlitch
+//	a PID no PMT has described yet                its unit starts wait for the PMT (hold)    TestBeforeTheTables
+//	a key server's slot CW fits                   the period has it, used before or not      TestLiveKeysConstantCWs
+//	a slot CW that does not fit                   the period waits for the next of its parity TestLiveKeysStaleKeyAfterMissingPeriod
+//	no key within -key-wait, in all               passed as it came (or dropped)             TestLiveKeysServerStops
+//
+// More precisely:
+//
+//   - A period's first unit start that can be checked (a PES header; a section whose CRC_32
+//     lies in the packet, on a PID the PMT says carries sections) is descrambled with the
+//     expected key (a sibling's, where one fitted in the same service period, else the list's
+//     order) and, if that does not fit, with the others, nearest first in the schedule; only
+//     the first bytes are descrambled for each trial. A key that fits decides the period and
+//     the PID's schedule goes on from it; up to four unit starts are tried.
+//   - A later unit start of a decided period is tried with its key too: one that does not fit
+//     ends the decision there (the packets before keep their key).
+//   - A period whose checked unit starts fit no key is left as it came: its packets pass
+//     through untouched, still marked scrambled. A PID that never fits, after enough checks,
+//     is taken for another CA system's and is not tried again.
+//   - A period that may have begun unseen (after a silence longer than half the shortest
+//     crypto period seen, or than lagLimit and eight times what the PID showed of its period,
+//     with no sibling watching; a PID's first period late in the stream) takes a key only from
+//     a unit start or a sibling. Without either its packets are left as they came (unplaced),
+//     which says nothing against the keys.
+//   - A parity change that lasts a single packet, inside a period of two packets or more, is
+//     a glitch: that packet is left as it came and the period goes on, unless the PID's
+//     siblings changed periods meanwhile or its unit start fits a key.
+//
+// Until its period is decided, the caller holds its packets, and those after them (output
+// order is input order). A period still open HoldPackets packets after its first packet is
+// decided with what is known then, which bounds what is held. In an audio or video stream a
+// decision comes within a few packets (the next PES start).
+//
+// # Keys that arrive while the stream runs
+//
+// With Config.Live, each PID's crypto periods take their control word from a keys.Source
+// (a key server's answers, a CW log that grows) at their first packet: the CW the key slot
+// holds for the period's parity, a constant one as well as one that changed. A period whose
+// key has not come is held until it does, or until Live.Wait, after which its packets pass
+// as they came (or are dropped); on a live input it waits so even when its PID's next period
+// has begun. Keys are not searched, the server says which key applies, but each is checked
+// before it is used, as a key list's expected key is: it must fit the period's first checkable
+// unit start, and one that does not (the previous period's key, not replaced yet) is not used,
+// the period waiting for the next.
+//
+// A decision depends only on the packets in stream order (and, with Live, on when the keys
+// came), never on how a caller cuts the stream into units of work: that keeps a descrambled
+// output the same for every batch size, worker count and lane width.
+package period
