@@ -17,24 +17,28 @@
 // they came, and the decision covers every packet of the period, wherever the caller cut the stream. A
 // key is used only where evidence places it:
 //
-//	case                                          decision                                   test
-//	a unit start fits the expected key            the period has it (fit, "checked")         TestRunDescrambles
-//	it fits another key of the list               the list is realigned there (key sync)     TestFailedCheckEndsDecision
-//	its unit starts fit no key                    left as it came (no fit, exit 3)           TestPeriodsNoKeyFits
-//	a PID no key ever fits                        another CA system's: left, named           TestMixedCAS
-//	a unit start fails its decided period's key   a period of the same parity begins there   TestFailedCheckEndsDecision
-//	counters break after following on             a period begins at the break, checked      TestFailedCheckEndsDecision
-//	nothing to check, list followed in order      the list's next key ("unchecked")          TestSectionsAndT2MI
-//	nothing to check, a sibling's key fitted      the sibling's key, same service period     TestOracleRandomSchedules
-//	nothing to check, nothing places it           left as it came, counted ("unplaced")      FuzzOracleSchedules
-//	silent while its siblings began periods       as many ring positions on as they began    TestSilentPIDTakesItsSiblingsPeriods
-//	silent, unwatched, for over half a period     a period begins, placed as above           TestOracleRandomSchedules
-//	one packet of the other parity                a glitch, left as it came                  TestParityGlitch
-//	... that its siblings share, or that fits     a period (a sparse PID)                    TestSparsePIDIsNotAGlitch
-//	a PID no PMT has described yet                its unit starts wait for the PMT (hold)    TestBeforeTheTables
-//	a key server's slot CW fits                   the period has it, used before or not      TestLiveKeysConstantCWs
-//	a slot CW that does not fit                   the period waits for the next of its parity TestLiveKeysStaleKeyAfterMissingPeriod
-//	no key within -key-wait, in all               passed as it came (or dropped)             TestLiveKeysServerStops
+//	case                                         decision                                     test
+//	a unit start fits the expected key           the period has it (fit, "checked")           TestUnitStartFitsExpectedKey
+//	it fits another key of the list              the list is realigned there (key sync)       TestUnitStartFitsAnotherKeyRealigns
+//	its unit starts fit no key                   left as it came (no fit)                     TestUnitStartsFitNoKey
+//	a PID no key ever fits                       another CA system's: left, named             pipeline: TestMixedCAS
+//	a unit start fails its decided period's key  a period of the same parity begins there     TestFailedCheckBeginsAPeriod
+//	counters break after following on            a period begins at the break, checked        TestCounterBreakBeginsAPeriod
+//	nothing to check, list followed in order     the list's next key ("unchecked")            TestNothingToCheckTakesTheListsNextKey
+//	nothing to check, a sibling's key fitted     the sibling's key, same service period       TestSiblingPlacesAPeriodWithNothingToCheck
+//	nothing to check, nothing places it          left as it came, counted ("unplaced")        TestCounterBreakBeginsAPeriod
+//	silent while its siblings began periods      as many ring positions on as they began      TestSilentPIDTakesItsSiblingsPeriods
+//	silent, unwatched, for over half a period    a period begins, placed as above             streamtest: TestOracleRandomSchedules
+//	one packet of the other parity               a glitch, left as it came                    TestOnePacketOfTheOtherParityIsAGlitch
+//	... that its siblings share, or that fits    a period (a sparse PID)                      pipeline: TestSparsePIDIsNotAGlitch
+//	a PID no PMT has described yet               its unit starts wait for the PMT (hold)      TestUndescribedPIDWaitsForItsPMT
+//	a key server's slot CW fits                  the period has it, used before or not        TestLiveSlotCWFitsWhetherUsedBeforeOrNot
+//	a slot CW that does not fit                  the period waits for the next of its parity  TestLiveStaleCWWaitsForItsOwn
+//	no key within Live.Wait, in all              passed as it came (or dropped)               TestLiveNoKeyWithinWaitPassesAsCame
+//
+// The tests named alone are this package's, driving a Tracker packet by packet; the others run
+// whole streams through package pipeline, or through libdvbcsa and the command
+// (internal/testsupport/streamtest, with -tags dvbcsa), against schedules drawn at random.
 //
 // More precisely:
 //
