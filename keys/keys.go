@@ -11,10 +11,11 @@
 // nearest first, when the expected one does not fit (the caller's trial tells, with
 // ts.PESStartOK for instance).
 //
-// A Source answers "which CW for this PID and parity, now?" at each crypto period:
-// ScheduleSource puts a Schedule behind it, and Live takes control words that arrive while the
-// stream runs, from a key server answering the stream's ECMs, each applying from a PID's next
-// period of its parity (or, late, to the period still waiting for it).
+// A Source answers "which CW for this PID and parity, now?" at each crypto period: Live takes
+// control words that arrive while the stream runs, from a key server answering the stream's
+// ECMs, each applying from a PID's next period of its parity (or, late, to the period still
+// waiting for it). Which CW applies to each packet is decided by package keys/period, over a
+// Schedule or a Source.
 package keys
 
 import (

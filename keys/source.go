@@ -48,62 +48,6 @@ type Source interface {
 	Fresh(pid uint16, period int) Freshness
 }
 
-// ScheduleSource puts a Schedule behind the Source interface: each PID follows the schedule's
-// cycle from the position of its first period's parity, moving on at each of its periods. Every
-// answer is final. (Key synchronisation, Schedule.Sync, realigns a PID when a period's expected
-// key does not fit; a caller that checks keys uses the Schedule itself for that.)
-type ScheduleSource struct {
-	s   *Schedule
-	pos map[uint16]schedulePos
-}
-
-// schedulePos is a PID's current period under a ScheduleSource: its number and position.
-type schedulePos struct{ number, pos int }
-
-// NewScheduleSource returns a Source over s, the fixed CWs, CW list, pair file or .cwl log it
-// was built from.
-func NewScheduleSource(s *Schedule) *ScheduleSource {
-	return &ScheduleSource{s: s, pos: make(map[uint16]schedulePos)}
-}
-
-// Begin implements Source.
-func (ss *ScheduleSource) Begin(pid uint16, odd bool) (int, bool) {
-	cur, ok := ss.pos[pid]
-	if ok {
-		cur.pos = ss.s.Next(cur.pos)
-	} else {
-		cur.pos = ss.s.Start(odd)
-	}
-	cur.number++
-	ss.pos[pid] = cur
-	return ss.s.KeyAt(cur.pos), true
-}
-
-// Current implements Source. Every answer is final at Begin, so only the current period is
-// remembered: an earlier one has no key (it was decided when it began).
-func (ss *ScheduleSource) Current(pid uint16, period int) (int, bool) {
-	cur, ok := ss.pos[pid]
-	if !ok || cur.number != period {
-		return NoKey, true
-	}
-	return ss.s.KeyAt(cur.pos), true
-}
-
-// CW implements Source.
-func (ss *ScheduleSource) CW(i int) []byte { return ss.s.CW(i) }
-
-// Arrived implements Source: a schedule's keys are all known from the start.
-func (ss *ScheduleSource) Arrived() <-chan struct{} { return nil }
-
-// Reject implements Source: a schedule has no other key for the period.
-func (ss *ScheduleSource) Reject(uint16, int) {}
-
-// GiveUp implements Source: a schedule's answers are final at Begin.
-func (ss *ScheduleSource) GiveUp(uint16, int) {}
-
-// Fresh implements Source: a schedule's CW is the one its period has.
-func (ss *ScheduleSource) Fresh(uint16, int) Freshness { return New }
-
 // MaxLiveCWs bounds the distinct control words a Live source keeps at once: far more than a day
 // of crypto periods of ten seconds on a few key slots. When a new CW would pass it, those that
 // no key slot and no remembered period refers to any more are forgotten, so that a feed that

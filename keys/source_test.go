@@ -5,51 +5,6 @@ import (
 	"testing"
 )
 
-func TestScheduleSourceFollowsEachPID(t *testing.T) {
-	a, b, c := []byte{1, 2, 3, 6, 4, 5, 6, 15}, []byte{7, 7, 7, 21, 8, 8, 8, 24}, []byte{9, 9, 9, 27, 1, 1, 1, 3}
-	src := NewScheduleSource(NewList([][]byte{a, b, c}))
-	begun := map[uint16]int{}
-	if src.Arrived() != nil {
-		t.Fatal("a schedule's keys are all known: Arrived must be nil")
-	}
-	// Two PIDs, each from the start of the list, each moving on at its own periods.
-	for _, step := range []struct {
-		pid  uint16
-		odd  bool
-		want []byte
-	}{{0x100, false, a}, {0x101, true, a}, {0x100, true, b}, {0x100, false, c}, {0x101, false, b}, {0x100, true, a}} {
-		k, final := src.Begin(step.pid, step.odd)
-		if !final || !bytes.Equal(src.CW(k), step.want) {
-			t.Fatalf("PID %#x odd=%v: CW %X final=%v, want %X", step.pid, step.odd, src.CW(k), final, step.want)
-		}
-		begun[step.pid]++
-		if k2, _ := src.Current(step.pid, begun[step.pid]); k2 != k {
-			t.Fatalf("Current %d after Begin %d", k2, k)
-		}
-	}
-	if k, final := src.Current(0x200, 1); k != NoKey || !final {
-		t.Fatalf("a PID never begun: %d %v", k, final)
-	}
-	// Answers are final at Begin: a period before the current one is not asked about again.
-	if k, final := src.Current(0x100, 1); k != NoKey || !final {
-		t.Fatalf("an earlier period: %d %v", k, final)
-	}
-}
-
-func TestScheduleSourceFixed(t *testing.T) {
-	even := []byte{1, 1, 1, 3, 2, 2, 2, 6}
-	src := NewScheduleSource(NewFixed(even, nil))
-	for i := range 4 {
-		k, final := src.Begin(0x100, i%2 == 1)
-		if !final {
-			t.Fatal("fixed keys are final")
-		}
-		if i%2 == 0 && !bytes.Equal(src.CW(k), even) || i%2 == 1 && k != NoKey {
-			t.Fatalf("period %d: CW index %d", i, k)
-		}
-	}
-}
-
 func TestLiveKeyTakesEffectAtNextPeriodOfItsParity(t *testing.T) {
 	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
 	l := NewLive()

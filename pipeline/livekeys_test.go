@@ -274,27 +274,6 @@ func TestLiveKeysHeldOnLiveInput(t *testing.T) {
 		st.LiveKeys.Waited, st.LiveKeys.Held, st.LiveKeys.HeldMax, fs.RTTMedian, fs.RTTMax)
 }
 
-// The existing key sources behind the Source interface: a schedule of the stream's periods,
-// through LiveKeys, descrambles as the schedule itself does.
-func TestLiveKeysWithScheduleSource(t *testing.T) {
-	const period = 500
-	cws := liveCWs()
-	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: cws})
-	var periods []keys.Period
-	for k := range 6 {
-		periods = append(periods, keys.Period{Odd: k%2 == 1, CW: cws[k%len(cws)]})
-	}
-	var out bytes.Buffer
-	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out,
-		pipeline.Options{LiveKeys: &pipeline.LiveKeys{Source: keys.NewScheduleSource(keys.NewPeriods(periods))}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(out.Bytes(), clear) || st.LiveKeys.Waited != 0 || st.Descrambled != 6*period {
-		t.Fatalf("output differs from the clear stream: %d descrambled, %+v", st.Descrambled, *st.LiveKeys)
-	}
-}
-
 // A period that gives up waiting before it ends passes the packets that follow as they came
 // too, and the count of packets passed for want of a key has them all: on a live input whose
 // periods last longer than the wait, with a server that has no key, it is every scrambled
