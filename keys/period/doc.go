@@ -29,6 +29,9 @@
 //	nothing to check, nothing places it          left as it came, counted ("unplaced")        TestCounterBreakBeginsAPeriod
 //	silent while its siblings began periods      as many ring positions on as they began      TestSilentPIDTakesItsSiblingsPeriods
 //	silent, unwatched, for over half a period    a period begins, placed as above             streamtest: TestOracleRandomSchedules
+//	silent for less than half a period          the same period, when its next start fits    streamtest: TestOracleRandomSchedules (1240)
+//	its siblings could not follow the list       nothing to check: left as it came            streamtest: TestOracleRandomSchedules (1240)
+//	a first period the list start alone places  left, if another first period fitted elsewhere streamtest: TestOracleRandomSchedules (1059)
 //	one packet of the other parity               a glitch, left as it came                    TestOnePacketOfTheOtherParityIsAGlitch
 //	... that its siblings share, or that fits    a period (a sparse PID)                      pipeline: TestSparsePIDIsNotAGlitch
 //	a PID no PMT has described yet               its unit starts wait for the PMT (hold)      TestUndescribedPIDWaitsForItsPMT

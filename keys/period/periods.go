@@ -1,6 +1,7 @@
 package period
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/tsdescramble/tsdescramble/ts"
@@ -71,6 +72,7 @@ type cryptoPeriod struct {
 	from      int32 // the period before it of its PID, or -1: its position is steps after from's
 	steps     int32
 	placed    bool // a sibling's key placed it (placeBySiblings)
+	silenced  bool // split off the period before by a silence of its PID alone (gap)
 	// awaitNumber is the number of the PID's period split off it (where its key may have
 	// changed, before it was checked) whose decision decides it, or 0.
 	awaitNumber int
@@ -103,6 +105,7 @@ type pidKeys struct {
 	lastFlip     int64     // that of the first packet of its latest period begun at a change of parity
 	inStep       bool      // its periods follow the list in order: from its start, or since a change of parity fitted the list's next key
 	unsure       bool      // the period being started may be more than its ring steps on (startPeriod)
+	silenced     bool      // the period being started is split off by a silence alone (startPeriod)
 	lastFlipGap  int64     // the packets from the one before lastFlip to it
 	gap          int64     // the packets from its packet before the current one to it
 	svc          *svcClock // its service's periods, or nil
@@ -227,6 +230,9 @@ type svcClock struct {
 	// of its PIDs fitted (placedN says which period, by number, each entry is for).
 	placed  [svcClockStarts]int
 	placedN [svcClockStarts]int
+	// offStep says the latest fit of one of its PIDs needed a search: the list's order does
+	// not say where its periods are.
+	offStep bool
 }
 
 // place records that a checked unit start of the service's period number n fitted the key at
@@ -372,6 +378,7 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			// unit start can tell. A period of its own, whose key that unit
 			// start checks (the same key first), holds the packets until it does; without
 			// such a unit start they are left as they came.
+			pk.silenced = !ccBreak
 			return t.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
 		pk.run++
@@ -486,12 +493,14 @@ func (t *Tracker) missedUncounted(pk *pidKeys, last int64, odd bool, n int) bool
 // nothing: it may have missed changes.
 func (t *Tracker) siblingSteps(pk *pidKeys, last int64, was, odd, watched bool) int {
 	svc := pk.svc
-	if svc == nil || t.keys.Fixed() || svc.born > last {
+	if svc == nil || t.keys.Fixed() || svc.born > last || !watched {
+		// A service whose PIDs were all silent for a while since last may have changed
+		// keys unseen: its count is not the whole.
 		return 0
 	}
 	k := svc.since(last)
 	if svc.odd != parityBit(odd) {
-		if svc.odd < 0 || !watched || t.now-last <= t.minPeriod {
+		if svc.odd < 0 || t.now-last <= t.minPeriod {
 			return 0
 		}
 		k++
@@ -532,7 +541,8 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 	// service, maybe), takes its key from a unit start or a sibling, not from the list's order.
 	p.unplaced = !s.Fixed() && s.NumCWs() > 1 &&
 		(prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (t.flips > 0 || t.now > firstPeriodKnown || p.pos != s.Start(odd)))
-	pk.unsure = false
+	p.silenced = pk.silenced
+	pk.unsure, pk.silenced = false, false
 	pk.periods++
 	// A parity change of a rotating schedule is tentative while the period it ends has two
 	// packets or more: a single flipped bit must not move the schedule. One its siblings
@@ -615,7 +625,12 @@ func (t *Tracker) decideUnchecked(p *cryptoPeriod, pk *pidKeys) {
 		t.decide(p, NoFit)
 	case p.unplaced && !t.placeBySiblings(p):
 		t.decide(p, Unplaced)
-	case t.keys.Fixed() || t.keys.NumCWs() <= 1 || pk.inStep || t.placeBySiblings(p):
+	case p.from < 0 && !p.placed && p.pos == t.keys.Start(p.odd) && t.startDisputed && !t.keys.Fixed() && t.keys.NumCWs() > 1 && !t.placeBySiblings(p):
+		// A PID's first period, that only the list's start places, where another PID's
+		// first period fitted elsewhere in the list: the start is another service's (two
+		// services' lists in one file), or not the stream's.
+		t.decide(p, Unplaced)
+	case t.keys.Fixed() || t.keys.NumCWs() <= 1 || pk.inStep && (pk.svc == nil || !pk.svc.offStep) || t.placeBySiblings(p):
 		t.decide(p, Unchecked)
 	default:
 		// A PID whose periods did not follow the list in order (its last fit needed a
@@ -915,6 +930,15 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 	case p.flip && pk.everFit:
 		pk.inStep = true
 	}
+	if svc := pk.svc; svc != nil && (pos != p.expect || p.flip && pk.everFit) {
+		// What the service's latest fit says of the list's order goes for its PIDs that
+		// have nothing to check: a sibling that needed a search says the order is off
+		// there (two services' lists in one file, a constant CW listed once a period).
+		svc.offStep = pos != p.expect
+	}
+	if p.from < 0 && pos != t.keys.Start(p.odd) {
+		t.startDisputed = true
+	}
 	first := !pk.everFit
 	pk.everFit = true
 	t.haveHint, t.hintPos, t.hintOdd = true, pos, p.odd
@@ -942,7 +966,16 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 			q.awaitNumber = 0
 			t.follow(q)
 			switch {
-			case state == Fit && p.pos == q.pos:
+			case state == Fit && t.sameCW(p, q):
+				// The key it expected, at its place in the list or at another line of
+				// the same CW (a constant CW listed once a period).
+				q.pos, q.key = p.pos, p.key
+				t.decide(q, Fit)
+			case state == Fit && p.silenced && 2*p.gap < t.minPeriod && t.minPeriod < HoldPackets:
+				// Split off by a silence shorter than half the shortest crypto period seen:
+				// no two changes of key fit in it, and the parity is the same, so it is the
+				// same period, whatever the list's order guessed for the one before.
+				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
 			case state == Fit && q.from < 0 && !q.placed:
 				// A PID's first period, that only the list's start placed: the key that fits
@@ -1003,6 +1036,12 @@ func parityName(odd bool) string {
 		return "odd"
 	}
 	return "even"
+}
+
+// sameCW reports whether periods p and q have the same control word: the same place in the
+// list, or the same bytes.
+func (t *Tracker) sameCW(p, q *cryptoPeriod) bool {
+	return p.pos == q.pos || p.key != keys.NoKey && q.key != keys.NoKey && bytes.Equal(t.keys.CW(p.key), t.keys.CW(q.key))
 }
 
 // continues reports whether decided period p, split off the period before it where the key

@@ -111,6 +111,9 @@ type Tracker struct {
 	haveHint bool    // a period has fitted: hintPos and hintOdd are its ring position and parity
 	hintPos  int
 	hintOdd  bool
+	// startDisputed says a PID's first period fitted a CW other than the list's first for
+	// its parity: the list's start is no evidence for another PID's first period.
+	startDisputed bool
 	// ccFollows says the current unit start's PID's continuity counters followed on (UnitStart).
 	ccFollows bool
 
@@ -253,7 +256,7 @@ func (t *Tracker) Waits() *Waits {
 // found in the new schedule at its first unit start, wherever the new list begins.
 func (t *Tracker) Rekey(s *keys.Schedule) {
 	t.keys = s
-	t.haveHint = false
+	t.haveHint, t.startDisputed = false, false
 	for _, pk := range t.pk {
 		if pk != nil {
 			pk.cur, pk.prev, pk.run, pk.prevRun = -1, -1, 0, 0

@@ -825,7 +825,11 @@ func (s *oracleSchedule) unitsDiffering(a, b []byte) int {
 
 // oracleSeeds are the seeds of TestOracleRandomSchedules: together they draw every shape at
 // least twice, every stream at least once and a case without shapes (the test checks it).
-var oracleSeeds = []uint64{1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 18, 19, 20, 30, 35, 50, 53, 58}
+// The last ones are sweep seeds that once wrote wrong packets: 1059 (a PID of the second
+// service, before the first PAT, given the list's first CW), 1149 (a thin PID placed by a
+// sibling that went silent meanwhile), 1240 (a thin PID following a list its sibling could
+// not follow in order).
+var oracleSeeds = []uint64{1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 18, 19, 20, 30, 35, 50, 53, 58, 1059, 1149, 1240}
 
 // The oracle over a fixed set of seeds; see the comment at the top of the file.
 func TestOracleRandomSchedules(t *testing.T) {
