@@ -166,8 +166,7 @@ type Stage struct {
 	generation uint64
 	wanted     map[uint16]bool
 	pmtLogged  bool
-	sec        []byte
-	pkt        [ts.PacketSize]byte
+	pmt        psi.PMTSignaller // set up at the first PMT to signal
 }
 
 // New connects to the ECMG, if any, and returns a Stage reading r.
