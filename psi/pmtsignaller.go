@@ -22,8 +22,8 @@ type PMTSignaller struct {
 	// program_info loop, after the scrambling_mode is written; a section that carries it
 	// already keeps it as it is.
 	CA *CA
-	// Want, when not nil, says whether the PMT of a program is to carry Mode; PMT sections of
-	// other programs pass unchanged. Nil means every program.
+	// Want, when not nil, says whether the PMT of a program is to carry Mode and CA; PMT
+	// sections of other programs pass unchanged. Nil means every program.
 	Want func(program uint16) bool
 	// ReplaceOnly, when set, sets the mode of the scrambling_descriptors already there and adds
 	// none: for DVB-CSA2, since a PMT without the descriptor means the DVB-CSA cipher anyway,
