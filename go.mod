@@ -3,6 +3,7 @@ module github.com/tsdescramble/tsdescramble
 go 1.26.0
 
 require (
+	github.com/asticode/go-astits v1.13.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/net v0.62.0
@@ -11,6 +12,7 @@ require (
 )
 
 require (
+	github.com/asticode/go-astikit v0.30.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect

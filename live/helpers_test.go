@@ -9,6 +9,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 const testPID = 0x100
@@ -22,7 +24,7 @@ func makeStream(n, pcrEvery, bitrate int) []byte {
 		p[0], p[1], p[2], p[3] = 0x47, byte(testPID>>8), byte(testPID&0xFF), 0x10|byte(i&0xF)
 		off := 4
 		if pcrEvery > 0 && i%pcrEvery == 0 {
-			pcr := int64(i) * 188 * 8 * pcrHz / int64(bitrate)
+			pcr := int64(i) * 188 * 8 * ts.PCRHz / int64(bitrate)
 			q := pcrPacket(testPID, pcr, false)
 			copy(p[4:12], q[4:12])
 			p[3] |= 0x20

@@ -3,6 +3,8 @@ package live
 import (
 	"io"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // DefaultMaxLate is how far behind its schedule a Pacer may fall before it gives up catching
@@ -25,7 +27,8 @@ type Pacer struct {
 
 	pend     []byte
 	idx      int64 // packets written so far
-	clock    pcrClock
+	clock    ts.PCRClock
+	jumped   bool // a PCR jumped since the last wait: the schedule restarts
 	anchored bool
 	t0       time.Time
 	pcr0     int64
@@ -41,7 +44,7 @@ func NewPacer(w io.Writer, burst int) *Pacer {
 	if burst < 1 {
 		burst = 1
 	}
-	return &Pacer{w: w, burst: burst, MaxLate: DefaultMaxLate, clock: newPCRClock(), now: time.Now, sleep: time.Sleep}
+	return &Pacer{w: w, burst: burst, MaxLate: DefaultMaxLate, now: time.Now, sleep: time.Sleep}
 }
 
 // Resets returns how often the schedule restarted: at a PCR discontinuity, or after falling
@@ -92,10 +95,12 @@ func (p *Pacer) Flush() error {
 func (p *Pacer) put(group []byte) error {
 	first := p.idx
 	for off := 0; off+188 <= len(group); off += 188 {
-		p.clock.observe(group[off:off+188], p.idx)
+		if observePCR(&p.clock, group[off:off+188], p.idx) == ts.PCRJumped {
+			p.jumped = true
+		}
 		p.idx++
 	}
-	if pcr, ok := p.clock.at(first); ok {
+	if pcr, ok := p.clock.PCRAt(first); ok {
 		p.wait(pcr)
 	}
 	_, err := p.w.Write(group)
@@ -104,15 +109,15 @@ func (p *Pacer) put(group []byte) error {
 
 func (p *Pacer) wait(pcr int64) {
 	now := p.now()
-	if p.clock.jumped || !p.anchored {
+	if p.jumped || !p.anchored {
 		if p.anchored {
 			p.resets++
 		}
-		p.clock.jumped = false
+		p.jumped = false
 		p.anchored, p.t0, p.pcr0 = true, now, pcr
 		return
 	}
-	elapsed := time.Duration((pcr - p.pcr0 + pcrRange) % pcrRange * 1000 / 27) // 27 MHz ticks to ns
+	elapsed := time.Duration((pcr - p.pcr0 + ts.PCRWrap) % ts.PCRWrap * 1000 / 27) // 27 MHz ticks to ns
 	d := p.t0.Add(elapsed).Sub(now)
 	if d > maxAhead || d < -p.MaxLate {
 		p.resets++
@@ -122,4 +127,13 @@ func (p *Pacer) wait(pcr int64) {
 	if d > 0 {
 		p.sleep(d)
 	}
+}
+
+// observePCR hands packet idx to c when it starts with the sync byte: a Pacer or a Writer is
+// given bytes, not framed packets, and reads no PCR from bytes that are not a packet.
+func observePCR(c *ts.PCRClock, p []byte, idx int64) ts.Tick {
+	if p[0] != ts.SyncByte {
+		return ts.NoPCR
+	}
+	return c.Observe(p, idx)
 }

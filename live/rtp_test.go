@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 func rtpDatagram(seq uint16, pt uint8, payload []byte) []byte {
@@ -162,36 +164,42 @@ func pcrPacket(pid int, pcr int64, disc bool) []byte {
 	return p
 }
 
+// TestPCRClock follows the PCR values that the RTP timestamps and the Pacer's schedule are
+// made of, as the clock in ts gives them.
 func TestPCRClock(t *testing.T) {
-	c := newPCRClock()
-	if _, ok := c.at(0); ok {
+	var c ts.PCRClock
+	if _, ok := c.PCRAt(0); ok {
 		t.Fatal("a time before any PCR")
 	}
-	c.observe(pcrPacket(0x200, 5000, false), 3) // another PID's PCR comes first and is the one followed
-	c.observe(pcrPacket(0x100, 1_000_000, false), 5)
-	c.observe(pcrPacket(0x200, 5000+1000, false), 13)
-	if got, _ := c.at(23); got != 5000+2000 {
+	observePCR(&c, pcrPacket(0x200, 5000, false), 3) // another PID's PCR comes first and is the one followed
+	observePCR(&c, pcrPacket(0x100, 1_000_000, false), 5)
+	observePCR(&c, pcrPacket(0x200, 5000+1000, false), 13)
+	if got, _ := c.PCRAt(23); got != 5000+2000 {
 		t.Errorf("extrapolated PCR %d, want 7000", got)
 	}
-	if got, _ := c.at(8); got != 6000-500 {
+	if got, _ := c.PCRAt(8); got != 6000-500 {
 		t.Errorf("PCR before the last one: %d, want 5500", got)
 	}
-	c.observe(pcrPacket(0x200, pcrRange-100, false), 20) // backwards: a discontinuity
-	if !c.jumped || c.rate != 0 {
-		t.Errorf("backward PCR not taken as a jump: %+v", c)
+	if tick := observePCR(&c, pcrPacket(0x200, ts.PCRWrap-100, false), 20); tick != ts.PCRJumped { // backwards: a discontinuity
+		t.Errorf("backward PCR not taken as a jump: %v", tick)
 	}
-	c.jumped = false
-	c.observe(pcrPacket(0x200, 200, false), 30) // across the wrap, 300 ticks later
-	if got, _ := c.at(40); c.jumped || got != 500 {
-		t.Errorf("across the wrap: %d jumped %v", got, c.jumped)
+	if tick := observePCR(&c, pcrPacket(0x200, 200, false), 30); tick != ts.PCRStepped { // across the wrap, 300 ticks later
+		t.Errorf("across the wrap: %v", tick)
 	}
-	c.observe(pcrPacket(0x200, 800, true), 40)
-	if !c.jumped {
+	if got, _ := c.PCRAt(40); got != 500 {
+		t.Errorf("across the wrap: %d", got)
+	}
+	if tick := observePCR(&c, pcrPacket(0x200, 800, true), 40); tick != ts.PCRJumped {
 		t.Error("discontinuity_indicator ignored")
 	}
-	for _, pcr := range []int64{0, 1, 299, 300, pcrRange - 1} {
-		if got, _, ok := pcrOf(pcrPacket(1, pcr, false)); !ok || got != pcr {
-			t.Errorf("pcrOf(%d) = %d %v", pcr, got, ok)
+	notPacket := pcrPacket(0x200, 900, false)
+	notPacket[0] = 0
+	if tick := observePCR(&c, notPacket, 50); tick != ts.NoPCR {
+		t.Error("a PCR read from bytes without the sync byte")
+	}
+	for _, pcr := range []int64{0, 1, 299, 300, ts.PCRWrap - 1} {
+		if got, _, ok := ts.PCR(pcrPacket(1, pcr, false)); !ok || got != pcr {
+			t.Errorf("PCR(%d) = %d %v", pcr, got, ok)
 		}
 	}
 }

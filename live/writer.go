@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/ts"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 )
@@ -58,7 +59,7 @@ type Writer struct {
 	gfrom []int          // the index in msgs of each group's first datagram, and the end
 	sent  int64          // TS bytes handed to the queue so far: the position of the next datagram
 
-	clock pcrClock
+	clock ts.PCRClock
 	seq   uint16
 	ssrc  uint32
 	tsOff uint32 // random timestamp offset (RFC 3550, 5.1)
@@ -103,7 +104,6 @@ func Dial(addr *Address) (*Writer, error) {
 		size:  addr.Packets * 188,
 		msgs:  make([]ipv4.Message, sendBatch),
 		hdrs:  make([]byte, sendBatch*rtpHeaderSize),
-		clock: newPCRClock(),
 		seq:   uint16(rand.Uint32()),
 		ssrc:  rand.Uint32(),
 		tsOff: rand.Uint32(),
@@ -273,9 +273,9 @@ func (w *Writer) queue(b []byte) error {
 func (w *Writer) timestamp(b []byte) uint32 {
 	first := (w.sent + 187) / 188
 	for off := int(first*188 - w.sent); off+188 <= len(b); off += 188 {
-		w.clock.observe(b[off:off+188], (w.sent+int64(off))/188)
+		observePCR(&w.clock, b[off:off+188], (w.sent+int64(off))/188)
 	}
-	if pcr, ok := w.clock.at(w.sent / 188); ok {
+	if pcr, ok := w.clock.PCRAt(w.sent / 188); ok {
 		return uint32(pcr/300) + w.tsOff
 	}
 	return uint32(time.Since(w.start)*90_000/time.Second) + w.tsOff

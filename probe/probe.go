@@ -63,7 +63,7 @@ type Timing struct {
 	PCRs   int64  `json:"pcrs"`    // PCRs seen on it
 	// DurationSeconds is the time from its first to its last PCR. Wrap-arounds of the 33-bit
 	// PCR base are followed; jumps (a discontinuity_indicator, a step back, or more than
-	// 10 seconds forward) are left out of the sum, and counted in Discontinuities.
+	// 1 second forward: ts.MaxPCRStep) are left out of the sum, and counted in Discontinuities.
 	DurationSeconds float64 `json:"duration_seconds"`
 	// Bitrate is the transport stream rate in bits per second: 188-byte packets between
 	// PCRs, over the time between them. Zero with fewer than two PCRs.
@@ -131,50 +131,7 @@ type pidCount struct {
 	byTSC   [4]int64 // by transport_scrambling_control value
 	periods int64
 	last    ts.Scrambling // parity of the last scrambled packet; Clear before the first
-	pcr     pcrClock
-}
-
-// pcrMod is the period of the PCR: a 33-bit base at 90 kHz times 300, plus a 9-bit extension.
-const pcrMod = (1 << 33) * 300
-
-// maxPCRGap is the longest step between two PCRs of a PID taken as continuous time. PCRs
-// should come every 100 ms at most (ISO/IEC 13818-1, 2.7.2); steps far longer than that are
-// jumps of the clock (spliced or damaged streams), not time that passed.
-const maxPCRGap = 10 * 27_000_000
-
-// pcrClock follows the PCRs of one PID.
-type pcrClock struct {
-	count           int64
-	last            int64 // last PCR, in 27 MHz ticks
-	lastPacket      int64 // index of the packet that carried it
-	elapsed         int64 // ticks summed over continuous steps
-	elapsedPackets  int64 // packets over those same steps
-	discontinuities int
-}
-
-func (c *pcrClock) add(pcr, packet int64, discontinuity bool) {
-	if c.count > 0 {
-		step := ((pcr-c.last)%pcrMod + pcrMod) % pcrMod
-		if discontinuity || step > maxPCRGap {
-			c.discontinuities++
-		} else {
-			c.elapsed += step
-			c.elapsedPackets += packet - c.lastPacket
-		}
-	}
-	c.count++
-	c.last, c.lastPacket = pcr, packet
-}
-
-// readPCR returns the PCR of the 188-byte packet p and its discontinuity_indicator, if the
-// adaptation field carries one (ISO/IEC 13818-1, 2.4.3.4).
-func readPCR(p []byte) (pcr int64, discontinuity, ok bool) {
-	if !ts.HasAdaptationField(p) || p[4] < 7 || 5+int(p[4]) > ts.PacketSize || p[5]&0x10 == 0 {
-		return 0, false, false
-	}
-	base := int64(p[6])<<25 | int64(p[7])<<17 | int64(p[8])<<9 | int64(p[9])<<1 | int64(p[10])>>7
-	ext := int64(p[10]&1)<<8 | int64(p[11])
-	return base*300 + ext, p[5]&0x80 != 0, true
+	pcr     ts.PCRClock   // on the PCRs of this PID alone
 }
 
 // Probe reads the transport stream r to its end, once, and reports what it holds. It returns
@@ -214,9 +171,7 @@ func Probe(r io.Reader) (*Report, error) {
 		if ts.TEI(p) {
 			rep.TransportErrors++
 		} else {
-			if pcr, disc, ok := readPCR(p); ok {
-				c.pcr.add(pcr, n, disc)
-			}
+			c.pcr.Observe(p, n)
 			tabs.reader.Feed(p, onSection)
 		}
 		n++
@@ -242,7 +197,7 @@ func Probe(r io.Reader) (*Report, error) {
 func (rep *Report) timing(counts []pidCount) {
 	best := -1
 	for pid := range counts {
-		if counts[pid].pcr.count > 0 && (best < 0 || counts[pid].pcr.count > counts[best].pcr.count) {
+		if counts[pid].pcr.PCRs() > 0 && (best < 0 || counts[pid].pcr.PCRs() > counts[best].pcr.PCRs()) {
 			best = pid
 		}
 	}
@@ -250,14 +205,15 @@ func (rep *Report) timing(counts []pidCount) {
 		return
 	}
 	c := &counts[best].pcr
+	elapsed, packets := c.Elapsed()
 	t := &Timing{
 		PCRPID:          uint16(best),
-		PCRs:            c.count,
-		DurationSeconds: float64(c.elapsed) / 27e6,
-		Discontinuities: c.discontinuities,
+		PCRs:            c.PCRs(),
+		DurationSeconds: float64(elapsed) / 27e6,
+		Discontinuities: int(c.Jumps()),
 	}
-	if c.elapsed > 0 {
-		t.Bitrate = int64(float64(c.elapsedPackets*ts.PacketSize*8) * 27e6 / float64(c.elapsed))
+	if elapsed > 0 {
+		t.Bitrate = int64(float64(packets*ts.PacketSize*8) * 27e6 / float64(elapsed))
 	}
 	rep.Timing = t
 }
@@ -361,7 +317,7 @@ func (rep *Report) pids(counts []pidCount, tabs *tables) {
 			Odd:           c.byTSC[ts.Odd],
 			Reserved:      c.byTSC[ts.Reserved],
 			CryptoPeriods: c.periods,
-			PCRs:          c.pcr.count,
+			PCRs:          c.pcr.PCRs(),
 			Tables:        tabs.tableNames(uint16(pid)),
 		}
 		r, name := roles[uint16(pid)], wellKnown[uint16(pid)]

@@ -301,24 +301,46 @@ func TestProbeNoPSI(t *testing.T) {
 	}
 }
 
-func TestPCRClock(t *testing.T) {
-	var c pcrClock
-	c.add(pcrMod-27_000_000, 0, false)  // 1 s before the wrap
-	c.add(13_500_000, 10, false)        // 0.5 s after it
-	c.add(13_500_000+27_000, 20, false) // 1 ms on
-	c.add(5_000_000, 30, false)         // a step back: a jump
-	c.add(5_000_000+2_700_000, 40, false)
-	c.add(900_000_000, 50, false) // 30 s on: a jump
-	c.add(900_027_000, 60, true)  // flagged
-	c.add(900_054_000, 70, false)
-	if c.count != 8 || c.discontinuities != 3 {
-		t.Errorf("count %d, discontinuities %d; want 8, 3", c.count, c.discontinuities)
+// TestPCRTiming: the duration and bitrate sum the steps between PCRs that are time that
+// passed, across the wrap of the base, and leave out the jumps (ts.PCRStep), which they count.
+func TestPCRTiming(t *testing.T) {
+	sb := newStreamBuilder()
+	for i, pcr := range []struct {
+		ticks int64
+		disc  bool
+	}{
+		{ts.PCRWrap - 13_500_000, false}, // 0.5 s before the wrap
+		{13_500_000, false},              // 0.5 s after it: 1 s on, the longest step that is time
+		{13_500_000 + 27_000, false},     // 1 ms on
+		{5_000_000, false},               // a step back: a jump
+		{5_000_000 + 2_700_000, false},
+		{7_700_000 + 40_500_000, false}, // 1.5 s on: a jump
+		{900_000_000, false},            // 30 s on: a jump
+		{900_027_000, true},             // flagged
+		{900_054_000, false},
+	} {
+		if i > 0 {
+			for range 9 {
+				sb.pes(0x100, 0, -1, false)
+			}
+		}
+		sb.pes(0x100, 0, pcr.ticks, pcr.disc)
+		sb.pes(0x101, 0, 0, false) // another PID's PCRs count for that PID alone
 	}
-	if want := int64(27_000_000 + 13_500_000 + 27_000 + 2_700_000 + 27_000); c.elapsed != want {
-		t.Errorf("elapsed %d ticks, want %d", c.elapsed, want)
+	rep, err := Probe(bytes.NewReader(sb.buf))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c.elapsedPackets != 40 {
-		t.Errorf("elapsed packets %d, want 40", c.elapsedPackets)
+	tm := rep.Timing
+	if tm == nil || tm.PCRPID != 0x100 || tm.PCRs != 9 || tm.Discontinuities != 4 {
+		t.Fatalf("timing %+v; want 9 PCRs on PID 0x100, 4 discontinuities", tm)
+	}
+	elapsed := int64(27_000_000 + 27_000 + 2_700_000 + 27_000)
+	if want := float64(elapsed) / 27e6; tm.DurationSeconds != want {
+		t.Errorf("duration %v s, want %v", tm.DurationSeconds, want)
+	}
+	if want := int64(float64(4*11*188*8) * 27e6 / float64(elapsed)); tm.Bitrate != want { // 11 packets a step
+		t.Errorf("bitrate %d, want %d", tm.Bitrate, want)
 	}
 }
 

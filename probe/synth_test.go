@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 
 	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Builders of small transport streams for the tests: PSI sections with their CRC, split into
@@ -104,7 +105,7 @@ func (sb *streamBuilder) pes(pid uint16, tsc byte, pcr int64, discontinuity bool
 	p[0], p[1], p[2], p[3] = 0x47, byte(pid>>8)&0x1F, byte(pid), tsc<<6|0x10|sb.next(pid)
 	off := 4
 	if pcr >= 0 {
-		pcr %= pcrMod
+		pcr %= ts.PCRWrap
 		base, ext := pcr/300, pcr%300
 		p[3] |= 0x20
 		p[4] = 7
@@ -205,7 +206,7 @@ const (
 )
 
 // pcrStart puts the first PCR one second before the 33-bit base wraps.
-const pcrStart = pcrMod - 27_000_000
+const pcrStart = ts.PCRWrap - 27_000_000
 
 // pcrStep is 40 ms in 27 MHz ticks.
 const pcrStep = 40 * 27_000

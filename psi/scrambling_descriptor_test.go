@@ -589,3 +589,51 @@ func FuzzPMTSignallerSections(f *testing.F) {
 		}
 	})
 }
+
+// TestPMTSignallerCA: the rewriter adds a CA_descriptor (SimulCrypt's use), alone or after the
+// scrambling_mode, takes the room both need, and leaves a section it names already as it is.
+func TestPMTSignallerCA(t *testing.T) {
+	ca := &CA{SystemID: 0x4ADC, PID: 0x1FF0}
+	for _, tc := range []struct {
+		name string
+		s    PMTSignaller
+		grow int
+	}{
+		{"ca", PMTSignaller{CA: ca}, 6},
+		{"ca+mode", PMTSignaller{CA: ca, Mode: ScramblingDFC}, 9},
+		{"ca+replace-only", PMTSignaller{CA: ca, Mode: ScramblingCSA2, ReplaceOnly: true}, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pkt := pmtPacket(0x100, 5, sdPMT)
+			if r := tc.s.Packet(pkt); !r.Changed || r.Signalled != 1 {
+				t.Fatalf("result %+v", r)
+			}
+			sec := sectionIn(t, pkt)
+			svc, ok := ParsePMT(0x100, sec)
+			// The new descriptor comes first, the BISS one the section had after it.
+			if !ok || len(sec) != len(sdPMT)+tc.grow || len(svc.CA) != 2 || svc.CA[0].SystemID != 0x4ADC ||
+				svc.CA[0].PID != 0x1FF0 || svc.CA[1].SystemID != 0x2600 {
+				t.Fatalf("section of %d bytes (was %d), CA %+v", len(sec), len(sdPMT), svc.CA)
+			}
+			if mode, ok := PMTScramblingMode(sec); ok != (tc.s.Mode != 0 && !tc.s.ReplaceOnly) || ok && mode != tc.s.Mode {
+				t.Errorf("scrambling_mode %v %v", mode, ok)
+			}
+			again := bytes.Clone(pkt)
+			if r := tc.s.Packet(again); r.Changed || r.Signalled != 1 {
+				t.Errorf("second pass: %+v", r)
+			}
+		})
+	}
+	// 8 bytes of stuffing after the PMT and a private section: room for the CA_descriptor
+	// alone, not for both descriptors, and then the packet keeps every byte.
+	n := 188 - 5 - len(sdPMT) - 3 - 8
+	private := append([]byte{0x80, 0x70 | byte(n>>8), byte(n)}, make([]byte, n)...)
+	pkt := pmtPacket(0x100, 5, sdPMT, private)
+	if r := (&PMTSignaller{CA: ca}).Packet(bytes.Clone(pkt)); !r.Changed || r.Signalled != 1 {
+		t.Errorf("room for the CA_descriptor: %+v", r)
+	}
+	in := bytes.Clone(pkt)
+	if r := (&PMTSignaller{CA: ca, Mode: ScramblingDFC}).Packet(pkt); r.Changed || r.Left != 1 || !bytes.Equal(pkt, in) {
+		t.Errorf("no room: %+v", r)
+	}
+}

@@ -101,6 +101,9 @@ func ParseSDT(s []byte) (SDT, bool) {
 		if 5+n > len(d) {
 			return SDT{}, false
 		}
+		if !loopOK(d[5 : 5+n]) {
+			return SDT{}, false
+		}
 		svc := SDTService{ID: be16(d), Descriptors: slices.Clone(d[5 : 5+n])}
 		for tag, b := range EachDescriptor(svc.Descriptors) {
 			// service_type, service_provider_name_length and name, service_name_length and name.
@@ -119,6 +122,17 @@ func ParseSDT(s []byte) (SDT, bool) {
 		d = d[5+n:]
 	}
 	return sdt, true
+}
+
+// loopOK reports whether the descriptors of a descriptor loop fill it exactly.
+func loopOK(loop []byte) bool {
+	for len(loop) > 0 {
+		var ok bool
+		if _, _, loop, ok = nextDescriptor(loop); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // EachDescriptor yields the tag and body of each descriptor of a descriptor loop, in order. It

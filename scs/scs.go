@@ -122,9 +122,9 @@ type Stage struct {
 	look []byte // packet units waiting for the next PCR
 	held []heldUnit
 
-	in        int64 // input packets
-	outN      int64 // packet units handed out or buffered
-	clk       clock
+	in        int64       // input packets
+	outN      int64       // packet units handed out or buffered
+	clk       ts.PCRClock // bridges PCR jumps, so that crypto periods keep their length across a splice
 	live      *liveSource // the reader of a live input (Config.Live), or nil
 	wall      wallClock
 	now       time.Duration
@@ -166,8 +166,7 @@ type Stage struct {
 	generation uint64
 	wanted     map[uint16]bool
 	pmtLogged  bool
-	sec        []byte
-	pkt        [ts.PacketSize]byte
+	pmt        psi.PMTSignaller // set up at the first PMT to signal
 }
 
 // New connects to the ECMG, if any, and returns a Stage reading r.
@@ -196,7 +195,7 @@ func New(ctx context.Context, r io.Reader, cfg Config) (*Stage, error) {
 		s := newLiveSource(r)
 		r, live = s, s
 	}
-	s := &Stage{cfg: cfg, fr: ts.NewFramer(r), live: live, clk: newClock(), period: -1, heldP: -1, cws: map[int64][]byte{},
+	s := &Stage{cfg: cfg, fr: ts.NewFramer(r), live: live, period: -1, heldP: -1, cws: map[int64][]byte{},
 		ecms: map[int64][]byte{}, provided: map[int64]bool{}, waited: map[int64]bool{}, onAir: -1,
 		tracker: psi.NewTracker(), wanted: map[uint16]bool{}}
 	if cfg.ECMG != nil {
@@ -237,7 +236,7 @@ func CheckCWs(p simulcrypt.ChannelParams) error {
 // Stats returns what the Stage did so far.
 func (s *Stage) Stats() Stats {
 	st := s.st
-	st.PCRs, st.PCRJumps, st.Packets, st.StreamTime = s.clk.pcrs, s.clk.jumps, s.in, s.now
+	st.PCRs, st.PCRJumps, st.Packets, st.StreamTime = s.clk.PCRs(), s.clk.Jumps(), s.in, s.now
 	return st
 }
 
@@ -288,7 +287,7 @@ func (s *Stage) Read(p []byte) (int, error) {
 			p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
 			// Packets wait for the next PCR, which places them in time; on a live input, the
 			// time is now.
-			if s.clk.observe(p, ts.PID(p), s.in) || len(s.held) >= maxHeld || s.live != nil {
+			if s.clk.Observe(p, s.in) != ts.NoPCR || len(s.held) >= maxHeld || s.live != nil {
 				if err := s.flush(); err != nil {
 					s.err = err
 				}
@@ -348,7 +347,7 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 	if s.live != nil {
 		s.now = s.wall.now()
 	} else {
-		s.now = s.clk.at(idx)
+		s.now = time.Duration(s.clk.Time(idx) * 1000 / 27) // 27 MHz ticks to ns
 	}
 	if pid == s.cfg.ECMPID && s.cfg.ECMG != nil {
 		return fmt.Errorf("%w: PID %#04x", ErrECMPIDInUse, pid)
