@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
+	"github.com/tsdescramble/tsdescramble/internal/wire/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
 )
 
