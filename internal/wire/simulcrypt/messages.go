@@ -63,7 +63,8 @@ func NewStreamError(version uint8, channel, stream, status uint16) Message {
 	return m
 }
 
-// CPCW is one CP_CW_combination: a crypto period's number and its control word.
+// CPCW is one CP_CW_combination: a crypto period's number and its control word. Its fields are
+// those of the public simulcrypt.CPCW, which the client converts to it: keep them the same.
 type CPCW struct {
 	CP uint16
 	CW []byte
