@@ -873,7 +873,7 @@ func (s *Stage) report(err error) {
 	switch {
 	case asErrorReply(err, &er):
 		s.st.ECMGErrors++
-		s.refused = s.refused || er.Type == simulcrypt.StreamError
+		s.refused = s.refused || er.StreamError
 		if s.st.ECMGErrors <= 10 {
 			s.cfg.Log(err.Error())
 		}

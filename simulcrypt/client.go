@@ -1,3 +1,9 @@
+// Package simulcrypt is the SCS side of the DVB SimulCrypt ECMG⇔SCS protocol (ETSI TS 103 197,
+// protocol versions 2 and 3): a Client opens a channel and one ECM stream to an ECM generator
+// over TCP, provides the control words of each crypto period and receives the ECMs built from
+// them. What the ECMG says of the channel comes as ChannelParams, its refusals as *ErrorReply
+// with their error_status in the specification's words, and the loss of the connection as an
+// error that wraps ErrLost.
 package simulcrypt
 
 import (
@@ -10,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	wire "github.com/tsdescramble/tsdescramble/internal/wire/simulcrypt"
 )
 
 // Config says how a Client reaches its ECMG and what it asks of it.
@@ -60,7 +68,7 @@ type Client struct {
 	params  ChannelParams
 
 	wmu     sync.Mutex
-	replies chan Message // channel_status, stream_status, stream_close_response
+	replies chan wire.Message // channel_status, stream_status, stream_close_response
 	ecms    chan ECM
 	errs    chan error
 	done    chan struct{}
@@ -91,7 +99,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, version: cfg.version(), conn: conn,
-		replies: make(chan Message, 8), ecms: make(chan ECM, 64), errs: make(chan error, 16),
+		replies: make(chan wire.Message, 8), ecms: make(chan ECM, 64), errs: make(chan error, 16),
 		done: make(chan struct{}), closing: make(chan struct{})}
 	c.lastRecv.Store(time.Now().UnixNano())
 	go c.read()
@@ -100,10 +108,10 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		c.shut()
 		return nil, err
 	}
-	if err := c.send(NewChannelSetup(c.version, cfg.Channel, cfg.SuperCASID)); err != nil {
+	if err := c.send(wire.NewChannelSetup(c.version, cfg.Channel, cfg.SuperCASID)); err != nil {
 		return fail(err)
 	}
-	m, err := c.await(ctx, ChannelStatus)
+	m, err := c.await(ctx, wire.ChannelStatus)
 	if err != nil {
 		return fail(fmt.Errorf("channel_setup: %w", err))
 	}
@@ -111,10 +119,10 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		return fail(err)
 	}
 	cp := uint16(min(cfg.NominalCPDuration/(100*time.Millisecond), 0xFFFF))
-	if err := c.send(NewStreamSetup(c.version, cfg.Channel, cfg.Stream, cfg.ECMID, cp)); err != nil {
+	if err := c.send(wire.NewStreamSetup(c.version, cfg.Channel, cfg.Stream, cfg.ECMID, cp)); err != nil {
 		return fail(err)
 	}
-	if _, err := c.await(ctx, StreamStatus); err != nil {
+	if _, err := c.await(ctx, wire.StreamStatus); err != nil {
 		return fail(fmt.Errorf("stream_setup: %w", err))
 	}
 	if cfg.KeepAlive >= 0 {
@@ -149,11 +157,21 @@ func (c *Client) Err() error {
 	}
 }
 
+// CPCW is one CP_CW_combination: a crypto period's number and its control word.
+type CPCW struct {
+	CP uint16
+	CW []byte
+}
+
 // Provide sends the CW_provision of crypto period cp: the CP_CW_combinations cws, the period's
 // duration when not 0, and the access criteria when not empty. The ECM comes on ECMs.
 func (c *Client) Provide(cp uint16, cws []CPCW, duration time.Duration, accessCriteria []byte) error {
 	d := uint16(min(duration/(100*time.Millisecond), 0xFFFF))
-	return c.send(NewCWProvision(c.version, c.cfg.Channel, c.cfg.Stream, cp, cws, d, accessCriteria))
+	wcws := make([]wire.CPCW, len(cws)) // the same fields: the codec's own type keeps it free of this package
+	for i, cw := range cws {
+		wcws[i] = wire.CPCW(cw)
+	}
+	return c.send(wire.NewCWProvision(c.version, c.cfg.Channel, c.cfg.Stream, cp, wcws, d, accessCriteria))
 }
 
 // Close ends the stream and the channel (stream_close_request, awaiting stream_close_response
@@ -164,12 +182,12 @@ func (c *Client) Close() error {
 	select {
 	case <-c.done:
 	default:
-		if err = c.send(NewStreamCloseRequest(c.version, c.cfg.Channel, c.cfg.Stream)); err == nil {
+		if err = c.send(wire.NewStreamCloseRequest(c.version, c.cfg.Channel, c.cfg.Stream)); err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.timeout())
-			_, err = c.await(ctx, StreamCloseResponse)
+			_, err = c.await(ctx, wire.StreamCloseResponse)
 			cancel()
 		}
-		if e := c.send(NewChannelClose(c.version, c.cfg.Channel)); err == nil {
+		if e := c.send(wire.NewChannelClose(c.version, c.cfg.Channel)); err == nil {
 			err = e
 		}
 	}
@@ -187,7 +205,7 @@ func (c *Client) shut() {
 }
 
 // send writes one message within the timeout.
-func (c *Client) send(m Message) error {
+func (c *Client) send(m wire.Message) error {
 	b := m.Append(nil)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -199,7 +217,7 @@ func (c *Client) send(m Message) error {
 }
 
 // await waits for a reply of type t, an error reply, the loss of the connection, or the timeout.
-func (c *Client) await(ctx context.Context, t MessageType) (Message, error) {
+func (c *Client) await(ctx context.Context, t wire.MessageType) (wire.Message, error) {
 	timer := time.NewTimer(c.cfg.timeout())
 	defer timer.Stop()
 	for {
@@ -212,16 +230,16 @@ func (c *Client) await(ctx context.Context, t MessageType) (Message, error) {
 			if m, ok := c.queued(t); ok {
 				return m, nil
 			}
-			return Message{}, err
+			return wire.Message{}, err
 		case <-c.done:
 			if m, ok := c.queued(t); ok {
 				return m, nil
 			}
-			return Message{}, c.err
+			return wire.Message{}, c.err
 		case <-timer.C:
-			return Message{}, fmt.Errorf("no %s from the ECMG within %v", t, c.cfg.timeout())
+			return wire.Message{}, fmt.Errorf("no %s from the ECMG within %v", t, c.cfg.timeout())
 		case <-ctx.Done():
-			return Message{}, ctx.Err()
+			return wire.Message{}, ctx.Err()
 		}
 	}
 }
@@ -229,7 +247,7 @@ func (c *Client) await(ctx context.Context, t MessageType) (Message, error) {
 // queued returns a reply of type t that the reader queued before the error or the loss that
 // await was woken by: the reader queues in the order of the stream, but select picks at random
 // among the cases ready, and an ECMG that answers and then closes the connection has answered.
-func (c *Client) queued(t MessageType) (Message, bool) {
+func (c *Client) queued(t wire.MessageType) (wire.Message, bool) {
 	for {
 		select {
 		case m := <-c.replies:
@@ -237,7 +255,7 @@ func (c *Client) queued(t MessageType) (Message, bool) {
 				return m, true
 			}
 		default:
-			return Message{}, false
+			return wire.Message{}, false
 		}
 	}
 }
@@ -254,21 +272,21 @@ func (c *Client) report(err error) {
 // read reads the ECMG's messages until the connection ends.
 func (c *Client) read() {
 	defer close(c.done)
-	var hdr [HeaderSize]byte
+	var hdr [wire.HeaderSize]byte
 	for {
 		if _, err := io.ReadFull(c.conn, hdr[:]); err != nil {
 			c.end(err)
 			return
 		}
 		n := int(binary.BigEndian.Uint16(hdr[3:]))
-		buf := make([]byte, HeaderSize+n)
+		buf := make([]byte, wire.HeaderSize+n)
 		copy(buf, hdr[:])
-		if _, err := io.ReadFull(c.conn, buf[HeaderSize:]); err != nil {
+		if _, err := io.ReadFull(c.conn, buf[wire.HeaderSize:]); err != nil {
 			c.end(err)
 			return
 		}
 		c.lastRecv.Store(time.Now().UnixNano())
-		m, _, err := Parse(buf)
+		m, _, err := wire.Parse(buf)
 		if err != nil {
 			c.report(err)
 			continue
@@ -297,12 +315,12 @@ func (c *Client) end(err error) {
 	c.report(err)
 }
 
-func (c *Client) handle(m *Message, raw []byte) {
+func (c *Client) handle(m *wire.Message, raw []byte) {
 	switch m.Type {
-	case ChannelStatus, StreamStatus, StreamCloseResponse:
-		if m.Type != StreamCloseResponse {
+	case wire.ChannelStatus, wire.StreamStatus, wire.StreamCloseResponse:
+		if m.Type != wire.StreamCloseResponse {
 			c.statusMu.Lock()
-			if m.Type == ChannelStatus {
+			if m.Type == wire.ChannelStatus {
 				c.channelStatus = raw
 			} else {
 				c.streamStatus = raw
@@ -313,14 +331,14 @@ func (c *Client) handle(m *Message, raw []byte) {
 		case c.replies <- *m:
 		default: // keep-alive answers nobody waits for
 		}
-	case ChannelError, StreamError:
+	case wire.ChannelError, wire.StreamError:
 		c.report(parseErrorReply(m))
-	case ChannelTest, StreamTest:
+	case wire.ChannelTest, wire.StreamTest:
 		// The ECMG checks that we are alive: answer with the status it last gave us, as the
 		// SCS holds no channel parameters of its own.
 		c.statusMu.Lock()
 		raw := c.channelStatus
-		if m.Type == StreamTest {
+		if m.Type == wire.StreamTest {
 			raw = c.streamStatus
 		}
 		c.statusMu.Unlock()
@@ -332,7 +350,7 @@ func (c *Client) handle(m *Message, raw []byte) {
 			}
 			c.wmu.Unlock()
 		}
-	case ECMResponse:
+	case wire.ECMResponse:
 		e, err := parseECMResponse(m)
 		if err != nil {
 			c.report(fmt.Errorf("simulcrypt: %v", err))
@@ -368,7 +386,7 @@ func (c *Client) keepAlive() {
 			c.conn.Close()
 			return
 		}
-		if err := c.send(NewChannelTest(c.version, c.cfg.Channel)); err != nil {
+		if err := c.send(wire.NewChannelTest(c.version, c.cfg.Channel)); err != nil {
 			c.conn.Close()
 			return
 		}

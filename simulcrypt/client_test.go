@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/ecmgtest"
+	wire "github.com/tsdescramble/tsdescramble/internal/wire/simulcrypt"
 )
 
 // TestRealECMG sets up a channel and a stream with the example ECMG of libbitstream, provides
@@ -85,7 +86,7 @@ func TestRealECMGErrors(t *testing.T) {
 			t.Fatalf("no error reply, want %s", want)
 		}
 	}
-	if err := c.send(NewChannelSetup(2, 9, 0x4ADC0000)); err != nil {
+	if err := c.send(wire.NewChannelSetup(2, 9, 0x4ADC0000)); err != nil {
 		t.Fatal(err)
 	}
 	wantErr("ECMG channel_error on channel 9: unknown ECM_channel_id value (0x0006)")
@@ -131,12 +132,12 @@ func fakeECMG(l net.Listener, silent bool) {
 		return
 	}
 	defer conn.Close()
-	status := Message{Version: 2, Type: ChannelStatus}
-	status.Add(ParamECMChannelID, u16(0)).Add(ParamSectionTSPkt, u8(0)).Add(ParamDelayStart, u16(0)).
-		Add(ParamDelayStop, u16(0)).Add(ParamECMRepPeriod, u16(100)).Add(ParamMaxStreams, u16(1)).
-		Add(ParamMinCPDuration, u16(1)).Add(ParamLeadCW, u8(1)).Add(ParamCWPerMsg, u8(2)).Add(ParamMaxCompTime, u16(10))
-	stream := Message{Version: 2, Type: StreamStatus}
-	stream.Add(ParamECMChannelID, u16(0)).Add(ParamECMStreamID, u16(0)).Add(ParamECMID, u16(0)).Add(ParamACTransferMode, u8(1))
+	status := wire.Message{Version: 2, Type: wire.ChannelStatus}
+	status.Add(wire.ParamECMChannelID, u16(0)).Add(wire.ParamSectionTSPkt, u8(0)).Add(wire.ParamDelayStart, u16(0)).
+		Add(wire.ParamDelayStop, u16(0)).Add(wire.ParamECMRepPeriod, u16(100)).Add(wire.ParamMaxStreams, u16(1)).
+		Add(wire.ParamMinCPDuration, u16(1)).Add(wire.ParamLeadCW, u8(1)).Add(wire.ParamCWPerMsg, u8(2)).Add(wire.ParamMaxCompTime, u16(10))
+	stream := wire.Message{Version: 2, Type: wire.StreamStatus}
+	stream.Add(wire.ParamECMChannelID, u16(0)).Add(wire.ParamECMStreamID, u16(0)).Add(wire.ParamECMID, u16(0)).Add(wire.ParamACTransferMode, u8(1))
 	buf := make([]byte, 0, 4096)
 	tmp := make([]byte, 4096)
 	answered := 0
@@ -147,16 +148,16 @@ func fakeECMG(l net.Listener, silent bool) {
 		}
 		buf = append(buf, tmp[:n]...)
 		for {
-			m, used, err := Parse(buf)
+			m, used, err := wire.Parse(buf)
 			if err != nil {
 				break
 			}
 			buf = buf[used:]
 			switch m.Type {
-			case ChannelSetup:
+			case wire.ChannelSetup:
 				conn.Write(status.Append(nil))
 				answered++
-			case StreamSetup:
+			case wire.StreamSetup:
 				conn.Write(stream.Append(nil))
 				answered++
 			}

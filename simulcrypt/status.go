@@ -1,6 +1,10 @@
 package simulcrypt
 
-import "fmt"
+import (
+	"fmt"
+
+	wire "github.com/tsdescramble/tsdescramble/internal/wire/simulcrypt"
+)
 
 // Status is an error_status of a channel_error or stream_error message (TS 103 197, table 4).
 type Status uint16
@@ -44,19 +48,21 @@ func (s Status) String() string {
 
 // ErrorReply is a channel_error or stream_error the ECMG sent.
 type ErrorReply struct {
-	Type     MessageType // ChannelError or StreamError
-	Channel  uint16
-	Stream   uint16 // for a stream_error
-	Statuses []Status
-	Info     [][]byte // error_information parameters, as sent
+	// StreamError is set for a stream_error, which concerns the ECM stream Stream; a
+	// channel_error concerns the whole channel.
+	StreamError bool
+	Channel     uint16
+	Stream      uint16 // for a stream_error
+	Statuses    []Status
+	Info        [][]byte // error_information parameters, as sent
 }
 
 func (e *ErrorReply) Error() string {
-	what := fmt.Sprintf("channel %d", e.Channel)
-	if e.Type == StreamError {
-		what += fmt.Sprintf(" stream %d", e.Stream)
+	kind, what := wire.ChannelError, fmt.Sprintf("channel %d", e.Channel)
+	if e.StreamError {
+		kind, what = wire.StreamError, what+fmt.Sprintf(" stream %d", e.Stream)
 	}
-	s := fmt.Sprintf("ECMG %s on %s:", e.Type, what)
+	s := fmt.Sprintf("ECMG %s on %s:", kind, what)
 	for i, st := range e.Statuses {
 		if i > 0 {
 			s += ","
@@ -70,19 +76,19 @@ func (e *ErrorReply) Error() string {
 }
 
 // parseErrorReply reads a channel_error or stream_error.
-func parseErrorReply(m *Message) *ErrorReply {
-	e := &ErrorReply{Type: m.Type}
-	if v, err := m.Uint(ParamECMChannelID, 2); err == nil {
+func parseErrorReply(m *wire.Message) *ErrorReply {
+	e := &ErrorReply{StreamError: m.Type == wire.StreamError}
+	if v, err := m.Uint(wire.ParamECMChannelID, 2); err == nil {
 		e.Channel = uint16(v)
 	}
-	if v, err := m.Uint(ParamECMStreamID, 2); err == nil {
+	if v, err := m.Uint(wire.ParamECMStreamID, 2); err == nil {
 		e.Stream = uint16(v)
 	}
-	for _, v := range m.All(ParamErrorStatus) {
+	for _, v := range m.All(wire.ParamErrorStatus) {
 		if len(v) == 2 {
 			e.Statuses = append(e.Statuses, Status(uint16(v[0])<<8|uint16(v[1])))
 		}
 	}
-	e.Info = m.All(ParamErrorInformation)
+	e.Info = m.All(wire.ParamErrorInformation)
 	return e
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
-	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/internal/wire/dvbapi"
 )
 
 // Key servers that answer as OSCam does (see camdouble.ConstantCW, camdouble.CurrentAndNext and

@@ -1,3 +1,12 @@
+// Package cs378x is a client of the cs378x protocol (camd35 over TCP), by which a card server
+// such as OSCam answers ECMs with control words: Client sends each ECM section as a request and
+// returns the answer's CW pair, or why there is none.
+//
+// The protocol has no login: every message is encrypted with AES-128 under the MD5 of the
+// password and starts with a token derived from the user name, and a server that does not know
+// the user, or holds another password, does not answer or answers garbage. A wrong user name is
+// told by ErrToken, a wrong password only by answers that make no sense. This is the protocol
+// as OSCam's camd35 module and tsdecrypt's camd-cs378x.c speak it.
 package cs378x
 
 import (
@@ -8,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	wire "github.com/tsdescramble/tsdescramble/internal/wire/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 )
 
@@ -22,6 +32,9 @@ var (
 	// ErrUnreachable is returned while the client waits to connect again after a connection
 	// attempt failed.
 	ErrUnreachable = errors.New("cs378x: the key server is unreachable")
+	// ErrToken is returned for an answer that starts with another account's token: the
+	// server does not know Config.User, or does not speak cs378x.
+	ErrToken = wire.ErrToken
 )
 
 // Config says how to reach a server.
@@ -44,7 +57,7 @@ type Config struct {
 // are serialised.
 type Client struct {
 	cfg   Config
-	codec *Codec
+	codec *wire.Codec
 
 	mu     sync.Mutex
 	conn   net.Conn
@@ -58,12 +71,12 @@ type Client struct {
 func NewClient(cfg Config) *Client {
 	r := keyserver.NewRedial(cfg.Addr, cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff)
 	cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff = r.Timeout, r.MinBackoff, r.MaxBackoff
-	return &Client{cfg: cfg, codec: NewCodec(cfg.User, cfg.Password), buf: make([]byte, MaxMessage+4), redial: r}
+	return &Client{cfg: cfg, codec: wire.NewCodec(cfg.User, cfg.Password), buf: make([]byte, wire.MaxMessage+4), redial: r}
 }
 
 // Request is an ECM to send.
 type Request struct {
-	Section    []byte // the ECM section, table_id first; at most MaxData bytes
+	Section    []byte // the ECM section, table_id first; at most 255 bytes
 	ServiceID  uint16
 	CAID       uint16
 	ProviderID uint32
@@ -77,11 +90,12 @@ const maxSkipped = 32
 // ECM sends the ECM of req and returns the server's CW pair: even, then odd (8 bytes each). An
 // all-zero CW means the server gave none for that parity. The error is ErrNotFound, ErrNoCard or
 // ErrTimeout when the server said so or kept silent, ErrUnreachable while a failed connection
-// attempt's backoff runs, or a connection error; after a connection error or a timeout, the
-// next request connects again.
+// attempt's backoff runs, ErrToken when the answer is another account's, or a connection error;
+// after a connection error, a timeout or another account's answer, the next request connects
+// again.
 func (c *Client) ECM(ctx context.Context, req Request) (even, odd []byte, err error) {
-	if len(req.Section) > MaxData {
-		return nil, nil, fmt.Errorf("cs378x: an ECM of %d bytes, at most %d fit a request", len(req.Section), MaxData)
+	if len(req.Section) > wire.MaxData {
+		return nil, nil, fmt.Errorf("cs378x: an ECM of %d bytes, at most %d fit a request", len(req.Section), wire.MaxData)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -90,7 +104,7 @@ func (c *Client) ECM(ctx context.Context, req Request) (even, odd []byte, err er
 	}
 	c.msgID++
 	id := c.msgID
-	c.out, err = c.codec.Append(c.out[:0], &Message{Cmd: CmdECM, ServiceID: req.ServiceID, CAID: req.CAID,
+	c.out, err = c.codec.Append(c.out[:0], &wire.Message{Cmd: wire.CmdECM, ServiceID: req.ServiceID, CAID: req.CAID,
 		ProviderID: req.ProviderID, MsgID: id, ECMPID: req.PID, Data: req.Section})
 	if err != nil {
 		return nil, nil, err
@@ -112,18 +126,18 @@ func (c *Client) ECM(ctx context.Context, req Request) (even, odd []byte, err er
 			return nil, nil, c.fail(ctx, err)
 		}
 		switch {
-		case m.Cmd == CmdEMMReq:
+		case m.Cmd == wire.CmdEMMReq:
 			continue // the server asks for EMMs: we send none
 		case m.MsgID != id:
 			continue // the answer to a request that timed out
-		case m.Cmd == CmdCW:
+		case m.Cmd == wire.CmdCW:
 			if len(m.Data) < 16 {
 				return nil, nil, fmt.Errorf("cs378x: an answer of %d bytes, a CW pair is 16", len(m.Data))
 			}
 			return append([]byte(nil), m.Data[:8]...), append([]byte(nil), m.Data[8:16]...), nil
-		case m.Cmd == CmdNotFound:
+		case m.Cmd == wire.CmdNotFound:
 			return nil, nil, ErrNotFound
-		case m.Cmd == CmdNoCard:
+		case m.Cmd == wire.CmdNoCard:
 			return nil, nil, ErrNoCard
 		default:
 			return nil, nil, c.fail(ctx, fmt.Errorf("cs378x: an answer with unknown command %#02x (wrong password?)", m.Cmd))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
+	wire "github.com/tsdescramble/tsdescramble/internal/wire/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 )
 
@@ -39,7 +40,7 @@ func TestClientAnswers(t *testing.T) {
 	if _, _, err := cl.ECM(ctx, cs378x.Request{Section: []byte{0x80, 0x70, 1, 0}}); !errors.Is(err, cs378x.ErrNotFound) {
 		t.Fatalf("want not found, got %v", err)
 	}
-	srv.SetAnswer(func([]byte) (byte, [16]byte, bool) { return cs378x.CmdNoCard, [16]byte{}, false })
+	srv.SetAnswer(func([]byte) (byte, [16]byte, bool) { return wire.CmdNoCard, [16]byte{}, false })
 	if _, _, err := cl.ECM(ctx, cs378x.Request{Section: ecm}); !errors.Is(err, cs378x.ErrNoCard) {
 		t.Fatalf("want no card, got %v", err)
 	}
@@ -123,54 +124,4 @@ func TestClientContextCancel(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("cancel took %v", d)
 	}
-}
-
-func TestCodecRoundTrip(t *testing.T) {
-	c := cs378x.NewCodec("u", "p")
-	m := cs378x.Message{Cmd: cs378x.CmdCW, ServiceID: 1, CAID: 2, ProviderID: 3, MsgID: 4, ECMPID: 5, Data: append(even, odd...)}
-	b, err := c.Append(nil, &m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b) != 4+48 {
-		t.Fatalf("%d bytes, want 4+48", len(b))
-	}
-	got, err := c.Read(bytes.NewReader(b), make([]byte, cs378x.MaxMessage+4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Cmd != m.Cmd || got.MsgID != 4 || got.ECMPID != 5 || !bytes.Equal(got.Data, m.Data) || !got.CRCOK() {
-		t.Fatalf("%+v", got)
-	}
-	if _, err := cs378x.NewCodec("other", "p").Read(bytes.NewReader(b), make([]byte, cs378x.MaxMessage+4)); !errors.Is(err, cs378x.ErrToken) {
-		t.Fatalf("another user's token: %v", err)
-	}
-	if _, err := c.Append(nil, &cs378x.Message{Data: make([]byte, 256)}); err == nil {
-		t.Fatal("256 bytes of data encoded")
-	}
-}
-
-// FuzzRead feeds the decoder any bytes: it must not panic, read past what one message needs, or
-// return data longer than MaxData.
-func FuzzRead(f *testing.F) {
-	c := cs378x.NewCodec("user", "pass")
-	b, _ := c.Append(nil, &cs378x.Message{Cmd: cs378x.CmdCW, Data: append(even, odd...)})
-	f.Add(b)
-	f.Add(b[:20])
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		r := bytes.NewReader(in)
-		for range 4 {
-			m, err := c.Read(r, make([]byte, cs378x.MaxMessage+4))
-			if err != nil {
-				break
-			}
-			if len(m.Data) > cs378x.MaxData {
-				t.Fatalf("%d bytes of data", len(m.Data))
-			}
-		}
-		if m, err := cs378x.Parse(in); err == nil && len(m.Data) > len(in)-cs378x.HeaderSize {
-			t.Fatal("data beyond the message")
-		}
-	})
 }

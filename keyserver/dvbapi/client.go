@@ -1,3 +1,13 @@
+// Package dvbapi is a client of the DVBAPI network protocol, version 3, by which a CAM daemon
+// (OSCam's dvbapi module with a listening port, as tvheadend, Enigma2 and minisatip use it)
+// descrambles a service for its client: the client sends the service's CA PMT, the server asks
+// for the ECM and EMM sections it needs with section filters, and sends the keys back, per
+// descrambler index, with the PIDs each index serves.
+//
+// A Client is a pipeline.SectionSink: the pipeline gives it the services of the PMTs (Tables)
+// and the sections of the PIDs it wants (Section), and it sets the keys the server sends in a
+// keys.Live. Only DVB-CSA2 keys are used; a server that asks for another descrambling mode is
+// refused, with one line to Config.Log, and counted in Stats.
 package dvbapi
 
 import (
@@ -11,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/roundtrip"
+	wire "github.com/tsdescramble/tsdescramble/internal/wire/dvbapi"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -72,19 +83,19 @@ type filterKey struct{ demux, filter uint8 }
 
 type filter struct {
 	pid  uint16
-	f    Filter
+	f    wire.Filter
 	last []byte // the last section sent through this filter: a repeat is not sent again
 }
 
-// Client is a DVBAPI network client: it tells the server the services (SetServices), offers it
-// the sections of the PIDs it filters (Section), and sets the keys it sends in a keys.Live.
+// Client is a DVBAPI network client: it tells the server the services (Tables), offers it the
+// sections of the PIDs it filters (Section), and sets the keys it sends in a keys.Live.
 type Client struct {
 	cfg    Config
 	live   *keys.Live
 	redial *keyserver.Redial // Run's alone
 
 	mu       sync.Mutex
-	services []CAPMTService
+	services []wire.CAPMTService
 	filters  map[filterKey]*filter
 	// early holds the last section of each ECM PID the services' CA descriptors name, for a
 	// filter the server sets after it came (see Section).
@@ -97,7 +108,7 @@ type Client struct {
 	st      Stats
 	ecmSent time.Time
 	pending []sentECM // the ECMs sent that no CA_SET_DESCR answered yet, oldest first
-	svcsSet time.Time // when SetServices last changed the services
+	svcsSet time.Time // when setServices last changed the services
 	rtts    roundtrip.Times
 	lastErr error
 }
@@ -113,9 +124,9 @@ func NewClient(cfg Config, live *keys.Live) *Client {
 		refused: map[int32]bool{}, told: map[string]bool{}}
 }
 
-// SetServices sets the services to descramble, each with the demux index the server will name
+// setServices sets the services to descramble, each with the demux index the server will name
 // (their index in the list); it sends their CA PMTs now if connected, else on connecting.
-func (c *Client) SetServices(svcs []CAPMTService) {
+func (c *Client) setServices(svcs []wire.CAPMTService) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.services = slices.Clone(svcs)
@@ -146,17 +157,17 @@ func (c *Client) SetServices(svcs []CAPMTService) {
 func (c *Client) sendServices() {
 	n := len(c.services)
 	for i := range c.services {
-		lm := uint8(ListMore)
+		lm := uint8(wire.ListMore)
 		switch {
 		case n == 1:
-			lm = ListOnly
+			lm = wire.ListOnly
 		case i == 0:
-			lm = ListFirst
+			lm = wire.ListFirst
 		case i == n-1:
-			lm = ListLast
+			lm = wire.ListLast
 		}
 		c.msgID++
-		b, err := AppendCAPMT(nil, c.msgID, lm, &c.services[i])
+		b, err := wire.AppendCAPMT(nil, c.msgID, lm, &c.services[i])
 		if err != nil {
 			c.logOnce(err.Error())
 			continue
@@ -270,7 +281,7 @@ func (c *Client) through(k filterKey, f *filter, section []byte) bool {
 	}
 	f.last = append(f.last[:0], section...)
 	c.msgID++
-	c.send(AppendFilterData(nil, c.msgID, k.demux, k.filter, section))
+	c.send(wire.AppendFilterData(nil, c.msgID, k.demux, k.filter, section))
 	c.st.Sections++
 	if len(section) > 0 && section[0]&0xFE == 0x80 {
 		c.st.ECMs++
@@ -306,7 +317,12 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 }
 
-// LastError returns the error that ended the last connection, or nil.
+// ErrFraming is wrapped by the error that ends a connection on which the server sent bytes
+// that do not start a DVBAPI message (an address that is not a DVBAPI port, say).
+var ErrFraming = wire.ErrFraming
+
+// LastError returns the error that ended the last connection, or nil; it wraps ErrFraming when
+// the server did not speak the protocol.
 func (c *Client) LastError() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -324,20 +340,20 @@ func (c *Client) session(ctx context.Context) error {
 	defer stop()
 
 	conn.SetDeadline(time.Now().Add(c.cfg.Timeout))
-	if _, err := conn.Write(AppendClientInfo(nil, c.cfg.Name)); err != nil {
+	if _, err := conn.Write(wire.AppendClientInfo(nil, c.cfg.Name)); err != nil {
 		return err
 	}
 	br := bufio.NewReader(conn)
-	rd := &reader{r: br}
-	m, err := rd.next()
+	rd := wire.NewReader(br)
+	m, err := rd.Next()
 	if err != nil {
 		return fmt.Errorf("reading SERVER_INFO: %w", err)
 	}
-	if m.Opcode != OpServerInfo {
+	if m.Opcode != wire.OpServerInfo {
 		return fmt.Errorf("the server answered the greeting with opcode %#08x, not SERVER_INFO", m.Opcode)
 	}
-	if m.Version < ProtocolVersion {
-		c.logOnce(fmt.Sprintf("dvbapi: the key server speaks protocol version %d; this client speaks %d", m.Version, ProtocolVersion))
+	if m.Version < wire.ProtocolVersion {
+		c.logOnce(fmt.Sprintf("dvbapi: the key server speaks protocol version %d; this client speaks %d", m.Version, wire.ProtocolVersion))
 	}
 	conn.SetDeadline(time.Time{})
 	// A connection that completed the handshake ends a run of failures: when it is lost, the
@@ -378,7 +394,7 @@ func (c *Client) session(ctx context.Context) error {
 		<-werr
 	}()
 	for {
-		m, err := rd.next()
+		m, err := rd.Next()
 		if err != nil {
 			return err
 		}
@@ -389,11 +405,11 @@ func (c *Client) session(ctx context.Context) error {
 }
 
 // handle applies one server message.
-func (c *Client) handle(m *Message) error {
+func (c *Client) handle(m *wire.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch m.Opcode {
-	case OpDMXSetFilter:
+	case wire.OpDMXSetFilter:
 		c.st.Filters++
 		k := filterKey{m.Demux, m.Filter}
 		if _, ok := c.filters[k]; !ok && len(c.filters) >= maxFilters {
@@ -405,16 +421,16 @@ func (c *Client) handle(m *Message) error {
 		if sec := c.early[m.PID]; len(sec) > 0 && c.out != nil && c.through(k, f, sec) {
 			c.st.Replayed++
 		}
-	case OpDMXStop:
+	case wire.OpDMXStop:
 		delete(c.filters, filterKey{m.Demux, m.Filter})
 		c.gen++
-	case OpCASetPID:
+	case wire.OpCASetPID:
 		c.st.PIDsSet++
 		if m.Index >= 0 && !c.live.MapPID(m.PID, int(m.Index)) {
 			c.st.KeysRefused++
 		}
-	case OpCASetDescrMode:
-		if m.Algo == AlgoCSA {
+	case wire.OpCASetDescrMode:
+		if m.Algo == wire.AlgoCSA {
 			delete(c.refused, m.Index)
 			break
 		}
@@ -422,7 +438,7 @@ func (c *Client) handle(m *Message) error {
 		c.refused[m.Index] = true
 		c.logOnce(fmt.Sprintf("dvbapi: the key server asks for %s descrambling on descrambler index %d: only DVB-CSA2 is supported here, so its keys are not used",
 			algoName(m.Algo), m.Index))
-	case OpCASetDescr:
+	case wire.OpCASetDescr:
 		if !c.ecmSent.IsZero() {
 			c.rtts.Add(time.Since(c.ecmSent))
 			c.ecmSent = time.Time{}
@@ -437,13 +453,13 @@ func (c *Client) handle(m *Message) error {
 		} else {
 			c.st.KeysRefused++
 		}
-	case OpCASetDescrData:
+	case wire.OpCASetDescrData:
 		c.st.KeysRefused++
 		c.logOnce("dvbapi: the key server sends keys with CA_SET_DESCR_DATA (the extended CW interface): not supported, only CA_SET_DESCR with DVB-CSA2")
-	case OpECMInfo:
+	case wire.OpECMInfo:
 		c.st.ECMInfo++
 		c.st.ServerECMTime = time.Duration(m.ECMTime) * time.Millisecond
-	case OpServerInfo:
+	case wire.OpServerInfo:
 	default:
 		return errors.New("unexpected message")
 	}
@@ -465,9 +481,9 @@ func (c *Client) answered(msgID uint32) {
 
 func algoName(a uint32) string {
 	switch a {
-	case AlgoDES:
+	case wire.AlgoDES:
 		return "DES"
-	case AlgoAES128:
+	case wire.AlgoAES128:
 		return "AES-128"
 	}
 	return fmt.Sprintf("algorithm %d", a)
@@ -492,17 +508,18 @@ func (c *Client) Stats() Stats {
 }
 
 // Tables implements pipeline.SectionSink: the services with a CA descriptor (or only the one
-// Config.ServiceID names) become the CA PMTs sent to the server, when they change.
+// Config.ServiceID names) become the CA PMTs sent to the server, when they change. A program
+// that runs no pipeline gives it the services a psi.Tracker has read.
 func (c *Client) Tables(services []psi.Service) {
-	var svcs []CAPMTService
+	var svcs []wire.CAPMTService
 	for _, svc := range services {
 		if !svc.PMTSeen || c.cfg.ServiceID != 0 && svc.Number != c.cfg.ServiceID {
 			continue
 		}
-		s := CAPMTService{ProgramNumber: svc.Number, Version: svc.Version, PMTPID: svc.PMTPID, CA: caDescriptors(svc.Descriptors)}
+		s := wire.CAPMTService{ProgramNumber: svc.Number, Version: svc.Version, PMTPID: svc.PMTPID, CA: caDescriptors(svc.Descriptors)}
 		hasCA := len(s.CA) > 0
 		for _, es := range svc.Streams {
-			cs := CAPMTStream{Type: es.Type, PID: es.PID, CA: caDescriptors(es.Descriptors)}
+			cs := wire.CAPMTStream{Type: es.Type, PID: es.PID, CA: caDescriptors(es.Descriptors)}
 			hasCA = hasCA || len(cs.CA) > 0
 			s.Streams = append(s.Streams, cs)
 		}
@@ -511,15 +528,15 @@ func (c *Client) Tables(services []psi.Service) {
 		}
 	}
 	c.mu.Lock()
-	same := slices.EqualFunc(svcs, c.services, func(a, b CAPMTService) bool {
+	same := slices.EqualFunc(svcs, c.services, func(a, b wire.CAPMTService) bool {
 		return a.ProgramNumber == b.ProgramNumber && a.Version == b.Version && a.PMTPID == b.PMTPID && bytes.Equal(a.CA, b.CA) &&
-			slices.EqualFunc(a.Streams, b.Streams, func(x, y CAPMTStream) bool {
+			slices.EqualFunc(a.Streams, b.Streams, func(x, y wire.CAPMTStream) bool {
 				return x.Type == y.Type && x.PID == y.PID && bytes.Equal(x.CA, y.CA)
 			})
 	})
 	c.mu.Unlock()
 	if !same {
-		c.SetServices(svcs)
+		c.setServices(svcs)
 	}
 }
 

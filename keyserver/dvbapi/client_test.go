@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
+	wire "github.com/tsdescramble/tsdescramble/internal/wire/dvbapi"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/psi"
 )
 
 var cws = [][]byte{
@@ -20,10 +22,11 @@ var cws = [][]byte{
 	{0x01, 0x02, 0x03, 0x06, 0x04, 0x05, 0x06, 0x0F},
 }
 
-func service() dvbapi.CAPMTService {
-	return dvbapi.CAPMTService{ProgramNumber: camdouble.ServiceID, PMTPID: camdouble.PMTPID,
-		CA:      camdouble.CADescriptor(camdouble.TestCAID, camdouble.ECMPID),
-		Streams: []dvbapi.CAPMTStream{{Type: 2, PID: camdouble.ESPID}}}
+// service is the test CA's service as a PMT gives it to the client.
+func service() psi.Service {
+	return psi.Service{Number: camdouble.ServiceID, PMTPID: camdouble.PMTPID, PMTSeen: true,
+		Descriptors: camdouble.CADescriptor(camdouble.TestCAID, camdouble.ECMPID),
+		Streams:     []psi.Stream{{Type: 2, PID: camdouble.ESPID}}}
 }
 
 type logs struct {
@@ -61,9 +64,9 @@ func TestClientAgainstDouble(t *testing.T) {
 	live := keys.NewLive()
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
-	cl.SetServices([]dvbapi.CAPMTService{service()})
+	cl.Tables([]psi.Service{service()})
 	until(t, "the ECM filter", func() bool { pids := cl.Filters(); return len(pids) == 1 && pids[0] == camdouble.ECMPID })
-	if g := srv.Greeting(); !bytes.Equal(g, dvbapi.AppendClientInfo(nil, "test")) {
+	if g := srv.Greeting(); !bytes.Equal(g, wire.AppendClientInfo(nil, "test")) {
 		t.Fatalf("greeting % X", g)
 	}
 
@@ -103,9 +106,9 @@ func TestClientAgainstDouble(t *testing.T) {
 	}
 	t.Logf("ECM round trip (send to next CA_SET_DESCR) on loopback: median %v, max %v", st.RTTMedian, st.RTTMax)
 	// The CA PMT the server received is the one the client built.
-	want, _ := dvbapi.AppendCAPMT(nil, 1, dvbapi.ListOnly, &dvbapi.CAPMTService{ProgramNumber: camdouble.ServiceID,
+	want, _ := wire.AppendCAPMT(nil, 1, wire.ListOnly, &wire.CAPMTService{ProgramNumber: camdouble.ServiceID,
 		PMTPID: camdouble.PMTPID, CA: camdouble.CADescriptor(camdouble.TestCAID, camdouble.ECMPID),
-		Streams: []dvbapi.CAPMTStream{{Type: 2, PID: camdouble.ESPID}}})
+		Streams: []wire.CAPMTStream{{Type: 2, PID: camdouble.ESPID}}})
 	if got := srv.Received()[0]; !bytes.Equal(got, want) {
 		t.Fatalf("CA PMT received % X\nwant % X", got, want)
 	}
@@ -113,11 +116,11 @@ func TestClientAgainstDouble(t *testing.T) {
 
 func TestClientRefusesOtherAlgorithms(t *testing.T) {
 	srv := camdouble.NewDVBAPI(t)
-	srv.SetAlgo(dvbapi.AlgoDES)
+	srv.SetAlgo(wire.AlgoDES)
 	live := keys.NewLive()
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
-	cl.SetServices([]dvbapi.CAPMTService{service()})
+	cl.Tables([]psi.Service{service()})
 	until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
 	until(t, "the refusal", func() bool { return cl.Stats().KeysRefused == 2 })
@@ -135,7 +138,7 @@ func TestClientReconnects(t *testing.T) {
 	live := keys.NewLive()
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
-	cl.SetServices([]dvbapi.CAPMTService{service()})
+	cl.Tables([]psi.Service{service()})
 	until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
 	addr := srv.Addr
 	srv.Stop()
@@ -169,7 +172,7 @@ func TestClientBusyUntilEveryECMIsAnswered(t *testing.T) {
 	live := keys.NewLive()
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
-	cl.SetServices([]dvbapi.CAPMTService{service()})
+	cl.Tables([]psi.Service{service()})
 	until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], make([]byte, 8), 0))
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x81, cws[0], cws[1], 1))
@@ -194,7 +197,7 @@ func TestClientSendsTheECMThatCameBeforeTheFilter(t *testing.T) {
 	srv := camdouble.NewDVBAPI(t)
 	live := keys.NewLive()
 	cl := dvbapi.NewClient(dvbapi.Config{Addr: srv.Addr, Name: "test", Timeout: time.Second}, live)
-	cl.SetServices([]dvbapi.CAPMTService{service()})
+	cl.Tables([]psi.Service{service()})
 	if pids, _ := cl.WantedPIDs(); !slices.Equal(pids, []uint16{camdouble.ECMPID}) {
 		t.Fatalf("wanted PIDs %v before the filter, want the ECM PID", pids)
 	}

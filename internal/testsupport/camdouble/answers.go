@@ -1,7 +1,7 @@
 package camdouble
 
 import (
-	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
+	"github.com/tsdescramble/tsdescramble/internal/wire/cs378x"
 )
 
 // The answers of this file make a double answer as real key servers do, where that differs

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
+	"github.com/tsdescramble/tsdescramble/internal/wire/cs378x"
 )
 
 // CS378x is the server side of the cs378x protocol for tests: it answers each ECM request with

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
-	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/internal/wire/cs378x"
+	"github.com/tsdescramble/tsdescramble/internal/wire/dvbapi"
 )
 
 // DVBAPI is the server side of the DVBAPI network protocol (version 3) for tests, as a CAM

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/internal/wire/dvbapi"
 )
 
 // TestDVBAPIOSCamMessages pins SetOSCam to the messages OSCam's DVBAPI module sent a client on

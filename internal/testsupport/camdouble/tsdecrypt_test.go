@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	wire "github.com/tsdescramble/tsdescramble/internal/wire/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 	"github.com/tsdescramble/tsdescramble/ts"
 )
@@ -73,7 +74,7 @@ func TestTSDecryptAgainstCS378xDouble(t *testing.T) {
 	}
 	// This project's encoder, given the fields tsdecrypt sent, makes the same bytes: token,
 	// header, CRC, padding and AES-128-ECB encryption.
-	codec := cs378x.NewCodec("alice", "s3cret")
+	codec := wire.NewCodec("alice", "s3cret")
 	for i, r := range reqs {
 		m := r.Msg
 		ours, err := codec.Append(nil, &m)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/ecmgtest"
-	sc "github.com/tsdescramble/tsdescramble/simulcrypt"
+	sc "github.com/tsdescramble/tsdescramble/internal/wire/simulcrypt"
 )
 
 // Config scripts a fake ECMG.

@@ -1,8 +1,7 @@
-// Package cs378x is a client of the cs378x protocol (camd35 over TCP), by which a card server
-// such as OSCam answers ECMs with control words: Client sends each ECM section as a request and
-// returns the answer's CW pair, or why there is none.
-//
-// # The protocol
+// Package cs378x is the wire codec of the cs378x protocol (camd35 over TCP), by which a card
+// server such as OSCam answers ECMs with control words. The client in keyserver/cs378x and the
+// test server in internal/testsupport/camdouble both speak through it; it is internal because a
+// program that embeds the client needs the client, not the messages.
 //
 // Every message is a 4-byte token, the CRC-32 of the MD5 of the user name (big endian), then
 // the message encrypted with AES-128 in ECB mode under the MD5 of the password. The message is
@@ -23,8 +22,8 @@
 //
 // There is no login: a server that does not know the user, or decrypts with another password,
 // does not answer or answers garbage. This is the protocol as OSCam's camd35 module and
-// tsdecrypt's camd-cs378x.c speak it; Debian's tsdecrypt is the independent client the package's
-// test server is checked against.
+// tsdecrypt's camd-cs378x.c speak it; Debian's tsdecrypt is the independent client the test
+// server is checked against.
 package cs378x
 
 import (

@@ -1,8 +1,8 @@
-// Package dvbapi is a client of the DVBAPI network protocol, version 3, by which a CAM daemon
-// (OSCam's dvbapi module with a listening port, as tvheadend, Enigma2 and minisatip use it)
-// descrambles a service for its client: the client sends the service's CA PMT, the server asks
-// for the ECM and EMM sections it needs with section filters, and sends the keys back, per
-// descrambler index, with the PIDs each index serves.
+// Package dvbapi is the wire codec of the DVBAPI network protocol, version 3, by which a CAM
+// daemon (OSCam's dvbapi module with a listening port, as tvheadend, Enigma2 and minisatip use
+// it) descrambles a service for its client. The client in keyserver/dvbapi and the test server
+// in internal/testsupport/camdouble both speak through it; it is internal because a program that
+// embeds the client needs the client, not the messages.
 //
 // # The protocol
 //
@@ -138,13 +138,16 @@ func (f *Filter) Match(section []byte) bool {
 // ErrFraming is returned for a message that does not start as the protocol says.
 var ErrFraming = errors.New("dvbapi: a message from the server does not start with an opcode of the protocol")
 
-// reader reads server messages from a stream.
-type reader struct {
+// Reader reads server messages from a stream, one after the other, through one buffer.
+type Reader struct {
 	r   io.Reader
 	buf [512]byte
 }
 
-func (rd *reader) read(n int) ([]byte, error) {
+// NewReader returns a Reader of the server's messages on r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
+
+func (rd *Reader) read(n int) ([]byte, error) {
 	if _, err := io.ReadFull(rd.r, rd.buf[:n]); err != nil {
 		if err == io.EOF && n > 0 {
 			return nil, io.ErrUnexpectedEOF
@@ -157,11 +160,11 @@ func (rd *reader) read(n int) ([]byte, error) {
 // ReadMessage reads one message from the server. Every length is bounded: a message never
 // makes it read more than 5+4+1+16+maxDescrData bytes, or four strings of 255.
 func ReadMessage(r io.Reader) (Message, error) {
-	rd := &reader{r: r}
-	return rd.next()
+	return NewReader(r).Next()
 }
 
-func (rd *reader) next() (Message, error) {
+// Next reads the next message, as ReadMessage does.
+func (rd *Reader) Next() (Message, error) {
 	var m Message
 	b, err := rd.read(1)
 	if err != nil {

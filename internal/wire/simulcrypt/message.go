@@ -1,7 +1,8 @@
-// Package simulcrypt speaks the SCS side of the DVB SimulCrypt ECMG⇔SCS protocol (ETSI TS 103
-// 197, protocol versions 2 and 3): the messages a scrambler exchanges with an ECM generator over
-// TCP, and a Client that opens a channel and one ECM stream, provides the control words of each
-// crypto period and receives the ECMs built from them.
+// Package simulcrypt is the wire codec of the DVB SimulCrypt ECMG⇔SCS protocol (ETSI TS 103
+// 197, protocol versions 2 and 3): the messages, their parameters and the builders of what an SCS
+// sends. The public simulcrypt package's Client speaks through it, and the test ECMGs answer
+// through it, so that both ends read and write the same bytes; it is internal because a program
+// that embeds the client needs the client, not the TLVs.
 //
 // Every message is a TLV: protocol_version (1 byte), message_type (2 bytes), message_length (2
 // bytes), then message_length bytes of parameters, each parameter_type (2 bytes),
