@@ -82,24 +82,25 @@ func ExampleSchedule() {
 }
 
 func ExampleLive() {
-	// Keys from a key server arrive while the stream runs.
+	// Keys from a key server arrive while the stream runs, into key slots.
 	live := keys.NewLive()
-	// The stream's first period (even) starts before its key is known: it waits.
-	k, final := live.Begin(0x100, false)
-	fmt.Println(k, final)
-	// The answer to the ECM arrives: both CWs of the pair.
+	// A crypto period notes when it begins (the arrival number of the latest CW): the CWs
+	// that arrive after are new to it.
+	begun := live.Seq()
+	// The answer to the ECM arrives: both CWs of the pair; the odd one is sent again.
 	live.Set(0, false, []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF})
 	live.Set(0, true, []byte{0xAA, 0xBB, 0xCC, 0x31, 0xDD, 0xEE, 0xFF, 0xCA})
-	// The late key decides the waiting period, from its first packet.
-	k, final = live.Current(0x100, 1) // the PID's first period
-	fmt.Printf("%X %v\n", live.CW(k), final)
-	// The odd period that follows takes the odd key at once.
-	k, final = live.Begin(0x100, true)
-	fmt.Printf("%X %v\n", live.CW(k), final)
+	live.Set(0, true, []byte{0xAA, 0xBB, 0xCC, 0x31, 0xDD, 0xEE, 0xFF, 0xCA})
+	// What PID 0x100's slot received of each parity since: package keys/period decides from
+	// it which CW each period takes.
+	for _, odd := range []bool{false, true} {
+		for _, a := range live.AppendSlot(nil, 0x100, odd, begun) {
+			fmt.Printf("odd=%-5v %X arrived %d, last sent %d\n", odd, live.CW(a.CW), a.Seq, a.Last)
+		}
+	}
 	// Output:
-	// -1 false
-	// 11223366445566FF true
-	// AABBCC31DDEEFFCA true
+	// odd=false 11223366445566FF arrived 1, last sent 1
+	// odd=true  AABBCC31DDEEFFCA arrived 2, last sent 3
 }
 
 func ExampleFollower() {
@@ -119,8 +120,7 @@ func ExampleFollower() {
 	read := make(chan int)
 	fl.Reread(func(keyLines int, err error) { read <- keyLines })
 	fmt.Println(<-read, "key lines read again")
-	k, _ := live.Begin(0x100, false)
-	fmt.Printf("even key %X\n", live.CW(k))
+	fmt.Printf("even key %X\n", live.CW(live.Held(0x100, false)))
 	// Output:
 	// 2 key lines read again
 	// even key AABBCC31DDEEFFCA

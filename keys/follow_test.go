@@ -57,11 +57,11 @@ func TestFollowGrowingCWL(t *testing.T) {
 	}
 	appendTo(" 0A 1B # 12:00:10\n1 zz\n0 AA BB CC 31 DD EE FF CA\n")
 	waitFor("the next keys", func() bool { return live.NumCWs() == 3 })
-	k, final := live.Begin(0x100, true)
-	if !final || !bytes.Equal(live.CW(k), []byte{1, 2, 3, 6, 8, 9, 0x0A, 0x1B}) {
+	k := live.Held(0x100, true)
+	if k == NoKey || !bytes.Equal(live.CW(k), []byte{1, 2, 3, 6, 8, 9, 0x0A, 0x1B}) {
 		t.Fatalf("odd key %X", live.CW(k))
 	}
-	k, _ = live.Begin(0x100, false)
+	k = live.Held(0x100, false)
 	if !bytes.Equal(live.CW(k), []byte{0xAA, 0xBB, 0xCC, 0x31, 0xDD, 0xEE, 0xFF, 0xCA}) {
 		t.Fatalf("even key %X", live.CW(k))
 	}
@@ -120,10 +120,10 @@ func TestFollowerReread(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cw := func(k int) string { return fmt.Sprintf("% X", live.CW(k)) }
-	if k, _ := live.Begin(0x100, false); cw(k) != a {
+	if k := live.Held(0x100, false); cw(k) != a {
 		t.Fatalf("even key %s", cw(k))
 	}
-	if k, _ := live.Begin(0x100, true); cw(k) != b {
+	if k := live.Held(0x100, true); cw(k) != b {
 		t.Fatalf("odd key %s", cw(k))
 	}
 	// The even key's line is corrected in place: same length, so the file does not shrink.
@@ -148,17 +148,17 @@ func TestFollowerReread(t *testing.T) {
 	if live.NumCWs() != 3 {
 		t.Fatalf("%d CWs known, want the 2 first and the new one", live.NumCWs())
 	}
-	if k, final := live.Begin(0x100, false); !final || cw(k) != c {
+	if k := live.Held(0x100, false); k == NoKey || cw(k) != c {
 		t.Fatalf("even key after Reread %s", cw(k))
 	}
-	// The odd key did not change: the next odd period is offered the CW the slot holds, the
-	// last one's, the only odd key the log has had.
-	k, final := live.Begin(0x100, true)
-	if !final || cw(k) != b {
+	// The odd key did not change: the slot holds it still, the only odd key the log has had
+	// (a constant key, to the periods that take it).
+	k := live.Held(0x100, true)
+	if k == NoKey || cw(k) != b {
 		t.Fatalf("odd key after Reread %s", cw(k))
 	}
-	if f := live.Fresh(0x100, live.Periods(0x100)); f != Constant {
-		t.Fatalf("the odd key set again by the reread is %v, want Constant", f)
+	if h := live.AppendSlot(nil, 0x100, true, 0); len(h) != 1 || h[0].CW != k || h[0].Last == h[0].Seq {
+		t.Fatalf("the odd key set again by the reread: slot %+v, want it once, sent again", h)
 	}
 }
 
@@ -179,7 +179,7 @@ func TestFollowerPoll(t *testing.T) {
 		t.Fatalf("%d CWs after Poll, want 2", n)
 	}
 	cw := func(k int) string { return fmt.Sprintf("% X", live.CW(k)) }
-	if k, _ := live.Begin(0x100, false); cw(k) != a {
+	if k := live.Held(0x100, false); cw(k) != a {
 		t.Fatalf("even key %s", cw(k))
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -199,7 +199,7 @@ func TestFollowerPoll(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if k, _ := live.Begin(0x100, false); cw(k) != c {
+	if k := live.Held(0x100, false); cw(k) != c {
 		t.Fatalf("even key after the append %s", cw(k))
 	}
 }

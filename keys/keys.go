@@ -11,11 +11,13 @@
 // nearest first, when the expected one does not fit (the caller's trial tells, with
 // ts.PESStartOK for instance).
 //
-// A Source answers "which CW for this PID and parity, now?" at each crypto period: Live takes
-// control words that arrive while the stream runs, from a key server answering the stream's
-// ECMs, each applying from a PID's next period of its parity (or, late, to the period still
-// waiting for it). Which CW applies to each packet is decided by package keys/period, over a
-// Schedule or a Source.
+// A Source is a set of key slots, as a DVB descrambler's, that control words arrive in while
+// the stream runs: Live takes them from a key server answering the stream's ECMs, or from a
+// CW log that grows (Follow), and keeps, for each slot and parity, the CWs in order of arrival
+// with their arrival numbers; each PID uses a slot (MapPID). A Source decides nothing: which
+// CW applies to each crypto period, and so to each packet, is decided by package keys/period,
+// over a Schedule or a Source (a period takes the first CW of its parity that arrived after it
+// began, or the one its slot held then).
 package keys
 
 import (

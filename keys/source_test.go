@@ -5,69 +5,50 @@ import (
 	"testing"
 )
 
-func TestLiveKeyTakesEffectAtNextPeriodOfItsParity(t *testing.T) {
+// A slot keeps the CWs of each parity in order of arrival: a repeat of the CW it holds is
+// one arrival, sent again; AppendSlot gives the one held at a moment and those after.
+func TestLiveSlotHistory(t *testing.T) {
 	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
 	l := NewLive()
-	// Nothing yet: the first period waits.
-	if k, final := l.Begin(0x100, false); k != NoKey || final {
-		t.Fatalf("no key yet: %d %v", k, final)
+	if l.Seq() != 0 || l.Held(0x100, false) != NoKey || len(l.AppendSlot(nil, 0x100, false, 0)) != 0 {
+		t.Fatal("a new source holds something")
 	}
 	select {
 	case <-l.Arrived():
 		t.Fatal("Arrived before any Set")
 	default:
 	}
-	// A late key for the current parity decides the waiting period.
-	l.Set(0, false, cw(1))
-	l.Set(0, true, cw(2))
+	l.Set(0, false, cw(1)) // 1
+	l.Set(0, true, cw(2))  // 2
+	l.Set(0, false, cw(1)) // 3: sent again
 	<-l.Arrived()
-	if k, final := l.Current(0x100, 1); !final || !bytes.Equal(l.CW(k), cw(1)) {
-		t.Fatalf("late even key not applied: %d %v", k, final)
+	begun := l.Seq()
+	l.Set(0, false, cw(3)) // 4
+	l.Set(0, false, cw(1)) // 5: back to cw(1), a new arrival
+	if begun != 3 || l.Seq() != 5 {
+		t.Fatalf("Seq %d then %d, want 3 and 5", begun, l.Seq())
 	}
-	// A new even key while the even period runs: not mid-period.
-	l.Set(0, false, cw(3))
-	if k, _ := l.Current(0x100, 1); !bytes.Equal(l.CW(k), cw(1)) {
-		t.Fatalf("key changed mid-period: %X", l.CW(k))
+	k1 := l.Held(0x100, false)
+	h := l.AppendSlot(nil, 0x100, false, begun)
+	if len(h) != 3 || h[0] != (Arrival{CW: k1, Seq: 1, Last: 3}) || h[2] != (Arrival{CW: k1, Seq: 5, Last: 5}) {
+		t.Fatalf("even CWs since %d: %+v", begun, h)
 	}
-	// The odd period takes the odd key that was already there.
-	if k, final := l.Begin(0x100, true); !final || !bytes.Equal(l.CW(k), cw(2)) {
-		t.Fatalf("odd period: %d %v", k, final)
+	k3 := h[1].CW
+	if !bytes.Equal(l.CW(k3), cw(3)) || h[1].Seq != 4 {
+		t.Fatalf("the CW that arrived after: %+v", h[1])
 	}
-	// The next even period takes the even key that arrived during the last one.
-	if k, final := l.Begin(0x100, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
-		t.Fatalf("even period: %d %v", k, final)
+	if all := l.AppendSlot(nil, 0x100, false, 0); len(all) != 3 {
+		t.Fatalf("all even CWs: %+v", all)
 	}
-	// The next odd period is offered the CW the slot holds, the one the last odd period used:
-	// the only odd CW so far (a constant key, or one not replaced yet).
-	if k, final := l.Begin(0x100, true); !final || !bytes.Equal(l.CW(k), cw(2)) {
-		t.Fatalf("odd period 4: %d %v, want the slot's CW", k, final)
+	if h := l.AppendSlot(nil, 0x100, true, l.Seq()); len(h) != 1 || !bytes.Equal(l.CW(h[0].CW), cw(2)) {
+		t.Fatalf("the odd CW held now: %+v", h)
 	}
-	if f := l.Fresh(0x100, 4); f != Constant {
-		t.Fatalf("the only odd CW so far is %v, want Constant", f)
+	// A slot remembers its last MaxSlotCWs CWs of each parity.
+	for i := range MaxSlotCWs + 5 {
+		l.Set(0, true, cw(byte(10+i)))
 	}
-	// The caller found it does not fit: the period waits, and a repeat does not bring it back.
-	l.Reject(0x100, 4)
-	l.Set(0, true, cw(2))
-	if k, final := l.Current(0x100, 4); k != NoKey || final {
-		t.Fatalf("rejected odd key used again: %d %v", k, final)
-	}
-	l.Set(0, true, cw(4))
-	if k, final := l.Current(0x100, 4); !final || !bytes.Equal(l.CW(k), cw(4)) {
-		t.Fatalf("late odd key: %d %v", k, final)
-	}
-	if f := l.Fresh(0x100, 4); f != New {
-		t.Fatalf("a CW new to the period is %v, want New", f)
-	}
-	// Another PID starting now takes the latest of its parity.
-	if k, final := l.Begin(0x101, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
-		t.Fatalf("second PID: %d %v", k, final)
-	}
-	got := l.Applied()
-	if got[AppliedKey{0x100, false}] != 2 || got[AppliedKey{0x100, true}] != 2 || got[AppliedKey{0x101, false}] != 1 {
-		t.Fatalf("applied counts %v", got)
-	}
-	if n := l.NumCWs(); n != 4 {
-		t.Fatalf("%d distinct CWs, want 4", n)
+	if h := l.AppendSlot(nil, 0x100, true, 0); len(h) != MaxSlotCWs || !bytes.Equal(l.CW(h[len(h)-1].CW), cw(byte(10+MaxSlotCWs+4))) {
+		t.Fatalf("%d odd CWs remembered, want %d, the latest last", len(h), MaxSlotCWs)
 	}
 }
 
@@ -82,8 +63,7 @@ func TestLiveSlotsAndBounds(t *testing.T) {
 	l.MapPID(0x101, 1)
 	l.Set(0, false, []byte{1, 1, 1, 3, 1, 1, 1, 3})
 	l.Set(1, false, []byte{2, 2, 2, 6, 2, 2, 2, 6})
-	k0, _ := l.Begin(0x100, false)
-	k1, _ := l.Begin(0x101, false)
+	k0, k1 := l.Held(0x100, false), l.Held(0x101, false)
 	if l.CW(k0)[0] != 1 || l.CW(k1)[0] != 2 {
 		t.Fatalf("slots mixed up: %X %X", l.CW(k0), l.CW(k1))
 	}
@@ -91,7 +71,7 @@ func TestLiveSlotsAndBounds(t *testing.T) {
 		t.Fatalf("refused %d, want 4", refused)
 	}
 	// The number of distinct CWs kept is bounded, by age: a feed that runs for weeks goes on
-	// taking new ones, and the old ones no slot or period refers to are forgotten.
+	// taking new ones, and the old ones no slot remembers are forgotten.
 	cw := make([]byte, 8)
 	for i := range MaxLiveCWs + 10 {
 		cw[0], cw[1], cw[2] = byte(i), byte(i>>8), byte(i>>16)
@@ -102,136 +82,13 @@ func TestLiveSlotsAndBounds(t *testing.T) {
 			t.Fatalf("%d CWs kept, over the bound %d", n, MaxLiveCWs)
 		}
 	}
-	k, final := l.Begin(0x102, true)
-	if !final || !bytes.Equal(l.CW(k), cw) {
-		t.Fatalf("the latest odd CW after %d distinct ones: %d %v", MaxLiveCWs+10, k, final)
+	if k := l.Held(0x102, true); k == NoKey || !bytes.Equal(l.CW(k), cw) {
+		t.Fatalf("the latest odd CW after %d distinct ones: %d", MaxLiveCWs+10, k)
 	}
 	if l.CW(k0)[0] != 1 {
 		t.Fatal("the even CW the slot still holds was forgotten")
 	}
-}
-
-// A CW the caller rejects is not given to the period again, and does not count as applied;
-// the next new CW of the parity is, and the period after the rejection compares with the CW
-// the PID really used.
-func TestLiveReject(t *testing.T) {
-	k1, stale, k3 := []byte{1, 1, 1, 3, 1, 1, 1, 3}, []byte{2, 2, 2, 6, 2, 2, 2, 6}, []byte{3, 3, 3, 9, 3, 3, 3, 9}
-	l := NewLive()
-	l.Set(0, false, k1)
-	if cw, final := l.Begin(0x100, false); cw == NoKey || !final {
-		t.Fatalf("first period: CW %d, final %v", cw, final)
-	}
-	l.Set(0, false, stale)
-	cw, _ := l.Begin(0x100, false)
-	if !bytes.Equal(l.CW(cw), stale) {
-		t.Fatalf("second period: CW %d, want the stale one", cw)
-	}
-	l.Reject(0x100, 2)
-	if cw, final := l.Current(0x100, 2); cw != NoKey || final {
-		t.Fatalf("after Reject: CW %d, final %v; want a wait", cw, final)
-	}
-	l.Set(0, false, stale) // sent again: still not for this period
-	if cw, _ := l.Current(0x100, 2); cw != NoKey {
-		t.Fatalf("the rejected CW was given again")
-	}
-	l.Set(0, false, k3)
-	if cw, final := l.Current(0x100, 2); cw == NoKey || !final || !bytes.Equal(l.CW(cw), k3) {
-		t.Fatalf("after a new CW: CW %d, final %v", cw, final)
-	}
-	if n := l.Applied()[AppliedKey{PID: 0x100}]; n != 2 {
-		t.Fatalf("%d periods applied, want 2", n)
-	}
-	// The next period of the parity is offered k3, which the slot still holds; the parity has
-	// had other CWs, so unchecked it is Stale.
-	if cw, _ := l.Begin(0x100, false); !bytes.Equal(l.CW(cw), k3) {
-		t.Fatalf("third period took CW %d, want the slot's k3", cw)
-	}
-	if f := l.Fresh(0x100, 3); f != Stale {
-		t.Fatalf("k3 again after other even CWs is %v, want Stale", f)
-	}
-	// Sent again by the server after the period began, it holds: New.
-	l.Set(0, false, k3)
-	if f := l.Fresh(0x100, 3); f != New {
-		t.Fatalf("k3 sent again is %v, want New", f)
-	}
-}
-
-// A period still waiting when its PID's parity changes again keeps waiting: the key that comes
-// after the next period began reaches it (named by its number); the next period of its parity
-// is offered what the slot holds. A period MaxLiveWaiting periods back is forgotten: no key.
-func TestLivePeriodWaitsPastItsEnd(t *testing.T) {
-	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
-	l := NewLive()
-	if k, final := l.Begin(0x100, false); k != NoKey || final {
-		t.Fatalf("period 1 before any key: %d %v", k, final)
-	}
-	l.Set(0, true, cw(2))
-	if k, final := l.Begin(0x100, true); !final || !bytes.Equal(l.CW(k), cw(2)) {
-		t.Fatalf("period 2: %d %v", k, final)
-	}
-	// Period 1's key comes now, with the answer to period 2's ECM.
-	l.Set(0, false, cw(1))
-	if k, final := l.Current(0x100, 1); !final || !bytes.Equal(l.CW(k), cw(1)) {
-		t.Fatalf("period 1 after period 2 began: %d %v", k, final)
-	}
-	if k, _ := l.Current(0x100, 2); !bytes.Equal(l.CW(k), cw(2)) {
-		t.Fatalf("period 2 changed: %X", l.CW(k))
-	}
-	// Period 3 (even) is offered cw(1), which the slot holds; when cw(3) arrives before the
-	// caller settles, asked again, it takes cw(3).
-	if k, final := l.Begin(0x100, false); !final || !bytes.Equal(l.CW(k), cw(1)) {
-		t.Fatalf("period 3: %d %v, want the slot's cw(1)", k, final)
-	}
-	l.Set(0, false, cw(3))
-	if k, final := l.Current(0x100, 3); !final || !bytes.Equal(l.CW(k), cw(3)) {
-		t.Fatalf("period 3: %d %v", k, final)
-	}
-	// Two periods of a parity waiting (their slot CW rejected): a key that arrives goes to the
-	// older; the newer skips it, as its parity's last period's, and takes the next.
-	l.Begin(0x100, true) // 4: odd, offered cw(2)
-	l.Reject(0x100, 4)
-	l.Begin(0x100, false) // 5: even
-	l.Begin(0x100, true)  // 6: odd, offered cw(2)
-	l.Reject(0x100, 6)
-	if k, final := l.Current(0x100, 6); k != NoKey || final {
-		t.Fatalf("period 6 took a key: %d %v", k, final)
-	}
-	l.Set(0, true, cw(4))
-	l.Set(0, true, cw(6))
-	if k, final := l.Current(0x100, 4); !final || !bytes.Equal(l.CW(k), cw(4)) {
-		t.Fatalf("period 4: %d %v", k, final)
-	}
-	if k, final := l.Current(0x100, 6); !final || !bytes.Equal(l.CW(k), cw(6)) {
-		t.Fatalf("period 6: %d %v", k, final)
-	}
-	// Forgotten: no key will come; not begun: a key may.
-	for range MaxLiveWaiting {
-		l.Begin(0x100, false)
-	}
-	if k, final := l.Current(0x100, 4); k != NoKey || !final {
-		t.Fatalf("a period %d back: %d %v, want no key, final", MaxLiveWaiting, k, final)
-	}
-	if k, final := l.Current(0x100, 7+MaxLiveWaiting); k != NoKey || final {
-		t.Fatalf("a period not begun: %d %v", k, final)
-	}
-}
-
-// A period the caller gave up on takes no key that comes later: the next period of its parity
-// does, though it began after the key came for the period before.
-func TestLiveGiveUp(t *testing.T) {
-	cw := func(b byte) []byte { return []byte{b, b, b, 3 * b, b, b, b, 3 * b} }
-	l := NewLive()
-	l.Begin(0x100, false) // 1: waits
-	l.Begin(0x100, true)  // 2: waits
-	l.GiveUp(0x100, 1)
-	if k, final := l.Current(0x100, 1); k != NoKey || !final {
-		t.Fatalf("period 1 after GiveUp: %d %v, want no key, final", k, final)
-	}
-	l.Set(0, false, cw(3))
-	if k, final := l.Begin(0x100, false); !final || !bytes.Equal(l.CW(k), cw(3)) {
-		t.Fatalf("period 3: %d %v", k, final)
-	}
-	if k, _ := l.Current(0x100, 1); k != NoKey {
-		t.Fatalf("period 1 took a key after GiveUp: %d", k)
+	if l.CW(2) != nil {
+		t.Fatal("an odd CW no slot remembers, among the oldest, was kept")
 	}
 }

@@ -86,13 +86,11 @@ func TestFeederSendsEachECMOnceAndSetsKeys(t *testing.T) {
 	if st.RTTMax <= 0 || st.RTTMedian > st.RTTMax {
 		t.Fatalf("round trips %v %v", st.RTTMedian, st.RTTMax)
 	}
-	k, final := live.Begin(0x100, false)
-	if !final || live.CW(k)[0] != 1 {
-		t.Fatalf("even key %d %v", k, final)
+	if k := live.Held(0x100, false); k == keys.NoKey || live.CW(k)[0] != 1 {
+		t.Fatalf("even key %d", k)
 	}
-	k, final = live.Begin(0x100, true)
-	if !final || live.CW(k)[0] != 2 {
-		t.Fatalf("odd key %d %v", k, final)
+	if k := live.Held(0x100, true); k == keys.NoKey || live.CW(k)[0] != 2 {
+		t.Fatalf("odd key %d", k)
 	}
 }
 

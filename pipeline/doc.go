@@ -36,9 +36,9 @@
 //
 // # Keys that arrive while the stream runs
 //
-// With Options.LiveKeys, the crypto periods take their control words from a keys.Source (a key
-// server's answers, a CW log that grows), as package keys/period says: a period whose key has
-// not come is held until it does, or until LiveKeys.Wait. The sections of the PIDs the key
+// With Options.LiveKeys, the crypto periods take their control words from the key slots of a
+// keys.Source (a key server's answers, a CW log that grows), as package keys/period decides:
+// a period whose key has not come is held until it does, or until LiveKeys.Wait. The sections of the PIDs the key
 // server wants (ECMs, EMMs) go to LiveKeys.Sections, with the services of the PAT and PMTs
 // (livekeys.go).
 //

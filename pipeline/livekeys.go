@@ -11,9 +11,9 @@ import (
 
 // Keys that arrive while the stream runs.
 //
-// With Options.LiveKeys, each crypto period takes its control word from a keys.Source (a key
-// server's answers, a CW log that grows): package keys/period decides which, and how long a
-// period waits for it. This file feeds the key server: the sections of the PIDs it wants
+// With Options.LiveKeys, each crypto period takes its control word from the key slots of a
+// keys.Source (a key server's answers, a CW log that grows): package keys/period decides
+// which, and how long a period waits for it. This file feeds the key server: the sections of the PIDs it wants
 // (ECMs, EMMs) are gathered from the stream in order and handed to LiveKeys.Sections, with the
 // services of the PAT and PMTs as they change; and, with LiveKeys.Drop, it takes out of the
 // output the packets of the periods whose key did not come.
@@ -36,7 +36,8 @@ type SectionSink interface {
 
 // LiveKeys configures descrambling with control words that arrive while the stream runs.
 type LiveKeys struct {
-	// Source answers which CW applies to each crypto period (a *keys.Live, typically).
+	// Source is the key slots the CWs arrive in (a *keys.Live, typically); package
+	// keys/period decides which of them each crypto period takes.
 	Source keys.Source
 	// Sections, when set, receives the sections of the PIDs it wants and the services.
 	Sections SectionSink

@@ -304,33 +304,20 @@ func TestLiveKeysGiveUpMidPeriodCounts(t *testing.T) {
 }
 
 // scriptedSource is a keys.Live whose keys are set by a script as the stream's periods begin:
-// before Begin starts period n (from 1), atBegin[n] runs; at the first Current while period n
-// is the latest, atCurrent[n] does. The periods in none get no key: Current answers NoKey,
-// final, for them.
+// before period n (from 1) begins, atBegin[n] runs. The tracker reads Seq once as each period
+// begins, to know which CWs arrive after.
 type scriptedSource struct {
 	*keys.Live
-	begins             int
-	atBegin, atCurrent map[int]func(*keys.Live)
-	none               map[int]bool
+	begins  int
+	atBegin map[int]func(*keys.Live)
 }
 
-func (s *scriptedSource) Begin(pid uint16, odd bool) (int, bool) {
+func (s *scriptedSource) Seq() uint64 {
 	s.begins++
 	if f := s.atBegin[s.begins]; f != nil {
 		f(s.Live)
 	}
-	return s.Live.Begin(pid, odd)
-}
-
-func (s *scriptedSource) Current(pid uint16, period int) (int, bool) {
-	if f := s.atCurrent[s.begins]; f != nil {
-		delete(s.atCurrent, s.begins)
-		f(s.Live)
-	}
-	if s.none[period] {
-		return keys.NoKey, true
-	}
-	return s.Live.Current(pid, period)
+	return s.Live.Seq()
 }
 
 // A period that gets no key passes as it came, and the stale key of its parity that comes
@@ -345,16 +332,15 @@ func TestLiveKeysStaleKeyAfterMissingPeriod(t *testing.T) {
 	set := func(n int) func(*keys.Live) {
 		return func(l *keys.Live) { l.Set(0, (n-1)%2 == 1, cws[(n-1)%len(cws)]) }
 	}
-	// The source says period 3 gets no key; its key comes afterwards, with period 4's.
-	src := &scriptedSource{Live: keys.NewLive(), none: map[int]bool{3: true},
-		atBegin: map[int]func(*keys.Live){
+	// Period 3 gets no key before it ends (a file's input, the key server idle: it gives up
+	// then); its key comes afterwards, with period 4's.
+	atBegin := func() map[int]func(*keys.Live) {
+		return map[int]func(*keys.Live){
 			1: set(1), 2: set(2),
 			// Period 4's answer carries period 3's key late, with its own.
 			4: func(l *keys.Live) { set(4)(l); set(3)(l) },
 			6: set(6),
-		},
-		// Period 5 begins with only the stale key of its parity; its own comes while it waits.
-		atCurrent: map[int]func(*keys.Live){5: set(5)},
+		}
 	}
 	// The clear stream with the elementary stream's packets of period 3 as they came.
 	want := bytes.Clone(clear)
@@ -368,11 +354,17 @@ func TestLiveKeysStaleKeyAfterMissingPeriod(t *testing.T) {
 		}
 	}
 	for _, batch := range []int{1, 300, 1024} {
-		src.begins = 0
-		src.Live = keys.NewLive()
-		src.atCurrent = map[int]func(*keys.Live){5: set(5)}
+		src := &scriptedSource{Live: keys.NewLive(), atBegin: atBegin()}
 		var logs []string
-		lk := &pipeline.LiveKeys{Source: src, Wait: time.Minute, Log: func(s string) { logs = append(logs, s) }}
+		// Period 5 begins with only the stale key of its parity; its own comes while it waits,
+		// once the stale one was found not to fit.
+		log := func(s string) {
+			logs = append(logs, s)
+			if strings.Contains(s, "crypto period 5 ") && strings.Contains(s, "does not fit") {
+				set(5)(src.Live)
+			}
+		}
+		lk := &pipeline.LiveKeys{Source: src, Wait: time.Minute, FileInput: true, Log: log}
 		var out bytes.Buffer
 		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
 		if err != nil {

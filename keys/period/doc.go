@@ -72,15 +72,19 @@
 //
 // # Keys that arrive while the stream runs
 //
-// With Config.Live, each PID's crypto periods take their control word from a keys.Source
-// (a key server's answers, a CW log that grows) at their first packet: the CW the key slot
-// holds for the period's parity, a constant one as well as one that changed. A period whose
-// key has not come is held until it does, or until Live.Wait, after which its packets pass
-// as they came (or are dropped); on a live input it waits so even when its PID's next period
-// has begun. Keys are not searched, the server says which key applies, but each is checked
-// before it is used, as a key list's expected key is: it must fit the period's first checkable
-// unit start, and one that does not (the previous period's key, not replaced yet) is not used,
-// the period waiting for the next.
+// With Config.Live, each PID's crypto periods take their control word from the key slots of a
+// keys.Source (a key server's answers, a CW log that grows). The source only keeps, per slot
+// and parity, the CWs that arrived in order, with their arrival numbers; which of them each
+// period takes is decided here (slots.go), at its first packet and while it waits: the first
+// CW of its parity that arrived after it began, other than the one the PID's previous period
+// of that parity used and not one the period rejected, else the one its slot held when it
+// began, a constant one as well as one that changed. A CW goes to the oldest waiting period it
+// is new to. A period whose key has not come is held until it does, or until Live.Wait, after
+// which its packets pass as they came (or are dropped); on a live input it waits so even when
+// its PID's next period has begun. Keys are not searched, the server says which key applies,
+// but each is checked before it is used, as a key list's expected key is: it must fit the
+// period's first checkable unit start, and one that does not (the previous period's key, not
+// replaced yet) is not used, the period waiting for the next.
 //
 // A decision depends only on the packets in stream order (and, with Live, on when the keys
 // came), never on how a caller cuts the stream into units of work: that keeps a descrambled

@@ -10,30 +10,33 @@ import (
 
 // Keys that arrive while the stream runs.
 //
-// With Config.Live, each PID's crypto period gets its control word from a keys.Source at
-// its first packet (Begin). A period whose key has not arrived yet stays open: its packets are
-// held, with the packets after them, and the source is asked again at each unit of work read
-// (Current, by the period's number, at each Poll), until the key comes (it then applies from the period's
-// first packet) or the wait runs out: then Live.Drop decides, the period's packets pass as
-// they came (counted). On a live input a period that ends (its PID's parity changes) still
-// waiting keeps waiting: the key server's answer often comes after the flip (liveEnded).
-// Periods are started by parity changes alone, without glitch detection: the key server, not a
-// search, says which key applies. The source offers each period the CW its key slot holds for
-// the period's parity (keys.Live: a slot keeps a CW until another replaces it, so constant
-// keys and keys a server sends once serve every period), and the CW is checked before it is
-// used: it must fit the period's first checkable unit start (one trial per offer, as a key
-// list's expected key gets), and a period holds its packets until that unit start comes. A CW
-// that does not fit is not used for the period, which waits for the next CW of its parity: a
-// CW the slot still held from an earlier period is counted as stale and said nothing of, one
-// new to the period that does not fit is logged. A period without a unit start to check (one
-// that ends, or waits past Live.Wait, first) takes its CW unchecked only when the source
-// does not call it stale (keys.Freshness): a stale one may be the previous period's, not
-// replaced yet, and such a period waits for its own. Holding is bounded as for any undecided
-// period (HoldPackets), and in time by Live.Wait.
+// With Config.Live, the CWs come from a keys.Source: key slots that hold, per parity, the CWs
+// that arrived in order (keys.Live: a slot keeps a CW until another replaces it, so constant
+// keys and keys a server sends once serve every period). Which of them each crypto period
+// takes is decided here, from the slot's history (slots.go): at its first packet (begin), and
+// again, by the period's number, at each unit of work read (Poll) while the key has not come,
+// until it comes (it then applies from the period's first packet) or the wait runs out: then
+// Live.Drop decides, the period's packets pass as they came (counted). On a live input a
+// period that ends (its PID's parity changes) still waiting keeps waiting: the key server's
+// answer often comes after the flip (liveEnded). Periods are started by parity changes alone,
+// without glitch detection: the key server, not a search, says which key applies. The source
+// is read once when a period begins and once for each look while it waits, never per packet.
+//
+// A period is offered the CW its slot holds for the period's parity, and the CW is checked
+// before it is used: it must fit the period's first checkable unit start (one trial per offer,
+// as a key list's expected key gets), and a period holds its packets until that unit start
+// comes. A CW that does not fit is not used for the period, which waits for the next CW of its
+// parity: a CW the slot still held from an earlier period is counted as stale and said nothing
+// of, one new to the period that does not fit is logged. A period without a unit start to
+// check (one that ends, or waits past Live.Wait, first) takes its CW unchecked only when it is
+// not stale (freshness): a stale one may be the previous period's, not replaced yet, and such
+// a period waits for its own. Holding is bounded as for any undecided period (HoldPackets),
+// and in time by Live.Wait.
 
 // liveState is the tracker's state for Live.
 type liveState struct {
 	cfg     Live
+	slots   *slotKeys // which of the source's CWs each period takes
 	sizes   []int
 	waiting []liveWait
 	packets map[int32]int64 // packets of each waiting period so far
@@ -46,7 +49,7 @@ type liveWait struct {
 }
 
 func newLiveState(cfg *Live, sizes []int) *liveState {
-	l := &liveState{cfg: *cfg, sizes: sizes, packets: map[int32]int64{}}
+	l := &liveState{cfg: *cfg, slots: newSlotKeys(cfg.Source), sizes: sizes, packets: map[int32]int64{}}
 	if l.cfg.Wait <= 0 {
 		l.cfg.Wait = 2 * time.Second
 	}
@@ -84,7 +87,7 @@ func (t *Tracker) livePeriodOf(pid uint16, odd bool) int32 {
 	idx := int32(len(t.periods))
 	t.periods = append(t.periods, p)
 	pk.cur, pk.run = idx, 1
-	k, final := t.live.cfg.Source.Begin(pid, odd)
+	k, final := t.live.slots.begin(pid, odd)
 	switch {
 	case k != keys.NoKey:
 		t.liveOffer(idx, k, false) // checked on the period's first unit start
@@ -124,23 +127,23 @@ func (t *Tracker) liveOffer(idx int32, k int, late bool) {
 // whether the period was decided.
 func (t *Tracker) liveUnchecked(idx int32) bool {
 	p := &t.periods[idx]
-	src := t.live.cfg.Source
+	sk := t.live.slots
 	if t.live.cfg.FileInput {
 		// A file is read ahead of the key server: the CW the slot held when the period
 		// began may be replaced by the answer to an ECM still pending. Take what the slot
 		// holds once the server is idle.
 		t.liveAwaitIdle()
-		if k, _ := src.Current(p.pid, p.number); k != keys.NoKey && k != p.key {
+		if k, _ := sk.current(p.pid, p.number); k != keys.NoKey && k != p.key {
 			if t.liveOffer(idx, k, true); p.state != Open {
 				return true
 			}
 		}
 	}
-	if src.Fresh(p.pid, p.number) != keys.Stale {
+	if sk.fresh(p.pid, p.number) != freshStale {
 		t.liveAccept(idx, p.key, false)
 		return true
 	}
-	src.Reject(p.pid, p.number)
+	sk.reject(p.pid, p.number)
 	p.key = keys.NoKey
 	return false
 }
@@ -192,12 +195,12 @@ func (t *Tracker) liveAccept(idx int32, k int, checked bool) {
 func (t *Tracker) liveReject(idx int32) {
 	p := &t.periods[idx]
 	l := t.live
-	if l.cfg.Source.Fresh(p.pid, p.number) != keys.New {
+	if l.slots.fresh(p.pid, p.number) != freshNew {
 		// The CW the slot still held from an earlier period: the period's own has not come.
 		l.st.Stale++
-		l.cfg.Source.Reject(p.pid, p.number)
+		l.slots.reject(p.pid, p.number)
 		p.key = keys.NoKey
-		if k, _ := l.cfg.Source.Current(p.pid, p.number); k != keys.NoKey {
+		if k, _ := l.slots.current(p.pid, p.number); k != keys.NoKey {
 			t.liveOffer(idx, k, true)
 		}
 		return
@@ -209,8 +212,8 @@ func (t *Tracker) liveReject(idx int32) {
 	}
 	rejected := p.key
 	p.key = keys.NoKey
-	l.cfg.Source.Reject(p.pid, p.number)
-	switch k, final := l.cfg.Source.Current(p.pid, p.number); {
+	l.slots.reject(p.pid, p.number)
+	switch k, final := l.slots.current(p.pid, p.number); {
 	case k == rejected || final && k == keys.NoKey:
 		t.liveGiveUp(idx, giveUpRejected) // the source has no other key for the period
 	case k != keys.NoKey:
@@ -273,7 +276,7 @@ func (t *Tracker) liveEnded(idx int32) {
 		t.liveSettle(idx)
 		return
 	}
-	switch k, final := t.live.cfg.Source.Current(p.pid, p.number); {
+	switch k, final := t.live.slots.current(p.pid, p.number); {
 	case k != keys.NoKey:
 		t.liveOffer(idx, k, true) // past its end: taken unchecked if fresh
 	case final:
@@ -292,7 +295,7 @@ func (t *Tracker) liveSettle(idx int32) {
 	// wait the period would give up or not by when the reader's units of work were cut.
 	for p.state == Open && p.key == keys.NoKey {
 		t.liveAwaitServer(p.pid, p.number)
-		k, _ := l.cfg.Source.Current(p.pid, p.number)
+		k, _ := l.slots.current(p.pid, p.number)
 		if k == keys.NoKey {
 			break
 		}
@@ -308,7 +311,7 @@ func (t *Tracker) liveAwaitIdle() { t.liveAwait(func() bool { return false }) }
 // has no key yet: the file's reader has run through the whole period.
 func (t *Tracker) liveAwaitServer(pid uint16, number int) {
 	t.liveAwait(func() bool {
-		k, _ := t.live.cfg.Source.Current(pid, number)
+		k, _ := t.live.slots.current(pid, number)
 		return k != keys.NoKey
 	})
 }
@@ -358,7 +361,7 @@ func (t *Tracker) liveResolve(expire bool) bool {
 			continue
 		}
 		if p.key == keys.NoKey {
-			switch k, final := l.cfg.Source.Current(p.pid, p.number); {
+			switch k, final := l.slots.current(p.pid, p.number); {
 			case k != keys.NoKey:
 				l.st.HeldMax = max(l.st.HeldMax, now.Sub(w.since))
 				t.liveOffer(w.idx, k, true)
@@ -394,7 +397,7 @@ const (
 	giveUpEnded                        // a file input's period ended with the key server idle
 	giveUpRejected                     // its key did not fit, and the source has no other
 	giveUpInputEnd                     // the input ended, or the run stopped, while it waited
-	giveUpNone                         // the source says no key will come for it
+	giveUpNone                         // no key will come for it (slotKeys: a period too far back)
 )
 
 // liveGiveUp decides a period whose key did not come: its packets pass as they came.
@@ -408,7 +411,7 @@ func (t *Tracker) liveGiveUp(idx int32, why giveUpReason) {
 		what = "passed scrambled"
 	}
 	delete(l.packets, idx)
-	l.cfg.Source.GiveUp(p.pid, p.number)
+	l.slots.giveUp(p.pid, p.number)
 	if l.cfg.Log != nil {
 		var when string
 		switch why {
@@ -491,7 +494,7 @@ func (t *Tracker) liveSettled(idx int32) {
 	if p := &t.periods[idx]; p.state == Unchecked && p.key == keys.NoKey {
 		l.st.GaveUp++
 		l.st.PassedNoKey += l.packets[idx]
-		l.cfg.Source.GiveUp(p.pid, p.number)
+		l.slots.giveUp(p.pid, p.number)
 	}
 	delete(l.packets, idx)
 }

@@ -2,6 +2,7 @@ package period
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -39,7 +40,8 @@ type Counts struct {
 // Live configures a Tracker whose keys come from a Source while the stream runs (a key server,
 // a CW log that grows), in place of a key list.
 type Live struct {
-	// Source answers which CW applies to each crypto period (a *keys.Live, typically).
+	// Source is the key slots the CWs arrive in (a *keys.Live, typically); the Tracker
+	// decides which of them each crypto period takes.
 	Source keys.Source
 	// Busy, when set, reports whether the key server has ECMs to answer still.
 	Busy func() bool
@@ -68,6 +70,8 @@ type Waits struct {
 	NotFitting  int64         `json:"cws_not_fitting"`  // CWs that did not fit their period's first unit start, not used
 	Stale       int64         `json:"cws_stale"`        // CWs a slot still held from an earlier period, not fitting: the period waited for its own
 	ReaderWaits time.Duration `json:"reader_waited_ns"` // time spent waiting for the key server (file input)
+	// Applied counts the crypto periods that took a CW from the source, per PID and parity.
+	Applied map[AppliedKey]int64 `json:"-"`
 }
 
 // Config configures a Tracker.
@@ -247,6 +251,7 @@ func (t *Tracker) Waits() *Waits {
 		return nil
 	}
 	w := t.live.st
+	w.Applied = maps.Clone(t.live.slots.applied)
 	return &w
 }
 
