@@ -68,6 +68,8 @@ func Main(args []string, env Env) int {
 }
 
 func newApp(env Env) *cli.App {
+	c := &config{mode: pipeline.Descramble}
+	flags := descrambleFlags(c)
 	return &cli.App{
 		Name:      "tsdescramble",
 		Usage:     "descramble DVB-CSA2 scrambled MPEG transport streams",
@@ -96,14 +98,14 @@ moves to the next, cyclically; the list is aligned to the stream on its first PE
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
 		// urfave/cli adds -h only to an app without a help command of its own (helpCommand).
-		Flags:    append(descrambleFlags(), cli.HelpFlag),
-		Action:   profiledProcess(env, pipeline.Descramble),
+		Flags:    append(flags, cli.HelpFlag),
+		Action:   processAction(env, c, flags),
 		Commands: commands(scrambleCommand(env), probeCommand(env), benchCommand(env), batchCommand(env)),
 	}
 }
 
 // runError turns an error of the pipeline into the message and exit status of the contract.
-func runError(err error, inPath, outPath string, out *output) error {
+func runError(err error, inPath string, out *output) error {
 	name := inPath
 	if name == "-" {
 		name = "stdin"

@@ -35,6 +35,7 @@ import (
 const indexEnv = "JOB_COMPLETION_INDEX"
 
 func batchCommand(env Env) *cli.Command {
+	b := &batchFlags{}
 	return &cli.Command{
 		Name:      "batch",
 		Usage:     "run the jobs of a manifest: all, or the one a scheduler's index names",
@@ -57,20 +58,32 @@ Examples:
    tsdescramble batch -manifest jobs.jsonl -stats-dir stats
    JOB_COMPLETION_INDEX=4 tsdescramble batch -manifest /data/jobs.jsonl -stats-dir /data/stats`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "manifest", TakesFile: true, Category: catIO, Usage: "the jobs: a JSON Lines `FILE`, one object of flags per job"},
-			&cli.IntFlag{Name: "index", Category: catIO, Usage: "run job `N` only (from 0; absent: $" + indexEnv + " if set, else every job)"},
-			&cli.IntFlag{Name: "jobs", Value: defaultJobs(), DefaultText: "one per 4 CPUs; one per CPU when most inputs are under " + strconv.Itoa(smallInput>>20) + " MiB", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
-			&cli.StringFlag{Name: "stats-dir", TakesFile: true, Category: catReporting, Usage: "write each job's statistics to `DIR`/N.json, and skip the jobs they say are done"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors (and give each job -quiet)"},
-			&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line, with the job's number)"},
-		}, profileFlags()...),
+			&cli.StringFlag{Name: "manifest", Destination: &b.manifest, TakesFile: true, Category: catIO, Usage: "the jobs: a JSON Lines `FILE`, one object of flags per job"},
+			&cli.IntFlag{Name: "index", Destination: &b.index, Category: catIO, Usage: "run job `N` only (from 0; absent: $" + indexEnv + " if set, else every job)"},
+			&cli.IntFlag{Name: "jobs", Value: defaultJobs(), Destination: &b.jobs, DefaultText: "one per 4 CPUs; one per CPU when most inputs are under " + strconv.Itoa(smallInput>>20) + " MiB", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
+			&cli.StringFlag{Name: "stats-dir", Destination: &b.statsDir, TakesFile: true, Category: catReporting, Usage: "write each job's statistics to `DIR`/N.json, and skip the jobs they say are done"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &b.quiet, Category: catReporting, Usage: "print nothing but errors (and give each job -quiet)"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Destination: &b.logFormat, Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line, with the job's number)"},
+		}, profileFlags(&b.profile.profile)...),
 		Action: func(c *cli.Context) error {
-			return withLogFormat(c, env, func(env Env) error {
+			b.indexSet, b.jobsSet = c.IsSet("index"), c.IsSet("jobs")
+			b.args = c.Args().Slice()
+			b.cmdline, _ = c.App.Metadata[argsKey].([]string)
+			return withLogFormat(b.logFormat, env, func(env Env) error {
 				// Profiles of the whole batch, all its jobs: where a job's start-up goes.
-				return profiled(c, func() error { return runBatch(c, env, localFiles{}) })
+				return profiled(&b.profile, func() error { return runBatch(b, env, localFiles{}) })
 			})
 		},
 	}
+}
+
+// batchFlags are the batch's own flags.
+type batchFlags struct {
+	manifest, statsDir, logFormat string
+	index, jobs                   int
+	indexSet, jobsSet, quiet      bool
+	profile                       config // its profile files only
+	args, cmdline                 []string
 }
 
 // defaultJobs is one job per 4 CPUs, at least one: the cipher workers of a job use the others.
@@ -163,46 +176,53 @@ func (localFiles) Remove(path string) error {
 	return nil
 }
 
-// job is one line of a manifest, its values turned into a command line.
+// job is one line of a manifest, read into the config of its run.
 type job struct {
-	index   int
-	line    int      // of the manifest, from 1, for messages
-	command string   // "" for the descrambler, or a command's name
-	args    []string // -name=value, in the manifest's order
-	set     map[string]bool
-	in, out string
-	stats   string // where its statistics go, or ""
-	// statsDir says that stats was given by the batch's -stats-dir, not the job's line.
+	index int
+	line  int // of the manifest, from 1, for messages
+	cfg   *config
+	// statsDir says that the statistics' path was given by the batch's -stats-dir, not the
+	// job's line.
 	statsDir bool
-	// files holds the value of each file flag (fileFlags) the line gives, by the flag's name.
-	files map[string]string
 }
 
-// jobCommands are the commands a manifest may name, with their flags. probe and bench write
-// no stream and have nothing to skip or retry.
-func jobCommands(env Env) map[string][]cli.Flag {
-	return map[string][]cli.Flag{
-		"descramble": descrambleFlags(),
-		"scramble":   scrambleCommand(env).Flags,
+// jobSpec is what a manifest line may say to a command: its flags by each of their names,
+// worked out once per manifest. probe and bench write no stream and have nothing to skip or
+// retry.
+type jobSpec struct {
+	mode  pipeline.Mode
+	flags []cli.Flag     // for the names of similarFlag
+	index map[string]int // flags' positions by each of their names
+}
+
+func jobSpecs() map[string]*jobSpec {
+	specs := map[string]*jobSpec{}
+	for name, mode := range map[string]pipeline.Mode{"descramble": pipeline.Descramble, "scramble": pipeline.Scramble} {
+		sp := &jobSpec{mode: mode, flags: flagsOf(mode, &config{}), index: map[string]int{}}
+		for i, f := range sp.flags {
+			for _, n := range f.Names() {
+				sp.index[n] = i
+			}
+		}
+		specs[name] = sp
 	}
+	return specs
 }
 
 // readManifest parses every line of a manifest, so that one bad line fails each index alike,
 // before any job runs. Values are never quoted in messages: manifests hold control words.
-func readManifest(path string, data []byte, env Env) ([]*job, error) {
-	cmds := newJobRunner(env).cmds
+func readManifest(path string, data []byte) ([]*job, error) {
+	specs := jobSpecs()
 	var jobs []*job
 	for n, text := range strings.Split(string(data), "\n") {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		where := fmt.Sprintf("%s line %d", path, n+1)
-		j, err := parseJob(text, cmds)
+		cfg, err := decodeJob(text, specs)
 		if err != nil {
-			return nil, usageErr("%s: %v", where, err)
+			return nil, usageErr("%s line %d: %v", path, n+1, err)
 		}
-		j.index, j.line = len(jobs), n+1
-		jobs = append(jobs, j)
+		jobs = append(jobs, &job{index: len(jobs), line: n + 1, cfg: cfg})
 	}
 	if len(jobs) == 0 {
 		return nil, usageErr("%s lists no job: write one JSON object of flags per line", path)
@@ -218,18 +238,20 @@ func keyName(k string) string {
 	return fmt.Sprintf("key %q", k)
 }
 
-// parseJob reads one manifest line: an object whose keys are flag names and values theirs.
-func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
+// jsonPair is a key of a manifest line and its value.
+type jsonPair struct {
+	key string
+	val any
+}
+
+// readPairs reads one manifest line: one JSON object, its keys in order, each once.
+func readPairs(text string) ([]jsonPair, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, errors.New("not a JSON object: write one object of flags per line")
 	}
-	type kv struct {
-		key string
-		val any
-	}
-	var pairs []kv
+	var pairs []jsonPair
 	seen := map[string]bool{}
 	for dec.More() {
 		t, err := dec.Token()
@@ -245,7 +267,7 @@ func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 			return nil, fmt.Errorf("%s is given twice", keyName(k))
 		}
 		seen[k] = true
-		pairs = append(pairs, kv{k, v})
+		pairs = append(pairs, jsonPair{k, v})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, errors.New("not valid JSON")
@@ -253,36 +275,40 @@ func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON object: write one per line")
 	}
-	j := &job{set: map[string]bool{}, files: map[string]string{}}
+	return pairs, nil
+}
+
+// decodeJob reads one manifest line, an object whose keys are flag names and values theirs,
+// into the config of its run: each value goes through the flag of its name into the field the
+// command line writes, so that the manifest and the command line have one parser.
+func decodeJob(text string, specs map[string]*jobSpec) (*config, error) {
+	pairs, err := readPairs(text)
+	if err != nil {
+		return nil, err
+	}
 	name := "descramble"
 	for _, p := range pairs {
 		if p.key == "command" {
 			s, ok := p.val.(string)
-			if _, known := cmds[s]; !ok || !known {
+			if _, known := specs[s]; !ok || !known {
 				return nil, errors.New(`"command": want "descramble" or "scramble"`)
 			}
 			name = s
 		}
 	}
-	if name != "descramble" {
-		j.command = name
-	}
-	jc := cmds[name]
+	sp := specs[name]
+	c := &config{mode: sp.mode, given: map[string]bool{}}
+	flags := flagsOf(sp.mode, c)
+	setDefaults(flags)
 	for _, p := range pairs {
 		if p.key == "command" {
 			continue
 		}
-		f, primary := jc.lookup(p.key)
-		if f == nil {
-			help := "tsdescramble -h"
-			if name != "descramble" {
-				help = "tsdescramble " + name + " -h"
-			}
-			if s := similarFlag(p.key, jc.flags); s != "" && !looksLikeKey(p.key) {
-				return nil, fmt.Errorf("unknown %s: did you mean %q? (the keys are the flags %s lists)", keyName(p.key), s, help)
-			}
-			return nil, fmt.Errorf("unknown %s (the keys are the flags %s lists, without the dash)", keyName(p.key), help)
+		i, ok := sp.index[p.key]
+		if !ok {
+			return nil, unknownKey(p.key, name, sp)
 		}
+		primary := flags[i].Names()[0]
 		switch primary {
 		case "metrics":
 			return nil, fmt.Errorf("%s: jobs that run side by side cannot listen on one address; -metrics is for a single run", keyName(p.key))
@@ -291,70 +317,80 @@ func parseJob(text string, cmds map[string]*jobCommand) (*job, error) {
 		case "log-format":
 			return nil, fmt.Errorf("%s: the jobs' messages are the batch's: give -log-format to the batch", keyName(p.key))
 		}
-		if j.set[primary] {
+		if c.given[primary] {
 			return nil, fmt.Errorf("%s and another name of -%s are both given: give it once", keyName(p.key), primary)
 		}
-		j.set[primary] = true
-		value, err := flagValue(f, p.val)
-		if err != nil {
+		c.given[primary] = true
+		if err := setFlag(flags[i], p.val); err != nil {
 			return nil, fmt.Errorf("%s: %v", keyName(p.key), err)
 		}
-		switch primary {
-		case "in":
-			j.in = value
-		case "out":
-			j.out = value
-		case "stats":
-			j.stats = value
-		}
-		if isFileFlag(primary) {
-			j.files[primary] = value
-		}
-		j.args = append(j.args, "-"+primary+"="+value)
 	}
-	for _, need := range []string{"in", "out"} {
-		switch v := map[string]string{"in": j.in, "out": j.out}[need]; {
-		case !j.set[need]:
+	for need, v := range map[string]string{"in": c.in, "out": c.out} {
+		switch {
+		case !c.given[need]:
 			return nil, fmt.Errorf("no %q: every job names its %sput file", need, need)
 		case v == "-":
 			return nil, fmt.Errorf("%q: a job reads and writes files, not stdin or stdout", need)
 		}
 	}
-	return j, nil
+	return c, nil
 }
 
-// flagValue writes a JSON value as the text of flag f: a switch takes true or false, a number
-// flag a whole number, any other a string (or a number, written as it stands).
-func flagValue(f cli.Flag, v any) (string, error) {
-	switch f.(type) {
+// unknownKey is the error of a manifest key that names no flag of the job's command.
+func unknownKey(key, command string, sp *jobSpec) error {
+	help := "tsdescramble -h"
+	if command != "descramble" {
+		help = "tsdescramble " + command + " -h"
+	}
+	if s := similarFlag(key, sp.flags); s != "" && !looksLikeKey(key) {
+		return fmt.Errorf("unknown %s: did you mean %q? (the keys are the flags %s lists)", keyName(key), s, help)
+	}
+	return fmt.Errorf("unknown %s (the keys are the flags %s lists, without the dash)", keyName(key), help)
+}
+
+// setFlag writes a JSON value through flag f: a switch takes true or false, a number flag a
+// whole number, a duration its text ("10s"), any other a string (or a number, as it stands).
+func setFlag(f cli.Flag, v any) error {
+	text, isText := v.(string)
+	if n, ok := v.(json.Number); ok {
+		text, isText = string(n), true
+	}
+	var err error
+	switch f := f.(type) {
 	case *cli.BoolFlag:
-		if b, ok := v.(bool); ok {
-			return strconv.FormatBool(b), nil
+		b, ok := v.(bool)
+		if !ok {
+			return errors.New("a switch: want true or false")
 		}
-		return "", errors.New("a switch: want true or false")
+		*f.Destination = b
 	case *cli.IntFlag:
-		if n, ok := v.(json.Number); ok {
-			if _, err := strconv.Atoi(string(n)); err == nil {
-				return string(n), nil
-			}
+		n, ok := v.(json.Number)
+		if *f.Destination, err = strconv.Atoi(string(n)); !ok || err != nil {
+			return errors.New("want a whole number")
 		}
-		return "", errors.New("want a whole number")
+	case *cli.Int64Flag:
+		if *f.Destination, err = strconv.ParseInt(text, 0, 64); !isText || err != nil {
+			return errors.New("want a whole number")
+		}
+	case *cli.DurationFlag:
+		if *f.Destination, err = time.ParseDuration(text); !isText || err != nil {
+			return errors.New("want a duration (10s, 1m30s)")
+		}
+	case *cli.StringFlag:
+		if !isText {
+			return errors.New("want a string")
+		}
+		*f.Destination = text
 	}
-	switch v := v.(type) {
-	case string:
-		return v, nil
-	case json.Number:
-		return string(v), nil
-	}
-	return "", errors.New("want a string")
+	return nil
 }
 
 // jobIndex returns the one job to run, or -1 for all of them.
-func jobIndex(c *cli.Context, n int) (int, error) {
+func jobIndex(b *batchFlags, n int) (int, error) {
 	var i int
 	switch {
-	case c.IsSet("index"):
-		i = c.Int("index")
+	case b.indexSet:
+		i = b.index
 	case os.Getenv(indexEnv) != "":
 		var err error
 		if i, err = strconv.Atoi(strings.TrimSpace(os.Getenv(indexEnv))); err != nil {
@@ -369,65 +405,10 @@ func jobIndex(c *cli.Context, n int) (int, error) {
 	return i, nil
 }
 
-func runBatch(c *cli.Context, env Env, files jobFiles) error {
-	if c.NArg() > 0 {
-		return strayArgument(c)
-	}
-	path := c.String("manifest")
-	if path == "" {
-		return usageErr("batch needs -manifest FILE: one JSON object of flags per job, per line")
-	}
-	data, err := files.ReadFile(path)
-	if err != nil {
-		return usageErr("cannot read the manifest: %v", unwrapPath(err))
-	}
-	jobs, err := readManifest(path, data, env)
+func runBatch(b *batchFlags, env Env, files jobFiles) error {
+	jobs, index, parallel, own, err := loadJobs(b, env, files)
 	if err != nil {
 		return err
-	}
-	parallel := c.Int("jobs")
-	if parallel < 1 || parallel > 1024 {
-		return usageErr("-jobs: want a number from 1 to 1024")
-	}
-	index, err := jobIndex(c, len(jobs))
-	if err != nil {
-		return err
-	}
-	if index < 0 && !c.IsSet("jobs") {
-		sizes := make([]int64, len(jobs))
-		for i, j := range jobs {
-			if sizes[i], err = files.Size(j.in); err != nil {
-				sizes[i] = -1 // missing, or not a regular file: the job says which
-			}
-		}
-		parallel = min(batchJobs(sizes, runtime.GOMAXPROCS(0)), 1024)
-	}
-	statsDir := c.String("stats-dir")
-	if statsDir != "" {
-		for _, j := range jobs {
-			if j.stats != "" {
-				return usageErr("%s line %d: \"stats\" and -stats-dir both name where the statistics go: give one", path, j.line)
-			}
-			j.stats, j.statsDir = filepath.Join(statsDir, strconv.Itoa(j.index)+".json"), true
-			j.args = append(j.args, "-stats="+j.stats)
-		}
-	}
-	// Every job's files, before anything is created or removed, even with -index: the pods of
-	// an Indexed Job run side by side, and each refuses the manifest alike.
-	own, err := checkJobFiles(path, jobs, env.Stderr)
-	if err != nil {
-		return err
-	}
-	if statsDir != "" {
-		if err := files.MkdirAll(statsDir); err != nil {
-			return usageErr("-stats-dir %s: cannot create it: %v: give a directory the batch can write", statsDir, pathReason(err))
-		}
-		// A directory that exists but takes no file (a read-only volume) is the same mistake
-		// as one that cannot be made, and as a -stats FILE that cannot be written: a usage
-		// error before any job runs, not each job failing to replace its statistics.
-		if err := files.CheckWritable(statsDir); err != nil {
-			return usageErr("-stats-dir %s: cannot write in it: %v: give a directory the batch can write", statsDir, pathReason(err))
-		}
 	}
 	if index >= 0 {
 		jobs, parallel = jobs[index:index+1], 1
@@ -435,20 +416,91 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	parallel = min(parallel, len(jobs))
 	// Each job gets its share of the cipher workers, unless its line says how many.
 	share := max(1, runtime.GOMAXPROCS(0)/parallel)
-	quiet := c.Bool("quiet")
 	for _, j := range jobs {
-		if !j.set["workers"] {
-			j.args = append(j.args, "-workers="+strconv.Itoa(share))
+		if !j.cfg.isSet("workers") {
+			j.cfg.workers = share
 		}
-		if quiet && !j.set["quiet"] && !j.set["verbose"] {
-			j.args = append(j.args, "-quiet")
+		if b.quiet && !j.cfg.isSet("quiet") && !j.cfg.isSet("verbose") {
+			j.cfg.quiet = true
 		}
 	}
-
 	defer tuneGC(parallel)()
-
-	b := &batchRun{env: env, files: files, quiet: quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs)),
+	r := &batchRun{env: env, files: files, quiet: b.quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs)),
 		leftovers: findLeftovers(jobs, files, own)}
+	r.runAll(jobs, parallel)
+	return r.result(jobs, index >= 0)
+}
+
+// loadJobs reads and checks the manifest and the batch's flags: the jobs, the one to run (or
+// -1), how many run at a time, and the jobs' files.
+func loadJobs(b *batchFlags, env Env, files jobFiles) (jobs []*job, index, parallel int, own *jobFileSet, err error) {
+	if len(b.args) > 0 {
+		return nil, 0, 0, nil, strayArgument(b.args, b.cmdline)
+	}
+	path := b.manifest
+	if path == "" {
+		return nil, 0, 0, nil, usageErr("batch needs -manifest FILE: one JSON object of flags per job, per line")
+	}
+	data, err := files.ReadFile(path)
+	if err != nil {
+		return nil, 0, 0, nil, usageErr("cannot read the manifest: %v", unwrapPath(err))
+	}
+	if jobs, err = readManifest(path, data); err != nil {
+		return nil, 0, 0, nil, err
+	}
+	parallel = b.jobs
+	if parallel < 1 || parallel > 1024 {
+		return nil, 0, 0, nil, usageErr("-jobs: want a number from 1 to 1024")
+	}
+	if index, err = jobIndex(b, len(jobs)); err != nil {
+		return nil, 0, 0, nil, err
+	}
+	if index < 0 && !b.jobsSet {
+		sizes := make([]int64, len(jobs))
+		for i, j := range jobs {
+			if sizes[i], err = files.Size(j.cfg.in); err != nil {
+				sizes[i] = -1 // missing, or not a regular file: the job says which
+			}
+		}
+		parallel = min(batchJobs(sizes, runtime.GOMAXPROCS(0)), 1024)
+	}
+	if b.statsDir != "" {
+		for _, j := range jobs {
+			if j.cfg.stats != "" {
+				return nil, 0, 0, nil, usageErr("%s line %d: \"stats\" and -stats-dir both name where the statistics go: give one", path, j.line)
+			}
+			j.cfg.stats, j.statsDir = filepath.Join(b.statsDir, strconv.Itoa(j.index)+".json"), true
+			j.cfg.given["stats"] = true
+		}
+	}
+	// Every job's files, before anything is created or removed, even with -index: the pods of
+	// an Indexed Job run side by side, and each refuses the manifest alike.
+	if own, err = checkJobFiles(path, jobs, env.Stderr); err != nil {
+		return nil, 0, 0, nil, err
+	}
+	return jobs, index, parallel, own, makeStatsDir(b.statsDir, files)
+}
+
+// makeStatsDir makes -stats-dir and checks that it takes files.
+func makeStatsDir(dir string, files jobFiles) error {
+	if dir == "" {
+		return nil
+	}
+	if err := files.MkdirAll(dir); err != nil {
+		return usageErr("-stats-dir %s: cannot create it: %v: give a directory the batch can write", dir, pathReason(err))
+	}
+	// A directory that exists but takes no file (a read-only volume) is the same mistake as one
+	// that cannot be made, and as a -stats FILE that cannot be written: a usage error before
+	// any job runs, not each job failing to replace its statistics.
+	if err := files.CheckWritable(dir); err != nil {
+		return usageErr("-stats-dir %s: cannot write in it: %v: give a directory the batch can write", dir, pathReason(err))
+	}
+	return nil
+}
+
+// runAll runs the jobs, parallel at a time, until all ran or a signal stops the batch.
+func (b *batchRun) runAll(jobs []*job, parallel int) {
+	env := b.env
 	// A stop signal stops the handing out of jobs. A job that has begun its run stops as the
 	// command does, by its own handler (signals.go); one still opening its input or reading
 	// its keys has none yet, and could wait on a stalled input for ever: the batch ends
@@ -457,6 +509,7 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	signal.Notify(stop, stopSignals...)
 	defer signal.Stop(stop)
 	stopping, finished := make(chan struct{}), make(chan struct{})
+	defer close(finished)
 	quitWhenNoJobDoes(env, finished)
 	go func() {
 		select {
@@ -488,15 +541,12 @@ func runBatch(c *cli.Context, env Env, files jobFiles) error {
 	var wg sync.WaitGroup
 	for range parallel {
 		wg.Go(func() {
-			r := newJobRunner(env)
 			for i := range next {
-				b.run(r, i, jobs[i])
+				b.run(i, jobs[i])
 			}
 		})
 	}
 	wg.Wait()
-	close(finished)
-	return b.result(jobs, index >= 0)
 }
 
 // quitWhenNoJobDoes ends the batch at once on a quit signal (SIGQUIT) until finished is
@@ -575,35 +625,35 @@ type batchRun struct {
 }
 
 // batchJobStarts, when not nil, is called as each job of a batch begins, with its number and
-// its command line: tests see through it how the jobs were spread.
-var batchJobStarts func(index int, args []string)
+// its config: tests see through it how the jobs were spread.
+var batchJobStarts func(index int, c *config)
 
-// run runs one job (or skips it) with r and records its exit status.
-func (b *batchRun) run(r *jobRunner, i int, j *job) {
+// run runs one job (or skips it) and records its exit status.
+func (b *batchRun) run(i int, j *job) {
 	if batchJobStarts != nil {
-		batchJobStarts(j.index, j.args)
+		batchJobStarts(j.index, j.cfg)
 	}
 	stderr := &linePrefixer{w: b.env.Stderr, mu: &b.mu, prefix: fmt.Sprintf("job %d: ", j.index)}
 	defer stderr.flush()
 	if b.done(j) {
 		b.skipped[i] = true
 		if !b.quiet {
-			fmt.Fprintf(stderr, "tsdescramble: skipped: %s exists and %s says it was written from %s\n", j.out, j.stats, j.in)
+			fmt.Fprintf(stderr, "tsdescramble: skipped: %s exists and %s says it was written from %s\n", j.cfg.out, j.cfg.stats, j.cfg.in)
 		}
 		b.removeLeftovers(j, stderr)
 		return
 	}
-	if j.stats != "" {
+	if j.cfg.stats != "" {
 		// Statistics of an earlier attempt must not vouch for this one, should it fail
 		// before it writes its own. No job reads this file, nor writes it but this one: the
 		// manifest was refused otherwise (checkJobFiles).
-		if err := b.files.Remove(j.stats); err != nil {
+		if err := b.files.Remove(j.cfg.stats); err != nil {
 			fmt.Fprintf(stderr, "tsdescramble: cannot remove the statistics of an earlier run: %v\n", unwrapPath(err))
 			b.status[i] = exitFail
 			return
 		}
 	}
-	b.status[i] = r.run(j.command, j.args, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr})
+	b.status[i] = errorStatus(process(j.cfg, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr}), Env{Stderr: stderr})
 	if b.status[i] == exitOK {
 		b.removeLeftovers(j, stderr)
 	}
@@ -618,10 +668,10 @@ func (b *batchRun) removeLeftovers(j *job, stderr io.Writer) {
 	}
 	removed, err := removeLeftovers(ls, b.files)
 	if len(removed) > 0 && !b.quiet {
-		fmt.Fprintf(stderr, "tsdescramble: removed what an earlier run left beside %s: %s\n", j.out, strings.Join(removed, ", "))
+		fmt.Fprintf(stderr, "tsdescramble: removed what an earlier run left beside %s: %s\n", j.cfg.out, strings.Join(removed, ", "))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tsdescramble: cannot remove what an earlier run left beside %s: %v\n", j.out, unwrapPath(err))
+		fmt.Fprintf(stderr, "tsdescramble: cannot remove what an earlier run left beside %s: %v\n", j.cfg.out, unwrapPath(err))
 	}
 }
 
@@ -633,10 +683,11 @@ func (b *batchRun) removeLeftovers(j *job, stderr io.Writer) {
 // and give the input's modification time as the run began (report.go, runFiles); statistics
 // without them, from an older version, are not taken for done: the job runs once more.
 func (b *batchRun) done(j *job) bool {
-	if j.stats == "" {
+	in, out, stats := j.cfg.in, j.cfg.out, j.cfg.stats
+	if stats == "" {
 		return false
 	}
-	data, err := b.files.ReadFile(j.stats)
+	data, err := b.files.ReadFile(stats)
 	if err != nil {
 		return false
 	}
@@ -649,16 +700,16 @@ func (b *batchRun) done(j *job) bool {
 	if json.Unmarshal(data, &st) != nil || st.ExitStatus == nil || *st.ExitStatus != exitOK {
 		return false
 	}
-	in, out := st.Files.In, st.Files.Out
-	if in == nil || out == nil || in.Path != absPath(j.in) || out.Path != absPath(j.out) {
+	fin, fout := st.Files.In, st.Files.Out
+	if fin == nil || fout == nil || fin.Path != absPath(in) || fout.Path != absPath(out) {
 		return false
 	}
-	ofi, err := b.files.Stat(j.out)
-	if err != nil || !ofi.Mode().IsRegular() || ofi.Size() != out.Size || out.Size != st.BytesOut {
+	ofi, err := b.files.Stat(out)
+	if err != nil || !ofi.Mode().IsRegular() || ofi.Size() != fout.Size || fout.Size != st.BytesOut {
 		return false
 	}
-	ifi, err := b.files.Stat(j.in)
-	return err == nil && ifi.Mode().IsRegular() && ifi.Size() == in.Size && in.Size == st.BytesIn && ifi.ModTime().Equal(in.ModTime)
+	ifi, err := b.files.Stat(in)
+	return err == nil && ifi.Mode().IsRegular() && ifi.Size() == fin.Size && fin.Size == st.BytesIn && ifi.ModTime().Equal(fin.ModTime)
 }
 
 // result says how the batch went and returns its exit status (see the command's description).
@@ -702,25 +753,6 @@ func (b *batchRun) result(jobs []*job, one bool) error {
 		return nil
 	}
 	return &exitError{code: code, msg: msg}
-}
-
-// runJob runs one job's command line in this process, as Main does, with its own app (for a
-// command line the jobRunner's parse refuses, so that the message is the app's). Every
-// flag the app parses is its own: urfave/cli's package-level help and version flags are
-// written to on each parse, and jobs parse in parallel.
-func runJob(args []string, env Env) int {
-	app := newApp(env)
-	app.Metadata = map[string]any{argsKey: args[1:]}
-	app.HideVersion = true
-	for i, f := range app.Flags {
-		if f == cli.HelpFlag {
-			app.Flags[i] = &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show this help"}
-		}
-	}
-	for _, c := range app.Commands {
-		c.HideHelp = true
-	}
-	return errorStatus(app.Run(args), env)
 }
 
 // linePrefixer writes whole lines to w, each with the job's prefix after the program's name,

@@ -359,16 +359,12 @@ func TestBatchDefaultJobsRunSmallInputsSideBySide(t *testing.T) {
 		all, giveUp := make(chan struct{}), make(chan struct{})
 		timer := time.AfterFunc(10*time.Second, func() { close(giveUp) })
 		var workers []string
-		batchJobStarts = func(index int, args []string) {
+		batchJobStarts = func(index int, jc *config) {
 			mu.Lock()
 			started++
 			running++
 			most = max(most, running)
-			for _, a := range args {
-				if strings.HasPrefix(a, "-workers=") {
-					workers = append(workers, a)
-				}
-			}
+			workers = append(workers, fmt.Sprintf("-workers=%d", jc.workers))
 			if started == c.together {
 				close(all)
 			}

@@ -114,10 +114,7 @@ func checkJobFiles(manifest string, jobs []*job, stderr io.Writer) (*jobFileSet,
 	}
 	for _, j := range jobs {
 		for _, ff := range fileFlags {
-			p := j.files[ff.name]
-			if ff.name == "stats" {
-				p = j.stats // the job's own, or the one -stats-dir gives it
-			}
+			p := ff.get(j.cfg) // -stats: the job's own, or the one -stats-dir gives it
 			if p == "" || ff.stdio && (p == "-" || live.IsAddress(p)) {
 				continue
 			}
@@ -255,10 +252,10 @@ type leftover struct {
 func findLeftovers(jobs []*job, files jobFiles, own *jobFileSet) map[int][]leftover {
 	byDir := map[string]map[string]*job{} // directory, then output name
 	for _, j := range jobs {
-		if j.out == "-" || live.IsAddress(j.out) || !keptAsPartial(j.out) {
+		if out := j.cfg.out; out == "-" || live.IsAddress(out) || !keptAsPartial(out) {
 			continue
 		}
-		dir, base := filepath.Split(followLinks(j.out))
+		dir, base := filepath.Split(followLinks(j.cfg.out))
 		if dir == "" {
 			dir = "."
 		}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -43,20 +41,20 @@ type keySource struct {
 	reduced   bool        // -reduce-entropy was given
 }
 
-func keySourceOf(c *cli.Context, ks *keySet) keySource {
-	src := keySource{format: ks.format, reduced: c.Bool("reduce-entropy")}
+func keySourceOf(k *cwFlags, ks *keySet) keySource {
+	src := keySource{format: ks.format, reduced: k.reduce}
 	switch {
-	case c.String("cw") != "":
+	case k.cw != "":
 		src.flag = "cw"
-	case c.String("biss") != "":
+	case k.biss != "":
 		src.flag = "biss"
-	case c.String("cw-env") != "":
+	case k.env != "":
 		src.flag = "cw-env"
-	case c.String("cw-file") != "":
-		src.flag, src.file = "cw-file", c.String("cw-file")
+	case k.file != "":
+		src.flag, src.file = "cw-file", k.file
 	default:
 		src.flag = "cw-even/cw-odd"
-		src.even, src.odd = c.String("cw-even") != "", c.String("cw-odd") != ""
+		src.even, src.odd = k.even != "", k.odd != ""
 	}
 	return src
 }
@@ -69,8 +67,8 @@ func (s keySource) byParity() bool {
 // keyAdvice returns what the message of a run whose keys do not fit says to do, in
 // parentheses: the change that makes the keys fit the first scrambled unit starts when a
 // usual mistake explains the failure, else where to look.
-func keyAdvice(c *cli.Context, st *pipeline.Stats, sys scrambling.System, ks *keySet) string {
-	if h := keyHint(st.Samples, sys, ks, keySourceOf(c, ks)); h != "" {
+func keyAdvice(c *config, st *pipeline.Stats, sys scrambling.System, ks *keySet) string {
+	if h := keyHint(st.Samples, sys, ks, keySourceOf(&c.keys, ks)); h != "" {
 		return " (" + h + ")"
 	}
 	return " (check the control words, their parity and order, -cipher and -reduce-entropy)"

@@ -15,25 +15,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
-
-// keyServerFlags are the flags of keys that come from a key server while the stream runs.
-func keyServerFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "key-server", Category: catKeys, Usage: "take the keys from a key server that answers the stream's ECMs: `URL` cs378x://USER:PASS@HOST:PORT[?caid=HEX&ecm-pid=PID] (camd35 over TCP, as OSCam serves it) or dvbapi://HOST:PORT (OSCam's DVBAPI network protocol)"},
-		&cli.StringFlag{Name: "key-server-env", Category: catKeys, Usage: "read the -key-server URL from the environment variable `NAME` (keeps the password out of ps)"},
-		&cli.DurationFlag{Name: "key-wait", Value: 2 * time.Second, Category: catKeys, Usage: "how long a crypto period waits for its key from the key server (`DURATION`), in all: the server's own timeouts, reconnects and replays fit inside it"},
-		&cli.BoolFlag{Name: "follow", Category: catKeys, Usage: "with -cw-file, read an OSCam .cwl log (or EVEN ODD pairs) that another program is still writing, like tail -f: each key applies from the next crypto period of its parity"},
-		&cli.StringFlag{Name: "missing-key", Value: "pass", Category: catKeys, Usage: "what happens to the packets of a period whose key did not come in time: `pass` them as they came, or drop them (counted either way)"},
-	}
-}
 
 // keyServerURL is a parsed -key-server URL.
 type keyServerURL struct {
@@ -108,42 +95,18 @@ type keyServer struct {
 	verbose bool // -v: a line for each ECM answered without a key
 }
 
-// keyServerFromFlags reads the key server flags: nil when none is given. It checks that no
-// other key flag is.
-func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer, error) {
-	raw, flag := c.String("key-server"), "-key-server"
-	if name := c.String("key-server-env"); name != "" {
-		if raw != "" {
-			return nil, usageErr("give -key-server or -key-server-env, not both")
-		}
-		v, ok := os.LookupEnv(name)
-		if !ok || v == "" {
-			return nil, usageErr("-key-server-env: the environment variable %s is not set or empty", name)
-		}
-		raw, flag = v, "-key-server-env "+name
+// newKeyServer returns the client of the key server the flags name, validated (checkKeyServer),
+// or the follower of -follow's log: nil when neither is given.
+func newKeyServer(c *config) (*keyServer, error) {
+	if c.follow {
+		return followFromFlags(c)
 	}
-	if c.Bool("follow") {
-		return followFromFlags(c, raw != "")
-	}
-	if raw == "" {
-		// -ecm-xor takes them too, and says itself when it does not (ecmKeys).
-		if name := givenWaitFlag(c); name != "" && c.String("ecm-xor") == "" {
-			return nil, usageErr("-%s needs -key-server or -key-server-env", name)
-		}
+	u := c.ksURL
+	if u == nil {
 		return nil, nil
 	}
-	if mode == pipeline.Scramble {
-		return nil, usageErr("a key server gives keys to descramble with: scramble takes -cw, -cw-file and the like")
-	}
-	if name := givenKeyFlag(c, ""); name != "" {
-		return nil, usageErr("give one key source: %s or -%s, not both", strings.Fields(flag)[0], name)
-	}
-	u, err := parseKeyServerURL(flag, raw)
-	if err != nil {
-		return nil, err
-	}
 	// A request to the server never outlasts the wait of the period that needs its answer.
-	timeout := min(keyserver.DefaultTimeout, c.Duration("key-wait"))
+	timeout := min(keyserver.DefaultTimeout, c.keyWait)
 	if u.scheme == "cs378x" {
 		cs := cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password, Timeout: timeout})
 		ks, err := newECMKeys(c, u, cs, u.choice)
@@ -159,86 +122,47 @@ func keyServerFromFlags(c *cli.Context, env Env, mode pipeline.Mode) (*keyServer
 	}
 	ks.url = u
 	cfg := dvbapi.Config{Addr: u.addr, Timeout: timeout}
-	if c.IsSet("service") {
-		cfg.ServiceID = uint16(c.Int("service"))
+	if c.isSet("service") {
+		cfg.ServiceID = uint16(c.service)
 	}
 	ks.dv = dvbapi.NewClient(cfg, ks.live)
 	ks.lk.Sections = ks.dv
 	return ks, nil
 }
 
-// givenKeyFlag returns the name of the first key flag of the input side given, but own, or "":
-// a source of keys that come while the stream runs (-key-server, -ecm-xor, -follow) takes no
-// other.
-func givenKeyFlag(c *cli.Context, own string) string {
-	for _, name := range []string{"cw", "cw-even", "cw-odd", "cw-file", "biss", "cw-env"} {
-		if name != own && c.String(name) != "" {
-			return name
-		}
-	}
-	return ""
-}
-
-// givenWaitFlag returns the name of the first flag given of those that say how a crypto period
-// waits for its key (-key-wait, -missing-key), or "": only a source of keys that come while
-// the stream runs takes them.
-func givenWaitFlag(c *cli.Context) string {
-	for _, name := range []string{"key-wait", "missing-key"} {
-		if c.IsSet(name) {
-			return name
-		}
-	}
-	return ""
-}
-
 // newECMKeys returns the key source of a run whose keys answer the stream's ECMs (a cs378x
 // server, -ecm-xor on a pipe or a network input): the ECM PID as choice (with -service) names
 // it, each distinct ECM answered by ans, -key-wait and -missing-key read. url names the
 // protocol in the summary.
-func newECMKeys(c *cli.Context, url *keyServerURL, ans keyserver.Answerer, choice keyserver.Choice) (*keyServer, error) {
+func newECMKeys(c *config, url *keyServerURL, ans keyserver.Answerer, choice keyserver.Choice) (*keyServer, error) {
 	ks, err := newLiveKeys(c)
 	if err != nil {
 		return nil, err
 	}
 	ks.url = url
 	ks.feeder = keyserver.NewFeeder(ks.live, ans)
-	ks.verbose = c.Bool("verbose")
-	if c.IsSet("service") {
-		choice.ServiceID = uint16(c.Int("service"))
+	ks.verbose = c.verbose
+	if c.isSet("service") {
+		choice.ServiceID = uint16(c.service)
 	}
 	ks.lk.Sections = keyserver.NewECMSink(ks.feeder, choice)
 	return ks, nil
 }
 
 // newLiveKeys reads -key-wait and -missing-key into the run's LiveKeys.
-func newLiveKeys(c *cli.Context) (*keyServer, error) {
-	m := c.String("missing-key")
-	if m != "pass" && m != "drop" {
-		return nil, usageErr("-missing-key: want pass (the packets of a period without its key pass as they came) or drop")
-	}
-	if d := c.Duration("key-wait"); d <= 0 || d > time.Hour {
-		return nil, usageErr("-key-wait: want a duration from 1ms to 1h, 2s for instance")
+func newLiveKeys(c *config) (*keyServer, error) {
+	if err := checkWaitFlags(c); err != nil {
+		return nil, err
 	}
 	ks := &keyServer{live: keys.NewLive()}
-	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: c.Duration("key-wait"), ShowKeys: c.Bool("show-keys"), Drop: m == "drop"}
+	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: c.keyWait, ShowKeys: c.showKeys, Drop: c.missingKey == "drop"}
 	return ks, nil
 }
 
-// followFromFlags reads -cw-file FILE -follow: keys from a log that grows while the run reads.
-func followFromFlags(c *cli.Context, server bool) (*keyServer, error) {
-	path := c.String("cw-file")
-	switch {
-	case server:
-		return nil, usageErr("-follow reads a growing -cw-file: give it or a key server, not both")
-	case path == "":
-		return nil, usageErr("-follow needs -cw-file FILE: the OSCam .cwl log (or file of EVEN ODD pairs) to follow")
-	}
-	if name := givenKeyFlag(c, "cw-file"); name != "" {
-		return nil, usageErr("give one key source: -cw-file or -%s, not both", name)
-	}
-	if c.String("cipher") != "csa2" {
-		return nil, usageErr("-follow reads DVB-CSA2 control words: use it with -cipher csa2")
-	}
+// followFromFlags reads -cw-file FILE -follow (checked by checkFollow): keys from a log that
+// grows while the run reads.
+func followFromFlags(c *config) (*keyServer, error) {
+	path := c.keys.file
 	kf, err := loadWholeLines(path)
 	switch {
 	case errors.Is(err, keys.ErrEmptyList):

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
@@ -27,49 +25,6 @@ const defaultLatency = 50 * time.Millisecond
 // peekLive bounds the look-ahead for the PMTs on a network input (system_detect.go): a feed
 // without a PAT must not hold its first packets back for long.
 const peekLive = time.Second
-
-func liveFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.DurationFlag{Name: "latency", Value: defaultLatency, Category: catLive,
-			Usage: "a packet leaves at most `DURATION` after it came in, in a partial unit of work and datagram if need be (default 50ms; for a regular file 0: full units only)"},
-		&cli.BoolFlag{Name: "pace", Category: catLive,
-			Usage: "send at the rate the stream's PCR says it plays (default: on from a regular file to an address; -pace=false sends as fast as it reads)"},
-		&cli.DurationFlag{Name: "duration", Category: catLive, Usage: "end the run, as at the end of the input, after `DURATION` (a live input never ends)"},
-		&cli.Int64Flag{Name: "packets", Category: catLive, Usage: "end the run, as at the end of the input, after `N` packets"},
-		&cli.DurationFlag{Name: "timeout", Category: catLive, Usage: "fail (exit 1) when the input sends nothing for `DURATION` (default: wait for ever)"},
-	}
-}
-
-// liveOptions are the live flags, checked.
-type liveOptions struct {
-	latency, duration, timeout time.Duration
-	latencySet, pace, paceSet  bool
-	packets                    int64
-}
-
-// readLiveFlags checks the live flags; their errors are usage errors.
-func readLiveFlags(c *cli.Context) (liveOptions, error) {
-	o := liveOptions{
-		latency: c.Duration("latency"), latencySet: c.IsSet("latency"),
-		pace: c.Bool("pace"), paceSet: c.IsSet("pace"),
-		duration: c.Duration("duration"), packets: c.Int64("packets"), timeout: c.Duration("timeout"),
-	}
-	switch {
-	case o.latency < 0:
-		return o, usageErr("-latency: want a duration of 0 or more (50ms, 1s; 0 sends full units of work only)")
-	case c.IsSet("duration") && o.duration <= 0:
-		return o, usageErr("-duration: want a duration above 0 (10s, 5m, 2h)")
-	case c.IsSet("packets") && o.packets <= 0:
-		return o, usageErr("-packets: want a number of packets above 0")
-	case c.IsSet("timeout") && o.timeout <= 0:
-		return o, usageErr("-timeout: want a duration above 0 (5s, 1m)")
-	case c.IsSet("stats-interval") && (c.Duration("stats-interval") <= 0 || c.String("stats") == ""):
-		return o, usageErr("-stats-interval: want a duration above 0 (10s, 1m), with -stats FILE to write to")
-	case o.pace && c.IsSet("pace") && !live.IsAddress(c.String("out")):
-		return o, usageErr("-pace paces a network output: give -out udp://HOST:PORT or rtp://HOST:PORT, or leave -pace out")
-	}
-	return o, nil
-}
 
 // checkAddress parses the address of flag name (-in or -out), which must be one to receive on
 // or to send to as the flag says.

@@ -20,6 +20,7 @@ type fileFlag struct {
 	// late: written only after the whole run, so whether it can be written is checked
 	// before the run starts rather than found out at the end.
 	late bool
+	get  func(*config) string // the flag's value
 }
 
 func (f fileFlag) output() bool { return f.what != "" }
@@ -28,24 +29,24 @@ func (f fileFlag) output() bool { return f.what != "" }
 // then outputs. A new output flag is one more line here; a flag that a command lacks, or that
 // is not given, reads as "" and is skipped.
 var fileFlags = []fileFlag{
-	{name: "in", stdio: true},
-	{name: "cw-file"},
-	{name: "rescramble-cw-file"},
-	{name: "out", what: "output", stdio: true},
+	{name: "in", stdio: true, get: func(c *config) string { return c.in }},
+	{name: "cw-file", get: func(c *config) string { return c.keys.file }},
+	{name: "rescramble-cw-file", get: func(c *config) string { return c.rekeys.file }},
+	{name: "out", what: "output", stdio: true, get: func(c *config) string { return c.out }},
 	// Written from the start of a SimulCrypt run, in place (O_TRUNC): named after an input, it
 	// would empty it.
-	{name: "cw-log", what: "CW log"},
-	{name: "stats", what: "statistics", late: true},
-	{name: "cpuprofile", what: "CPU profile"},
-	{name: "memprofile", what: "heap profile", late: true},
+	{name: "cw-log", what: "CW log", get: func(c *config) string { return c.cwLog }},
+	{name: "stats", what: "statistics", late: true, get: func(c *config) string { return c.stats }},
+	{name: "cpuprofile", what: "CPU profile", get: func(c *config) string { return c.profile.cpu }},
+	{name: "memprofile", what: "heap profile", late: true, get: func(c *config) string { return c.profile.mem }},
 }
 
 // checkPaths refuses, before anything is read, file flags that would make a run destroy what
 // it reads or write two things to one file: no output may name an input or another output. It
 // also checks that an output written only after the run can be written at all, so that a
-// mistyped directory does not cost the whole run. value returns a flag's value by name; the
-// errors are usage errors, one line naming both flags, the path and what to do.
-func checkPaths(value func(name string) string) error {
+// mistyped directory does not cost the whole run. The errors are usage errors, one line naming
+// both flags, the path and what to do.
+func checkPaths(c *config) error {
 	type given struct {
 		flag fileFlag
 		path string
@@ -53,7 +54,7 @@ func checkPaths(value func(name string) string) error {
 	var files []given
 	addrs := map[string]*live.Address{}
 	for _, f := range fileFlags {
-		p := value(f.name)
+		p := f.get(c)
 		if p == "" || f.stdio && p == "-" {
 			continue
 		}
@@ -69,7 +70,7 @@ func checkPaths(value func(name string) string) error {
 		files = append(files, given{f, p})
 	}
 	if in, out := addrs["in"], addrs["out"]; in != nil && out != nil && sendsToItself(in, out) {
-		return usageErr("-in %s and -out %s: the run would receive what it sends; send to another port", value("in"), value("out"))
+		return usageErr("-in %s and -out %s: the run would receive what it sends; send to another port", c.in, c.out)
 	}
 	for j, b := range files {
 		for _, a := range files[:j] {

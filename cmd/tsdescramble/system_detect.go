@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -104,13 +102,13 @@ func (l *lookahead) close() {
 // hands it to the run, which reads every byte as if nothing had looked. The notes it appends to notes are for stderr once
 // the run starts: which system the PMT chose, a mode that tsdescramble cannot descramble, or a
 // -cipher that disagrees with it.
-func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int, notes *[]string) (scrambling.System, *lookahead, error) {
-	name := c.String("cipher")
-	sys, err := lookupSystem("cipher", name, lanes)
-	if err != nil || mode != pipeline.Descramble {
+func chooseSystem(c *config, env Env, notes *[]string) (scrambling.System, *lookahead, error) {
+	lanes := c.lanes
+	sys, err := lookupSystem("cipher", c.cipher, lanes)
+	if err != nil || c.mode != pipeline.Descramble {
 		return sys, nil, err
 	}
-	in, err := openInput(c.String("in"), env)
+	in, err := openInput(c.in, env)
 	if err != nil {
 		return sys, nil, nil // the run opens it again and says what is wrong, in its place
 	}
@@ -120,7 +118,7 @@ func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int, notes 
 		// back the usage errors that come after (a missing key, say).
 		return sys, la, nil
 	}
-	if c.IsSet("cipher") && in.live != nil {
+	if c.isSet("cipher") && in.live != nil {
 		// -cipher names the system, so the look-ahead could only add a note: on a live input
 		// it is not worth holding the first packets back for (the latency bound holds from the
 		// first packet on).
@@ -128,7 +126,7 @@ func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int, notes 
 	}
 	var found []signalled
 	for _, s := range peekServices(in) {
-		if c.IsSet("service") && int(s.Number) != c.Int("service") {
+		if c.isSet("service") && int(s.Number) != c.service {
 			continue
 		}
 		if m, ok := s.ScramblingMode(); ok {
@@ -144,7 +142,7 @@ func chooseSystem(c *cli.Context, env Env, mode pipeline.Mode, lanes int, notes 
 	f := found[0]
 	signalledName := systemOfMode(f.mode)
 	switch {
-	case c.IsSet("cipher"):
+	case c.isSet("cipher"):
 		if signalledName != "" && signalledName != sys.Name() {
 			note("-cipher %s overrides the scrambling_descriptor in the PMT of service %d, which says %s", sys.Name(), f.number, signalledName)
 		}

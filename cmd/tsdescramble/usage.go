@@ -171,19 +171,20 @@ func looksLikeKey(s string) bool {
 	return ok && n >= 6
 }
 
-// strayArgument is the usage error for arguments left over after the flags. An argument that
-// names an existing file is shown (the input given without -in); any other is named by its
-// position, since it is most often the second half of a control word typed without quotes.
-func strayArgument(c *cli.Context) error {
-	arg := c.Args().First()
+// strayArgument is the usage error for arguments left over after the flags (args), of the
+// command line cmdline. An argument that names an existing file is shown (the input given
+// without -in); any other is named by its position, since it is most often the second half of
+// a control word typed without quotes.
+func strayArgument(args, cmdline []string) error {
+	arg := args[0]
 	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() && !looksLikeKey(arg) {
 		return usageErr("unexpected argument %s: to read it, give -in %s", arg, arg)
 	}
 	pos := ""
-	if all, ok := c.App.Metadata[argsKey].([]string); ok && len(all) >= c.NArg() {
+	if len(cmdline) >= len(args) {
 		// The parser stops at the first argument that is not a flag or a flag's value, so the
 		// arguments left over are the tail of the command line.
-		pos = fmt.Sprintf(" %d", len(all)-c.NArg()+1)
+		pos = fmt.Sprintf(" %d", len(cmdline)-len(args)+1)
 	}
 	return usageErr("argument%s is neither a flag nor a flag's value: quote a value that holds spaces, and give the input with -in FILE", pos)
 }
@@ -192,46 +193,6 @@ func strayArgument(c *cli.Context) error {
 func isTerminal(env Env, f any) bool {
 	file, ok := f.(*os.File)
 	return ok && env.IsTerminal != nil && env.IsTerminal(file)
-}
-
-// checkCommandLine refuses, before anything is opened, what the descrambler and the scrambler
-// cannot do anything sensible with: arguments that are not flags, flags that contradict each
-// other, an empty file name, and a terminal where a transport stream was meant to be read or
-// written because -in or -out was forgotten (a terminal would wait forever for a stream that
-// is not coming, or fill with binary; -in - and -out - given explicitly still use it).
-func checkCommandLine(c *cli.Context, env Env) error {
-	if c.NArg() > 0 {
-		return strayArgument(c)
-	}
-	if c.Bool("quiet") && c.Bool("verbose") {
-		return usageErr("-q asks for nothing but errors and -v for details: give one or the other")
-	}
-	if c.Bool("show-keys") && !c.Bool("verbose") {
-		return usageErr("-show-keys adds the control words to what -v prints: give it with -v, or leave it out")
-	}
-	if c.IsSet("rescramble-cp-packets") && c.String("rescramble") == "" {
-		return usageErr("-rescramble-cp-packets needs -rescramble SYSTEM")
-	}
-	for _, f := range fileFlags {
-		if !c.IsSet(f.name) || c.String(f.name) != "" {
-			continue
-		}
-		if f.stdio {
-			std := "stdin"
-			if f.output() {
-				std = "stdout"
-			}
-			return usageErr("-%s is empty: name a file, or - for %s", f.name, std)
-		}
-		return usageErr("-%s is empty: name a file", f.name)
-	}
-	if !c.IsSet("in") && isTerminal(env, env.Stdin) {
-		return usageErr("no input: give -in FILE, or pipe a stream in (stdin is a terminal; -in - reads it anyway)")
-	}
-	if !c.IsSet("out") && isTerminal(env, env.Stdout) {
-		return usageErr("no output: give -out FILE, or redirect stdout (it is a terminal; -out - writes the stream to it anyway)")
-	}
-	return nil
 }
 
 // flagsBeforeCommand is the Before of the commands: flags given before a command's name belong
