@@ -188,17 +188,22 @@ type job struct {
 
 // jobSpec is what a manifest line may say to a command: its flags by each of their names,
 // worked out once per manifest. probe and bench write no stream and have nothing to skip or
-// retry.
+// retry. The flags write into tmpl: a line is read into it, from the defaults, and copied out
+// (building the flags anew for each line cost more than the rest of the line's reading).
 type jobSpec struct {
-	mode  pipeline.Mode
-	flags []cli.Flag     // for the names of similarFlag
-	index map[string]int // flags' positions by each of their names
+	flags    []cli.Flag
+	index    map[string]int // flags' positions by each of their names
+	tmpl     *config
+	defaults config
 }
 
 func jobSpecs() map[string]*jobSpec {
 	specs := map[string]*jobSpec{}
 	for name, mode := range map[string]pipeline.Mode{"descramble": pipeline.Descramble, "scramble": pipeline.Scramble} {
-		sp := &jobSpec{mode: mode, flags: flagsOf(mode, &config{}), index: map[string]int{}}
+		sp := &jobSpec{tmpl: &config{mode: mode}, index: map[string]int{}}
+		sp.flags = flagsOf(mode, sp.tmpl)
+		setDefaults(sp.flags)
+		sp.defaults = *sp.tmpl
 		for i, f := range sp.flags {
 			for _, n := range f.Names() {
 				sp.index[n] = i
@@ -297,9 +302,9 @@ func decodeJob(text string, specs map[string]*jobSpec) (*config, error) {
 		}
 	}
 	sp := specs[name]
-	c := &config{mode: sp.mode, given: map[string]bool{}}
-	flags := flagsOf(sp.mode, c)
-	setDefaults(flags)
+	*sp.tmpl = sp.defaults
+	c, flags := sp.tmpl, sp.flags
+	c.given = map[string]bool{}
 	for _, p := range pairs {
 		if p.key == "command" {
 			continue
@@ -333,7 +338,8 @@ func decodeJob(text string, specs map[string]*jobSpec) (*config, error) {
 			return nil, fmt.Errorf("%q: a job reads and writes files, not stdin or stdout", need)
 		}
 	}
-	return c, nil
+	job := *c
+	return &job, nil
 }
 
 // unknownKey is the error of a manifest key that names no flag of the job's command.
