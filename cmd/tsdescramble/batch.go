@@ -22,6 +22,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/internal/clihelp"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -237,7 +238,7 @@ func readManifest(path string, data []byte) ([]*job, error) {
 
 // keyName is how a message names a manifest's key: not at all when it could be a control word.
 func keyName(k string) string {
-	if looksLikeKey(k) || !reFlagName.MatchString(k) {
+	if looksLikeKey(k) || !clihelp.IsFlagName(k) {
 		return "a key"
 	}
 	return fmt.Sprintf("key %q", k)
@@ -348,7 +349,7 @@ func unknownKey(key, command string, sp *jobSpec) error {
 	if command != "descramble" {
 		help = "tsdescramble " + command + " -h"
 	}
-	if s := similarFlag(key, sp.flags); s != "" && !looksLikeKey(key) {
+	if s := clihelp.SimilarFlag(key, sp.flags); s != "" && !looksLikeKey(key) {
 		return fmt.Errorf("unknown %s: did you mean %q? (the keys are the flags %s lists)", keyName(key), s, help)
 	}
 	return fmt.Errorf("unknown %s (the keys are the flags %s lists, without the dash)", keyName(key), help)

@@ -1,4 +1,5 @@
-// Package clihelp lays out the help pages of a command built with urfave/cli/v2. The library's
+// Package clihelp lays out the help pages of a command built with urfave/cli/v2, and words the
+// errors of its flag parser as one line each (messages.go). The library's
 // templates list the flags in one block, or their categories in alphabetical order, with
 // "(default: false)" after every switch and lines as long as the usage text. Here the flags are
 // grouped by category in the order a user needs them, each with its placeholder, a default only
