@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tsdescramble/tsdescramble/internal/keyhint"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
@@ -26,7 +27,7 @@ type keySet struct {
 	sched *keys.Schedule
 	list  [][]byte // nil for a key file: the schedule holds its keys, compactly (see cws)
 	notes []string
-	// What hints.go needs to try the usual mistakes when the keys do not fit: the layout of
+	// What internal/keyhint needs to try the usual mistakes when the keys do not fit: the layout of
 	// a key file (0 for keys given as flags), and, with -reduce-entropy, the first control
 	// words as they were given, in the schedule's order (reducing loses bytes 3 and 7).
 	format keys.Format
@@ -125,7 +126,7 @@ type keyReader struct {
 // finish is called on every key in the order of the schedule's control words.
 func (r *keyReader) finish(b []byte) []byte {
 	if r.k.reduce {
-		if len(r.given) < maxHintKeys {
+		if len(r.given) < keyhint.MaxKeys {
 			r.given = append(r.given, slices.Clone(b))
 		}
 		keys.ReduceEntropy(b)
