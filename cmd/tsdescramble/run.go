@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/internal/metrics"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
@@ -61,7 +62,7 @@ type runState struct {
 	notes []string   // told once the first bytes come
 	logf  func(string)
 
-	metrics *metricsServer
+	metrics *metrics.Server
 	inFile  *fileRecord // the input as it was before anything of it was read (-stats)
 	la      *lookahead
 	in      *input
@@ -111,10 +112,11 @@ func (r *runState) open() (err error) {
 	if c.metrics != "" {
 		// Served from before the input is opened: a live input may take a while to start.
 		r.opts.Counters = new(pipeline.Counters)
-		if r.metrics, err = serveMetrics(c.metrics, r.opts.Counters, r.env.Stderr); err != nil {
-			return err
+		logf := func(msg string) { logError(r.env.Stderr, "-metrics: "+msg) }
+		if r.metrics, err = metrics.Serve(c.metrics, r.opts.Counters, logf); err != nil {
+			return failErr("-metrics: %v", err)
 		}
-		r.cleanup = append(r.cleanup, r.metrics.close)
+		r.cleanup = append(r.cleanup, r.metrics.Close)
 	}
 	if c.stats != "" {
 		r.inFile = regularFile(c.in, true)
@@ -228,7 +230,7 @@ func (r *runState) configure() {
 		if r.out.net != nil {
 			w = r.out.net.w
 		}
-		r.metrics.watch(in.live, w)
+		r.metrics.Watch(in.live, w)
 	}
 	// A run that must stop, by a signal or because the output failed, must not wait for an
 	// idle input pipe to send more.
