@@ -200,7 +200,7 @@ func (in *input) interrupt() {
 
 // ArrivedAt says when the bytes of the last Read arrived, when the input knows: the bytes a
 // look-ahead replays arrived before the run reads them (see replay).
-func (in *input) ArrivedAt() time.Time { return arrivedAt(in.Reader) }
+func (in *input) ArrivedAt() time.Time { return ts.ArrivedAt(in.Reader) }
 
 func (in *input) Close() {
 	if in.live != nil {

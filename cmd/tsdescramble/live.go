@@ -14,6 +14,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Live streams: -in and -out take udp:// and rtp:// addresses beside files (see package live),
@@ -148,7 +149,7 @@ func (e *ender) Read(p []byte) (int, error) {
 }
 
 // ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
-func (e *ender) ArrivedAt() time.Time { return arrivedAt(e.r) }
+func (e *ender) ArrivedAt() time.Time { return ts.ArrivedAt(e.r) }
 
 // end ends the input.
 func (e *ender) end() {

@@ -17,6 +17,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // progress shows a progress bar on stderr when stderr is a terminal, and costs nothing otherwise.
@@ -79,7 +80,7 @@ func (o *onFirstBytes) Read(p []byte) (int, error) {
 }
 
 // ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
-func (o *onFirstBytes) ArrivedAt() time.Time { return arrivedAt(o.r) }
+func (o *onFirstBytes) ArrivedAt() time.Time { return ts.ArrivedAt(o.r) }
 
 // printSummary writes the short summary of a run to w.
 func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v keyVerdict) {
@@ -148,18 +149,6 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 	if st.Skipped > 0 || st.Truncated > 0 || verbose {
 		fmt.Fprintf(w, "  skipped %d bytes to regain sync; dropped a truncated last packet of %d bytes\n", st.Skipped, st.Truncated)
 	}
-}
-
-func sizeString(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // statsJSON is the document -stats writes: the run's statistics, the throughput, the live
