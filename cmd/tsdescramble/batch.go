@@ -1,28 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/internal/batch"
 	"github.com/tsdescramble/tsdescramble/internal/clihelp"
+	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -61,7 +55,7 @@ Examples:
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "manifest", Destination: &b.manifest, TakesFile: true, Category: catIO, Usage: "the jobs: a JSON Lines `FILE`, one object of flags per job"},
 			&cli.IntFlag{Name: "index", Destination: &b.index, Category: catIO, Usage: "run job `N` only (from 0; absent: $" + indexEnv + " if set, else every job)"},
-			&cli.IntFlag{Name: "jobs", Value: defaultJobs(), Destination: &b.jobs, DefaultText: "one per 4 CPUs; one per CPU when most inputs are under " + strconv.Itoa(smallInput>>20) + " MiB", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
+			&cli.IntFlag{Name: "jobs", Value: batch.DefaultJobs(), Destination: &b.jobs, DefaultText: "one per 4 CPUs; one per CPU when most inputs are under " + strconv.Itoa(batch.SmallInput>>20) + " MiB", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
 			&cli.StringFlag{Name: "stats-dir", Destination: &b.statsDir, TakesFile: true, Category: catReporting, Usage: "write each job's statistics to `DIR`/N.json, and skip the jobs they say are done"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &b.quiet, Category: catReporting, Usage: "print nothing but errors (and give each job -quiet)"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Destination: &b.logFormat, Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line, with the job's number)"},
@@ -72,7 +66,7 @@ Examples:
 			b.cmdline, _ = c.App.Metadata[argsKey].([]string)
 			return withLogFormat(b.logFormat, env, func(env Env) error {
 				// Profiles of the whole batch, all its jobs: where a job's start-up goes.
-				return profiled(&b.profile, func() error { return runBatch(b, env, localFiles{}) })
+				return profiled(&b.profile, func() error { return runBatch(b, env, batch.Local{}) })
 			})
 		},
 	}
@@ -87,104 +81,10 @@ type batchFlags struct {
 	args, cmdline                 []string
 }
 
-// defaultJobs is one job per 4 CPUs, at least one: the cipher workers of a job use the others.
-// It is the flag's value for help; a batch without -jobs takes its number from batchJobs.
-func defaultJobs() int { return max(1, runtime.NumCPU()/4) }
-
-// smallInput is the input size under which a job runs best with one cipher worker beside
-// other jobs rather than with several workers alone. On 2 CPUs, many files of 1.7 to 139 MB
-// all went faster as one job per CPU with one worker each than one job at a time with two
-// workers; with three files of 139 MB, where the last runs alone on one worker, the two were
-// even. Above it, that last job alone and the memory of one run per CPU (up to
-// pipeline.MaxMemory each) weigh more than the start and end of a job.
-const smallInput = 128 << 20
-
-// batchJobs returns how many jobs a batch without -jobs runs at a time, given the sizes of
-// their inputs (-1 for an input that is not a regular file) and the CPUs of the process. A job
-// over a large input keeps several workers busy, so the batch runs one job per 4 CPUs, each with
-// its share of the workers, and the jobs' own goroutines (reading, writing) use the rest. A job
-// over a small input cannot: its run is short, and its start, its end and the cipher batches
-// cut short at the end of its file are a large part of it, during which its other workers
-// wait. When most inputs (the median) are small, the batch runs one job per CPU, each with one
-// worker, so that every CPU is busy with a job of its own. An input that is not a regular file
-// (a pipe, a device) counts as large: its size is unknown.
-func batchJobs(sizes []int64, cpus int) int {
-	cpus = max(1, cpus)
-	if len(sizes) == 0 {
-		return max(1, cpus/4)
-	}
-	s := slices.Clone(sizes)
-	for i, n := range s {
-		if n < 0 {
-			s[i] = math.MaxInt64
-		}
-	}
-	slices.Sort(s)
-	if s[len(s)/2] < smallInput {
-		return cpus
-	}
-	return max(1, cpus/4)
-}
-
-// jobFiles is what the batch itself asks of the storage its jobs' files are on, to tell a job
-// that is done from one to run. A job's stream is read and written by the command's own input
-// and output, as on the command line.
-type jobFiles interface {
-	// Size returns the size of the regular file at path.
-	Size(path string) (int64, error)
-	Stat(path string) (fs.FileInfo, error)
-	ReadDir(path string) ([]fs.DirEntry, error)
-	ReadFile(path string) ([]byte, error)
-	Remove(path string) error
-	MkdirAll(path string) error
-	// CheckWritable reports why no file can be created in the directory dir, if none can.
-	CheckWritable(dir string) error
-}
-
-// localFiles are local paths, a mounted volume in a container.
-type localFiles struct{}
-
-func (localFiles) Size(path string) (int64, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s is not a regular file", path)
-	}
-	return fi.Size(), nil
-}
-
-func (localFiles) Stat(path string) (fs.FileInfo, error)      { return os.Stat(path) }
-func (localFiles) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }
-func (localFiles) ReadFile(path string) ([]byte, error)       { return os.ReadFile(path) }
-func (localFiles) MkdirAll(path string) error                 { return os.MkdirAll(path, 0o755) }
-func (localFiles) CheckWritable(dir string) error {
-	// A file is made and removed: only that shows every reason (permissions, a read-only
-	// volume, a full one) as the job would meet it.
-	f, err := os.CreateTemp(dir, ".tsdescramble-check-*")
-	if err != nil {
-		return err
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
-func (localFiles) Remove(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
 // job is one line of a manifest, read into the config of its run.
 type job struct {
-	index int
-	line  int // of the manifest, from 1, for messages
-	cfg   *config
-	// statsDir says that the statistics' path was given by the batch's -stats-dir, not the
-	// job's line.
-	statsDir bool
+	*batch.Job // its number and line, then, once the batch's flags are read, the rest
+	cfg        *config
 }
 
 // jobSpec is what a manifest line may say to a command: its flags by each of their names,
@@ -228,7 +128,7 @@ func readManifest(path string, data []byte) ([]*job, error) {
 		if err != nil {
 			return nil, usageErr("%s line %d: %v", path, n+1, err)
 		}
-		jobs = append(jobs, &job{index: len(jobs), line: n + 1, cfg: cfg})
+		jobs = append(jobs, &job{Job: &batch.Job{Index: len(jobs), Line: n + 1}, cfg: cfg})
 	}
 	if len(jobs) == 0 {
 		return nil, usageErr("%s lists no job: write one JSON object of flags per line", path)
@@ -412,7 +312,7 @@ func jobIndex(b *batchFlags, n int) (int, error) {
 	return i, nil
 }
 
-func runBatch(b *batchFlags, env Env, files jobFiles) error {
+func runBatch(b *batchFlags, env Env, files batch.Files) error {
 	jobs, index, parallel, own, err := loadJobs(b, env, files)
 	if err != nil {
 		return err
@@ -423,24 +323,30 @@ func runBatch(b *batchFlags, env Env, files jobFiles) error {
 	parallel = min(parallel, len(jobs))
 	// Each job gets its share of the cipher workers, unless its line says how many.
 	share := max(1, runtime.GOMAXPROCS(0)/parallel)
-	for _, j := range jobs {
+	run := make([]*batch.Job, len(jobs))
+	for i, j := range jobs {
 		if !j.cfg.isSet("workers") {
 			j.cfg.workers = share
 		}
 		if b.quiet && !j.cfg.isSet("quiet") && !j.cfg.isSet("verbose") {
 			j.cfg.quiet = true
 		}
+		run[i] = j.Job
 	}
-	defer tuneGC(parallel)()
-	r := &batchRun{env: env, files: files, quiet: b.quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs)),
-		leftovers: findLeftovers(jobs, files, own)}
-	r.runAll(jobs, parallel)
-	return r.result(jobs, index >= 0)
+	defer batch.TuneGC(parallel, pipeline.MaxMemory)()
+	code, msg := batch.Run(run, parallel, index >= 0, b.quiet, files, own, env.Stderr)
+	if code == exitOK {
+		if !b.quiet && msg != "" {
+			fmt.Fprintln(env.Stderr, "tsdescramble: "+msg)
+		}
+		return nil
+	}
+	return &exitError{code: code, msg: msg}
 }
 
 // loadJobs reads and checks the manifest and the batch's flags: the jobs, the one to run (or
 // -1), how many run at a time, and the jobs' files.
-func loadJobs(b *batchFlags, env Env, files jobFiles) (jobs []*job, index, parallel int, own *jobFileSet, err error) {
+func loadJobs(b *batchFlags, env Env, files batch.Files) (jobs []*job, index, parallel int, own *batch.FileSet, err error) {
 	if len(b.args) > 0 {
 		return nil, 0, 0, nil, strayArgument(b.args, b.cmdline)
 	}
@@ -469,27 +375,55 @@ func loadJobs(b *batchFlags, env Env, files jobFiles) (jobs []*job, index, paral
 				sizes[i] = -1 // missing, or not a regular file: the job says which
 			}
 		}
-		parallel = min(batchJobs(sizes, runtime.GOMAXPROCS(0)), 1024)
+		parallel = min(batch.Jobs(sizes, runtime.GOMAXPROCS(0)), 1024)
 	}
-	if b.statsDir != "" {
-		for _, j := range jobs {
+	run := make([]*batch.Job, len(jobs))
+	for i, j := range jobs {
+		if b.statsDir != "" {
 			if j.cfg.stats != "" {
-				return nil, 0, 0, nil, usageErr("%s line %d: \"stats\" and -stats-dir both name where the statistics go: give one", path, j.line)
+				return nil, 0, 0, nil, usageErr("%s line %d: \"stats\" and -stats-dir both name where the statistics go: give one", path, j.Line)
 			}
-			j.cfg.stats, j.statsDir = filepath.Join(b.statsDir, strconv.Itoa(j.index)+".json"), true
+			j.cfg.stats = filepath.Join(b.statsDir, strconv.Itoa(j.Index)+".json")
 			j.cfg.given["stats"] = true
 		}
+		j.Job = newBatchJob(j.Index, j.Line, j.cfg, b.statsDir != "")
+		run[i] = j.Job
 	}
 	// Every job's files, before anything is created or removed, even with -index: the pods of
 	// an Indexed Job run side by side, and each refuses the manifest alike.
-	if own, err = checkJobFiles(path, jobs, env.Stderr); err != nil {
-		return nil, 0, 0, nil, err
+	if own, err = batch.CheckFiles(path, run, env.Stderr); err != nil {
+		return nil, 0, 0, nil, usageErr("%v", err)
 	}
 	return jobs, index, parallel, own, makeStatsDir(b.statsDir, files)
 }
 
+// batchJobStarts, when not nil, is called as each job of a batch begins its run, with its
+// number and its config: tests see through it how the jobs were spread.
+var batchJobStarts func(index int, c *config)
+
+// newBatchJob is what the batch needs of a job: its files, and how to run it (process, in
+// this process, with the job's config).
+func newBatchJob(index, line int, c *config, statsDir bool) *batch.Job {
+	j := &batch.Job{Index: index, Line: line, In: c.in, Out: c.out, Stats: c.stats, StatsDir: statsDir, Hide: looksLikeKey}
+	for _, ff := range fileFlags {
+		p := ff.get(c)
+		if p == "" || ff.stdio && (p == "-" || live.IsAddress(p)) {
+			continue
+		}
+		j.Files = append(j.Files, batch.File{Flag: ff.name, Path: p, What: ff.describe(), Writes: ff.output(), Output: ff.name == "out"})
+	}
+	j.Run = func(stderr io.Writer) int {
+		if batchJobStarts != nil {
+			batchJobStarts(index, c)
+		}
+		env := Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr}
+		return errorStatus(process(c, env), env)
+	}
+	return j
+}
+
 // makeStatsDir makes -stats-dir and checks that it takes files.
-func makeStatsDir(dir string, files jobFiles) error {
+func makeStatsDir(dir string, files batch.Files) error {
 	if dir == "" {
 		return nil
 	}
@@ -503,303 +437,4 @@ func makeStatsDir(dir string, files jobFiles) error {
 		return usageErr("-stats-dir %s: cannot write in it: %v: give a directory the batch can write", dir, pathReason(err))
 	}
 	return nil
-}
-
-// runAll runs the jobs, parallel at a time, until all ran or a signal stops the batch.
-func (b *batchRun) runAll(jobs []*job, parallel int) {
-	env := b.env
-	// A stop signal stops the handing out of jobs. A job that has begun its run stops as the
-	// command does, by its own handler (signals.go); one still opening its input or reading
-	// its keys has none yet, and could wait on a stalled input for ever: the batch ends
-	// itself once the jobs have had their stopGrace, or at a second signal.
-	stop := make(chan os.Signal, 2)
-	signal.Notify(stop, stopSignals...)
-	defer signal.Stop(stop)
-	stopping, finished := make(chan struct{}), make(chan struct{})
-	defer close(finished)
-	quitWhenNoJobDoes(env, finished)
-	go func() {
-		select {
-		case s := <-stop:
-			b.stopped.Store(&s)
-			close(stopping)
-			select {
-			case <-stop:
-			case <-time.After(stopGrace + time.Second):
-			case <-finished:
-				return
-			}
-			fmt.Fprintf(env.Stderr, "tsdescramble: batch stopped at once by %s: a job had not stopped\n", signalName(s))
-			os.Exit(signalStatus(s))
-		case <-finished:
-		}
-	}()
-	next := make(chan int)
-	go func() {
-		defer close(next)
-		for i := range jobs {
-			select {
-			case next <- i:
-			case <-stopping:
-				return
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Go(func() {
-			for i := range next {
-				b.run(i, jobs[i])
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// quitWhenNoJobDoes ends the batch at once on a quit signal (SIGQUIT) until finished is
-// closed, unless a job ends the process first. A job that has begun its run ends itself at
-// once, its output put aside (signals.go), as the command does; the batch waits for that, up to
-// stopGrace, and ends itself when no job was listening (one opening its input, or between two
-// jobs). Listening for the quit signals for the whole batch spares each job the cost of
-// turning the signal's handling on and off (about 70 us a job, the runtime's signal thread
-// woken twice each time), and gives a quit between two jobs the command's exit status
-// rather than Go's dump of the goroutines.
-func quitWhenNoJobDoes(env Env, finished <-chan struct{}) {
-	var sigs []os.Signal
-	for _, sig := range quitSignals {
-		if !signal.Ignored(sig) {
-			sigs = append(sigs, sig)
-		}
-	}
-	if len(sigs) == 0 {
-		return
-	}
-	quit := make(chan os.Signal, 1)
-	signal.Notify(quit, sigs...)
-	go func() {
-		defer signal.Stop(quit)
-		select {
-		case s := <-quit:
-			if quitHandlers.Load() > 0 {
-				select {
-				case <-time.After(stopGrace):
-				case <-finished:
-				}
-			}
-			fmt.Fprintf(env.Stderr, "tsdescramble: batch stopped at once by %s\n", signalName(s))
-			os.Exit(signalStatus(s))
-		case <-finished:
-		}
-	}()
-}
-
-// batchGCPercent is the garbage collector's target for a batch. Each job allocates its
-// buffers anew (a few MB) and drops them at its end, so with the default target of 100 and a
-// small live heap the collector runs after nearly every job, and returns memory that the next
-// job faults in again. At 800 it runs every few jobs, which saves about a sixth of the CPU time
-// of a batch of 2 MB files; the memory limit below keeps the heap bounded all the same.
-const batchGCPercent = 800
-
-// tuneGC sets the collector's target for a batch of parallel jobs, unless GOGC or GOMEMLIMIT
-// say otherwise, and returns what restores it. The soft memory limit is what the jobs may
-// hold at once (pipeline.MaxMemory each) plus 64 MiB for the rest: the collector runs when the
-// garbage of the jobs before fills that room, not after each one.
-func tuneGC(parallel int) (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	limit := int64(parallel)*pipeline.MaxMemory + 64<<20
-	oldPercent := debug.SetGCPercent(batchGCPercent)
-	oldLimit := debug.SetMemoryLimit(limit)
-	return func() {
-		debug.SetGCPercent(oldPercent)
-		debug.SetMemoryLimit(oldLimit)
-	}
-}
-
-// batchRun is the state of a batch's jobs.
-type batchRun struct {
-	env     Env
-	files   jobFiles
-	quiet   bool
-	mu      sync.Mutex // serializes the lines of the jobs' messages
-	status  []int      // by position in the batch's job list
-	skipped []bool
-	stopped atomic.Pointer[os.Signal] // the signal that stopped the batch before every job ran
-	// leftovers are the files earlier runs left beside each job's output, by job number:
-	// removed once the job's output is in place (batchfiles.go).
-	leftovers map[int][]leftover
-}
-
-// batchJobStarts, when not nil, is called as each job of a batch begins, with its number and
-// its config: tests see through it how the jobs were spread.
-var batchJobStarts func(index int, c *config)
-
-// run runs one job (or skips it) and records its exit status.
-func (b *batchRun) run(i int, j *job) {
-	if batchJobStarts != nil {
-		batchJobStarts(j.index, j.cfg)
-	}
-	stderr := &linePrefixer{w: b.env.Stderr, mu: &b.mu, prefix: fmt.Sprintf("job %d: ", j.index)}
-	defer stderr.flush()
-	if b.done(j) {
-		b.skipped[i] = true
-		if !b.quiet {
-			fmt.Fprintf(stderr, "tsdescramble: skipped: %s exists and %s says it was written from %s\n", j.cfg.out, j.cfg.stats, j.cfg.in)
-		}
-		b.removeLeftovers(j, stderr)
-		return
-	}
-	if j.cfg.stats != "" {
-		// Statistics of an earlier attempt must not vouch for this one, should it fail
-		// before it writes its own. No job reads this file, nor writes it but this one: the
-		// manifest was refused otherwise (checkJobFiles).
-		if err := b.files.Remove(j.cfg.stats); err != nil {
-			fmt.Fprintf(stderr, "tsdescramble: cannot remove the statistics of an earlier run: %v\n", unwrapPath(err))
-			b.status[i] = exitFail
-			return
-		}
-	}
-	b.status[i] = errorStatus(process(j.cfg, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr}), Env{Stderr: stderr})
-	if b.status[i] == exitOK {
-		b.removeLeftovers(j, stderr)
-	}
-}
-
-// removeLeftovers removes what earlier runs of a job left beside its output, now in place, and
-// says so; a file that cannot be removed is a note, not a failure of the job.
-func (b *batchRun) removeLeftovers(j *job, stderr io.Writer) {
-	ls := b.leftovers[j.index]
-	if len(ls) == 0 {
-		return
-	}
-	removed, err := removeLeftovers(ls, b.files)
-	if len(removed) > 0 && !b.quiet {
-		fmt.Fprintf(stderr, "tsdescramble: removed what an earlier run left beside %s: %s\n", j.cfg.out, strings.Join(removed, ", "))
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tsdescramble: cannot remove what an earlier run left beside %s: %v\n", j.cfg.out, unwrapPath(err))
-	}
-}
-
-// done reports whether a job finished before: its statistics say that the run exited 0 having
-// read this very input, as it is now, and put this output in place, of the size it has now.
-// Sizes alone took a stale or foreign file for done: an input rewritten with another recording
-// of the same size, another job's statistics (a manifest whose lines moved, a -stats-dir
-// used before), or an output of another job. The statistics name the files by absolute path
-// and give the input's modification time as the run began (report.go, runFiles); statistics
-// without them, from an older version, are not taken for done: the job runs once more.
-func (b *batchRun) done(j *job) bool {
-	in, out, stats := j.cfg.in, j.cfg.out, j.cfg.stats
-	if stats == "" {
-		return false
-	}
-	data, err := b.files.ReadFile(stats)
-	if err != nil {
-		return false
-	}
-	var st struct {
-		ExitStatus *int     `json:"exit_status"`
-		BytesIn    int64    `json:"bytes_in"`
-		BytesOut   int64    `json:"bytes_out"`
-		Files      runFiles `json:"files"`
-	}
-	if json.Unmarshal(data, &st) != nil || st.ExitStatus == nil || *st.ExitStatus != exitOK {
-		return false
-	}
-	fin, fout := st.Files.In, st.Files.Out
-	if fin == nil || fout == nil || fin.Path != absPath(in) || fout.Path != absPath(out) {
-		return false
-	}
-	ofi, err := b.files.Stat(out)
-	if err != nil || !ofi.Mode().IsRegular() || ofi.Size() != fout.Size || fout.Size != st.BytesOut {
-		return false
-	}
-	ifi, err := b.files.Stat(in)
-	return err == nil && ifi.Mode().IsRegular() && ifi.Size() == fin.Size && fin.Size == st.BytesIn && ifi.ModTime().Equal(fin.ModTime)
-}
-
-// result says how the batch went and returns its exit status (see the command's description).
-func (b *batchRun) result(jobs []*job, one bool) error {
-	if s := b.stopped.Load(); s != nil {
-		return &exitError{code: signalStatus(*s), msg: fmt.Sprintf("batch stopped by %s: jobs not started were left for a later run", signalName(*s))}
-	}
-	if one {
-		return &exitError{code: b.status[0]}
-	}
-	var ok, skipped int
-	var failed []string
-	code := exitOK
-	rank := map[int]int{exitFail: 3, exitUsage: 2, exitNoFit: 1}
-	for i, j := range jobs {
-		switch s := b.status[i]; {
-		case b.skipped[i]:
-			skipped++
-		case s == exitOK:
-			ok++
-		default:
-			failed = append(failed, fmt.Sprintf("job %d (exit %d)", j.index, s))
-			if s > 128 {
-				code = s // stopped by a signal
-			} else if code <= 128 && rank[s] > rank[code] {
-				code = s
-			}
-		}
-	}
-	msg := fmt.Sprintf("batch of %d jobs: %d succeeded, %d skipped (done before), %d failed", len(jobs), ok, skipped, len(failed))
-	if len(failed) > 0 {
-		if len(failed) > 10 {
-			failed = append(failed[:10], fmt.Sprintf("and %d more", len(failed)-10))
-		}
-		msg += ": " + strings.Join(failed, ", ")
-	}
-	if code == exitOK {
-		if !b.quiet {
-			fmt.Fprintln(b.env.Stderr, "tsdescramble: "+msg)
-		}
-		return nil
-	}
-	return &exitError{code: code, msg: msg}
-}
-
-// linePrefixer writes whole lines to w, each with the job's prefix after the program's name,
-// under a lock shared by the jobs, so that their messages do not mix within a line.
-type linePrefixer struct {
-	w      io.Writer
-	mu     *sync.Mutex
-	prefix string
-	buf    []byte
-}
-
-func (l *linePrefixer) Write(p []byte) (int, error) {
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		l.emit(l.buf[:i+1])
-		l.buf = l.buf[i+1:]
-	}
-}
-
-func (l *linePrefixer) emit(line []byte) {
-	const name = "tsdescramble: "
-	var out []byte
-	if rest, ok := bytes.CutPrefix(line, []byte(name)); ok {
-		out = append([]byte(name+l.prefix), rest...)
-	} else {
-		out = append([]byte(l.prefix), line...)
-	}
-	l.mu.Lock()
-	l.w.Write(out)
-	l.mu.Unlock()
-}
-
-// flush writes a last line that had no newline.
-func (l *linePrefixer) flush() {
-	if len(l.buf) > 0 {
-		l.emit(append(l.buf, '\n'))
-		l.buf = nil
-	}
 }

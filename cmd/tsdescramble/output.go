@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
 )
 
@@ -130,12 +129,12 @@ func openOutput(path string, env Env, pace bool) (*output, error) {
 		return stdoutOutput(path, env), nil
 	}
 	// A link is followed: the file it leads to is written, and the link stays a link.
-	final := followLinks(path)
+	final := runfiles.FollowLinks(path)
 	dir, base := filepath.Split(final)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := createTemp(dir, "."+base+".", ".tmp")
+	f, err := runfiles.CreateTemp(dir, "."+base+".", ".tmp")
 	if err != nil {
 		// The message is about the file the user named: the temporary name is ours.
 		parent := filepath.Dir(final)
@@ -167,40 +166,6 @@ func isStdout(fi os.FileInfo, env Env) bool {
 	}
 	sfi, err := f.Stat()
 	return err == nil && os.SameFile(fi, sfi)
-}
-
-// followLinks returns the file that path leads to through symbolic links, which need not exist
-// yet (a link to a file the run creates); path itself when it is not a link.
-func followLinks(path string) string {
-	for range 40 { // as the kernel's limit on links in a path
-		fi, err := os.Lstat(path)
-		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			return path
-		}
-		target, err := os.Readlink(path)
-		if err != nil {
-			return path
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(path), target)
-		}
-		path = target
-	}
-	return path
-}
-
-// createTemp creates a new file in dir named prefix, a random number and suffix, as
-// os.CreateTemp does but with mode 0666 less the umask, as os.Create gives: the output gets the
-// permissions any new file of the user gets (close gives an existing file's mode back).
-func createTemp(dir, prefix, suffix string) (*os.File, error) {
-	for try := 0; ; try++ {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)+suffix)
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		if errors.Is(err, fs.ErrExist) && try < 100 {
-			continue
-		}
-		return f, err
-	}
 }
 
 // close finishes the output: on success it puts the file in place, with the mode of the file it

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
 )
 
@@ -24,6 +25,19 @@ type fileFlag struct {
 }
 
 func (f fileFlag) output() bool { return f.what != "" }
+
+// describe says what the file is to its run, for messages.
+func (f fileFlag) describe() string {
+	switch {
+	case f.what != "":
+		return f.what
+	case f.name == "in":
+		return "input"
+	case f.name == "rescramble-cw-file":
+		return "key file of the rescrambling"
+	}
+	return "key file"
+}
 
 // fileFlags are the flags of the descrambler and the scrambler that name files: inputs first,
 // then outputs. A new output flag is one more line here; a flag that a command lacks, or that
@@ -74,7 +88,7 @@ func checkPaths(c *config) error {
 	}
 	for j, b := range files {
 		for _, a := range files[:j] {
-			if !a.flag.output() && !b.flag.output() || !sameFileAs(a.path, b.path) {
+			if !a.flag.output() && !b.flag.output() || !runfiles.SameFile(a.path, b.path) {
 				continue
 			}
 			what := b.flag.what
@@ -95,47 +109,6 @@ func checkPaths(c *config) error {
 		}
 	}
 	return nil
-}
-
-// sameFileAs reports whether two paths name one file, or would once created: the same
-// device and inode for files that exist (so hard and symbolic links count), the same
-// directory and name for files that do not exist yet, or the same cleaned absolute path.
-// Device files are never the same as anything: writing /dev/null twice replaces nothing.
-func sameFileAs(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	if errA == nil && isDevice(fa) || errB == nil && isDevice(fb) {
-		return false
-	}
-	if absPath(a) == absPath(b) {
-		return true
-	}
-	switch {
-	case errA == nil && errB == nil:
-		return os.SameFile(fa, fb)
-	case errA != nil && errB != nil:
-		// Neither exists yet: the same name in the same directory, perhaps reached through
-		// different links, is one file once written.
-		if filepath.Base(absPath(a)) != filepath.Base(absPath(b)) {
-			return false
-		}
-		da, errA := os.Stat(filepath.Dir(absPath(a)))
-		db, errB := os.Stat(filepath.Dir(absPath(b)))
-		return errA == nil && errB == nil && os.SameFile(da, db)
-	}
-	// A path that does not exist yet is not an existing file.
-	return false
-}
-
-func isDevice(fi fs.FileInfo) bool { return fi.Mode()&os.ModeDevice != 0 }
-
-// absPath is the cleaned absolute form of p, or p cleaned if the working directory is
-// unknown.
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return filepath.Clean(p)
 }
 
 // checkWritable checks that the file path of output flag name can be written: an existing

@@ -15,6 +15,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/ts"
@@ -156,43 +157,10 @@ func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose b
 // and wrote.
 type statsJSON struct {
 	*pipeline.Stats
-	MBPerSecond float64    `json:"mb_per_second"`
-	Live        *liveStats `json:"live,omitempty"`
-	ExitStatus  *int       `json:"exit_status,omitempty"`
-	Files       *runFiles  `json:"files,omitempty"`
-}
-
-// runFiles are the input file a run read and the output file it put in place, each when it
-// is a regular file: what a batch compares with the files as they are on a later run, to tell
-// a finished job from one whose input changed or whose statistics belong to another job
-// (batch.go, done).
-type runFiles struct {
-	In  *fileRecord `json:"in,omitempty"`
-	Out *fileRecord `json:"out,omitempty"`
-}
-
-// fileRecord is a file as a run found it: its absolute path, its size and, for the input, its
-// modification time as the run began to read it. A rewritten input of the same size has
-// another time; the output's time is left out, as copying or touching the output changes it
-// and not what it holds.
-type fileRecord struct {
-	Path    string    `json:"path"`
-	Size    int64     `json:"size"`
-	ModTime time.Time `json:"mod_time,omitzero"`
-}
-
-// regularFile returns the record of the regular file at path, with its modification time when
-// withTime is set, or nil for anything else (a pipe, a device, a missing file).
-func regularFile(path string, withTime bool) *fileRecord {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	r := &fileRecord{Path: absPath(path), Size: fi.Size()}
-	if withTime {
-		r.ModTime = fi.ModTime()
-	}
-	return r
+	MBPerSecond float64           `json:"mb_per_second"`
+	Live        *liveStats        `json:"live,omitempty"`
+	ExitStatus  *int              `json:"exit_status,omitempty"`
+	Files       *runfiles.Records `json:"files,omitempty"`
 }
 
 // runGoingOn is the status writeStats is given for a report of a run not yet over: the
@@ -203,7 +171,7 @@ const runGoingOn = -1
 // once (written under another name beside it, then renamed), so that a monitor reading it
 // while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
 // leaves none that a later run could take for complete.
-func writeStats(path string, st *pipeline.Stats, ls *liveStats, status int, files *runFiles) error {
+func writeStats(path string, st *pipeline.Stats, ls *liveStats, status int, files *runfiles.Records) error {
 	doc := statsJSON{st, st.MBPerSecond(), ls, nil, files}
 	if status != runGoingOn {
 		doc.ExitStatus = &status
@@ -216,12 +184,12 @@ func writeStats(path string, st *pipeline.Stats, ls *liveStats, status int, file
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return os.WriteFile(path, b, 0o644) // a device or a pipe: written in place
 	}
-	final := followLinks(path)
+	final := runfiles.FollowLinks(path)
 	dir, base := filepath.Split(final)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := createTemp(dir, "."+base+".", ".tmp")
+	f, err := runfiles.CreateTemp(dir, "."+base+".", ".tmp")
 	if err != nil {
 		if _, serr := os.Stat(final); serr == nil {
 			// A writable file in a directory that takes no new file: written in place.

@@ -10,6 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/internal/metrics"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/internal/signals"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
@@ -63,7 +65,7 @@ type runState struct {
 	logf  func(string)
 
 	metrics *metrics.Server
-	inFile  *fileRecord // the input as it was before anything of it was read (-stats)
+	inFile  *runfiles.Record // the input as it was before anything of it was read (-stats)
 	la      *lookahead
 	in      *input
 	out     *output
@@ -72,7 +74,7 @@ type runState struct {
 	cleanup []func()
 
 	ctx   context.Context
-	sig   *signals
+	sig   *signals.Signals
 	bar   *progress
 	every *statsEvery
 	end   *ender
@@ -119,7 +121,7 @@ func (r *runState) open() (err error) {
 		r.cleanup = append(r.cleanup, r.metrics.Close)
 	}
 	if c.stats != "" {
-		r.inFile = regularFile(c.in, true)
+		r.inFile = runfiles.RecordOf(c.in, true)
 	}
 	if err := r.openKeys(); err != nil {
 		return err
@@ -235,15 +237,15 @@ func (r *runState) configure() {
 	// A run that must stop, by a signal or because the output failed, must not wait for an
 	// idle input pipe to send more.
 	r.out.onFail = in.interrupt
-	r.ctx, r.sig = interruptible(in.interrupt, func(s os.Signal, msg string) {
+	r.ctx, r.sig = signals.Interruptible(in.interrupt, func(s os.Signal, msg string) {
 		// The run ends now, whatever is in flight: the output is put aside as it stands.
 		if partial := r.out.abort(); partial != "" {
 			msg += "; the packets written so far are in " + partial
 		}
 		fmt.Fprintln(r.env.Stderr, "tsdescramble: "+msg)
-		os.Exit(signalStatus(s))
+		os.Exit(signals.Status(s))
 	}, r.hangup())
-	r.cleanup = append(r.cleanup, r.sig.stop)
+	r.cleanup = append(r.cleanup, r.sig.Stop)
 	r.bar = newProgress(r.env, in.size, c.quiet, c.mode)
 	r.opts.Progress = r.bar.set
 	if d := c.statsInterval; d > 0 {
@@ -318,7 +320,7 @@ func (r *runState) run() {
 	if r.ksrv != nil {
 		r.ksrv.stop(&r.st)
 	}
-	r.sig.finished()
+	r.sig.Finished()
 	if r.simul != nil {
 		r.scsErr = r.simul.finish(r.logf, c.quiet)
 	}
@@ -352,9 +354,9 @@ func (r *runState) judge() error {
 	}
 	status := r.status(closeErr, junk, verdict)
 	if c.stats != "" {
-		files := &runFiles{In: r.inFile}
+		files := &runfiles.Records{In: r.inFile}
 		if placed {
-			files.Out = regularFile(c.out, false)
+			files.Out = runfiles.RecordOf(c.out, false)
 		}
 		if err := writeStats(c.stats, st, ls, errorCode(status), files); err != nil && r.runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
@@ -375,10 +377,10 @@ func (r *runState) status(closeErr error, junk string, verdict keyVerdict) error
 	if r.scsErr != nil && r.runErr == nil {
 		return r.scsErr
 	}
-	switch s := r.sig.caught(); {
+	switch s := r.sig.Caught(); {
 	case r.runErr != nil && s != nil:
 		// Stopped by a signal: every packet read before it was written out.
-		return &exitError{code: signalStatus(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signalName(s), st.PacketsOut, saved(" to "))}
+		return &exitError{code: signals.Status(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signals.Name(s), st.PacketsOut, saved(" to "))}
 	case r.runErr != nil:
 		return runError(r.runErr, r.cfg.in, out)
 	case closeErr != nil:
