@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
@@ -245,7 +245,7 @@ func (ks *keyServer) reread(logf func(string)) {
 		if err != nil {
 			return // the follower stops, and says why (start)
 		}
-		logf(fmt.Sprintf("SIGHUP: %s read again: %s; each key applies from the next crypto period of its parity", ks.follow, plural(n, "key line")))
+		logf(fmt.Sprintf("SIGHUP: %s read again: %s; each key applies from the next crypto period of its parity", ks.follow, report.Plural(n, "key line")))
 	})
 }
 
@@ -302,60 +302,12 @@ func (ks *keyServer) lastError() error {
 	return nil
 }
 
-// printKeyServerSummary prints what the key server did, with verbose the CWs applied per PID
-// and parity; never a key or a password.
-func printKeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
-	lk := st.LiveKeys
-	if lk == nil {
-		return
-	}
-	if s := lk.Server; s != nil {
-		printServerLine(w, s)
-		if verbose && len(s.Applied) > 0 {
-			var parts []string
-			for _, a := range s.Applied {
-				parts = append(parts, fmt.Sprintf("PID %#04x %s %s", a.PID, map[bool]string{false: "even", true: "odd"}[a.Odd], plural(int(a.Periods), "period")))
-			}
-			fmt.Fprintf(w, "tsdescramble: key server CWs applied: %s\n", strings.Join(parts, ", "))
-		}
-	}
-	line := fmt.Sprintf("tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)",
-		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
-	if lk.NotFitting > 0 {
-		// A CW that failed the trial decryption says the server answered with a wrong or
-		// stale key: a user who sees periods wait or go without a key needs to know that.
-		line += fmt.Sprintf("; %d CWs rejected (they did not fit their crypto period's first unit start)", lk.NotFitting)
-	}
-	fmt.Fprintln(w, line)
-}
-
-// printServerLine prints the key server's counts.
-func printServerLine(w io.Writer, s *pipeline.KeyServerStats) {
-	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.ECMsSent)
-	if s.Protocol == "ecm-xor" {
-		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.ECMsSent)
-	}
-	if s.Protocol == "cs378x" {
-		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
-	}
-	line += fmt.Sprintf("; %d CWs", s.CWs)
-	if s.RTTMax > 0 {
-		line += fmt.Sprintf("; ECM round trip median %s, max %s", ms(s.RTTMedian), ms(s.RTTMax))
-	}
-	if s.Refused > 0 {
-		line += fmt.Sprintf("; %d refused", s.Refused)
-	}
-	fmt.Fprintln(w, line)
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
-
 // judgeKeyServer is judgeKeys for keys from a key server: periods whose key did not come in
 // time make the run a failure (exit 3), and the line says why, with the server's last error.
-func judgeKeyServer(st *pipeline.Stats, ks *keyServer) keyVerdict {
+func judgeKeyServer(st *pipeline.Stats, ks *keyServer) report.Verdict {
 	lk := st.LiveKeys
 	if lk == nil || lk.GaveUp == 0 {
-		return keyVerdict{code: exitOK}
+		return report.Verdict{}
 	}
 	why := ""
 	if err := ks.lastError(); err != nil {
@@ -369,6 +321,6 @@ func judgeKeyServer(st *pipeline.Stats, ks *keyServer) keyVerdict {
 	if ks.url == nil {
 		source = ks.follow
 	}
-	return keyVerdict{code: exitNoFit, line: fmt.Sprintf("%d crypto periods got no key from %s within -key-wait %s: %s%s",
+	return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key from %s within -key-wait %s: %s%s",
 		lk.GaveUp, source, ks.lk.Wait, what, why)}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/ts"
@@ -159,57 +159,15 @@ func (e *ender) end() {
 	})
 }
 
-// liveStats are the figures of a network input and output, for the summary and -stats.
-type liveStats struct {
-	In  *liveInput  `json:"input,omitempty"`
-	Out *liveOutput `json:"output,omitempty"`
-	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
-	InputBitrate float64 `json:"input_bitrate,omitempty"`
-	PaceResets   int64   `json:"pace_resets,omitempty"`
-}
-
-// liveInput is what a network input received (see live.Stats).
-type liveInput struct {
-	Datagrams  int64   `json:"datagrams"`
-	Bytes      int64   `json:"bytes"`
-	RTP        int64   `json:"rtp"`
-	Lost       int64   `json:"rtp_lost"`
-	Reordered  int64   `json:"rtp_reordered"`
-	Late       int64   `json:"rtp_late"`
-	Duplicates int64   `json:"rtp_duplicates"`
-	Jumps      int64   `json:"rtp_jumps"`
-	OtherSSRC  int64   `json:"rtp_other_ssrc"`
-	NewSSRC    int64   `json:"rtp_new_ssrc"`
-	OtherPT    int64   `json:"rtp_other_payload_type"`
-	OtherPTs   []uint8 `json:"rtp_other_payload_types,omitempty"`
-	NotRTP     int64   `json:"not_rtp"`
-	Unaligned  int64   `json:"unaligned"` // datagrams dropped: not whole packets
-	Truncated  int64   `json:"truncated"`
-	Dropped    int64   `json:"dropped_by_system"`
-	Buffer     int     `json:"socket_buffer"`
-	// Coalesced says that the system hands over datagrams coalesced (UDP_GRO), and then counts
-	// in Dropped buffers of up to 64 datagrams: at least that many datagrams were lost.
-	Coalesced bool `json:"coalesced,omitempty"`
-}
-
-// liveOutput is what a network output sent (see live.WriterStats).
-type liveOutput struct {
-	Datagrams int64 `json:"datagrams"`
-	Bytes     int64 `json:"bytes"`
-	Partial   int64 `json:"short_datagrams"`
-}
-
 // collectLive gathers the figures of the run's network ends, or returns nil when it has none.
 // While the run goes on (final false) it leaves out the pacer's, which only the run may read.
-func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveStats {
+func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report.Live {
 	if in.live == nil && out.net == nil {
 		return nil
 	}
-	ls := &liveStats{}
+	ls := &report.Live{}
 	if in.live != nil {
-		s := in.live.Stats()
-		ls.In = &liveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps, s.OtherSSRC, s.NewSSRC,
-			s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer, s.Coalesced}
+		ls.In = report.NewLiveInput(in.live.Stats())
 	}
 	// The bitrate counts from the first bytes: a live run may wait long for its feed.
 	if first := in.first.Load(); first > 0 {
@@ -218,51 +176,10 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveSt
 		}
 	}
 	if out.net != nil {
-		s := out.net.w.Stats()
-		ls.Out = &liveOutput{s.Datagrams, s.Bytes, s.Partial}
+		ls.Out = report.NewLiveOutput(out.net.w.Stats())
 		if out.net.pacer != nil && final {
 			ls.PaceResets = out.net.pacer.Resets()
 		}
 	}
 	return ls
-}
-
-// printLive writes the live figures of the summary.
-func printLive(w io.Writer, ls *liveStats) {
-	if ls == nil {
-		return
-	}
-	if s := ls.In; s != nil {
-		fmt.Fprintf(w, "  input: %d datagrams, %.2f Mbit/s", s.Datagrams, ls.InputBitrate/1e6)
-		if s.RTP > 0 {
-			fmt.Fprintf(w, "; RTP: %d lost, %d reordered, %d late, %d duplicates, %d sequence jumps", s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps)
-			if s.OtherPT > 0 {
-				fmt.Fprintf(w, ", %d with payload types %v (not 33, MP2T)", s.OtherPT, s.OtherPTs)
-			}
-			if s.OtherSSRC > 0 {
-				fmt.Fprintf(w, ", %d from another sender (SSRC) dropped", s.OtherSSRC)
-			}
-			if s.NewSSRC > 0 {
-				fmt.Fprintf(w, ", %d new senders followed after the one before went silent", s.NewSSRC)
-			}
-		}
-		if s.Dropped > 0 {
-			atLeast := ""
-			if s.Coalesced {
-				atLeast = "at least " // the system counts a coalesced buffer of datagrams once
-			}
-			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", atLeast, s.Dropped, s.Buffer)
-		}
-		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
-			fmt.Fprintf(w, "; %d dropped as not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
-		}
-		fmt.Fprintln(w)
-	}
-	if s := ls.Out; s != nil {
-		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
-		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
-		}
-		fmt.Fprintln(w)
-	}
 }

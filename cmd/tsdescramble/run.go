@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/internal/metrics"
+	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/internal/signals"
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -187,7 +188,7 @@ func (r *runState) openKeys() (err error) {
 		return err
 	}
 	r.notes = append(r.notes, r.keys.notes...)
-	if n := limitsNote(c.workers, c.batch); n != "" {
+	if n := report.LimitsNote(c.workers, c.batch); n != "" {
 		r.notes = append(r.notes, n)
 	}
 	switch c.mode {
@@ -335,21 +336,21 @@ func (r *runState) run() {
 // say it too, so that a scheduler that retries runs can tell a finished one (batch.go).
 func (r *runState) judge() error {
 	c, st := r.cfg, &r.st
-	junk := notTransportStream(st)
+	junk := report.NotTransportStream(st)
 	closeErr := r.out.close(r.runErr == nil && junk == "", st.BytesOut)
 	// The output file was renamed into place: it is this run's (its statistics say so).
 	placed := r.out.tmp != "" && r.runErr == nil && junk == "" && closeErr == nil
 	ls := collectLive(r.in, r.out, st, true)
-	verdict := judgeKeys(st)
+	verdict := report.JudgeKeys(st)
 	if r.ksrv != nil {
 		verdict = judgeKeyServer(st, r.ksrv)
 	}
 	if !c.quiet && (r.runErr == nil || st.Packets > 0) {
-		printSummary(r.env.Stderr, st, r.opts.Mode, c.verbose, verdict)
-		printLive(r.env.Stderr, ls)
-		printKeyServerSummary(r.env.Stderr, st, c.verbose)
+		report.Summary(r.env.Stderr, st, r.opts.Mode, c.verbose, verdict)
+		report.PrintLive(r.env.Stderr, ls)
+		report.KeyServerSummary(r.env.Stderr, st, c.verbose)
 	}
-	if w := mostlyNotTransportStream(st); w != "" && junk == "" && r.runErr == nil {
+	if w := report.MostlyNotTransportStream(st); w != "" && junk == "" && r.runErr == nil {
 		r.logf(w)
 	}
 	status := r.status(closeErr, junk, verdict)
@@ -358,7 +359,7 @@ func (r *runState) judge() error {
 		if placed {
 			files.Out = runfiles.RecordOf(c.out, false)
 		}
-		if err := writeStats(c.stats, st, ls, errorCode(status), files); err != nil && r.runErr == nil {
+		if err := report.WriteStats(c.stats, st, ls, errorCode(status), files); err != nil && r.runErr == nil {
 			return failErr("cannot write the statistics: %v", unwrapPath(err))
 		}
 	}
@@ -366,7 +367,7 @@ func (r *runState) judge() error {
 }
 
 // status is the error the run ends with, nil for success.
-func (r *runState) status(closeErr error, junk string, verdict keyVerdict) error {
+func (r *runState) status(closeErr error, junk string, verdict report.Verdict) error {
 	st, out := &r.st, r.out
 	saved := func(what string) string {
 		if out.partial == "" {
@@ -387,12 +388,12 @@ func (r *runState) status(closeErr error, junk string, verdict keyVerdict) error
 		return failErr("cannot write %s: %v%s", r.cfg.out, closeErr, saved("; the packets processed are in "))
 	case junk != "":
 		return failErr("%s%s", junk, saved("; the packets found are in "))
-	case unseenSelection(&r.opts, st) != "":
-		return failErr("%s; the output was written anyway", unseenSelection(&r.opts, st))
+	case report.UnseenSelection(&r.opts, st) != "":
+		return failErr("%s; the output was written anyway", report.UnseenSelection(&r.opts, st))
 	case r.opts.Mode == pipeline.Scramble:
-	case verdict.code != exitOK:
+	case verdict.NoFit:
 		// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
-		return &exitError{code: verdict.code, msg: verdict.line + keyAdvice(r.cfg, st, r.sys, r.keys) + "; the output was written anyway"}
+		return &exitError{code: exitNoFit, msg: verdict.Line + keyAdvice(r.cfg, st, r.sys, r.keys) + "; the output was written anyway"}
 	case st.PESGood == 0 && st.PESBad > 0:
 		return &exitError{code: exitNoFit, msg: fmt.Sprintf(
 			"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header%s; the output was written anyway",
