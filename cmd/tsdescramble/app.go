@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
@@ -223,7 +224,7 @@ func openInput(path string, env Env) (*input, error) {
 	if path != "-" {
 		var err error
 		if f, err = os.Open(path); err != nil {
-			return nil, failErr("cannot open the input: %v", unwrapPath(err))
+			return nil, failErr("cannot open the input: %v", runfiles.UnwrapPath(err))
 		}
 		in.Reader, in.file, ok = f, f, true
 	}
@@ -243,14 +244,6 @@ func openInput(path string, env Env) (*input, error) {
 		in.Reader, in.poll = p, p
 	}
 	return in, nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
-	}
-	return err
 }
 
 // pathReason is the reason of a path error without the path, for a message that names the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/batch"
 	"github.com/tsdescramble/tsdescramble/internal/clihelp"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
@@ -356,7 +357,7 @@ func loadJobs(b *batchFlags, env Env, files batch.Files) (jobs []*job, index, pa
 	}
 	data, err := files.ReadFile(path)
 	if err != nil {
-		return nil, 0, 0, nil, usageErr("cannot read the manifest: %v", unwrapPath(err))
+		return nil, 0, 0, nil, usageErr("cannot read the manifest: %v", runfiles.UnwrapPath(err))
 	}
 	if jobs, err = readManifest(path, data); err != nil {
 		return nil, 0, 0, nil, err

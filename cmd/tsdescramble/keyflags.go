@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tsdescramble/tsdescramble/internal/keyhint"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
@@ -218,7 +219,7 @@ func (r *keyReader) readFile() (*keySet, error) {
 			// A control word given where the file's name belongs: not shown.
 			return nil, usageErr("%scw-file names a file of control words: give a control word itself with %scw", f, f)
 		}
-		return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
+		return nil, usageErr("cannot read the CW file: %v", runfiles.UnwrapPath(err))
 	}
 	for _, b := range kf.Keys() {
 		r.finish(b)

@@ -118,7 +118,7 @@ func openOutput(path string, env Env, pace bool) (*output, error) {
 		// A device or a named pipe: write to it directly.
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, failErr("cannot open the output: %v", unwrapPath(err))
+			return nil, failErr("cannot open the output: %v", runfiles.UnwrapPath(err))
 		}
 		o := &output{f: f}
 		o.w = namedWriter{path, f, o}

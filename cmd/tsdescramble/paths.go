@@ -124,7 +124,7 @@ func checkWritable(name, path string) error {
 		// Opened without O_TRUNC, so nothing in it changes.
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return usageErr("-%s: cannot write %v: name a file that can be written", name, unwrapPath(err))
+			return usageErr("-%s: cannot write %v: name a file that can be written", name, runfiles.UnwrapPath(err))
 		}
 		f.Close()
 		return nil
@@ -133,14 +133,14 @@ func checkWritable(name, path string) error {
 		// at the end will tell.
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return usageErr("-%s: cannot write %v: name a file that can be written", name, unwrapPath(err))
+		return usageErr("-%s: cannot write %v: name a file that can be written", name, runfiles.UnwrapPath(err))
 	}
 	dir := filepath.Dir(path)
 	switch di, err := os.Stat(dir); {
 	case errors.Is(err, fs.ErrNotExist):
 		return usageErr("-%s %s: the directory %s does not exist: create it first or name a file in another", name, path, dir)
 	case err != nil:
-		return usageErr("-%s %s: cannot reach the directory: %v", name, path, unwrapPath(err))
+		return usageErr("-%s %s: cannot reach the directory: %v", name, path, runfiles.UnwrapPath(err))
 	case !di.IsDir():
 		return usageErr("-%s %s: %s is not a directory: name a file in a directory", name, path, dir)
 	}
@@ -149,7 +149,7 @@ func checkWritable(name, path string) error {
 		return nil // created by someone else since the Stat above: it exists now
 	}
 	if err != nil {
-		return usageErr("-%s: cannot create %v: name a file that can be written", name, unwrapPath(err))
+		return usageErr("-%s: cannot create %v: name a file that can be written", name, runfiles.UnwrapPath(err))
 	}
 	f.Close()
 	os.Remove(path)

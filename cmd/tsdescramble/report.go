@@ -13,6 +13,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/internal/report"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/ts"
 )
@@ -103,7 +104,7 @@ func newStatsEvery(path string, in *input, out *output, stderr io.Writer) *stats
 			err := report.WriteStats(s.path, &st, collectLive(s.in, s.out, &st, false), report.GoingOn, nil)
 			switch {
 			case err != nil && !failing:
-				logError(stderr, fmt.Sprintf("-stats-interval: cannot rewrite %s: %v; the run goes on (said once until a rewrite succeeds)", s.path, unwrapPath(err)))
+				logError(stderr, fmt.Sprintf("-stats-interval: cannot rewrite %s: %v; the run goes on (said once until a rewrite succeeds)", s.path, runfiles.UnwrapPath(err)))
 			case err == nil && failing:
 				fmt.Fprintln(stderr, "tsdescramble: -stats-interval: "+s.path+" is rewritten again")
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/internal/livekeys"
 	"github.com/tsdescramble/tsdescramble/internal/metrics"
 	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
@@ -61,8 +62,8 @@ type runState struct {
 	opts  pipeline.Options
 	sys   scrambling.System
 	keys  *keySet
-	ksrv  *keyServer // keys that come while the stream runs, or nil
-	notes []string   // told once the first bytes come
+	ksrv  *livekeys.Source // keys that come while the stream runs, or nil
+	notes []string         // told once the first bytes come
 	logf  func(string)
 
 	metrics *metrics.Server
@@ -195,7 +196,7 @@ func (r *runState) openKeys() (err error) {
 	case pipeline.Descramble:
 		r.opts.Keys, r.opts.System = r.keys.sched, r.sys
 		if r.ksrv != nil {
-			r.opts.LiveKeys = r.ksrv.lk
+			r.opts.LiveKeys = r.ksrv.LiveKeys()
 		}
 		if c.outSys != nil {
 			oks, err := readKeys(&c.rekeys, "rescramble-", c.outSys)
@@ -268,8 +269,8 @@ func (r *runState) configure() {
 // A key server's keys come in as they change already.
 func (r *runState) hangup() func() {
 	c := r.cfg
-	if r.ksrv != nil && r.ksrv.fl != nil {
-		return func() { r.ksrv.reread(r.logf) }
+	if r.ksrv != nil && r.ksrv.Follows() {
+		return func() { r.ksrv.Reread(r.logf) }
 	}
 	if r.in.live == nil || r.opts.Mode == pipeline.Scramble || c.keys.file == "" || r.opts.LiveKeys != nil {
 		return nil
@@ -299,8 +300,7 @@ func (r *runState) run() {
 	if r.ksrv != nil {
 		// -ecm-xor answers from the stream itself, at once: a pipe runs ahead of real time as a
 		// file does, and its reading may wait for the answers.
-		u := r.ksrv.url
-		r.ksrv.start(r.ctx, in.size >= 0 || u != nil && u.scheme == "ecm-xor" && in.live == nil, r.logf)
+		r.ksrv.Start(r.ctx, in.size >= 0 || r.ksrv.AnswersAtOnce() && in.live == nil, r.logf)
 	}
 	// The notes (the key file read, the system the PMT names) come with the first bytes of the
 	// input: before a usage error, an input that cannot be opened or an empty one they would
@@ -319,7 +319,7 @@ func (r *runState) run() {
 		r.every.stop()
 	}
 	if r.ksrv != nil {
-		r.ksrv.stop(&r.st)
+		r.ksrv.Stop(&r.st)
 	}
 	r.sig.Finished()
 	if r.simul != nil {
@@ -343,7 +343,7 @@ func (r *runState) judge() error {
 	ls := collectLive(r.in, r.out, st, true)
 	verdict := report.JudgeKeys(st)
 	if r.ksrv != nil {
-		verdict = judgeKeyServer(st, r.ksrv)
+		verdict = r.ksrv.Judge(st)
 	}
 	if !c.quiet && (r.runErr == nil || st.Packets > 0) {
 		report.Summary(r.env.Stderr, st, r.opts.Mode, c.verbose, verdict)
@@ -360,7 +360,7 @@ func (r *runState) judge() error {
 			files.Out = runfiles.RecordOf(c.out, false)
 		}
 		if err := report.WriteStats(c.stats, st, ls, errorCode(status), files); err != nil && r.runErr == nil {
-			return failErr("cannot write the statistics: %v", unwrapPath(err))
+			return failErr("cannot write the statistics: %v", runfiles.UnwrapPath(err))
 		}
 	}
 	return status

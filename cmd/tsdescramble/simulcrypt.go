@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/livekeys"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/live"
@@ -118,7 +120,7 @@ func startSCS(c *config, in *input, opts *pipeline.Options, sys scrambling.Syste
 	if path := c.cwLog; path != "" {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
-			return nil, failErr("cannot create the CW log: %v", unwrapPath(err))
+			return nil, failErr("cannot create the CW log: %v", runfiles.UnwrapPath(err))
 		}
 		// An existing file keeps its mode through O_TRUNC: make it private too.
 		f.Chmod(0o600)
@@ -190,7 +192,7 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 // the flip to its period's parity. From a pipe or a network input, which cannot be read twice,
 // the ECMs go to a key source as they come, as a key server's do (testca.Answerer): each CW
 // applies from the next period of its parity, and a period waits for its key up to -key-wait.
-func ecmKeys(c *config, sys scrambling.System) (*keySet, *keyServer, error) {
+func ecmKeys(c *config, sys scrambling.System) (*keySet, *livekeys.Source, error) {
 	if c.anyKeyFlag() {
 		return nil, nil, usageErr("-ecm-xor reads the CWs from the stream: give no other key flag")
 	}
@@ -204,10 +206,11 @@ func ecmKeys(c *config, sys scrambling.System) (*keySet, *keyServer, error) {
 	path := c.in
 	fi, err := os.Stat(path)
 	if path == "-" || live.IsAddress(path) || err == nil && !fi.Mode().IsRegular() {
-		ks, err := newECMKeys(c, &keyServerURL{scheme: "ecm-xor"}, testca.Answerer{Key: key}, keyserver.Choice{})
+		o, err := liveKeyOptions(c)
 		if err != nil {
 			return nil, nil, err
 		}
+		ks := livekeys.NewECM(livekeys.ECMXor(), testca.Answerer{Key: key}, keyserver.Choice{}, o)
 		return &keySet{sched: keys.NewList(nil)}, ks, nil
 	}
 	if name := c.givenWaitFlag(); name != "" {
@@ -215,7 +218,7 @@ func ecmKeys(c *config, sys scrambling.System) (*keySet, *keyServer, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, failErr("cannot open the input: %v", unwrapPath(err))
+		return nil, nil, failErr("cannot open the input: %v", runfiles.UnwrapPath(err))
 	}
 	defer f.Close()
 	res, err := testca.ReadCWs(f, key, c.service)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/livekeys"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -19,7 +20,7 @@ type checked struct {
 	lanes      int
 	pids       []uint16
 	outSys     scrambling.System // -rescramble's system, or nil
-	ksURL      *keyServerURL     // -key-server's (or -key-server-env's), or nil
+	ksURL      *livekeys.URL     // -key-server's (or -key-server-env's), or nil
 	ksFlag     string            // the flag that gave it, as messages name it
 	superCAS   uint32
 	ecmPIDs    uint16
@@ -249,9 +250,9 @@ func checkKeyServer(c *config, _ Env) error {
 	if name := c.givenKeyFlag(""); name != "" {
 		return usageErr("give one key source: %s or -%s, not both", strings.Fields(flag)[0], name)
 	}
-	u, err := parseKeyServerURL(flag, raw)
+	u, err := livekeys.ParseURL(flag, raw)
 	if err != nil {
-		return err
+		return usageErr("%v", err)
 	}
 	if err := checkWaitFlags(c); err != nil {
 		return err
@@ -325,4 +326,33 @@ func (c *config) givenWaitFlag() string {
 		}
 	}
 	return ""
+}
+
+// newKeyServer returns the source of the keys that come while the stream runs, as the flags
+// name it (a key server, checked by checkKeyServer, or -follow's log), or nil.
+func newKeyServer(c *config) (*livekeys.Source, error) {
+	if !c.follow && c.ksURL == nil {
+		return nil, nil
+	}
+	o, err := liveKeyOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.ksURL != nil {
+		return livekeys.Dial(c.ksURL, o), nil
+	}
+	ks, err := livekeys.Follow(c.keys.file, o)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return ks, nil
+}
+
+// liveKeyOptions reads -key-wait and -missing-key, and what a key source says.
+func liveKeyOptions(c *config) (livekeys.Options, error) {
+	o := livekeys.Options{Wait: c.keyWait, Drop: c.missingKey == "drop", ShowKeys: c.showKeys, Verbose: c.verbose}
+	if c.isSet("service") {
+		o.Service = uint16(c.service)
+	}
+	return o, checkWaitFlags(c)
 }

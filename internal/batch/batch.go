@@ -83,15 +83,6 @@ func Run(jobs []*Job, parallel int, one, quiet bool, files Files, own *FileSet, 
 	return b.result(jobs, one)
 }
 
-// unwrapPath names a path error's path and reason without the operation.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
-	}
-	return err
-}
-
 // DefaultJobs is one job per 4 CPUs, at least one: the cipher workers of a job use the others.
 // It is the -jobs flag's value for help; a batch without -jobs takes its number from Jobs.
 func DefaultJobs() int { return max(1, runtime.NumCPU()/4) }
@@ -274,7 +265,7 @@ func (b *batchRun) run(i int, j *Job) {
 		// before it writes its own. No job reads this file, nor writes it but this one: the
 		// manifest was refused otherwise (checkJobFiles).
 		if err := b.files.Remove(j.Stats); err != nil {
-			fmt.Fprintf(stderr, "tsdescramble: cannot remove the statistics of an earlier run: %v\n", unwrapPath(err))
+			fmt.Fprintf(stderr, "tsdescramble: cannot remove the statistics of an earlier run: %v\n", runfiles.UnwrapPath(err))
 			b.status[i] = exitFail
 			return
 		}
@@ -297,7 +288,7 @@ func (b *batchRun) removeLeftovers(j *Job, stderr io.Writer) {
 		fmt.Fprintf(stderr, "tsdescramble: removed what an earlier run left beside %s: %s\n", j.Out, strings.Join(removed, ", "))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tsdescramble: cannot remove what an earlier run left beside %s: %v\n", j.Out, unwrapPath(err))
+		fmt.Fprintf(stderr, "tsdescramble: cannot remove what an earlier run left beside %s: %v\n", j.Out, runfiles.UnwrapPath(err))
 	}
 }
 

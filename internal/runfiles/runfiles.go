@@ -6,6 +6,7 @@ package runfiles
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -207,4 +208,14 @@ func RecordOf(path string, withTime bool) *Record {
 		r.ModTime = fi.ModTime()
 	}
 	return r
+}
+
+// UnwrapPath names a path error's path and reason without its operation ("open", "stat"),
+// for a message that says what was being done.
+func UnwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
 }

@@ -1,4 +1,8 @@
-package main
+// Package livekeys is the source of keys that come while the stream runs: a key server that
+// answers the stream's ECMs (cs378x, DVBAPI), the stream's own ECMs of a test CA system, or a
+// key log that another program is still writing; it feeds the pipeline's LiveKeys and counts
+// what the server did.
+package livekeys
 
 import (
 	"bytes"
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/report"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
@@ -22,65 +27,66 @@ import (
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
-// keyServerURL is a parsed -key-server URL.
-type keyServerURL struct {
-	scheme         string // cs378x or dvbapi
+// URL is a parsed -key-server URL.
+type URL struct {
+	scheme         string // cs378x or dvbapi (ecm-xor: the stream's own ECMs)
 	user, password string
 	addr           string
 	choice         keyserver.Choice
 }
 
-// parseKeyServerURL reads a key server URL. Its errors never show the URL: it may hold a
-// password.
-func parseKeyServerURL(flag, s string) (*keyServerURL, error) {
+// ParseURL reads a key server URL given by flag (named so in the errors). Its errors never show
+// the URL: it may hold a password.
+func ParseURL(flag, s string) (*URL, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return nil, usageErr("%s: not a key server URL: want cs378x://USER:PASS@HOST:PORT or dvbapi://HOST:PORT", flag)
+		return nil, fmt.Errorf("%s: not a key server URL: want cs378x://USER:PASS@HOST:PORT or dvbapi://HOST:PORT", flag)
 	}
-	k := &keyServerURL{scheme: strings.ToLower(u.Scheme), addr: u.Host}
+	k := &URL{scheme: strings.ToLower(u.Scheme), addr: u.Host}
 	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
-		return nil, usageErr("%s: the key server's address needs a port: HOST:PORT", flag)
+		return nil, fmt.Errorf("%s: the key server's address needs a port: HOST:PORT", flag)
 	}
 	switch k.scheme {
 	case "cs378x":
 		if u.User == nil || u.User.Username() == "" {
-			return nil, usageErr("%s: cs378x needs a user and a password: cs378x://USER:PASS@HOST:PORT", flag)
+			return nil, fmt.Errorf("%s: cs378x needs a user and a password: cs378x://USER:PASS@HOST:PORT", flag)
 		}
 		k.user = u.User.Username()
 		k.password, _ = u.User.Password()
 		q := u.Query()
 		for name := range q {
 			if name != "caid" && name != "ecm-pid" {
-				return nil, usageErr("%s: unknown option %q: cs378x takes caid=HEX and ecm-pid=PID", flag, name)
+				return nil, fmt.Errorf("%s: unknown option %q: cs378x takes caid=HEX and ecm-pid=PID", flag, name)
 			}
 		}
 		if v := q.Get("caid"); v != "" {
 			n, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(v), "0x"), 16, 16)
 			if err != nil || n == 0 {
-				return nil, usageErr("%s: caid=%s: want the CA system id in hex, 0B00 for instance", flag, v)
+				return nil, fmt.Errorf("%s: caid=%s: want the CA system id in hex, 0B00 for instance", flag, v)
 			}
 			k.choice.CAID = uint16(n)
 		}
 		if v := q.Get("ecm-pid"); v != "" {
 			n, err := strconv.ParseUint(v, 0, 16)
 			if err != nil || n == 0 || n > 0x1FFE {
-				return nil, usageErr("%s: ecm-pid=%s: want a PID from 1 to 0x1FFE, decimal or 0x hex", flag, v)
+				return nil, fmt.Errorf("%s: ecm-pid=%s: want a PID from 1 to 0x1FFE, decimal or 0x hex", flag, v)
 			}
 			k.choice.ECMPID = uint16(n)
 		}
 	case "dvbapi":
 		if u.User != nil || u.RawQuery != "" {
-			return nil, usageErr("%s: dvbapi takes no user, password or options: dvbapi://HOST:PORT", flag)
+			return nil, fmt.Errorf("%s: dvbapi takes no user, password or options: dvbapi://HOST:PORT", flag)
 		}
 	default:
-		return nil, usageErr("%s: unknown key server protocol: want cs378x:// or dvbapi://", flag)
+		return nil, fmt.Errorf("%s: unknown key server protocol: want cs378x:// or dvbapi://", flag)
 	}
 	return k, nil
 }
 
-// keyServer is a running key server client and the pipeline's side of it.
-type keyServer struct {
-	url     *keyServerURL  // nil for -follow
+// Source is a running key server client (or the follower of a growing log) and the pipeline's
+// side of it.
+type Source struct {
+	url     *URL           // nil for -follow
 	follow  string         // the -cw-file that -follow reads
 	fl      *keys.Follower // its reader, for SIGHUP
 	logf    func(string)   // the run's log, from start
@@ -95,74 +101,61 @@ type keyServer struct {
 	verbose bool // -v: a line for each ECM answered without a key
 }
 
-// newKeyServer returns the client of the key server the flags name, validated (checkKeyServer),
-// or the follower of -follow's log: nil when neither is given.
-func newKeyServer(c *config) (*keyServer, error) {
-	if c.follow {
-		return followFromFlags(c)
-	}
-	u := c.ksURL
-	if u == nil {
-		return nil, nil
-	}
+// Options say how a period waits for its key (-key-wait, -missing-key) and what the source
+// says of itself.
+type Options struct {
+	Wait           time.Duration
+	Drop, ShowKeys bool
+	Verbose        bool   // a line for each ECM answered without a key
+	Service        uint16 // the service whose ECMs are asked for, 0 for the first one found
+}
+
+// Dial returns the client of the key server at u: nothing connects before Start.
+func Dial(u *URL, o Options) *Source {
 	// A request to the server never outlasts the wait of the period that needs its answer.
-	timeout := min(keyserver.DefaultTimeout, c.keyWait)
+	timeout := min(keyserver.DefaultTimeout, o.Wait)
 	if u.scheme == "cs378x" {
 		cs := cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password, Timeout: timeout})
-		ks, err := newECMKeys(c, u, cs, u.choice)
-		if err != nil {
-			return nil, err
-		}
+		ks := NewECM(u, cs, u.choice, o)
 		ks.cs = cs
-		return ks, nil
+		return ks
 	}
-	ks, err := newLiveKeys(c)
-	if err != nil {
-		return nil, err
-	}
+	ks := newSource(o)
 	ks.url = u
-	cfg := dvbapi.Config{Addr: u.addr, Timeout: timeout}
-	if c.isSet("service") {
-		cfg.ServiceID = uint16(c.service)
-	}
-	ks.dv = dvbapi.NewClient(cfg, ks.live)
+	ks.dv = dvbapi.NewClient(dvbapi.Config{Addr: u.addr, Timeout: timeout, ServiceID: o.Service}, ks.live)
 	ks.lk.Sections = ks.dv
-	return ks, nil
+	return ks
 }
 
-// newECMKeys returns the key source of a run whose keys answer the stream's ECMs (a cs378x
-// server, -ecm-xor on a pipe or a network input): the ECM PID as choice (with -service) names
-// it, each distinct ECM answered by ans, -key-wait and -missing-key read. url names the
-// protocol in the summary.
-func newECMKeys(c *config, url *keyServerURL, ans keyserver.Answerer, choice keyserver.Choice) (*keyServer, error) {
-	ks, err := newLiveKeys(c)
-	if err != nil {
-		return nil, err
-	}
+// ECMXor is the URL of keys that answer the stream's own ECMs (-ecm-xor), as the summary names
+// them.
+func ECMXor() *URL { return &URL{scheme: "ecm-xor"} }
+
+// NewECM returns the key source of a run whose keys answer the stream's ECMs (a cs378x server,
+// -ecm-xor on a pipe or a network input): the ECM PID as choice (with the service) names it,
+// each distinct ECM answered by ans. url names the protocol in the summary.
+func NewECM(url *URL, ans keyserver.Answerer, choice keyserver.Choice, o Options) *Source {
+	ks := newSource(o)
 	ks.url = url
 	ks.feeder = keyserver.NewFeeder(ks.live, ans)
-	ks.verbose = c.verbose
-	if c.isSet("service") {
-		choice.ServiceID = uint16(c.service)
+	ks.verbose = o.Verbose
+	if o.Service != 0 {
+		choice.ServiceID = o.Service
 	}
 	ks.lk.Sections = keyserver.NewECMSink(ks.feeder, choice)
-	return ks, nil
+	return ks
 }
 
-// newLiveKeys reads -key-wait and -missing-key into the run's LiveKeys.
-func newLiveKeys(c *config) (*keyServer, error) {
-	if err := checkWaitFlags(c); err != nil {
-		return nil, err
-	}
-	ks := &keyServer{live: keys.NewLive()}
-	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: c.keyWait, ShowKeys: c.showKeys, Drop: c.missingKey == "drop"}
-	return ks, nil
+func newSource(o Options) *Source {
+	ks := &Source{live: keys.NewLive()}
+	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: o.Wait, ShowKeys: o.ShowKeys, Drop: o.Drop}
+	return ks
 }
 
-// followFromFlags reads -cw-file FILE -follow (checked by checkFollow): keys from a log that
-// grows while the run reads.
-func followFromFlags(c *config) (*keyServer, error) {
-	path := c.keys.file
+// Follow returns the follower of the key log at path (-cw-file FILE -follow), a log that grows
+// while the run reads, with the keys it holds already read. Its errors are the command's usage
+// errors.
+func Follow(path string, o Options) (*Source, error) {
 	kf, err := loadWholeLines(path)
 	switch {
 	case errors.Is(err, keys.ErrEmptyList):
@@ -170,16 +163,13 @@ func followFromFlags(c *config) (*keyServer, error) {
 	case err != nil:
 		var le *keys.LineError
 		if errors.As(err, &le) {
-			return nil, usageErr("%v", err)
+			return nil, err
 		}
-		return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
+		return nil, fmt.Errorf("cannot read the CW file: %v", runfiles.UnwrapPath(err))
 	case kf.Format == keys.FormatList:
-		return nil, usageErr("-follow: %s is a list of control words, which has no parities to follow: follow an OSCam .cwl log or EVEN ODD pairs", path)
+		return nil, fmt.Errorf("-follow: %s is a list of control words, which has no parities to follow: follow an OSCam .cwl log or EVEN ODD pairs", path)
 	}
-	ks, err := newLiveKeys(c)
-	if err != nil {
-		return nil, err
-	}
+	ks := newSource(o)
 	ks.follow = path
 	// Its bad lines go to the run's log, which start sets before the follower runs; those of the
 	// first read, before that, wait for it.
@@ -193,10 +183,19 @@ func followFromFlags(c *config) (*keyServer, error) {
 	// The keys the log holds are set now, before the input is opened: a first read left to the
 	// follower's goroutine could come after the next key was appended, and take only that one.
 	if err := ks.fl.Poll(); err != nil {
-		return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
+		return nil, fmt.Errorf("cannot read the CW file: %v", runfiles.UnwrapPath(err))
 	}
 	return ks, nil
 }
+
+// LiveKeys is the pipeline's side of the source.
+func (ks *Source) LiveKeys() *pipeline.LiveKeys { return ks.lk }
+
+// Follows reports whether the source follows a growing log, which SIGHUP rereads (Reread).
+func (ks *Source) Follows() bool { return ks.fl != nil }
+
+// AnswersAtOnce reports whether the source answers from the stream itself (-ecm-xor), at once.
+func (ks *Source) AnswersAtOnce() bool { return ks.url != nil && ks.url.scheme == "ecm-xor" }
 
 // loadWholeLines reads the key file at path as far as its last newline: the line after it is
 // still being written by the program that keeps the log, and the follower reads it once whole.
@@ -209,8 +208,8 @@ func loadWholeLines(path string) (*keys.KeyFile, error) {
 	return keys.ReadKeyFile(bytes.NewReader(data[:bytes.LastIndexByte(data, '\n')+1]), path, keys.CWSize)
 }
 
-// start runs the client until stop; file says the input is a file, read ahead of real time.
-func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
+// Start runs the client until Stop; file says the input is a file, read ahead of real time.
+func (ks *Source) Start(ctx context.Context, file bool, logf func(string)) {
 	ks.lk.FileInput, ks.lk.Log, ks.logf = file, logf, logf
 	for _, l := range ks.early {
 		logf(l)
@@ -231,26 +230,26 @@ func (ks *keyServer) start(ctx context.Context, file bool, logf func(string)) {
 		case ks.fl != nil:
 			err := ks.fl.Run(ctx, 200*time.Millisecond)
 			if err != nil && ctx.Err() == nil {
-				logf(fmt.Sprintf("-follow: %v: no more keys are read", unwrapPath(err)))
+				logf(fmt.Sprintf("-follow: %v: no more keys are read", runfiles.UnwrapPath(err)))
 			}
 		}
 	}()
 }
 
-// reread reads the followed -cw-file again from its start (SIGHUP): the keys already applied
+// Reread reads the followed -cw-file again from its start (SIGHUP): the keys already applied
 // stay, those new to the file join.
-func (ks *keyServer) reread(logf func(string)) {
+func (ks *Source) Reread(logf func(string)) {
 	logf("SIGHUP: reading " + ks.follow + " again from its start")
 	ks.fl.Reread(func(n int, err error) {
 		if err != nil {
-			return // the follower stops, and says why (start)
+			return // the follower stops, and says why (Start)
 		}
 		logf(fmt.Sprintf("SIGHUP: %s read again: %s; each key applies from the next crypto period of its parity", ks.follow, report.Plural(n, "key line")))
 	})
 }
 
-// stop ends the client and fills in its counts.
-func (ks *keyServer) stop(st *pipeline.Stats) {
+// Stop ends the client and fills in its counts.
+func (ks *Source) Stop(st *pipeline.Stats) {
 	ks.cancel()
 	ks.wg.Wait()
 	if ks.cs != nil {
@@ -292,7 +291,7 @@ func (ks *keyServer) stop(st *pipeline.Stats) {
 }
 
 // lastError returns why the key server gave no key, if it said.
-func (ks *keyServer) lastError() error {
+func (ks *Source) lastError() error {
 	switch {
 	case ks.feeder != nil:
 		return ks.feeder.LastError()
@@ -302,9 +301,9 @@ func (ks *keyServer) lastError() error {
 	return nil
 }
 
-// judgeKeyServer is judgeKeys for keys from a key server: periods whose key did not come in
+// Judge is report.JudgeKeys for keys from a key server: periods whose key did not come in
 // time make the run a failure (exit 3), and the line says why, with the server's last error.
-func judgeKeyServer(st *pipeline.Stats, ks *keyServer) report.Verdict {
+func (ks *Source) Judge(st *pipeline.Stats) report.Verdict {
 	lk := st.LiveKeys
 	if lk == nil || lk.GaveUp == 0 {
 		return report.Verdict{}
