@@ -112,8 +112,8 @@ func runError(err error, inPath string, out *output) error {
 		name = "stdin"
 	}
 	saved := ""
-	if out.partial != "" {
-		saved = "; the packets processed so far are in " + out.partial
+	if out.partial() != "" {
+		saved = "; the packets processed so far are in " + out.partial()
 	}
 	switch {
 	case errors.Is(err, ts.ErrNoSync):

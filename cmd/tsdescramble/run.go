@@ -339,7 +339,7 @@ func (r *runState) judge() error {
 	junk := report.NotTransportStream(st)
 	closeErr := r.out.close(r.runErr == nil && junk == "", st.BytesOut)
 	// The output file was renamed into place: it is this run's (its statistics say so).
-	placed := r.out.tmp != "" && r.runErr == nil && junk == "" && closeErr == nil
+	placed := r.out.temp != nil && r.runErr == nil && junk == "" && closeErr == nil
 	ls := collectLive(r.in, r.out, st, true)
 	verdict := report.JudgeKeys(st)
 	if r.ksrv != nil {
@@ -370,10 +370,10 @@ func (r *runState) judge() error {
 func (r *runState) status(closeErr error, junk string, verdict report.Verdict) error {
 	st, out := &r.st, r.out
 	saved := func(what string) string {
-		if out.partial == "" {
+		if out.partial() == "" {
 			return ""
 		}
-		return what + out.partial
+		return what + out.partial()
 	}
 	if r.scsErr != nil && r.runErr == nil {
 		return r.scsErr

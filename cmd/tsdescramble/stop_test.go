@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/internal/signals"
 )
 
@@ -351,7 +352,7 @@ func TestOutputAbort(t *testing.T) {
 	}()
 	<-started
 	partial := o.abort()
-	if err := <-wrote; !errors.Is(err, errAborted) {
+	if err := <-wrote; !errors.Is(err, runfiles.ErrAborted) {
 		t.Errorf("a write after abort: %v", err)
 	}
 	if partial != path+".partial" {

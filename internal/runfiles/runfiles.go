@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -218,4 +220,137 @@ func UnwrapPath(err error) error {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	return err
+}
+
+// ErrAborted is what a write to a Temp gets once it was put aside (Abort).
+var ErrAborted = errors.New("the run was stopped")
+
+// Temp is an output file written under a temporary name beside the file it becomes, so that a
+// failed run never leaves a file that looks complete: Close renames it into place when the run
+// succeeded, and otherwise keeps what was written as NAME.partial, cut to whole packets.
+type Temp struct {
+	f       *os.File
+	tmp     string // the temporary name
+	final   string // the file it replaces: the path given, or the file its links lead to
+	partial string // set when a failed run's output was kept
+
+	mu      sync.Mutex   // held by writes, by Close and by Abort
+	closed  atomic.Bool  // put in place, kept or removed: no more writes
+	written atomic.Int64 // bytes of the writes that completed
+}
+
+// CreateOutput creates the temporary file of the output path. A link is followed: the file it
+// leads to is written, and the link stays a link. Its errors name path, not the temporary name.
+func CreateOutput(path string) (*Temp, error) {
+	final := FollowLinks(path)
+	dir, base := filepath.Split(final)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := CreateTemp(dir, "."+base+".", ".tmp")
+	if err != nil {
+		parent := filepath.Dir(final)
+		if _, serr := os.Stat(parent); errors.Is(serr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("cannot write %s: the directory %s does not exist: create it first or name a file in another", path, parent)
+		}
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot create %s: %v", path, err)
+	}
+	return &Temp{f: f, tmp: f.Name(), final: final}, nil
+}
+
+// Write writes to the temporary file, under the lock, so that Abort never cuts the file while a
+// write is extending it.
+func (t *Temp) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return 0, ErrAborted
+	}
+	n, err := t.f.Write(p)
+	if err == nil {
+		t.written.Add(int64(n))
+	}
+	return n, err
+}
+
+// Partial is the name the file was kept under after a failure, or "".
+func (t *Temp) Partial() string { return t.partial }
+
+// Close finishes the file: when ok it puts it in place, with the mode of the file it replaces,
+// if any; otherwise it keeps the first keep bytes (whole packets) as NAME.partial, or removes
+// the temporary file when there are none.
+func (t *Temp) Close(ok bool, keep int64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Swap(true) {
+		return ErrAborted
+	}
+	var err error
+	if !ok {
+		// A write cut short (a full disk) may have left part of a packet after the whole ones.
+		err = t.f.Truncate(keep)
+	}
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if ok && err == nil {
+		if fi, serr := os.Stat(t.final); serr == nil {
+			err = os.Chmod(t.tmp, fi.Mode().Perm())
+		}
+		if err == nil {
+			err = os.Rename(t.tmp, t.final)
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	t.keep(keep)
+	return err
+}
+
+// keep renames the temporary file NAME.partial, or removes it when it holds no packet.
+func (t *Temp) keep(n int64) {
+	if n == 0 {
+		os.Remove(t.tmp)
+		return
+	}
+	t.partial = t.final + ".partial"
+	if os.Rename(t.tmp, t.partial) != nil {
+		os.Remove(t.tmp)
+		t.partial = ""
+	}
+}
+
+// Abort puts the file aside at once, for a run that must end without waiting for the packets in
+// flight: the temporary file, cut after the last write that completed (whole packets), is kept
+// as NAME.partial, and later writes fail. It returns the name it was kept under, or "". A write
+// still under way after a second (a disk that hangs) is not waited for: the file is then kept
+// as it is.
+func (t *Temp) Abort() string {
+	locked, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		t.mu.Lock()
+		close(locked)
+		<-release
+		t.mu.Unlock()
+	}()
+	defer close(release)
+	select {
+	case <-locked:
+		if !t.closed.Swap(true) {
+			n := t.written.Load()
+			t.f.Truncate(n)
+			t.f.Close()
+			t.keep(n)
+		}
+	case <-time.After(time.Second):
+		if !t.closed.Swap(true) {
+			t.keep(1)
+		}
+	}
+	return t.partial
 }
