@@ -10,10 +10,11 @@ import (
 // the look-ahead read, with when they arrived, and then the rest: the run sees the same bytes
 // whether or not anything looked.
 
-// Recorder reads from r and keeps a copy of every byte it returns, up to limit bytes, after
-// which it reports the end of its input (the input itself goes on): a look-ahead at the start
-// of an input, which Replay then gives again. With a deadline, no read waits more than idle. The copy is kept in chunks rather than one growing slice, so that
-// it costs what it holds and no more, and can be let go of a chunk at a time.
+// Recorder reads from r and keeps a copy of every byte it returns, up to limit bytes, after which
+// it reports the end of its input (the input itself goes on): a look-ahead at the start of an
+// input, which Replay then gives again. With a deadline, no read waits more than idle. The copy is
+// kept in chunks rather than one growing slice, so that it costs what it holds and no more, and
+// can be let go of a chunk at a time.
 type Recorder struct {
 	r        io.Reader
 	deadline Deadliner

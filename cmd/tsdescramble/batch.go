@@ -21,11 +21,10 @@ import (
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
-// batch runs a manifest of jobs, one descrambling or scrambling run each, as a scheduler hands
-// them out: every job on this machine (-jobs at a time), or the one job of an Indexed Job's pod
-// (-index, or JOB_COMPLETION_INDEX). A job runs in this process through the command line's own
-// action, with the manifest's values parsed as its flags (batchjob.go); a job whose output and
-// statistics say it is done is skipped, so that a retried pod does not redo finished work.
+// batch runs a manifest of jobs (internal/batch), one descrambling or scrambling run each:
+// every job on this machine (-jobs at a time), or the one job of an Indexed Job's pod (-index,
+// or JOB_COMPLETION_INDEX). A job runs in this process through the command's own process, with
+// the manifest's values read into its config (decodeJob).
 
 // indexEnv is the variable Kubernetes sets in each pod of an Indexed Job.
 const indexEnv = "JOB_COMPLETION_INDEX"

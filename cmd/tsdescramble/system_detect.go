@@ -93,14 +93,14 @@ func (l *lookahead) close() {
 	}
 }
 
-// chooseSystem returns the system the input is scrambled with: the one -cipher names, or when
-// a descrambling run has no -cipher, the one the scrambling_descriptor of the input's PMT names
-// (of the -service given, else of the first service that has one), csa2 when there is none or
-// its mode is not one tsdescramble implements. A descrambling run opens its input here and
-// looks at its start (see peekServices), except a live run with -cipher; the lookahead returned
-// hands it to the run, which reads every byte as if nothing had looked. The notes it appends to notes are for stderr once
-// the run starts: which system the PMT chose, a mode that tsdescramble cannot descramble, or a
-// -cipher that disagrees with it.
+// chooseSystem returns the system the input is scrambled with: the one -cipher names, or when a
+// descrambling run has no -cipher, the one the scrambling_descriptor of the input's PMT names (of
+// the -service given, else of the first service that has one), csa2 when there is none or its mode
+// is not one tsdescramble implements. A descrambling run opens its input here and looks at its
+// start (see peekServices), except a live run with -cipher; the lookahead returned hands it to the
+// run, which reads every byte as if nothing had looked. The notes it appends to notes are for
+// stderr once the run starts: which system the PMT chose, a mode that tsdescramble cannot
+// descramble, or a -cipher that disagrees with it.
 func chooseSystem(c *config, env Env, notes *[]string) (scrambling.System, *lookahead, error) {
 	lanes := c.lanes
 	sys, err := lookupSystem("cipher", c.cipher, lanes)

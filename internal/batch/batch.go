@@ -173,14 +173,14 @@ func (Local) Remove(path string) error {
 	return nil
 }
 
-// quitWhenNoJobDoes ends the batch at once on a quit signal (SIGQUIT) until finished is
-// closed, unless a job ends the process first. A job that has begun its run ends itself at
-// once, its output put aside (signals.go), as the command does; the batch waits for that, up to
-// signals.StopGrace, and ends itself when no job was listening (one opening its input, or between two
-// jobs). Listening for the quit signals for the whole batch spares each job the cost of
-// turning the signal's handling on and off (about 70 us a job, the runtime's signal thread
-// woken twice each time), and gives a quit between two jobs the command's exit status
-// rather than Go's dump of the goroutines.
+// quitWhenNoJobDoes ends the batch at once on a quit signal (SIGQUIT) until finished is closed,
+// unless a job ends the process first. A job that has begun its run ends itself at once, its
+// output put aside (internal/signals), as the command does; the batch waits for that, up to
+// signals.StopGrace, and ends itself when no job was listening (one opening its input, or between
+// two jobs). Listening for the quit signals for the whole batch spares each job the cost of
+// turning the signal's handling on and off (about 70 us a job, the runtime's signal thread woken
+// twice each time), and gives a quit between two jobs the command's exit status rather than Go's
+// dump of the goroutines.
 func quitWhenNoJobDoes(stderr io.Writer, finished <-chan struct{}) {
 	var sigs []os.Signal
 	for _, sig := range signals.QuitSignals {
@@ -413,7 +413,7 @@ func (l *linePrefixer) flush() {
 func (b *batchRun) runAll(jobs []*Job, parallel int) {
 	stderr := b.stderr
 	// A stop signal stops the handing out of jobs. A job that has begun its run stops as the
-	// command does, by its own handler (signals.go); one still opening its input or reading
+	// command does, by its own handler (internal/signals); one still opening its input or reading
 	// its keys has none yet, and could wait on a stalled input for ever: the batch ends
 	// itself once the jobs have had their signals.StopGrace, or at a second signal.
 	stop := make(chan os.Signal, 2)

@@ -1,9 +1,9 @@
 // Package metrics serves a run's counts while it goes, in the Prometheus text exposition format
-// (version 0.0.4), and /healthz for a scheduler's probes. Each scrape reads what the run
-// already keeps: pipeline.Counters, published once per unit of work, and the network input's
-// and output's own counts (live.Reader.Stats, live.Writer.Stats), which the summary and -stats
-// read too; no count is kept twice, and a scrape adds no work per packet. The format is written here rather than
-// with the Prometheus client library: a dozen counters read from pipeline.Counters need no
+// (version 0.0.4), and /healthz for a scheduler's probes. Each scrape reads what the run already
+// keeps: pipeline.Counters, published once per unit of work, and the network input's and output's
+// own counts (live.Reader.Stats, live.Writer.Stats), which the summary and -stats read too; no
+// count is kept twice, and a scrape adds no work per packet. The format is written here rather
+// than with the Prometheus client library: a dozen counters read from pipeline.Counters need no
 // registry, and the library would bring its own dependencies (protobuf among them) into the
 // command's build.
 package metrics

@@ -274,8 +274,8 @@ func printServerLine(w io.Writer, s *pipeline.KeyServerStats) {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
-// Verdict is what a descrambling run's statistics say of its keys: whether they call for the
-// exit status of keys that do not fit, the one line a person reads first, and the lines that name the
+// Verdict is what a descrambling run's statistics say of its keys: whether they call for the exit
+// status of keys that do not fit, the one line a person reads first, and the lines that name the
 // PIDs another CA system seems to protect.
 type Verdict struct {
 	NoFit   bool     // the keys do not fit (exit 3)

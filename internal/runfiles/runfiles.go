@@ -94,8 +94,8 @@ func CreateTemp(dir, prefix, suffix string) (*os.File, error) {
 	}
 }
 
-// KeptAsPartial reports whether an output path is written under a temporary name beside it,
-// kept as NAME.partial when its run stops, as the command's output does for a regular file or a name
+// KeptAsPartial reports whether an output path is written under a temporary name beside it, kept
+// as NAME.partial when its run stops, as the command's output does for a regular file or a name
 // that does not exist yet; a device or a named pipe is written directly.
 func KeptAsPartial(path string) bool {
 	fi, err := os.Stat(path)
