@@ -94,6 +94,7 @@ type job struct {
 type jobSpec struct {
 	flags    []cli.Flag
 	index    map[string]int // flags' positions by each of their names
+	primary  []string       // flags' first names
 	tmpl     *config
 	defaults config
 }
@@ -106,6 +107,7 @@ func jobSpecs() map[string]*jobSpec {
 		setDefaults(sp.flags)
 		sp.defaults = *sp.tmpl
 		for i, f := range sp.flags {
+			sp.primary = append(sp.primary, f.Names()[0])
 			for _, n := range f.Names() {
 				sp.index[n] = i
 			}
@@ -214,7 +216,7 @@ func decodeJob(text string, specs map[string]*jobSpec) (*config, error) {
 		if !ok {
 			return nil, unknownKey(p.key, name, sp)
 		}
-		primary := flags[i].Names()[0]
+		primary := sp.primary[i]
 		switch primary {
 		case "metrics":
 			return nil, fmt.Errorf("%s: jobs that run side by side cannot listen on one address; -metrics is for a single run", keyName(p.key))
