@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
@@ -68,6 +69,8 @@ func Main(args []string, env Env) int {
 }
 
 func newApp(env Env) *cli.App {
+	c := &config{mode: pipeline.Descramble}
+	flags := descrambleFlags(c)
 	return &cli.App{
 		Name:      "tsdescramble",
 		Usage:     "descramble DVB-CSA2 scrambled MPEG transport streams",
@@ -96,21 +99,21 @@ moves to the next, cyclically; the list is aligned to the stream on its first PE
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
 		// urfave/cli adds -h only to an app without a help command of its own (helpCommand).
-		Flags:    append(descrambleFlags(), cli.HelpFlag),
-		Action:   profiledProcess(env, pipeline.Descramble),
+		Flags:    append(flags, cli.HelpFlag),
+		Action:   processAction(env, c, flags),
 		Commands: commands(scrambleCommand(env), probeCommand(env), benchCommand(env), batchCommand(env)),
 	}
 }
 
 // runError turns an error of the pipeline into the message and exit status of the contract.
-func runError(err error, inPath, outPath string, out *output) error {
+func runError(err error, inPath string, out *output) error {
 	name := inPath
 	if name == "-" {
 		name = "stdin"
 	}
 	saved := ""
-	if out.partial != "" {
-		saved = "; the packets processed so far are in " + out.partial
+	if out.partial() != "" {
+		saved = "; the packets processed so far are in " + out.partial()
 	}
 	switch {
 	case errors.Is(err, ts.ErrNoSync):
@@ -198,7 +201,7 @@ func (in *input) interrupt() {
 
 // ArrivedAt says when the bytes of the last Read arrived, when the input knows: the bytes a
 // look-ahead replays arrived before the run reads them (see replay).
-func (in *input) ArrivedAt() time.Time { return arrivedAt(in.Reader) }
+func (in *input) ArrivedAt() time.Time { return ts.ArrivedAt(in.Reader) }
 
 func (in *input) Close() {
 	if in.live != nil {
@@ -221,7 +224,7 @@ func openInput(path string, env Env) (*input, error) {
 	if path != "-" {
 		var err error
 		if f, err = os.Open(path); err != nil {
-			return nil, failErr("cannot open the input: %v", unwrapPath(err))
+			return nil, failErr("cannot open the input: %v", runfiles.UnwrapPath(err))
 		}
 		in.Reader, in.file, ok = f, f, true
 	}
@@ -241,14 +244,6 @@ func openInput(path string, env Env) (*input, error) {
 		in.Reader, in.poll = p, p
 	}
 	return in, nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
-	}
-	return err
 }
 
 // pathReason is the reason of a path error without the path, for a message that names the

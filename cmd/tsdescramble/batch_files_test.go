@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 )
 
 // sums returns the SHA-256 of each file, "" for one that cannot be read.
@@ -171,7 +173,7 @@ func TestBatchRerunRemovesLeftovers(t *testing.T) {
 			manifestLine(t, map[string]any{"in": read, "out": filepath.Join(dir, "second.ts"), "biss": "112233445566"})))
 	// As output.go names them: "." NAME "." a random uint32 ".tmp", and NAME ".partial"; one
 	// made by the output's own createTemp.
-	f, err := createTemp(dir, ".out.ts.", ".tmp")
+	f, err := runfiles.CreateTemp(dir, ".out.ts.", ".tmp")
 	if err != nil {
 		t.Fatal(err)
 	}

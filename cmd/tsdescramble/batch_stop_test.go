@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/signals"
 )
 
 // A batch stopped by SIGTERM ends with 143, whatever its jobs were doing: one that had begun
@@ -27,10 +29,10 @@ func TestBatchStoppedBySignal(t *testing.T) {
 		code   int
 		within time.Duration
 	}{
-		{syscall.SIGTERM, 143, stopGrace + 3*time.Second},
+		{syscall.SIGTERM, 143, signals.StopGrace + 3*time.Second},
 		{syscall.SIGQUIT, 131, 3 * time.Second},
 	} {
-		t.Run(signalName(c.sig), func(t *testing.T) { batchStoppedBy(t, bin, c.sig, c.code, c.within) })
+		t.Run(signals.Name(c.sig), func(t *testing.T) { batchStoppedBy(t, bin, c.sig, c.code, c.within) })
 	}
 }
 
@@ -69,7 +71,7 @@ func batchStoppedBy(t *testing.T, bin string, sig syscall.Signal, wantCode int, 
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	cmd.Process.Signal(sig)
-	name := signalName(sig)
+	name := signals.Name(sig)
 	select {
 	case <-exited:
 		code, killedBy := waitStatus(t, waitErr)
@@ -77,8 +79,8 @@ func batchStoppedBy(t *testing.T, bin string, sig syscall.Signal, wantCode int, 
 		if code != wantCode || killedBy != 0 || took > within {
 			t.Errorf("exit %d (signal %v) %v after %s; want %d within %v", code, killedBy, took.Round(time.Millisecond), name, wantCode, within)
 		}
-	case <-time.After(stopGrace + 10*time.Second):
-		t.Fatalf("still running %v after %s: %s", stopGrace+10*time.Second, name, stderr.b.String())
+	case <-time.After(signals.StopGrace + 10*time.Second):
+		t.Fatalf("still running %v after %s: %s", signals.StopGrace+10*time.Second, name, stderr.b.String())
 	}
 	if !strings.Contains(stderr.b.String(), "batch stopped at once by "+name) {
 		t.Errorf("stderr does not say how the batch stopped:\n%s", stderr.b.String())

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/batch"
 )
 
 // sample returns the path of a file of samples/.
@@ -320,15 +322,15 @@ func TestBatchJobsFromSizes(t *testing.T) {
 		{"small files, 8 CPUs", many(200, 2*MiB), 8, 8},
 		{"small files, 2 CPUs", many(200, 2*MiB), 2, 2},
 		{"small files, 1 CPU", many(200, 2*MiB), 1, 1},
-		{"one just under the bound", []int64{smallInput - 1}, 4, 4},
-		{"one at the bound", []int64{smallInput}, 4, 1},
+		{"one just under the bound", []int64{batch.SmallInput - 1}, 4, 4},
+		{"one at the bound", []int64{batch.SmallInput}, 4, 1},
 		{"pipes count as large", many(5, -1), 8, 2},
 		{"most small, some large", append(many(3, 1*MiB), 400*MiB, -1), 8, 8},
 		{"most large, some small", append(many(2, 1*MiB), 400*MiB, -1, 300*MiB), 8, 2},
 		{"zero CPUs reported", many(4, 1*MiB), 0, 1},
 	} {
-		if got := batchJobs(c.sizes, c.cpus); got != c.want {
-			t.Errorf("%s: batchJobs(%d CPUs) = %d, want %d", c.name, c.cpus, got, c.want)
+		if got := batch.Jobs(c.sizes, c.cpus); got != c.want {
+			t.Errorf("%s: batch.Jobs(%d CPUs) = %d, want %d", c.name, c.cpus, got, c.want)
 		}
 	}
 }
@@ -359,16 +361,12 @@ func TestBatchDefaultJobsRunSmallInputsSideBySide(t *testing.T) {
 		all, giveUp := make(chan struct{}), make(chan struct{})
 		timer := time.AfterFunc(10*time.Second, func() { close(giveUp) })
 		var workers []string
-		batchJobStarts = func(index int, args []string) {
+		batchJobStarts = func(index int, jc *config) {
 			mu.Lock()
 			started++
 			running++
 			most = max(most, running)
-			for _, a := range args {
-				if strings.HasPrefix(a, "-workers=") {
-					workers = append(workers, a)
-				}
-			}
+			workers = append(workers, fmt.Sprintf("-workers=%d", jc.workers))
 			if started == c.together {
 				close(all)
 			}

@@ -18,6 +18,7 @@ import (
 )
 
 func benchCommand(env Env) *cli.Command {
+	prof := &config{}
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "measure each bitslice group width on this machine and suggest flags",
@@ -29,8 +30,8 @@ the throughput in MB/s of TS input and the flags that gave the best one. Example
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "packets", Value: 50000, Usage: "`N` packets in the synthetic stream"},
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "`N` runs of each configuration; the best counts"},
-		}, profileFlags()...),
-		Action: func(c *cli.Context) error { return profiled(c, func() error { return bench(c, env) }) },
+		}, profileFlags(&prof.profile)...),
+		Action: func(c *cli.Context) error { return profiled(prof, func() error { return bench(c, env) }) },
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tsdescramble/tsdescramble/internal/clihelp"
 )
 
 // The tests of this file hold the command to what a new user meets first: help that can be
@@ -350,7 +352,7 @@ func TestHelpLayout(t *testing.T) {
 	check := func(where string, flags []cli.Flag, categorised bool) {
 		for _, f := range flags {
 			df := f.(cli.DocGenerationFlag)
-			if _, placeholder := unquoteUsage(df.GetUsage()); df.TakesValue() && placeholder == "" {
+			if _, placeholder := clihelp.UnquoteUsage(df.GetUsage()); df.TakesValue() && placeholder == "" {
 				t.Errorf("%s: -%s has no placeholder", where, f.Names()[0])
 			}
 			if cf := f.(cli.CategorizableFlag); categorised && cf.GetCategory() == "" {

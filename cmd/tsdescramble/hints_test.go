@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tsdescramble/tsdescramble/internal/keyhint"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -150,8 +151,8 @@ func TestKeyHintCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	cw := mustCW(t, cwA)
-	ks := &keySet{sched: keys.NewFixed(cw, cw)}
-	src := keySource{flag: "cw"}
+	ks := keyhint.Keys{Sched: keys.NewFixed(cw, cw)}
+	src := keyhint.Source{Flag: "cw"}
 	pes := clearPacket(0x100, 8, -1, true)
 	scrambledWith := func(cw string) pipeline.Sample {
 		p := scramble(pes, mustKey(t, mustCW(t, cw)), tscEven)
@@ -167,12 +168,12 @@ func TestKeyHintCases(t *testing.T) {
 		{"a guess fits one unit start of two", []pipeline.Sample{scrambledWith(reversedHex(t, cwA)), scrambledWith(cwD)}},
 		{"a clear unit start", []pipeline.Sample{{PID: 0x100, Payload: bytes.Clone(pes[4:])}}},
 	} {
-		if h := keyHint(tc.samples, sys, ks, src); h != "" {
+		if h := keyhint.Hint(tc.samples, sys, ks, src); h != "" {
 			t.Errorf("%s: got hint %q, want none", tc.name, h)
 		}
 	}
 	// One unit start in all: one fit is enough.
-	if h := keyHint([]pipeline.Sample{scrambledWith(reversedHex(t, cwA))}, sys, ks, src); !strings.Contains(h, "reverse order") {
+	if h := keyhint.Hint([]pipeline.Sample{scrambledWith(reversedHex(t, cwA))}, sys, ks, src); !strings.Contains(h, "reverse order") {
 		t.Errorf("one unit start, bytes reversed: got %q", h)
 	}
 }

@@ -7,40 +7,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/urfave/cli/v2"
-
+	"github.com/tsdescramble/tsdescramble/internal/keyhint"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
-// keyFlags are the flags that give control words, with the input's scrambling system; the
-// descrambler and the scrambler share them.
-func keyFlags() []cli.Flag {
-	return append(keySourceFlags("", catKeys, ""),
-		&cli.StringFlag{Name: "cipher", Value: "csa2", Category: catScrambling, Usage: "scrambling `SYSTEM`: " + strings.Join(scrambling.Names(), ", ")})
-}
-
-// keySourceFlags defines the key flags once for every side that takes keys: the input's (no
-// prefix) and a rescrambling run's output ("rescramble-"), whose usage lines end with what.
-func keySourceFlags(prefix, category, what string) []cli.Flag {
-	flag := func(name, usage string, file bool) cli.Flag {
-		return &cli.StringFlag{Name: prefix + name, TakesFile: file, Category: category, Usage: usage + what}
-	}
-	return []cli.Flag{
-		flag("cw", "control word for both parities: `HEX` digits (16 for csa2, 32 for AES, 32/48/64 for dfc and serpent); spaces, ':' and '-' allowed", false),
-		flag("cw-even", "control word for the even parity (TSC 10): `HEX` digits", false),
-		flag("cw-odd", "control word for the odd parity (TSC 11): `HEX` digits", false),
-		flag("cw-file", "`FILE` of control words: one per line (used in turn, one per crypto period), EVEN ODD pairs per line, or an OSCam .cwl log; the format is detected", true),
-		flag("biss", "BISS-1 session word: 12 `HEX` digits (checksum bytes inserted) or 16", false),
-		flag("cw-env", "read the control word from the environment variable `NAME` (keeps it out of ps)", false),
-		&cli.BoolFlag{Name: prefix + "reduce-entropy", Category: category, Usage: "force CW bytes 3 and 7 to the checksums of bytes 0-2 and 4-6 (TSDuck's default; csa2 only)" + what},
-	}
-}
-
 // rescrambleKeyFlags are the names of the key flags of a rescrambling run's output.
 func rescrambleKeyFlags() []string {
 	var names []string
-	for _, f := range keySourceFlags("rescramble-", "", "") {
+	for _, f := range keySourceFlags(&cwFlags{}, "rescramble-", "", "") {
 		names = append(names, f.Names()[0])
 	}
 	return names
@@ -52,7 +28,7 @@ type keySet struct {
 	sched *keys.Schedule
 	list  [][]byte // nil for a key file: the schedule holds its keys, compactly (see cws)
 	notes []string
-	// What hints.go needs to try the usual mistakes when the keys do not fit: the layout of
+	// What internal/keyhint needs to try the usual mistakes when the keys do not fit: the layout of
 	// a key file (0 for keys given as flags), and, with -reduce-entropy, the first control
 	// words as they were given, in the schedule's order (reducing loses bytes 3 and 7).
 	format keys.Format
@@ -110,19 +86,17 @@ func exampleKey(sys scrambling.System) string {
 	return strings.Repeat("11223366445566ff", sys.KeySizes()[0]/8)
 }
 
-// readKeys builds the keys from the key flags whose names start with prefix ("" for the
-// input's, "rescramble-" for the output of a rescrambling run) for the given system.
-func readKeys(c *cli.Context, prefix string, sys scrambling.System) (ks *keySet, err error) {
-	get := func(name string) string { return c.String(prefix + name) }
-	cw, even, odd, file := get("cw"), get("cw-even"), get("cw-odd"), get("cw-file")
-	biss, env := get("biss"), get("cw-env")
+// readKeys builds the keys from the key flags k, of the side whose flag names start with
+// prefix ("" for the input's, "rescramble-" for the output of a rescrambling run), for the
+// given system.
+func readKeys(k *cwFlags, prefix string, sys scrambling.System) (*keySet, error) {
 	n := 0
-	for _, s := range []string{cw, file, biss, env} {
+	for _, s := range []string{k.cw, k.file, k.biss, k.env} {
 		if s != "" {
 			n++
 		}
 	}
-	if even != "" || odd != "" {
+	if k.even != "" || k.odd != "" {
 		n++
 	}
 	f := "-" + prefix
@@ -134,105 +108,126 @@ func readKeys(c *cli.Context, prefix string, sys scrambling.System) (ks *keySet,
 	case n > 1:
 		return nil, usageErr("give one key source: %scw, %scw-even/%scw-odd, %scw-file, %sbiss or %scw-env, not several", f, f, f, f, f, f)
 	}
-	reduce := c.Bool(prefix + "reduce-entropy")
-	var given [][]byte
-	defer func() {
-		if ks != nil {
-			ks.given = given
-		}
-	}()
-	// finish is called on every key in the order of the schedule's control words.
-	finish := func(b []byte) []byte {
-		if reduce {
-			if len(given) < maxHintKeys {
-				given = append(given, slices.Clone(b))
-			}
-			keys.ReduceEntropy(b)
-		}
-		return b
+	r := &keyReader{k: k, prefix: prefix, sys: sys}
+	ks, err := r.read()
+	if ks != nil {
+		ks.given = r.given
 	}
-	parse := func(flag, s string) ([]byte, error) {
-		if s == "" {
-			return nil, nil
+	return ks, err
+}
+
+// keyReader reads the one key source of a side's key flags.
+type keyReader struct {
+	k      *cwFlags
+	prefix string
+	sys    scrambling.System
+	given  [][]byte // with -reduce-entropy, the first keys as they were given
+}
+
+// finish is called on every key in the order of the schedule's control words.
+func (r *keyReader) finish(b []byte) []byte {
+	if r.k.reduce {
+		if len(r.given) < keyhint.MaxKeys {
+			r.given = append(r.given, slices.Clone(b))
 		}
-		b, err := parseKey(s, sys)
-		if n, hex := hexDigits(s); err != nil && hex && n == 12 && prefix == "" && sys.Name() == "csa2" {
-			// Twelve digits are the form BISS session words are published in.
-			return nil, usageErr("%s%s: 12 hex digits make a BISS-1 session word: give it with -biss, which inserts the checksum bytes, or give all 16 digits", f, flag)
-		}
-		if err != nil {
-			return nil, usageErr("%s%s: %v (example: %s%s %s)", f, flag, err, f, flag, exampleKey(sys))
-		}
-		return finish(b), nil
+		keys.ReduceEntropy(b)
 	}
+	return b
+}
+
+// parse reads the hex key s of flag (without its dash and prefix), or nil for "".
+func (r *keyReader) parse(flag, s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	f := "-" + r.prefix
+	b, err := parseKey(s, r.sys)
+	if n, hex := hexDigits(s); err != nil && hex && n == 12 && r.prefix == "" && r.sys.Name() == "csa2" {
+		// Twelve digits are the form BISS session words are published in.
+		return nil, usageErr("%s%s: 12 hex digits make a BISS-1 session word: give it with -biss, which inserts the checksum bytes, or give all 16 digits", f, flag)
+	}
+	if err != nil {
+		return nil, usageErr("%s%s: %v (example: %s%s %s)", f, flag, err, f, flag, exampleKey(r.sys))
+	}
+	return r.finish(b), nil
+}
+
+// fixed is the key set of one control word for both parities.
+func fixed(b []byte) *keySet { return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}} }
+
+func (r *keyReader) read() (*keySet, error) {
+	k, f, sys := r.k, "-"+r.prefix, r.sys
 	switch {
-	case cw != "":
-		b, err := parse("cw", cw)
+	case k.cw != "":
+		b, err := r.parse("cw", k.cw)
 		if err != nil {
 			return nil, err
 		}
-		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
-	case biss != "":
+		return fixed(b), nil
+	case k.biss != "":
 		if sys.Name() != "csa2" {
-			if prefix != "" {
+			if r.prefix != "" {
 				return nil, usageErr("%sbiss gives a DVB-CSA2 key: use it with -rescramble csa2", f)
 			}
 			return nil, usageErr("-biss gives a DVB-CSA2 key: use it with -cipher csa2")
 		}
-		b, err := keys.ParseBISS(biss)
+		b, err := keys.ParseBISS(k.biss)
 		if err != nil {
 			return nil, usageErr("-biss: %v (example: -biss 112233445566, or the 16-digit form 11223366445566ff)", err)
 		}
-		b = finish(b)
-		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
-	case env != "":
-		if looksLikeKey(env) {
+		return fixed(r.finish(b)), nil
+	case k.env != "":
+		if looksLikeKey(k.env) {
 			// A control word given where the variable's name belongs: not shown.
 			return nil, usageErr("-cw-env takes the name of an environment variable that holds the control word, not the control word: TSD_CW=HEX tsdescramble -cw-env TSD_CW")
 		}
-		b, err := anySize(sys, func(size int) ([]byte, error) { return keys.FromEnv(env, size) })
+		b, err := anySize(sys, func(size int) ([]byte, error) { return keys.FromEnv(k.env, size) })
 		if err != nil {
 			return nil, usageErr("-cw-env: %v", err)
 		}
-		b = finish(b)
-		return &keySet{sched: keys.NewFixed(b, b), list: [][]byte{b}}, nil
-	case file != "":
-		kf, err := anySize(sys, func(size int) (*keys.KeyFile, error) { return keys.LoadKeyFile(file, size) })
-		if err != nil {
-			var le *keys.LineError
-			if errors.As(err, &le) {
-				return nil, usageErr("%v", err)
-			}
-			if errors.Is(err, fs.ErrNotExist) && looksLikeKey(file) {
-				// A control word given where the file's name belongs: not shown.
-				return nil, usageErr("%scw-file names a file of control words: give a control word itself with %scw", f, f)
-			}
-			return nil, usageErr("cannot read the CW file: %v", unwrapPath(err))
-		}
-		for _, b := range kf.Keys() {
-			finish(b)
-		}
-		notes := append([]string{fmt.Sprintf("%s: %d control words, %s", file, len(kf.Keys()), kf.Format)}, kf.Notes...)
-		// The key file's own copy of the keys is dropped here: the schedule keeps them
-		// in 8 bytes a CSA2 control word.
-		return &keySet{sched: kf.Schedule(), notes: notes, format: kf.Format}, nil
-	default:
-		e, err := parse("cw-even", even)
-		if err != nil {
-			return nil, err
-		}
-		o, err := parse("cw-odd", odd)
-		if err != nil {
-			return nil, err
-		}
-		var list [][]byte
-		for _, b := range [][]byte{e, o} {
-			if b != nil {
-				list = append(list, b)
-			}
-		}
-		return &keySet{sched: keys.NewFixed(e, o), list: list}, nil
+		return fixed(r.finish(b)), nil
+	case k.file != "":
+		return r.readFile()
 	}
+	e, err := r.parse("cw-even", k.even)
+	if err != nil {
+		return nil, err
+	}
+	o, err := r.parse("cw-odd", k.odd)
+	if err != nil {
+		return nil, err
+	}
+	var list [][]byte
+	for _, b := range [][]byte{e, o} {
+		if b != nil {
+			list = append(list, b)
+		}
+	}
+	return &keySet{sched: keys.NewFixed(e, o), list: list}, nil
+}
+
+// readFile reads -cw-file.
+func (r *keyReader) readFile() (*keySet, error) {
+	file, f := r.k.file, "-"+r.prefix
+	kf, err := anySize(r.sys, func(size int) (*keys.KeyFile, error) { return keys.LoadKeyFile(file, size) })
+	if err != nil {
+		var le *keys.LineError
+		if errors.As(err, &le) {
+			return nil, usageErr("%v", err)
+		}
+		if errors.Is(err, fs.ErrNotExist) && looksLikeKey(file) {
+			// A control word given where the file's name belongs: not shown.
+			return nil, usageErr("%scw-file names a file of control words: give a control word itself with %scw", f, f)
+		}
+		return nil, usageErr("cannot read the CW file: %v", runfiles.UnwrapPath(err))
+	}
+	for _, b := range kf.Keys() {
+		r.finish(b)
+	}
+	notes := append([]string{fmt.Sprintf("%s: %d control words, %s", file, len(kf.Keys()), kf.Format)}, kf.Notes...)
+	// The key file's own copy of the keys is dropped here: the schedule keeps them
+	// in 8 bytes a CSA2 control word.
+	return &keySet{sched: kf.Schedule(), notes: notes, format: kf.Format}, nil
 }
 
 // lookupSystem reads a -cipher style flag.

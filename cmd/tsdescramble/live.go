@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -12,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
+	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Live streams: -in and -out take udp:// and rtp:// addresses beside files (see package live),
@@ -27,49 +26,6 @@ const defaultLatency = 50 * time.Millisecond
 // peekLive bounds the look-ahead for the PMTs on a network input (system_detect.go): a feed
 // without a PAT must not hold its first packets back for long.
 const peekLive = time.Second
-
-func liveFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.DurationFlag{Name: "latency", Value: defaultLatency, Category: catLive,
-			Usage: "a packet leaves at most `DURATION` after it came in, in a partial unit of work and datagram if need be (default 50ms; for a regular file 0: full units only)"},
-		&cli.BoolFlag{Name: "pace", Category: catLive,
-			Usage: "send at the rate the stream's PCR says it plays (default: on from a regular file to an address; -pace=false sends as fast as it reads)"},
-		&cli.DurationFlag{Name: "duration", Category: catLive, Usage: "end the run, as at the end of the input, after `DURATION` (a live input never ends)"},
-		&cli.Int64Flag{Name: "packets", Category: catLive, Usage: "end the run, as at the end of the input, after `N` packets"},
-		&cli.DurationFlag{Name: "timeout", Category: catLive, Usage: "fail (exit 1) when the input sends nothing for `DURATION` (default: wait for ever)"},
-	}
-}
-
-// liveOptions are the live flags, checked.
-type liveOptions struct {
-	latency, duration, timeout time.Duration
-	latencySet, pace, paceSet  bool
-	packets                    int64
-}
-
-// readLiveFlags checks the live flags; their errors are usage errors.
-func readLiveFlags(c *cli.Context) (liveOptions, error) {
-	o := liveOptions{
-		latency: c.Duration("latency"), latencySet: c.IsSet("latency"),
-		pace: c.Bool("pace"), paceSet: c.IsSet("pace"),
-		duration: c.Duration("duration"), packets: c.Int64("packets"), timeout: c.Duration("timeout"),
-	}
-	switch {
-	case o.latency < 0:
-		return o, usageErr("-latency: want a duration of 0 or more (50ms, 1s; 0 sends full units of work only)")
-	case c.IsSet("duration") && o.duration <= 0:
-		return o, usageErr("-duration: want a duration above 0 (10s, 5m, 2h)")
-	case c.IsSet("packets") && o.packets <= 0:
-		return o, usageErr("-packets: want a number of packets above 0")
-	case c.IsSet("timeout") && o.timeout <= 0:
-		return o, usageErr("-timeout: want a duration above 0 (5s, 1m)")
-	case c.IsSet("stats-interval") && (c.Duration("stats-interval") <= 0 || c.String("stats") == ""):
-		return o, usageErr("-stats-interval: want a duration above 0 (10s, 1m), with -stats FILE to write to")
-	case o.pace && c.IsSet("pace") && !live.IsAddress(c.String("out")):
-		return o, usageErr("-pace paces a network output: give -out udp://HOST:PORT or rtp://HOST:PORT, or leave -pace out")
-	}
-	return o, nil
-}
 
 // checkAddress parses the address of flag name (-in or -out), which must be one to receive on
 // or to send to as the flag says.
@@ -193,7 +149,7 @@ func (e *ender) Read(p []byte) (int, error) {
 }
 
 // ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
-func (e *ender) ArrivedAt() time.Time { return arrivedAt(e.r) }
+func (e *ender) ArrivedAt() time.Time { return ts.ArrivedAt(e.r) }
 
 // end ends the input.
 func (e *ender) end() {
@@ -203,57 +159,15 @@ func (e *ender) end() {
 	})
 }
 
-// liveStats are the figures of a network input and output, for the summary and -stats.
-type liveStats struct {
-	In  *liveInput  `json:"input,omitempty"`
-	Out *liveOutput `json:"output,omitempty"`
-	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
-	InputBitrate float64 `json:"input_bitrate,omitempty"`
-	PaceResets   int64   `json:"pace_resets,omitempty"`
-}
-
-// liveInput is what a network input received (see live.Stats).
-type liveInput struct {
-	Datagrams  int64   `json:"datagrams"`
-	Bytes      int64   `json:"bytes"`
-	RTP        int64   `json:"rtp"`
-	Lost       int64   `json:"rtp_lost"`
-	Reordered  int64   `json:"rtp_reordered"`
-	Late       int64   `json:"rtp_late"`
-	Duplicates int64   `json:"rtp_duplicates"`
-	Jumps      int64   `json:"rtp_jumps"`
-	OtherSSRC  int64   `json:"rtp_other_ssrc"`
-	NewSSRC    int64   `json:"rtp_new_ssrc"`
-	OtherPT    int64   `json:"rtp_other_payload_type"`
-	OtherPTs   []uint8 `json:"rtp_other_payload_types,omitempty"`
-	NotRTP     int64   `json:"not_rtp"`
-	Unaligned  int64   `json:"unaligned"` // datagrams dropped: not whole packets
-	Truncated  int64   `json:"truncated"`
-	Dropped    int64   `json:"dropped_by_system"`
-	Buffer     int     `json:"socket_buffer"`
-	// Coalesced says that the system hands over datagrams coalesced (UDP_GRO), and then counts
-	// in Dropped buffers of up to 64 datagrams: at least that many datagrams were lost.
-	Coalesced bool `json:"coalesced,omitempty"`
-}
-
-// liveOutput is what a network output sent (see live.WriterStats).
-type liveOutput struct {
-	Datagrams int64 `json:"datagrams"`
-	Bytes     int64 `json:"bytes"`
-	Partial   int64 `json:"short_datagrams"`
-}
-
 // collectLive gathers the figures of the run's network ends, or returns nil when it has none.
 // While the run goes on (final false) it leaves out the pacer's, which only the run may read.
-func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveStats {
+func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report.Live {
 	if in.live == nil && out.net == nil {
 		return nil
 	}
-	ls := &liveStats{}
+	ls := &report.Live{}
 	if in.live != nil {
-		s := in.live.Stats()
-		ls.In = &liveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps, s.OtherSSRC, s.NewSSRC,
-			s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer, s.Coalesced}
+		ls.In = report.NewLiveInput(in.live.Stats())
 	}
 	// The bitrate counts from the first bytes: a live run may wait long for its feed.
 	if first := in.first.Load(); first > 0 {
@@ -262,51 +176,10 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *liveSt
 		}
 	}
 	if out.net != nil {
-		s := out.net.w.Stats()
-		ls.Out = &liveOutput{s.Datagrams, s.Bytes, s.Partial}
+		ls.Out = report.NewLiveOutput(out.net.w.Stats())
 		if out.net.pacer != nil && final {
 			ls.PaceResets = out.net.pacer.Resets()
 		}
 	}
 	return ls
-}
-
-// printLive writes the live figures of the summary.
-func printLive(w io.Writer, ls *liveStats) {
-	if ls == nil {
-		return
-	}
-	if s := ls.In; s != nil {
-		fmt.Fprintf(w, "  input: %d datagrams, %.2f Mbit/s", s.Datagrams, ls.InputBitrate/1e6)
-		if s.RTP > 0 {
-			fmt.Fprintf(w, "; RTP: %d lost, %d reordered, %d late, %d duplicates, %d sequence jumps", s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps)
-			if s.OtherPT > 0 {
-				fmt.Fprintf(w, ", %d with payload types %v (not 33, MP2T)", s.OtherPT, s.OtherPTs)
-			}
-			if s.OtherSSRC > 0 {
-				fmt.Fprintf(w, ", %d from another sender (SSRC) dropped", s.OtherSSRC)
-			}
-			if s.NewSSRC > 0 {
-				fmt.Fprintf(w, ", %d new senders followed after the one before went silent", s.NewSSRC)
-			}
-		}
-		if s.Dropped > 0 {
-			atLeast := ""
-			if s.Coalesced {
-				atLeast = "at least " // the system counts a coalesced buffer of datagrams once
-			}
-			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", atLeast, s.Dropped, s.Buffer)
-		}
-		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
-			fmt.Fprintf(w, "; %d dropped as not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
-		}
-		fmt.Fprintln(w)
-	}
-	if s := ls.Out; s != nil {
-		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
-		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
-		}
-		fmt.Fprintln(w)
-	}
 }

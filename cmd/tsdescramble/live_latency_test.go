@@ -20,6 +20,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // TestLiveLatency measures the delay the command adds to a live stream with its default flags
@@ -412,7 +413,7 @@ func TestLiveLookAheadEndsAtPMT(t *testing.T) {
 	r := &onFirstBytes{r: &ender{in: in, r: in}, f: func() {}} // as the run reads it
 	for len(got) < len(stream) {
 		n, err := r.Read(buf)
-		at := arrivedAt(r)
+		at := ts.ArrivedAt(r)
 		if replayed := len(got) < 3*188; n > 0 && (replayed && (at.IsZero() || at.After(peekEnd)) || !replayed && !at.IsZero()) {
 			t.Fatalf("bytes %d to %d: arrived at %v; the look-ahead ended at %v and read the first %d",
 				len(got), len(got)+n, at, peekEnd, 3*188)

@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"sync"
 	"time"
-
-	"github.com/urfave/cli/v2"
 )
 
 // -log-format json writes each line the command would write to stderr as one JSON object, for
@@ -19,8 +17,8 @@ import (
 
 // withLogFormat runs f with the stderr -log-format asks for; with json, the message of the
 // error that ends the run is written as an "error" line too.
-func withLogFormat(c *cli.Context, env Env, f func(Env) error) error {
-	switch c.String("log-format") {
+func withLogFormat(format string, env Env, f func(Env) error) error {
+	switch format {
 	case "text":
 		return f(env)
 	case "json":

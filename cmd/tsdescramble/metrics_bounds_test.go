@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // 20,000 idle keep-alive connections to /metrics of a running command (the built binary, so
@@ -114,48 +112,6 @@ func TestMetricsIdleConnectionsBounded(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("a new scrape took %v", d)
-	}
-}
-
-// A keep-alive connection that asks nothing more is closed after the idle timeout (shortened
-// here from 30 s), and one that never asks after the header timeout.
-func TestMetricsIdleTimeout(t *testing.T) {
-	old := metricsIdleTimeout
-	metricsIdleTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { metricsIdleTimeout = old })
-	var counters pipeline.Counters
-	m, err := serveMetrics("127.0.0.1:0", &counters, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.close)
-	var conns []net.Conn
-	for range 5 {
-		c, err := net.DialTimeout("tcp", m.addr.String(), time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"))
-		r := bufio.NewReader(c)
-		resp, err := http.ReadResponse(r, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		conns = append(conns, c)
-	}
-	start := time.Now()
-	for i, c := range conns {
-		c.SetReadDeadline(start.Add(3 * time.Second))
-		var b [1]byte
-		if _, err := c.Read(b[:]); err != io.EOF {
-			t.Errorf("idle connection %d: want it closed by the server (EOF), got %v after %v", i, err, time.Since(start))
-		}
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("idle connections closed after %v, want about %v", d, metricsIdleTimeout)
 	}
 }
 

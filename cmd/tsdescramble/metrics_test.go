@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // get fetches a path of the metrics server at addr.
@@ -34,52 +32,6 @@ func tryGet(addr, path string) (int, string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
-}
-
-func TestHealthz(t *testing.T) {
-	var c pipeline.Counters
-	m, err := serveMetrics("127.0.0.1:0", &c, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.close)
-	addr := m.addr.String()
-	if code, body := get(t, addr, "/healthz"); code != 503 || !strings.Contains(body, "no packet yet") {
-		t.Errorf("before any packet: %d %s", code, body)
-	}
-	c.PacketsIn.Store(1000)
-	c.PESGood.Store(10)
-	if code, body := get(t, addr, "/healthz"); code != 200 || !strings.HasPrefix(body, "ok: 1000 packets and 10 good") {
-		t.Errorf("packets and good checks: %d %s", code, body)
-	}
-
-	// The windows, on a server of the test's own clock: health compares with the newest
-	// sample at least healthWindow old.
-	var lc pipeline.Counters
-	t0 := time.Now()
-	h := &metricsServer{counters: &lc, start: t0}
-	h.sample(t0)
-	lc.PacketsIn.Store(1000)
-	lc.PESGood.Store(10)
-	h.sample(t0.Add(healthWindow))
-	if ok, why := h.health(t0.Add(healthWindow + time.Second)); !ok {
-		t.Errorf("packets and good checks in the window: %s", why)
-	}
-	// Packets came, but every check failed: the keys stopped fitting.
-	lc.PacketsIn.Store(2000)
-	lc.PESBad.Store(7)
-	h.sample(t0.Add(2 * healthWindow))
-	if ok, why := h.health(t0.Add(2*healthWindow + time.Second)); ok || !strings.Contains(why, "the keys do not fit: 7 unit starts checked bad, none good, in the last 6s") {
-		t.Errorf("bad checks only: %v %s", ok, why)
-	}
-	// Nothing came.
-	h.sample(t0.Add(3 * healthWindow))
-	if ok, why := h.health(t0.Add(3*healthWindow + time.Second)); ok || !strings.Contains(why, "no packet in the last 6s") {
-		t.Errorf("no packets: %v %s", ok, why)
-	}
-	if _, err := serveMetrics(addr, &c, io.Discard); err == nil || !strings.Contains(err.Error(), "cannot listen on "+addr) {
-		t.Errorf("a second server on %s: %v", addr, err)
-	}
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

@@ -4,15 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
 )
 
@@ -25,11 +19,8 @@ type writeError struct {
 func (e *writeError) Error() string { return fmt.Sprintf("cannot write %s: %v", e.name, e.err) }
 func (e *writeError) Unwrap() error { return e.err }
 
-// errAborted is what a write gets once the run was ended at once and its output put aside.
-var errAborted = errors.New("the run was stopped")
-
-// namedWriter names the output in its errors (not the temporary file behind it), counts the
-// bytes of the writes that completed, and tells o.onFail, once, that writing failed.
+// namedWriter names the output in its errors (not the temporary file behind it), and tells
+// o.onFail, once, that writing failed.
 type namedWriter struct {
 	name string
 	w    io.Writer
@@ -37,19 +28,11 @@ type namedWriter struct {
 }
 
 func (n namedWriter) Write(p []byte) (int, error) {
-	if n.o.tmp != "" {
-		// A write to the temporary file holds the lock, so that abort never cuts the file
-		// while a write is extending it.
-		n.o.mu.Lock()
-		defer n.o.mu.Unlock()
-		if n.o.closed.Load() {
-			return 0, &writeError{name: n.name, err: errAborted}
-		}
-	}
 	m, err := n.w.Write(p)
-	if err == nil {
-		n.o.written.Add(int64(m))
-	} else {
+	switch {
+	case errors.Is(err, runfiles.ErrAborted):
+		err = &writeError{name: n.name, err: err}
+	case err != nil:
 		err = n.failed(err)
 	}
 	return m, err
@@ -85,18 +68,12 @@ func (n namedWriter) failed(err error) error {
 // renamed when the run succeeds, so a failed run never leaves a file that looks complete; what was
 // written is kept as NAME.partial instead, cut to whole packets.
 type output struct {
-	w       io.Writer
-	onFail  func() // called when a write fails
-	f       *os.File
-	tmp     string     // temporary name, "" when writing in place
-	final   string     // the file the temporary one replaces: -out, or the file its links lead to
-	partial string     // set when a failed run's output was kept
-	stdout  bool       // the packets go to the command's stdout: -out -, or a path that names it
-	net     *netOutput // a network output (live.go)
-
-	mu      sync.Mutex   // held by writes to the temporary file, by close and by abort
-	closed  atomic.Bool  // the temporary file was put in place, kept or removed: no more writes
-	written atomic.Int64 // bytes of the writes that completed
+	w      io.Writer
+	onFail func()         // called when a write fails
+	f      *os.File       // a device or a named pipe, written in place
+	temp   *runfiles.Temp // a file written under a temporary name
+	stdout bool           // the packets go to the command's stdout: -out -, or a path that names it
+	net    *netOutput     // a network output (live.go)
 }
 
 // openOutput opens the output -out names; pace says whether a network output is paced by the
@@ -119,7 +96,7 @@ func openOutput(path string, env Env, pace bool) (*output, error) {
 		// A device or a named pipe: write to it directly.
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, failErr("cannot open the output: %v", unwrapPath(err))
+			return nil, failErr("cannot open the output: %v", runfiles.UnwrapPath(err))
 		}
 		o := &output{f: f}
 		o.w = namedWriter{path, f, o}
@@ -129,27 +106,12 @@ func openOutput(path string, env Env, pace bool) (*output, error) {
 		// opened it, in place, rather than replace the file under it.
 		return stdoutOutput(path, env), nil
 	}
-	// A link is followed: the file it leads to is written, and the link stays a link.
-	final := followLinks(path)
-	dir, base := filepath.Split(final)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := createTemp(dir, "."+base+".", ".tmp")
+	t, err := runfiles.CreateOutput(path)
 	if err != nil {
-		// The message is about the file the user named: the temporary name is ours.
-		parent := filepath.Dir(final)
-		if _, serr := os.Stat(parent); errors.Is(serr, fs.ErrNotExist) {
-			return nil, failErr("cannot write %s: the directory %s does not exist: create it first or name a file in another", path, parent)
-		}
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, failErr("cannot create %s: %v", path, err)
+		return nil, failErr("%v", err)
 	}
-	o := &output{f: f, tmp: f.Name(), final: final}
-	o.w = namedWriter{path, f, o}
+	o := &output{temp: t}
+	o.w = namedWriter{path, t, o}
 	return o, nil
 }
 
@@ -169,123 +131,34 @@ func isStdout(fi os.FileInfo, env Env) bool {
 	return err == nil && os.SameFile(fi, sfi)
 }
 
-// followLinks returns the file that path leads to through symbolic links, which need not exist
-// yet (a link to a file the run creates); path itself when it is not a link.
-func followLinks(path string) string {
-	for range 40 { // as the kernel's limit on links in a path
-		fi, err := os.Lstat(path)
-		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			return path
-		}
-		target, err := os.Readlink(path)
-		if err != nil {
-			return path
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(path), target)
-		}
-		path = target
-	}
-	return path
-}
-
-// createTemp creates a new file in dir named prefix, a random number and suffix, as
-// os.CreateTemp does but with mode 0666 less the umask, as os.Create gives: the output gets the
-// permissions any new file of the user gets (close gives an existing file's mode back).
-func createTemp(dir, prefix, suffix string) (*os.File, error) {
-	for try := 0; ; try++ {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)+suffix)
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		if errors.Is(err, fs.ErrExist) && try < 100 {
-			continue
-		}
-		return f, err
-	}
-}
-
-// close finishes the output: on success it puts the file in place, with the mode of the file it
-// replaces, if any; after a failure it keeps the first keep bytes (whole packets) as
-// NAME.partial, or removes the temporary file when there are none.
+// close finishes the output: a network output sends what waits; a file written under a
+// temporary name is put in place on success, or keeps its first keep bytes (whole packets) as
+// NAME.partial after a failure (runfiles.Temp).
 func (o *output) close(ok bool, keep int64) error {
-	if o.net != nil {
+	switch {
+	case o.net != nil:
 		return o.net.close()
-	}
-	if o.f == nil {
-		return nil
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed.Swap(true) {
-		return errAborted
-	}
-	if o.tmp == "" {
+	case o.temp != nil:
+		return o.temp.Close(ok, keep)
+	case o.f != nil:
 		return o.f.Close()
 	}
-	var err error
-	if !ok {
-		// A write cut short (a full disk) may have left part of a packet after the whole ones.
-		err = o.f.Truncate(keep)
-	}
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
-	}
-	if ok && err == nil {
-		if fi, serr := os.Stat(o.final); serr == nil {
-			err = os.Chmod(o.tmp, fi.Mode().Perm())
-		}
-		if err == nil {
-			err = os.Rename(o.tmp, o.final)
-		}
-		if err == nil {
-			return nil
-		}
-	}
-	o.keep(keep)
-	return err
+	return nil
 }
 
-// keep renames the temporary file NAME.partial, or removes it when it holds no packet.
-func (o *output) keep(n int64) {
-	if n == 0 {
-		os.Remove(o.tmp)
-		return
-	}
-	o.partial = o.final + ".partial"
-	if os.Rename(o.tmp, o.partial) != nil {
-		os.Remove(o.tmp)
-		o.partial = ""
-	}
-}
-
-// abort puts the output aside at once, for a run that must end without waiting for the packets
-// in flight: the temporary file, cut after the last write that completed (whole packets), is
-// kept as NAME.partial, and later writes fail. It returns the name it was kept under, or "". A
-// write to the file still under way after a second (a disk that hangs) is not waited for: the
-// file is then kept as it is.
+// abort puts a file output aside at once, for a run that must end without waiting for the
+// packets in flight (runfiles.Temp.Abort), and returns the name it was kept under, or "".
 func (o *output) abort() string {
-	if o.tmp == "" {
+	if o.temp == nil {
 		return ""
 	}
-	locked, release := make(chan struct{}), make(chan struct{})
-	go func() {
-		o.mu.Lock()
-		close(locked)
-		<-release
-		o.mu.Unlock()
-	}()
-	defer close(release)
-	select {
-	case <-locked:
-		if !o.closed.Swap(true) {
-			n := o.written.Load()
-			o.f.Truncate(n)
-			o.f.Close()
-			o.keep(n)
-		}
-	case <-time.After(time.Second):
-		if !o.closed.Swap(true) {
-			o.keep(1)
-		}
+	return o.temp.Abort()
+}
+
+// partial is the name a failed run's output was kept under, or "".
+func (o *output) partial() string {
+	if o.temp == nil {
+		return ""
 	}
-	return o.partial
+	return o.temp.Partial()
 }

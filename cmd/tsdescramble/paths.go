@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
 )
 
@@ -20,32 +21,46 @@ type fileFlag struct {
 	// late: written only after the whole run, so whether it can be written is checked
 	// before the run starts rather than found out at the end.
 	late bool
+	get  func(*config) string // the flag's value
 }
 
 func (f fileFlag) output() bool { return f.what != "" }
+
+// describe says what the file is to its run, for messages.
+func (f fileFlag) describe() string {
+	switch {
+	case f.what != "":
+		return f.what
+	case f.name == "in":
+		return "input"
+	case f.name == "rescramble-cw-file":
+		return "key file of the rescrambling"
+	}
+	return "key file"
+}
 
 // fileFlags are the flags of the descrambler and the scrambler that name files: inputs first,
 // then outputs. A new output flag is one more line here; a flag that a command lacks, or that
 // is not given, reads as "" and is skipped.
 var fileFlags = []fileFlag{
-	{name: "in", stdio: true},
-	{name: "cw-file"},
-	{name: "rescramble-cw-file"},
-	{name: "out", what: "output", stdio: true},
+	{name: "in", stdio: true, get: func(c *config) string { return c.in }},
+	{name: "cw-file", get: func(c *config) string { return c.keys.file }},
+	{name: "rescramble-cw-file", get: func(c *config) string { return c.rekeys.file }},
+	{name: "out", what: "output", stdio: true, get: func(c *config) string { return c.out }},
 	// Written from the start of a SimulCrypt run, in place (O_TRUNC): named after an input, it
 	// would empty it.
-	{name: "cw-log", what: "CW log"},
-	{name: "stats", what: "statistics", late: true},
-	{name: "cpuprofile", what: "CPU profile"},
-	{name: "memprofile", what: "heap profile", late: true},
+	{name: "cw-log", what: "CW log", get: func(c *config) string { return c.cwLog }},
+	{name: "stats", what: "statistics", late: true, get: func(c *config) string { return c.stats }},
+	{name: "cpuprofile", what: "CPU profile", get: func(c *config) string { return c.profile.cpu }},
+	{name: "memprofile", what: "heap profile", late: true, get: func(c *config) string { return c.profile.mem }},
 }
 
 // checkPaths refuses, before anything is read, file flags that would make a run destroy what
 // it reads or write two things to one file: no output may name an input or another output. It
 // also checks that an output written only after the run can be written at all, so that a
-// mistyped directory does not cost the whole run. value returns a flag's value by name; the
-// errors are usage errors, one line naming both flags, the path and what to do.
-func checkPaths(value func(name string) string) error {
+// mistyped directory does not cost the whole run. The errors are usage errors, one line naming
+// both flags, the path and what to do.
+func checkPaths(c *config) error {
 	type given struct {
 		flag fileFlag
 		path string
@@ -53,7 +68,7 @@ func checkPaths(value func(name string) string) error {
 	var files []given
 	addrs := map[string]*live.Address{}
 	for _, f := range fileFlags {
-		p := value(f.name)
+		p := f.get(c)
 		if p == "" || f.stdio && p == "-" {
 			continue
 		}
@@ -69,11 +84,11 @@ func checkPaths(value func(name string) string) error {
 		files = append(files, given{f, p})
 	}
 	if in, out := addrs["in"], addrs["out"]; in != nil && out != nil && sendsToItself(in, out) {
-		return usageErr("-in %s and -out %s: the run would receive what it sends; send to another port", value("in"), value("out"))
+		return usageErr("-in %s and -out %s: the run would receive what it sends; send to another port", c.in, c.out)
 	}
 	for j, b := range files {
 		for _, a := range files[:j] {
-			if !a.flag.output() && !b.flag.output() || !sameFileAs(a.path, b.path) {
+			if !a.flag.output() && !b.flag.output() || !runfiles.SameFile(a.path, b.path) {
 				continue
 			}
 			what := b.flag.what
@@ -96,47 +111,6 @@ func checkPaths(value func(name string) string) error {
 	return nil
 }
 
-// sameFileAs reports whether two paths name one file, or would once created: the same
-// device and inode for files that exist (so hard and symbolic links count), the same
-// directory and name for files that do not exist yet, or the same cleaned absolute path.
-// Device files are never the same as anything: writing /dev/null twice replaces nothing.
-func sameFileAs(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	if errA == nil && isDevice(fa) || errB == nil && isDevice(fb) {
-		return false
-	}
-	if absPath(a) == absPath(b) {
-		return true
-	}
-	switch {
-	case errA == nil && errB == nil:
-		return os.SameFile(fa, fb)
-	case errA != nil && errB != nil:
-		// Neither exists yet: the same name in the same directory, perhaps reached through
-		// different links, is one file once written.
-		if filepath.Base(absPath(a)) != filepath.Base(absPath(b)) {
-			return false
-		}
-		da, errA := os.Stat(filepath.Dir(absPath(a)))
-		db, errB := os.Stat(filepath.Dir(absPath(b)))
-		return errA == nil && errB == nil && os.SameFile(da, db)
-	}
-	// A path that does not exist yet is not an existing file.
-	return false
-}
-
-func isDevice(fi fs.FileInfo) bool { return fi.Mode()&os.ModeDevice != 0 }
-
-// absPath is the cleaned absolute form of p, or p cleaned if the working directory is
-// unknown.
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return filepath.Clean(p)
-}
-
 // checkWritable checks that the file path of output flag name can be written: an existing
 // file must be a writable file, a new one must be creatable in an existing directory. A new
 // file is created and removed again, so that every reason it could not be (permissions, a
@@ -150,7 +124,7 @@ func checkWritable(name, path string) error {
 		// Opened without O_TRUNC, so nothing in it changes.
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return usageErr("-%s: cannot write %v: name a file that can be written", name, unwrapPath(err))
+			return usageErr("-%s: cannot write %v: name a file that can be written", name, runfiles.UnwrapPath(err))
 		}
 		f.Close()
 		return nil
@@ -159,14 +133,14 @@ func checkWritable(name, path string) error {
 		// at the end will tell.
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return usageErr("-%s: cannot write %v: name a file that can be written", name, unwrapPath(err))
+		return usageErr("-%s: cannot write %v: name a file that can be written", name, runfiles.UnwrapPath(err))
 	}
 	dir := filepath.Dir(path)
 	switch di, err := os.Stat(dir); {
 	case errors.Is(err, fs.ErrNotExist):
 		return usageErr("-%s %s: the directory %s does not exist: create it first or name a file in another", name, path, dir)
 	case err != nil:
-		return usageErr("-%s %s: cannot reach the directory: %v", name, path, unwrapPath(err))
+		return usageErr("-%s %s: cannot reach the directory: %v", name, path, runfiles.UnwrapPath(err))
 	case !di.IsDir():
 		return usageErr("-%s %s: %s is not a directory: name a file in a directory", name, path, dir)
 	}
@@ -175,7 +149,7 @@ func checkWritable(name, path string) error {
 		return nil // created by someone else since the Stat above: it exists now
 	}
 	if err != nil {
-		return usageErr("-%s: cannot create %v: name a file that can be written", name, unwrapPath(err))
+		return usageErr("-%s: cannot create %v: name a file that can be written", name, runfiles.UnwrapPath(err))
 	}
 	f.Close()
 	os.Remove(path)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 )
 
 // unreadable is a stdin that fails the test if the command reads it.
@@ -222,8 +224,8 @@ func TestSameFileAs(t *testing.T) {
 		{filepath.Join(sub, "new"), filepath.Join(subLink, "other"), false},
 		{os.DevNull, os.DevNull, false},
 	} {
-		if got := sameFileAs(tc.a, tc.b); got != tc.same {
-			t.Errorf("sameFileAs(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
+		if got := runfiles.SameFile(tc.a, tc.b); got != tc.same {
+			t.Errorf("runfiles.SameFile(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
 		}
 	}
 }

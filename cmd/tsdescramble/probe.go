@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
@@ -83,7 +84,7 @@ func runProbe(c *cli.Context, env Env) error {
 	case errors.Is(err, ts.ErrNoSync), errors.Is(err, probe.ErrEmpty):
 		return failErr("%s: %v", name, err)
 	case err != nil:
-		return failErr("cannot read %s: %v", name, unwrapPath(err))
+		return failErr("cannot read %s: %v", name, runfiles.UnwrapPath(err))
 	}
 
 	if c.Bool("json") {

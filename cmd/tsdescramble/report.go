@@ -1,22 +1,21 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/tsdescramble/tsdescramble/csa"
-	"github.com/tsdescramble/tsdescramble/internal/units"
+	"github.com/tsdescramble/tsdescramble/internal/report"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // progress shows a progress bar on stderr when stderr is a terminal, and costs nothing otherwise.
@@ -79,179 +78,7 @@ func (o *onFirstBytes) Read(p []byte) (int, error) {
 }
 
 // ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
-func (o *onFirstBytes) ArrivedAt() time.Time { return arrivedAt(o.r) }
-
-// printSummary writes the short summary of a run to w.
-func printSummary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v keyVerdict) {
-	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
-		st.Packets, st.PacketsOut, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond())
-	if mode != pipeline.Scramble {
-		// What the keys did comes first: it is what a person must read.
-		if v.line != "" {
-			fmt.Fprintf(w, "  %s\n", v.line)
-		}
-		for _, f := range v.foreign {
-			fmt.Fprintf(w, "  %s\n", f)
-		}
-	}
-	switch mode {
-	case pipeline.Scramble:
-		fmt.Fprintf(w, "  scrambled %d packets (%d of them with payloads too short for the cipher, marked and left clear); %d already scrambled, left as they were\n",
-			st.Scrambled, st.Short, st.Even+st.Odd)
-	default:
-		fmt.Fprintf(w, "  scrambled on input: %d even, %d odd; descrambled %d, and %d payloads too short for the cipher (clear by definition) unmarked; %d crypto-period changes\n",
-			st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
-		if mode == pipeline.Rescramble {
-			fmt.Fprintf(w, "  rescrambled %d packets\n", st.Scrambled)
-		}
-	}
-	if mode == pipeline.Scramble {
-		fmt.Fprintf(w, "  passed through clear: %d (PSI, null packets, PIDs not selected, packets without payload)\n", st.Clear-st.Scrambled)
-	} else {
-		fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service, %d scrambled left as they came (no key fits their crypto period)\n",
-			st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected, st.LeftScrambled)
-		if st.Unplaced > 0 {
-			fmt.Fprintf(w, "  left as they came for want of evidence: %d scrambled packets of %d crypto periods that began where the key may have changed unseen (a silence, packets lost) and that no unit start placed\n",
-				st.Unplaced, st.PeriodsUnplaced)
-		}
-		fmt.Fprintf(w, "  crypto periods (per PID): %d, %d of them left scrambled", st.Periods, st.PeriodsLeft)
-		if st.ParityGlitches > 0 {
-			fmt.Fprintf(w, "; %d single packets of the other parity inside a period left as they came", st.ParityGlitches)
-		}
-		fmt.Fprintln(w)
-	}
-	if st.CCErrors > 0 {
-		var pids []string
-		for _, ps := range st.PIDs {
-			if ps.CCErrors > 0 {
-				pids = append(pids, fmt.Sprintf("%#04x: %d", ps.PID, ps.CCErrors))
-			}
-		}
-		if len(pids) > 8 {
-			pids = append(pids[:8], fmt.Sprintf("%d more PIDs", len(pids)-8))
-		}
-		fmt.Fprintf(w, "  continuity errors (packets lost or out of place before the input): %d (%s)\n", st.CCErrors, strings.Join(pids, ", "))
-	}
-	if st.KeySyncs > 0 {
-		fmt.Fprintf(w, "  key list aligned or realigned %d times\n", st.KeySyncs)
-	}
-	if st.PESGood+st.PESBad > 0 {
-		fmt.Fprintf(w, "  unit-start checks after descrambling (PES headers, section CRCs): %d good, %d bad\n", st.PESGood, st.PESBad)
-	}
-	if verbose {
-		for _, ps := range st.PIDs {
-			fmt.Fprintf(w, "  PID %#04x (%s): %d packets, %d clear, %d even, %d odd, %d descrambled, %d left scrambled; crypto periods %d (%d fit, %d unchecked, %d left scrambled); unit starts good %d/%d bad %d/%d (even/odd)\n",
-				ps.PID, ps.Carriage, ps.Packets, ps.Clear, ps.Even, ps.Odd, ps.Descrambled, ps.LeftScrambled,
-				ps.Periods, ps.PeriodsFit, ps.PeriodsUnchecked, ps.PeriodsLeft, ps.PESGood[0], ps.PESGood[1], ps.PESBad[0], ps.PESBad[1])
-		}
-	}
-	if st.Skipped > 0 || st.Truncated > 0 || verbose {
-		fmt.Fprintf(w, "  skipped %d bytes to regain sync; dropped a truncated last packet of %d bytes\n", st.Skipped, st.Truncated)
-	}
-}
-
-func sizeString(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// statsJSON is the document -stats writes: the run's statistics, the throughput, the live
-// statistics, and once the run is over, the exit status it ended with and the files it read
-// and wrote.
-type statsJSON struct {
-	*pipeline.Stats
-	MBPerSecond float64    `json:"mb_per_second"`
-	Live        *liveStats `json:"live,omitempty"`
-	ExitStatus  *int       `json:"exit_status,omitempty"`
-	Files       *runFiles  `json:"files,omitempty"`
-}
-
-// runFiles are the input file a run read and the output file it put in place, each when it
-// is a regular file: what a batch compares with the files as they are on a later run, to tell
-// a finished job from one whose input changed or whose statistics belong to another job
-// (batch.go, done).
-type runFiles struct {
-	In  *fileRecord `json:"in,omitempty"`
-	Out *fileRecord `json:"out,omitempty"`
-}
-
-// fileRecord is a file as a run found it: its absolute path, its size and, for the input, its
-// modification time as the run began to read it. A rewritten input of the same size has
-// another time; the output's time is left out, as copying or touching the output changes it
-// and not what it holds.
-type fileRecord struct {
-	Path    string    `json:"path"`
-	Size    int64     `json:"size"`
-	ModTime time.Time `json:"mod_time,omitzero"`
-}
-
-// regularFile returns the record of the regular file at path, with its modification time when
-// withTime is set, or nil for anything else (a pipe, a device, a missing file).
-func regularFile(path string, withTime bool) *fileRecord {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	r := &fileRecord{Path: absPath(path), Size: fi.Size()}
-	if withTime {
-		r.ModTime = fi.ModTime()
-	}
-	return r
-}
-
-// runGoingOn is the status writeStats is given for a report of a run not yet over: the
-// document then has no exit_status (batch.go reads it to skip finished jobs).
-const runGoingOn = -1
-
-// writeStats writes the statistics of a run as indented JSON. A regular file is replaced at
-// once (written under another name beside it, then renamed), so that a monitor reading it
-// while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
-// leaves none that a later run could take for complete.
-func writeStats(path string, st *pipeline.Stats, ls *liveStats, status int, files *runFiles) error {
-	doc := statsJSON{st, st.MBPerSecond(), ls, nil, files}
-	if status != runGoingOn {
-		doc.ExitStatus = &status
-	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return os.WriteFile(path, b, 0o644) // a device or a pipe: written in place
-	}
-	final := followLinks(path)
-	dir, base := filepath.Split(final)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := createTemp(dir, "."+base+".", ".tmp")
-	if err != nil {
-		if _, serr := os.Stat(final); serr == nil {
-			// A writable file in a directory that takes no new file: written in place.
-			return os.WriteFile(final, b, 0o644)
-		}
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), final)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
+func (o *onFirstBytes) ArrivedAt() time.Time { return ts.ArrivedAt(o.r) }
 
 // statsEvery rewrites the -stats file with each report of a run still going, from a goroutine
 // of its own so that a slow disk never holds the run up: a report that comes while the last is
@@ -274,10 +101,10 @@ func newStatsEvery(path string, in *input, out *output, stderr io.Writer) *stats
 		// not bury the run's other lines.
 		failing := false
 		for st := range s.reports {
-			err := writeStats(s.path, &st, collectLive(s.in, s.out, &st, false), runGoingOn, nil)
+			err := report.WriteStats(s.path, &st, collectLive(s.in, s.out, &st, false), report.GoingOn, nil)
 			switch {
 			case err != nil && !failing:
-				logError(stderr, fmt.Sprintf("-stats-interval: cannot rewrite %s: %v; the run goes on (said once until a rewrite succeeds)", s.path, unwrapPath(err)))
+				logError(stderr, fmt.Sprintf("-stats-interval: cannot rewrite %s: %v; the run goes on (said once until a rewrite succeeds)", s.path, runfiles.UnwrapPath(err)))
 			case err == nil && failing:
 				fmt.Fprintln(stderr, "tsdescramble: -stats-interval: "+s.path+" is rewritten again")
 			}

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/internal/livekeys"
+	"github.com/tsdescramble/tsdescramble/internal/metrics"
+	"github.com/tsdescramble/tsdescramble/internal/report"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/internal/signals"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
@@ -16,59 +21,9 @@ import (
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
-// ioFlags, selectionFlags and tuningFlags are shared by the descrambler and the scrambler.
-func ioFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..."},
-		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal), or send it to udp://HOST:PORT, rtp://HOST:PORT (?ttl=N&pkts=N&iface=NAME...)"},
-	}
-}
-
-func selectionFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "pid", Category: catSelection, Usage: "only these PIDs: a comma-separated `LIST`, decimal or 0x hex, ranges a-b allowed"},
-		&cli.IntFlag{Name: "service", Category: catSelection, Usage: "only the PIDs of the service with this program `NUMBER` (from the PAT and PMT)"},
-	}
-}
-
-func tuningFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "group", Value: "auto", Category: catTuning, Usage: "csa2 bitslice lanes per batch: `N` = " + groupChoices() + ", or auto (the fastest on this CPU)"},
-		&cli.IntFlag{Name: "workers", Value: runtime.GOMAXPROCS(0), DefaultText: "number of CPUs", Category: catTuning, Usage: "`N` parallel cipher workers"},
-		&cli.IntFlag{Name: "batch", Value: pipeline.DefaultBatch, Category: catTuning, Usage: fmt.Sprintf("`N` packets per unit of work handed to a worker (with -workers, cut down, with a note, where the work in flight would take more than %d MiB)", pipeline.MaxMemory>>20)},
-		&cli.StringFlag{Name: "stats", TakesFile: true, Category: catReporting, Usage: "write the run's statistics as JSON to `FILE` (per PID: packets, parities, descrambled, left clear and why, PES-start checks)"},
-		&cli.DurationFlag{Name: "stats-interval", Category: catReporting, Usage: "with -stats, rewrite the file every `DURATION` while the run goes on (replaced at once: a monitor never reads half of one)"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Category: catReporting, Usage: "print nothing but errors"},
-		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Category: catReporting, Usage: "print details of the run"},
-		&cli.StringFlag{Name: "metrics", Category: catReporting, Usage: "serve Prometheus metrics of the run on `ADDR` ([HOST]:PORT): /metrics, and /healthz (200 while packets come and the keys fit); at most 256 connections, an idle one closed after 30 s"},
-		&cli.StringFlag{Name: "log-format", Value: "text", Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line)"},
-		&cli.BoolFlag{Name: "show-keys", Category: catReporting, Usage: "with -v, print the control words (they are secrets: off by default)"},
-	}
-}
-
-func descrambleFlags() []cli.Flag {
-	f := append(ioFlags(), liveFlags()...)
-	f = append(f, keyFlags()...)
-	f = append(f, keyServerFlags()...)
-	f = append(f, selectionFlags()...)
-	f = append(f,
-		&cli.StringFlag{Name: "ecm-xor", Category: catKeys, Usage: "read the CWs from the ECMs of a test CA system (VideoLAN's example ECMG): its 16 `HEX` digit XOR key"},
-		&cli.StringFlag{Name: "rescramble", Category: catScrambling, Usage: "scramble again, in the same pass, with this `SYSTEM` (csa2, dvb-cissa, atis-idsa, dfc, serpent)"},
-		&cli.IntFlag{Name: "rescramble-cp-packets", Category: catScrambling, Usage: "rescrambling crypto period: `N` packets, the parity alternating (0: one period)"},
-	)
-	f = append(f, keySourceFlags("rescramble-", catScrambling, " (of the rescrambled output)")...)
-	f = append(f, tuningFlags()...)
-	return append(f, profileFlags()...)
-}
-
 func scrambleCommand(env Env) *cli.Command {
-	f := append(ioFlags(), liveFlags()...)
-	f = append(f, keyFlags()...)
-	f = append(f, selectionFlags()...)
-	f = append(f, &cli.IntFlag{Name: "cp-packets", Category: catScrambling, Usage: "crypto period of `N` packets of the scrambled PIDs: the parity alternates and a CW list advances at each (0: one even period)"})
-	f = append(f, simulcryptFlags()...)
-	f = append(f, tuningFlags()...)
-	f = append(f, profileFlags()...)
+	c := &config{mode: pipeline.Scramble}
+	flags := scrambleFlags(c)
 	return &cli.Command{
 		Name:      "scramble",
 		Usage:     "scramble the elementary streams of a transport stream",
@@ -83,366 +38,366 @@ Examples:
    tsdescramble scramble -i c.ts -o s.ts -cipher dvb-cissa -cw 00112233445566778899aabbccddeeff
    tsdescramble scramble -i c.ts -o s.ts -cp-duration 10s -ecmg 127.0.0.1:2222 \
        -super-cas-id 4ADC0000 -ecm-pid 0x1FF0 -cw-log s.cwl`,
-		Flags:  f,
-		Action: profiledProcess(env, pipeline.Scramble),
+		Flags:  flags,
+		Action: processAction(env, c, flags),
 	}
 }
 
-// process runs the descrambler, the rescrambler or the scrambler as the flags ask.
-func process(c *cli.Context, env Env, mode pipeline.Mode) error {
-	if err := checkCommandLine(c, env); err != nil {
+// processAction is the action of the descrambler and the scrambler: the flags parsed into c,
+// process, under the log format and the profiles they ask for.
+func processAction(env Env, c *config, flags []cli.Flag) cli.ActionFunc {
+	return func(ctx *cli.Context) error {
+		c.readGiven(ctx, flags)
+		return withLogFormat(c.logFormat, env, func(env Env) error {
+			return profiled(c, func() error { return process(c, env) })
+		})
+	}
+}
+
+// runState is one run of the descrambler, the rescrambler or the scrambler, from its checked
+// config to its exit status.
+type runState struct {
+	cfg   *config
+	env   Env
+	opts  pipeline.Options
+	sys   scrambling.System
+	keys  *keySet
+	ksrv  *livekeys.Source // keys that come while the stream runs, or nil
+	notes []string         // told once the first bytes come
+	logf  func(string)
+
+	metrics *metrics.Server
+	inFile  *runfiles.Record // the input as it was before anything of it was read (-stats)
+	la      *lookahead
+	in      *input
+	out     *output
+	input   io.Reader // the input, through the SimulCrypt stage when there is one
+	simul   *scsRun
+	cleanup []func()
+
+	ctx   context.Context
+	sig   *signals.Signals
+	bar   *progress
+	every *statsEvery
+	end   *ender
+
+	st             pipeline.Stats
+	runErr, scsErr error
+}
+
+// process runs the descrambler, the rescrambler or the scrambler as c asks: validate, open,
+// configure, run and judge.
+func process(c *config, env Env) error {
+	if err := validate(c, env); err != nil {
 		return err
 	}
-	if err := checkPaths(c.String); err != nil {
+	r := &runState{cfg: c, env: env}
+	defer func() {
+		for i := len(r.cleanup) - 1; i >= 0; i-- {
+			r.cleanup[i]()
+		}
+	}()
+	if err := r.open(); err != nil {
 		return err
 	}
-	if w := c.Int("workers"); w < 1 || w > 1024 {
-		return usageErr("-workers: want a number from 1 to 1024")
+	r.configure()
+	r.run()
+	return r.judge()
+}
+
+// open starts what the run needs before its first packet: the metrics server, the system and
+// the keys (which may read the start of the input), the input and the output.
+func (r *runState) open() (err error) {
+	c := r.cfg
+	r.opts = pipeline.Options{Mode: c.mode, Workers: c.workers, Batch: c.batch, Lanes: c.lanes, PIDs: c.pids}
+	if c.isSet("service") {
+		r.opts.Service = c.service
 	}
-	if b := c.Int("batch"); b < 1 || b > pipeline.MaxBatch {
-		return usageErr("-batch: want a number from 1 to %d", pipeline.MaxBatch)
-	}
-	lanes, err := parseGroup(c.String("group"))
-	if err != nil {
-		return err
-	}
-	lo, err := readLiveFlags(c)
-	if err != nil {
-		return err
-	}
-	opts := pipeline.Options{
-		Mode:    mode,
-		Workers: c.Int("workers"),
-		Batch:   c.Int("batch"),
-		Lanes:   lanes,
-	}
-	// The flags that need nothing of the input are checked before it is opened: a usage error
-	// does not wait for a live input to show its PMTs.
-	// -pid "" is refused rather than read as no -pid: a list that came out empty (a script's
-	// unset variable) must not turn into descrambling every PID.
-	if c.IsSet("pid") {
-		if opts.PIDs, err = parsePIDs(c.String("pid")); err != nil {
-			return err
-		}
-	}
-	if c.IsSet("service") {
-		opts.Service = c.Int("service")
-		if opts.Service < 1 || opts.Service > 0xFFFF {
-			return usageErr("-service: want a program number from 1 to 65535 (tsdescramble probe lists them)")
-		}
-	}
-	if c.Int("cp-packets") < 0 {
-		return usageErr("-cp-packets: want 0 or more packets")
-	}
-	if mode == pipeline.Scramble {
-		if err := checkSCSFlags(c); err != nil {
-			return err
-		}
-	}
-	if c.Int("rescramble-cp-packets") < 0 {
-		return usageErr("-rescramble-cp-packets: want 0 or more packets")
-	}
-	var osys scrambling.System
-	if name := c.String("rescramble"); name != "" {
-		if osys, err = lookupSystem("rescramble", name, lanes); err != nil {
-			return err
-		}
-	} else {
-		for _, name := range rescrambleKeyFlags() {
-			if c.IsSet(name) {
-				return usageErr("-%s needs -rescramble SYSTEM", name)
-			}
-		}
-	}
-	if c.IsSet("metrics") {
-		if err := checkMetricsAddr(c.String("metrics")); err != nil {
-			return err
-		}
-	}
-	var metrics *metricsServer
-	if addr := c.String("metrics"); addr != "" {
+	if c.metrics != "" {
 		// Served from before the input is opened: a live input may take a while to start.
-		opts.Counters = new(pipeline.Counters)
-		if metrics, err = serveMetrics(addr, opts.Counters, env.Stderr); err != nil {
+		r.opts.Counters = new(pipeline.Counters)
+		logf := func(msg string) { logError(r.env.Stderr, "-metrics: "+msg) }
+		if r.metrics, err = metrics.Serve(c.metrics, r.opts.Counters, logf); err != nil {
+			return failErr("-metrics: %v", err)
+		}
+		r.cleanup = append(r.cleanup, r.metrics.Close)
+	}
+	if c.stats != "" {
+		r.inFile = runfiles.RecordOf(c.in, true)
+	}
+	if err := r.openKeys(); err != nil {
+		return err
+	}
+	r.logf = func(msg string) {
+		if !c.quiet {
+			fmt.Fprintln(r.env.Stderr, "tsdescramble: "+msg)
+		}
+	}
+	r.opts.Log = r.logf
+	if c.verbose {
+		r.opts.KeyLog = r.logf
+	}
+	if r.in, err = r.la.open(c.in, r.env); err != nil {
+		return err
+	}
+	r.cleanup = append(r.cleanup, r.in.Close)
+	r.input = r.in
+	if c.scsWanted() {
+		if r.simul, err = startSCS(c, r.in, &r.opts, r.sys, r.keys, r.logf); err != nil {
 			return err
 		}
-		defer metrics.close()
+		r.input = r.simul.stage
 	}
-	// The input as it is before anything of it is read, for the statistics: a change while
-	// the run reads it then shows on a later look (a batch's done).
-	var inFile *fileRecord
-	if c.String("stats") != "" {
-		inFile = regularFile(c.String("in"), true)
+	pace := c.pace
+	if !c.isSet("pace") {
+		// A file sent to a network output is paced by its PCR.
+		pace = r.in.size >= 0 && live.IsAddress(c.out)
 	}
-	// Without -cipher, a descrambling run takes the system its input's PMT signals, so it opens
-	// the input now (system_detect.go).
-	var sysNotes []string
-	sys, la, err := chooseSystem(c, env, mode, lanes, &sysNotes)
-	if err != nil {
+	if r.out, err = openOutput(c.out, r.env, pace); err != nil {
 		return err
 	}
-	defer la.close()
-	// Keys from a key server (keyserver.go) take the place of the key flags.
-	ksrv, err := keyServerFromFlags(c, env, mode)
-	if err != nil {
+	r.cleanup = append(r.cleanup, func() {
+		if r.out.net != nil {
+			r.out.net.w.Close() // a run that ended early; close after close is harmless
+		}
+	})
+	return nil
+}
+
+// openKeys chooses the system (without -cipher, a descrambling run opens its input for it:
+// system_detect.go) and reads the keys, from the key flags or from a key server.
+func (r *runState) openKeys() (err error) {
+	c := r.cfg
+	if r.sys, r.la, err = chooseSystem(c, r.env, &r.notes); err != nil {
 		return err
 	}
-	if ksrv != nil && c.String("ecm-xor") != "" {
-		return usageErr("-ecm-xor and -key-server are two sources of the same CWs: give one")
+	r.cleanup = append(r.cleanup, r.la.close)
+	if r.ksrv, err = newKeyServer(c); err != nil {
+		return err
 	}
-	ks := &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
+	r.keys = &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
 	switch {
-	case ksrv != nil:
-		ks = &keySet{sched: keys.NewList(nil)}
-	case mode == pipeline.Descramble && c.String("ecm-xor") != "":
+	case r.ksrv != nil:
+		r.keys = &keySet{sched: keys.NewList(nil)}
+	case c.mode == pipeline.Descramble && c.ecmXor != "":
 		// From a pipe or a network input, the ECMs feed a key source as a key server's answers do.
-		if ks, ksrv, err = ecmKeys(c, sys); err != nil {
-			return err
-		}
-	case mode != pipeline.Scramble || !scsWanted(c) || anyKeyFlag(c):
-		if ks, err = readKeys(c, "", sys); err != nil {
-			return err
-		}
+		r.keys, r.ksrv, err = ecmKeys(c, r.sys)
+	case c.mode != pipeline.Scramble || !c.scsWanted() || c.anyKeyFlag():
+		r.keys, err = readKeys(&c.keys, "", r.sys)
 	}
-	notes := append(sysNotes, ks.notes...)
-	if n := limitsNote(opts.Workers, opts.Batch); n != "" {
-		notes = append(notes, n)
+	if err != nil {
+		return err
 	}
-	switch mode {
+	r.notes = append(r.notes, r.keys.notes...)
+	if n := report.LimitsNote(c.workers, c.batch); n != "" {
+		r.notes = append(r.notes, n)
+	}
+	switch c.mode {
 	case pipeline.Descramble:
-		opts.Keys, opts.System = ks.sched, sys
-		if ksrv != nil {
-			opts.LiveKeys = ksrv.lk
+		r.opts.Keys, r.opts.System = r.keys.sched, r.sys
+		if r.ksrv != nil {
+			r.opts.LiveKeys = r.ksrv.LiveKeys()
 		}
-		if osys != nil {
-			oks, err := readKeys(c, "rescramble-", osys)
+		if c.outSys != nil {
+			oks, err := readKeys(&c.rekeys, "rescramble-", c.outSys)
 			if err != nil {
 				return err
 			}
-			opts.Mode = pipeline.Rescramble
-			opts.Out = &pipeline.Output{System: osys, CWs: oks.cws(), PeriodPackets: c.Int("rescramble-cp-packets")}
-			notes = append(notes, oks.notes...)
+			r.opts.Mode = pipeline.Rescramble
+			r.opts.Out = &pipeline.Output{System: c.outSys, CWs: oks.cws(), PeriodPackets: c.rescrambleCPPackets}
+			r.notes = append(r.notes, oks.notes...)
 		}
 	case pipeline.Scramble:
-		opts.Out = &pipeline.Output{System: sys, CWs: ks.cws(), PeriodPackets: c.Int("cp-packets")}
-		opts.ScramblingMode = signalMode(sys)
+		r.opts.Out = &pipeline.Output{System: r.sys, CWs: r.keys.cws(), PeriodPackets: c.cpPackets}
+		r.opts.ScramblingMode = signalMode(r.sys)
 	}
+	return nil
+}
 
-	quiet, verbose := c.Bool("quiet"), c.Bool("verbose")
-	logf := func(msg string) {
-		if !quiet {
-			fmt.Fprintln(env.Stderr, "tsdescramble: "+msg)
-		}
-	}
-	opts.Log = logf
-	if verbose {
-		opts.KeyLog = logf
-	}
-
-	inPath, outPath := c.String("in"), c.String("out")
-	in, err := la.open(inPath, env)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
+// configure sets what the run does as it goes: its latency, its signals, its reports.
+func (r *runState) configure() {
+	c, in := r.cfg, r.in
 	// A regular file is read in full units of work, as fast as it goes; a live input or a pipe
-	// with the latency bound. A file sent to a network output is paced by its PCR.
-	opts.Latency, opts.MaxPackets = lo.latency, lo.packets
-	if !lo.latencySet && in.size >= 0 {
-		opts.Latency = 0
+	// with the latency bound.
+	r.opts.Latency, r.opts.MaxPackets = c.latency, c.packets
+	if !c.isSet("latency") && in.size >= 0 {
+		r.opts.Latency = 0
 	}
 	// A network input, or a latency the user asked for, decides a crypto period on time when the
 	// stream has not decided it by the bound; a pipe at the default bound keeps the file's bytes.
-	opts.DecideOnTime = in.live != nil || lo.latencySet
-	pace := lo.pace
-	if !lo.paceSet {
-		pace = in.size >= 0 && live.IsAddress(outPath)
+	r.opts.DecideOnTime = in.live != nil || c.isSet("latency")
+	if c.timeout > 0 {
+		in.live.SetIdleTimeout(c.timeout)
 	}
-	if lo.timeout > 0 {
-		if in.live == nil {
-			return usageErr("-timeout watches a network input: give -in udp://@:PORT or rtp://@:PORT, or leave -timeout out")
-		}
-		in.live.SetIdleTimeout(lo.timeout)
-	}
-	var input io.Reader = in
-	var simul *scsRun
-	if mode == pipeline.Scramble && scsWanted(c) {
-		if simul, err = startSCS(c, in, &opts, sys, ks, logf); err != nil {
-			return err
-		}
-		input = simul.stage
-	}
-	out, err := openOutput(outPath, env, pace)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if out.net != nil {
-			out.net.w.Close() // a run that ended early; close after close is harmless
-		}
-	}()
-	if metrics != nil {
+	if r.metrics != nil {
 		var w *live.Writer
-		if out.net != nil {
-			w = out.net.w
+		if r.out.net != nil {
+			w = r.out.net.w
 		}
-		metrics.watch(in.live, w)
+		r.metrics.Watch(in.live, w)
 	}
 	// A run that must stop, by a signal or because the output failed, must not wait for an
 	// idle input pipe to send more.
-	out.onFail = in.interrupt
+	r.out.onFail = in.interrupt
+	r.ctx, r.sig = signals.Interruptible(in.interrupt, func(s os.Signal, msg string) {
+		// The run ends now, whatever is in flight: the output is put aside as it stands.
+		if partial := r.out.abort(); partial != "" {
+			msg += "; the packets written so far are in " + partial
+		}
+		fmt.Fprintln(r.env.Stderr, "tsdescramble: "+msg)
+		os.Exit(signals.Status(s))
+	}, r.hangup())
+	r.cleanup = append(r.cleanup, r.sig.Stop)
+	r.bar = newProgress(r.env, in.size, c.quiet, c.mode)
+	r.opts.Progress = r.bar.set
+	if d := c.statsInterval; d > 0 {
+		r.every = newStatsEvery(c.stats, in, r.out, r.env.Stderr)
+		r.opts.Report, r.opts.ReportEvery = r.every.report, d
+	}
+	// -duration ends the input as its end would.
+	r.end = &ender{in: in, r: r.input}
+	if c.duration > 0 {
+		t := time.AfterFunc(c.duration, r.end.end)
+		r.cleanup = append(r.cleanup, func() { t.Stop() })
+	}
+}
 
+// hangup returns what SIGHUP does, or nil when it stops the run as other signals do. A live
+// run rereads its key file on SIGHUP (key lists are edited while a feed runs), and so does
+// any run that follows a growing log (-follow: it reads on from where it was, and a log edited
+// in place is seen only by reading it again); other runs stop, as when their terminal closes.
+// A key server's keys come in as they change already.
+func (r *runState) hangup() func() {
+	c := r.cfg
+	if r.ksrv != nil && r.ksrv.Follows() {
+		return func() { r.ksrv.Reread(r.logf) }
+	}
+	if r.in.live == nil || r.opts.Mode == pipeline.Scramble || c.keys.file == "" || r.opts.LiveKeys != nil {
+		return nil
+	}
+	rekey := make(chan *keys.Schedule, 1)
+	r.opts.Rekey = rekey
+	return func() {
+		ks, err := readKeys(&c.keys, "", r.sys)
+		if err != nil {
+			r.logf("SIGHUP: the keys were not reread, the old ones stay: " + err.Error())
+			return
+		}
+		for _, n := range ks.notes {
+			r.logf("SIGHUP: " + n)
+		}
+		select {
+		case <-rekey: // not applied yet: the newer list replaces it
+		default:
+		}
+		rekey <- ks.sched
+	}
+}
+
+// run runs the pipeline to the end of the input, or to a stop.
+func (r *runState) run() {
+	c, in := r.cfg, r.in
+	if r.ksrv != nil {
+		// -ecm-xor answers from the stream itself, at once: a pipe runs ahead of real time as a
+		// file does, and its reading may wait for the answers.
+		r.ksrv.Start(r.ctx, in.size >= 0 || r.ksrv.AnswersAtOnce() && in.live == nil, r.logf)
+	}
 	// The notes (the key file read, the system the PMT names) come with the first bytes of the
 	// input: before a usage error, an input that cannot be opened or an empty one they would
 	// only bury the message that matters.
 	printNotes := func() {
 		in.first.Store(time.Now().UnixNano())
-		for _, n := range notes {
-			logf(n)
+		for _, n := range r.notes {
+			r.logf(n)
 		}
-		if verbose && !quiet && ksrv == nil {
-			describeKeys(env.Stderr, ks.cws(), c.Bool("show-keys"))
-		}
-	}
-
-	// A live run rereads its key file on SIGHUP (key lists are edited while a feed runs), and
-	// so does any run that follows a growing log (-follow: it reads on from where it was, and
-	// a log edited in place is seen only by reading it again); other runs stop, as when their
-	// terminal closes. A key server's keys come in as they change already.
-	var hangup func()
-	if ksrv != nil && ksrv.fl != nil {
-		hangup = func() { ksrv.reread(logf) }
-	} else if in.live != nil && opts.Mode != pipeline.Scramble && c.String("cw-file") != "" && opts.LiveKeys == nil {
-		rekey := make(chan *keys.Schedule, 1)
-		opts.Rekey = rekey
-		hangup = func() {
-			ks, err := readKeys(c, "", sys)
-			if err != nil {
-				logf("SIGHUP: the keys were not reread, the old ones stay: " + err.Error())
-				return
-			}
-			for _, n := range ks.notes {
-				logf("SIGHUP: " + n)
-			}
-			select {
-			case <-rekey: // not applied yet: the newer list replaces it
-			default:
-			}
-			rekey <- ks.sched
+		if c.verbose && !c.quiet && r.ksrv == nil {
+			describeKeys(r.env.Stderr, r.keys.cws(), c.showKeys)
 		}
 	}
-	ctx, sig := interruptible(in.interrupt, func(s os.Signal, msg string) {
-		// The run ends now, whatever is in flight: the output is put aside as it stands.
-		if partial := out.abort(); partial != "" {
-			msg += "; the packets written so far are in " + partial
-		}
-		fmt.Fprintln(env.Stderr, "tsdescramble: "+msg)
-		os.Exit(signalStatus(s))
-	}, hangup)
-	defer sig.stop()
-	bar := newProgress(env, in.size, quiet, mode)
-	opts.Progress = bar.set
-	var every *statsEvery
-	if d := c.Duration("stats-interval"); d > 0 {
-		every = newStatsEvery(c.String("stats"), in, out, env.Stderr)
-		opts.Report, opts.ReportEvery = every.report, d
+	r.st, r.runErr = pipeline.Run(r.ctx, &onFirstBytes{r: r.end, f: printNotes}, r.out.w, r.opts)
+	if r.every != nil {
+		r.every.stop()
 	}
-	// -duration ends the input as its end would.
-	end := &ender{in: in, r: input}
-	if lo.duration > 0 {
-		t := time.AfterFunc(lo.duration, end.end)
-		defer t.Stop()
+	if r.ksrv != nil {
+		r.ksrv.Stop(&r.st)
 	}
-	if ksrv != nil {
-		// -ecm-xor answers from the stream itself, at once: a pipe runs ahead of real time as a
-		// file does, and its reading may wait for the answers.
-		ksrv.start(ctx, in.size >= 0 || ksrv.url != nil && ksrv.url.scheme == "ecm-xor" && in.live == nil, logf)
+	r.sig.Finished()
+	if r.simul != nil {
+		r.scsErr = r.simul.finish(r.logf, c.quiet)
 	}
-	st, runErr := pipeline.Run(ctx, &onFirstBytes{r: end, f: printNotes}, out.w, opts)
-	if every != nil {
-		every.stop()
-	}
-	if ksrv != nil {
-		ksrv.stop(&st)
-	}
-	sig.finished()
-	var scsErr error
-	if simul != nil {
-		scsErr = simul.finish(logf, quiet)
-	}
-	bar.finish()
-	if runErr == nil && st.BytesIn == 0 {
+	r.bar.finish()
+	if r.runErr == nil && r.st.BytesIn == 0 {
 		// Not a byte: a wrong path or a producer that failed, as probe says too.
-		runErr = probe.ErrEmpty
+		r.runErr = probe.ErrEmpty
 	}
-	junk := notTransportStream(&st)
-	closeErr := out.close(runErr == nil && junk == "", st.BytesOut)
-	// The output file was renamed into place: it is this run's (its statistics say so).
-	placed := out.tmp != "" && runErr == nil && junk == "" && closeErr == nil
+}
 
-	ls := collectLive(in, out, &st, true)
-	verdict := judgeKeys(&st)
-	if ksrv != nil {
-		verdict = judgeKeyServer(&st, ksrv)
+// judge closes the output, says how the run went and returns its exit status; the statistics
+// say it too, so that a scheduler that retries runs can tell a finished one (batch.go).
+func (r *runState) judge() error {
+	c, st := r.cfg, &r.st
+	junk := report.NotTransportStream(st)
+	closeErr := r.out.close(r.runErr == nil && junk == "", st.BytesOut)
+	// The output file was renamed into place: it is this run's (its statistics say so).
+	placed := r.out.temp != nil && r.runErr == nil && junk == "" && closeErr == nil
+	ls := collectLive(r.in, r.out, st, true)
+	verdict := report.JudgeKeys(st)
+	if r.ksrv != nil {
+		verdict = r.ksrv.Judge(st)
 	}
-	if !quiet && (runErr == nil || st.Packets > 0) {
-		printSummary(env.Stderr, &st, opts.Mode, verbose, verdict)
-		printLive(env.Stderr, ls)
-		printKeyServerSummary(env.Stderr, &st, verbose)
+	if !c.quiet && (r.runErr == nil || st.Packets > 0) {
+		report.Summary(r.env.Stderr, st, r.opts.Mode, c.verbose, verdict)
+		report.PrintLive(r.env.Stderr, ls)
+		report.KeyServerSummary(r.env.Stderr, st, c.verbose)
 	}
-	if w := mostlyNotTransportStream(&st); w != "" && junk == "" && runErr == nil {
-		logf(w)
+	if w := report.MostlyNotTransportStream(st); w != "" && junk == "" && r.runErr == nil {
+		r.logf(w)
 	}
-	// The statistics say how the run ended, so that a scheduler that retries runs can tell a
-	// finished one (batch.go).
-	status := func() error {
-		if scsErr != nil && runErr == nil {
-			return scsErr
-		}
-		switch {
-		case runErr != nil && sig.caught() != nil:
-			// Stopped by a signal: every packet read before it was written out.
-			s := sig.caught()
-			saved := ""
-			if out.partial != "" {
-				saved = " to " + out.partial
-			}
-			return &exitError{code: signalStatus(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signalName(s), st.PacketsOut, saved)}
-		case runErr != nil:
-			return runError(runErr, inPath, outPath, out)
-		case closeErr != nil:
-			saved := ""
-			if out.partial != "" {
-				saved = "; the packets processed are in " + out.partial
-			}
-			return failErr("cannot write %s: %v%s", outPath, closeErr, saved)
-		case junk != "":
-			saved := ""
-			if out.partial != "" {
-				saved = "; the packets found are in " + out.partial
-			}
-			return failErr("%s%s", junk, saved)
-		case unseenSelection(&opts, &st) != "":
-			return failErr("%s; the output was written anyway", unseenSelection(&opts, &st))
-		case opts.Mode == pipeline.Scramble:
-		case verdict.code != exitOK:
-			// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
-			return &exitError{code: verdict.code, msg: verdict.line + keyAdvice(c, &st, sys, ks) + "; the output was written anyway"}
-		case st.PESGood == 0 && st.PESBad > 0:
-			return &exitError{code: exitNoFit, msg: fmt.Sprintf(
-				"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header%s; the output was written anyway",
-				st.PESBad, keyAdvice(c, &st, sys, ks))}
-		}
-		return nil
-	}()
-	if path := c.String("stats"); path != "" {
-		files := &runFiles{In: inFile}
+	status := r.status(closeErr, junk, verdict)
+	if c.stats != "" {
+		files := &runfiles.Records{In: r.inFile}
 		if placed {
-			files.Out = regularFile(outPath, false)
+			files.Out = runfiles.RecordOf(c.out, false)
 		}
-		if err := writeStats(path, &st, ls, errorCode(status), files); err != nil && runErr == nil {
-			return failErr("cannot write the statistics: %v", unwrapPath(err))
+		if err := report.WriteStats(c.stats, st, ls, errorCode(status), files); err != nil && r.runErr == nil {
+			return failErr("cannot write the statistics: %v", runfiles.UnwrapPath(err))
 		}
 	}
 	return status
+}
+
+// status is the error the run ends with, nil for success.
+func (r *runState) status(closeErr error, junk string, verdict report.Verdict) error {
+	st, out := &r.st, r.out
+	saved := func(what string) string {
+		if out.partial() == "" {
+			return ""
+		}
+		return what + out.partial()
+	}
+	if r.scsErr != nil && r.runErr == nil {
+		return r.scsErr
+	}
+	switch s := r.sig.Caught(); {
+	case r.runErr != nil && s != nil:
+		// Stopped by a signal: every packet read before it was written out.
+		return &exitError{code: signals.Status(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signals.Name(s), st.PacketsOut, saved(" to "))}
+	case r.runErr != nil:
+		return runError(r.runErr, r.cfg.in, out)
+	case closeErr != nil:
+		return failErr("cannot write %s: %v%s", r.cfg.out, closeErr, saved("; the packets processed are in "))
+	case junk != "":
+		return failErr("%s%s", junk, saved("; the packets found are in "))
+	case report.UnseenSelection(&r.opts, st) != "":
+		return failErr("%s; the output was written anyway", report.UnseenSelection(&r.opts, st))
+	case r.opts.Mode == pipeline.Scramble:
+	case verdict.NoFit:
+		// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
+		return &exitError{code: exitNoFit, msg: verdict.Line + keyAdvice(r.cfg, st, r.sys, r.keys) + "; the output was written anyway"}
+	case st.PESGood == 0 && st.PESBad > 0:
+		return &exitError{code: exitNoFit, msg: fmt.Sprintf(
+			"the keys do not fit this stream: none of the %d scrambled PES starts descrambled to a valid PES header%s; the output was written anyway",
+			st.PESBad, keyAdvice(r.cfg, st, r.sys, r.keys))}
+	}
+	return nil
 }

@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
+	"github.com/tsdescramble/tsdescramble/internal/livekeys"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/live"
@@ -24,20 +21,6 @@ import (
 	"github.com/tsdescramble/tsdescramble/simulcrypt"
 	"github.com/tsdescramble/tsdescramble/testca"
 )
-
-// simulcryptFlags are the scrambler's flags for crypto periods in time and a SimulCrypt ECMG.
-func simulcryptFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.DurationFlag{Name: "cp-duration", Category: catScrambling, Usage: "crypto period of `DURATION` in stream time, from the PCRs (the wall clock for a network input) (e.g. 10s): a fresh random CW each unless key flags give them"},
-		&cli.StringFlag{Name: "ecmg", Category: catScrambling, Usage: "act as a DVB SimulCrypt SCS: get the ECMs from the ECMG at `HOST:PORT` (ETSI TS 103 197) and put them in the stream"},
-		&cli.StringFlag{Name: "super-cas-id", Category: catScrambling, Usage: "with -ecmg: the Super_CAS_id, 8 `HEX` digits (CA_system_id then CA_subsystem_id); the PMT's CA_descriptor takes the CA_system_id"},
-		&cli.StringFlag{Name: "ecm-pid", Category: catScrambling, Usage: "with -ecmg: the `PID` of the ECMs, decimal or 0x hex"},
-		&cli.StringFlag{Name: "access-criteria", Category: catScrambling, Usage: "with -ecmg: access criteria sent with every CW, `HEX` bytes"},
-		&cli.IntFlag{Name: "ecmg-version", Value: 2, Category: catScrambling, Usage: "with -ecmg: ECMG⇔SCS protocol `VERSION`, 2 or 3"},
-		&cli.StringFlag{Name: "ecm-wait", Value: defaultECMWait, Category: catScrambling, Usage: "with -ecmg: what the stream does before its first ECM, `hold|clear[:DURATION]`: no packet goes out scrambled before an ECM with its CW, so the stream waits up to DURATION of wall time (the input waits too); then hold stops the run, clear sends the stream clear, with no CA_descriptor, until the ECM comes; either way the exit status is 1"},
-		&cli.StringFlag{Name: "cw-log", TakesFile: true, Category: catScrambling, Usage: "with -cp-duration or -ecmg: write each crypto period's CW to `FILE` as an OSCam .cwl log (created 0600: keys are secrets), for -cw-file later"},
-	}
-}
 
 // defaultECMWait is -ecm-wait's default: a stream never goes out scrambled with a CW whose ECM
 // is not in it, nor clear unless asked; 5 s is many times an ECMG's max_comp_time.
@@ -64,14 +47,6 @@ func parseECMWait(v string) (wait time.Duration, clear bool, err error) {
 	return wait, choice == "clear", nil
 }
 
-// scsWanted reports whether the flags ask for the SimulCrypt stage.
-func scsWanted(c *cli.Context) bool {
-	return c.String("ecmg") != "" || c.IsSet("cp-duration") || c.String("cw-log") != ""
-}
-
-// anyKeyFlag reports whether a key flag of the input side is given.
-func anyKeyFlag(c *cli.Context) bool { return givenKeyFlag(c, "") != "" }
-
 // scsRun is a scrambling run's SimulCrypt stage, with what it needs to end.
 type scsRun struct {
 	stage *scs.Stage
@@ -84,92 +59,26 @@ type scsRun struct {
 	wait  string
 }
 
-// checkSCSFlags checks the flags of the stage before anything is opened.
-func checkSCSFlags(c *cli.Context) error {
-	if c.String("ecmg") == "" && c.IsSet("ecm-wait") {
-		return usageErr("-ecm-wait needs -ecmg HOST:PORT")
-	}
-	if !scsWanted(c) {
-		for _, f := range []string{"super-cas-id", "ecm-pid", "access-criteria"} {
-			if c.String(f) != "" {
-				return usageErr("-%s needs -ecmg HOST:PORT", f)
-			}
-		}
-		return nil
-	}
-	if c.IsSet("cp-packets") {
-		return usageErr("-cp-packets counts periods in packets, -cp-duration (and -ecmg, -cw-log) in stream time: give one")
-	}
-	if !c.IsSet("cp-duration") {
-		return usageErr("-ecmg and -cw-log need -cp-duration DURATION (e.g. -cp-duration 10s)")
-	}
-	if d := c.Duration("cp-duration"); d < 100*time.Millisecond || d > 6553*time.Second {
-		return usageErr("-cp-duration: want 100ms to 6553s")
-	}
-	if c.String("ecmg") == "" {
-		for _, f := range []string{"super-cas-id", "ecm-pid", "access-criteria"} {
-			if c.String(f) != "" {
-				return usageErr("-%s needs -ecmg HOST:PORT", f)
-			}
-		}
-		if !anyKeyFlag(c) && c.String("cw-log") == "" {
-			return usageErr("-cp-duration without -ecmg scrambles with the key flags' CWs, or random ones logged with -cw-log FILE: give one")
-		}
-		return nil
-	}
-	if _, _, err := net.SplitHostPort(c.String("ecmg")); err != nil {
-		return usageErr("-ecmg: want HOST:PORT (example: -ecmg 127.0.0.1:2222)")
-	}
-	if c.String("super-cas-id") == "" || c.String("ecm-pid") == "" {
-		return usageErr("-ecmg needs -super-cas-id HEX and -ecm-pid PID")
-	}
-	if v := c.Int("ecmg-version"); v != 2 && v != 3 {
-		return usageErr("-ecmg-version: want 2 or 3")
-	}
-	if _, _, err := parseECMWait(c.String("ecm-wait")); err != nil {
-		return err
-	}
-	return nil
-}
-
 // startSCS connects to the ECMG and returns the stage that reads in, with opts set to take its
 // crypto periods. ks holds the key flags' CWs (empty for random ones).
-func startSCS(c *cli.Context, in *input, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
+func startSCS(c *config, in *input, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
 	// A network input's periods follow the wall clock (see scs.Config.Live); a pipe's, like a
 	// file's, its PCRs, so that the same bytes scramble the same way.
-	cfg := scs.Config{CPDuration: c.Duration("cp-duration"), Log: logf, Live: in.live != nil}
-	run := &scsRun{ecmg: c.String("ecmg"), cp: cfg.CPDuration, live: cfg.Live}
-	if addr := c.String("ecmg"); addr != "" {
-		id, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(c.String("super-cas-id")), "0x"), 16, 32)
-		if err != nil {
-			return nil, usageErr("-super-cas-id: want 8 hex digits (example: -super-cas-id 4ADC0000)")
-		}
-		pids, err := parsePIDs(c.String("ecm-pid"))
-		if err != nil || len(pids) != 1 || pids[0] < 0x20 || pids[0] == 0x1FFF {
-			return nil, usageErr("-ecm-pid: want one PID from 0x20 to 0x1FFE")
-		}
-		if slices.Contains(opts.PIDs, pids[0]) {
-			return nil, usageErr("-ecm-pid %#x is among the -pid list to scramble", pids[0])
-		}
-		if s := c.String("access-criteria"); s != "" {
-			if cfg.AccessCriteria, err = hex.DecodeString(strings.ReplaceAll(s, " ", "")); err != nil {
-				return nil, usageErr("-access-criteria: want hex bytes")
-			}
-		}
-		wait, clear, err := parseECMWait(c.String("ecm-wait"))
-		if err != nil {
-			return nil, err
-		}
-		cfg.ECMWait, cfg.SendClear, run.wait = wait, clear, c.String("ecm-wait")
-		if wait == 0 {
+	cfg := scs.Config{CPDuration: c.cpDuration, Log: logf, Live: in.live != nil}
+	run := &scsRun{ecmg: c.ecmg, cp: cfg.CPDuration, live: cfg.Live}
+	if c.ecmg != "" {
+		// The flags were read by checkECMG.
+		cfg.AccessCriteria = c.access
+		cfg.ECMWait, cfg.SendClear, run.wait = c.ecmWaitFor, c.ecmClear, c.ecmWait
+		if c.ecmWaitFor == 0 {
 			cfg.ECMWait = -1 // clear:0s: no wait at all (0 is the stage's default)
 		}
-		cfg.ECMPID, run.pid = pids[0], pids[0]
-		cfg.ECMG = &simulcrypt.Config{Addr: addr, Version: uint8(c.Int("ecmg-version")), SuperCASID: uint32(id),
+		cfg.ECMPID, run.pid = c.ecmPIDs, c.ecmPIDs
+		cfg.ECMG = &simulcrypt.Config{Addr: c.ecmg, Version: uint8(c.ecmgVersion), SuperCASID: c.superCAS,
 			Channel: 1, Stream: 1, ECMID: 1, NominalCPDuration: cfg.CPDuration}
 	}
 	switch {
-	case anyKeyFlag(c):
+	case c.anyKeyFlag():
 		list := ks.cws()
 		i := 0
 		cfg.NextCW = func() ([]byte, error) {
@@ -178,7 +87,7 @@ func startSCS(c *cli.Context, in *input, opts *pipeline.Options, sys scrambling.
 			return cw, nil
 		}
 	default:
-		size, reduce := sys.KeySizes()[0], c.Bool("reduce-entropy")
+		size, reduce := sys.KeySizes()[0], c.keys.reduce
 		cfg.NextCW = func() ([]byte, error) {
 			cw := make([]byte, size)
 			if _, err := rand.Read(cw); err != nil {
@@ -208,10 +117,10 @@ func startSCS(c *cli.Context, in *input, opts *pipeline.Options, sys scrambling.
 	feed := new(pipeline.PeriodFeed)
 	cfg.OnPeriod, run.feed = feed.Start, feed
 	opts.Out = &pipeline.Output{System: sys, Feed: feed}
-	if path := c.String("cw-log"); path != "" {
+	if path := c.cwLog; path != "" {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
-			return nil, failErr("cannot create the CW log: %v", unwrapPath(err))
+			return nil, failErr("cannot create the CW log: %v", runfiles.UnwrapPath(err))
 		}
 		// An existing file keeps its mode through O_TRUNC: make it private too.
 		f.Chmod(0o600)
@@ -225,7 +134,7 @@ func startSCS(c *cli.Context, in *input, opts *pipeline.Options, sys scrambling.
 		if run.log != nil {
 			run.log.Close()
 		}
-		return nil, failErr("ECMG %s: %v", c.String("ecmg"), err)
+		return nil, failErr("ECMG %s: %v", c.ecmg, err)
 	}
 	run.stage = stage
 	return run, nil
@@ -283,35 +192,36 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 // the flip to its period's parity. From a pipe or a network input, which cannot be read twice,
 // the ECMs go to a key source as they come, as a key server's do (testca.Answerer): each CW
 // applies from the next period of its parity, and a period waits for its key up to -key-wait.
-func ecmKeys(c *cli.Context, sys scrambling.System) (*keySet, *keyServer, error) {
-	if anyKeyFlag(c) {
+func ecmKeys(c *config, sys scrambling.System) (*keySet, *livekeys.Source, error) {
+	if c.anyKeyFlag() {
 		return nil, nil, usageErr("-ecm-xor reads the CWs from the stream: give no other key flag")
 	}
 	if sys.Name() != "csa2" {
 		return nil, nil, usageErr("-ecm-xor carries 8-byte CWs: use it with -cipher csa2")
 	}
-	key, err := keys.ParseCW(c.String("ecm-xor"), 8)
+	key, err := keys.ParseCW(c.ecmXor, 8)
 	if err != nil {
 		return nil, nil, usageErr("-ecm-xor: %v (example: -ecm-xor 4212022421206688)", err)
 	}
-	path := c.String("in")
+	path := c.in
 	fi, err := os.Stat(path)
 	if path == "-" || live.IsAddress(path) || err == nil && !fi.Mode().IsRegular() {
-		ks, err := newECMKeys(c, &keyServerURL{scheme: "ecm-xor"}, testca.Answerer{Key: key}, keyserver.Choice{})
+		o, err := liveKeyOptions(c)
 		if err != nil {
 			return nil, nil, err
 		}
+		ks := livekeys.NewECM(livekeys.ECMXor(), testca.Answerer{Key: key}, keyserver.Choice{}, o)
 		return &keySet{sched: keys.NewList(nil)}, ks, nil
 	}
-	if name := givenWaitFlag(c); name != "" {
+	if name := c.givenWaitFlag(); name != "" {
 		return nil, nil, usageErr("-%s: -ecm-xor reads a file's ECMs before the run, and no period waits for its key: leave -%s out", name, name)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, failErr("cannot open the input: %v", unwrapPath(err))
+		return nil, nil, failErr("cannot open the input: %v", runfiles.UnwrapPath(err))
 	}
 	defer f.Close()
-	res, err := testca.ReadCWs(f, key, c.Int("service"))
+	res, err := testca.ReadCWs(f, key, c.service)
 	if err != nil {
 		return nil, nil, failErr("%s: -ecm-xor: %v", path, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/internal/signals"
 )
 
 // running is a started command: exited is closed once it has ended, with err what cmd.Wait
@@ -82,7 +84,7 @@ func TestSecondSignal(t *testing.T) {
 	block, _ := faultBlock(t)
 	inPath := writeFile(t, t.TempDir(), "in.ts", bytes.Repeat(block, 8))
 	for _, tc := range [][2]syscall.Signal{{syscall.SIGINT, syscall.SIGINT}, {syscall.SIGTERM, syscall.SIGTERM}, {syscall.SIGHUP, syscall.SIGINT}} {
-		t.Run(signalName(tc[0])+" then "+signalName(tc[1]), func(t *testing.T) {
+		t.Run(signals.Name(tc[0])+" then "+signals.Name(tc[1]), func(t *testing.T) {
 			p, stderr := startBlocked(t, bin, inPath)
 			p.cmd.Process.Signal(tc[0])
 			select {
@@ -101,7 +103,7 @@ func TestSecondSignal(t *testing.T) {
 					t.Errorf("exit %d, want %d", code, 128+int(tc[1]))
 				}
 				oneLine(t, stderr.b.String())
-				if want := "tsdescramble: stopped at once by a second signal, " + signalName(tc[1]) + "\n"; stderr.b.String() != want {
+				if want := "tsdescramble: stopped at once by a second signal, " + signals.Name(tc[1]) + "\n"; stderr.b.String() != want {
 					t.Errorf("stderr %q, want %q", stderr.b.String(), want)
 				}
 			case <-time.After(time.Second):
@@ -127,14 +129,14 @@ func TestStopTakesTooLong(t *testing.T) {
 		took := time.Since(sent)
 		code, _ := waitStatus(t, p.err)
 		t.Logf("exit %d %v after the signal; stderr: %s", code, took.Round(time.Millisecond), stderr.b.String())
-		if code != 143 || took < stopGrace-100*time.Millisecond {
-			t.Errorf("exit %d after %v, want 143 after %v", code, took, stopGrace)
+		if code != 143 || took < signals.StopGrace-100*time.Millisecond {
+			t.Errorf("exit %d after %v, want 143 after %v", code, took, signals.StopGrace)
 		}
 		if want := "tsdescramble: stopped by SIGTERM, at once: the packets in flight were not written within 2s\n"; stderr.b.String() != want {
 			t.Errorf("stderr %q, want %q", stderr.b.String(), want)
 		}
-	case <-time.After(stopGrace + 2*time.Second):
-		t.Fatalf("still running %v after the signal", stopGrace+2*time.Second)
+	case <-time.After(signals.StopGrace + 2*time.Second):
+		t.Fatalf("still running %v after the signal", signals.StopGrace+2*time.Second)
 	}
 }
 
@@ -325,38 +327,6 @@ func TestOutputThroughLinks(t *testing.T) {
 	}
 }
 
-// The first stop signal cancels the run; a second one calls quit, with that signal. (The
-// binary tests see the whole of it; this one runs under the race detector.)
-func TestSignalsInProcess(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
-		if signal.Ignored(sig) {
-			t.Skipf("%v is ignored in this process", sig)
-		}
-	}
-	quit := make(chan string, 1)
-	var stopped atomic.Bool
-	ctx, s := interruptible(func() { stopped.Store(true) }, func(sig os.Signal, msg string) { quit <- msg }, nil)
-	defer s.stop()
-	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	select {
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("SIGHUP did not cancel the run")
-	}
-	if s.caught() != syscall.SIGHUP {
-		t.Errorf("caught %v, want SIGHUP", s.caught())
-	}
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	select {
-	case msg := <-quit:
-		if msg != "stopped at once by a second signal, SIGTERM" || !stopped.Load() {
-			t.Errorf("quit with %q (onSignal called: %v)", msg, stopped.Load())
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a second signal did not end the run")
-	}
-}
-
 // abort, while packets are being written, keeps the file as NAME.partial, cut after the last
 // write that completed, and leaves no temporary file; writes after it fail.
 func TestOutputAbort(t *testing.T) {
@@ -382,7 +352,7 @@ func TestOutputAbort(t *testing.T) {
 	}()
 	<-started
 	partial := o.abort()
-	if err := <-wrote; !errors.Is(err, errAborted) {
+	if err := <-wrote; !errors.Is(err, runfiles.ErrAborted) {
 		t.Errorf("a write after abort: %v", err)
 	}
 	if partial != path+".partial" {

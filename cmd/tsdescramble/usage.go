@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tsdescramble/tsdescramble/internal/clihelp"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
 
@@ -21,19 +21,6 @@ import (
 // argsKey is the key of the App's Metadata that holds the command line (without the program
 // name), so that a message can say which argument it means.
 const argsKey = "args"
-
-// Patterns of the errors of Go's flag package, which urfave/cli passes on as they are. Their
-// texts quote the value given; the messages built from them do not.
-var (
-	reUnknownFlag = regexp.MustCompile(`^flag provided but not defined: -(.*)$`)
-	reNeedsValue  = regexp.MustCompile(`^flag needs an argument: -(.*)$`)
-	reBadValue    = regexp.MustCompile(`(?s)^invalid (?:boolean )?value ".*" for (?:flag )?-([A-Za-z0-9-]+): `)
-	reBadBool     = regexp.MustCompile(`^invalid boolean flag ([A-Za-z0-9-]+): `)
-	reBadSyntax   = regexp.MustCompile(`^bad flag syntax: `)
-	reTwoForms    = regexp.MustCompile(`^(?i:cannot use two forms of the same flag): (\S+) (\S+)$`)
-	reQuoted      = regexp.MustCompile(`"[^"]*"`)
-	reFlagName    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
-)
 
 // onUsageError is the OnUsageError of the app and of every command: one line that says what is
 // wrong and points at the command's help, instead of the whole help. Every parse error is a
@@ -47,102 +34,7 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 		}
 		flags = c.Command.Flags
 	}
-	return usageErr("%s (see %s)", parseMessage(err, flags), help)
-}
-
-// parseMessage rewords an error of the flag parser without the values it quotes.
-func parseMessage(err error, flags []cli.Flag) string {
-	msg := err.Error()
-	if m := reUnknownFlag.FindStringSubmatch(msg); m != nil {
-		name := strings.SplitN(m[1], "=", 2)[0]
-		if !reFlagName.MatchString(name) || looksLikeKey(name) {
-			return "an argument starts with '-' but names no flag"
-		}
-		if s := similarFlag(name, flags); s != "" {
-			return fmt.Sprintf("unknown flag -%s: did you mean -%s?", name, s)
-		}
-		return fmt.Sprintf("unknown flag -%s", name)
-	}
-	if m := reNeedsValue.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("-%s needs a value", m[1])
-	}
-	name := ""
-	if m := reBadValue.FindStringSubmatch(msg); m != nil {
-		name = m[1]
-	} else if m := reBadBool.FindStringSubmatch(msg); m != nil {
-		name = m[1]
-	}
-	if name != "" {
-		switch flagByName(flags, name).(type) {
-		case *cli.IntFlag:
-			return fmt.Sprintf("-%s wants a whole number", name)
-		case *cli.BoolFlag:
-			return fmt.Sprintf("-%s is a switch: give it alone, without a value", name)
-		}
-		return fmt.Sprintf("-%s: not a valid value", name)
-	}
-	if reBadSyntax.MatchString(msg) {
-		return "an argument is not a well-formed flag: flags are -name or -name=value"
-	}
-	if m := reTwoForms.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("-%s and -%s are one flag: give it once", m[2], m[1])
-	}
-	// Another error of the parser: keep its words, not what it quotes.
-	return reQuoted.ReplaceAllString(msg, "(a value)")
-}
-
-// flagByName returns the flag of flags that has the name, or nil.
-func flagByName(flags []cli.Flag, name string) cli.Flag {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f
-			}
-		}
-	}
-	return nil
-}
-
-// similarFlag returns the name of a flag that name is probably a misspelling of (at most two
-// edits away, or the same letters without dashes), or "".
-func similarFlag(name string, flags []cli.Flag) string {
-	best, bestDist := "", 3
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if len(n) < 3 {
-				continue
-			}
-			d := editDistance(name, n)
-			if strings.ReplaceAll(name, "-", "") == strings.ReplaceAll(n, "-", "") {
-				d = 0
-			}
-			if d < bestDist {
-				best, bestDist = n, d
-			}
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return usageErr("%s (see %s)", clihelp.ParseMessage(err, flags, looksLikeKey), help)
 }
 
 // hexDigits counts the hex digits of s as the key parsers read it (a "0x" prefix and the
@@ -171,19 +63,20 @@ func looksLikeKey(s string) bool {
 	return ok && n >= 6
 }
 
-// strayArgument is the usage error for arguments left over after the flags. An argument that
-// names an existing file is shown (the input given without -in); any other is named by its
-// position, since it is most often the second half of a control word typed without quotes.
-func strayArgument(c *cli.Context) error {
-	arg := c.Args().First()
+// strayArgument is the usage error for arguments left over after the flags (args), of the
+// command line cmdline. An argument that names an existing file is shown (the input given
+// without -in); any other is named by its position, since it is most often the second half of
+// a control word typed without quotes.
+func strayArgument(args, cmdline []string) error {
+	arg := args[0]
 	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() && !looksLikeKey(arg) {
 		return usageErr("unexpected argument %s: to read it, give -in %s", arg, arg)
 	}
 	pos := ""
-	if all, ok := c.App.Metadata[argsKey].([]string); ok && len(all) >= c.NArg() {
+	if len(cmdline) >= len(args) {
 		// The parser stops at the first argument that is not a flag or a flag's value, so the
 		// arguments left over are the tail of the command line.
-		pos = fmt.Sprintf(" %d", len(all)-c.NArg()+1)
+		pos = fmt.Sprintf(" %d", len(cmdline)-len(args)+1)
 	}
 	return usageErr("argument%s is neither a flag nor a flag's value: quote a value that holds spaces, and give the input with -in FILE", pos)
 }
@@ -192,46 +85,6 @@ func strayArgument(c *cli.Context) error {
 func isTerminal(env Env, f any) bool {
 	file, ok := f.(*os.File)
 	return ok && env.IsTerminal != nil && env.IsTerminal(file)
-}
-
-// checkCommandLine refuses, before anything is opened, what the descrambler and the scrambler
-// cannot do anything sensible with: arguments that are not flags, flags that contradict each
-// other, an empty file name, and a terminal where a transport stream was meant to be read or
-// written because -in or -out was forgotten (a terminal would wait forever for a stream that
-// is not coming, or fill with binary; -in - and -out - given explicitly still use it).
-func checkCommandLine(c *cli.Context, env Env) error {
-	if c.NArg() > 0 {
-		return strayArgument(c)
-	}
-	if c.Bool("quiet") && c.Bool("verbose") {
-		return usageErr("-q asks for nothing but errors and -v for details: give one or the other")
-	}
-	if c.Bool("show-keys") && !c.Bool("verbose") {
-		return usageErr("-show-keys adds the control words to what -v prints: give it with -v, or leave it out")
-	}
-	if c.IsSet("rescramble-cp-packets") && c.String("rescramble") == "" {
-		return usageErr("-rescramble-cp-packets needs -rescramble SYSTEM")
-	}
-	for _, f := range fileFlags {
-		if !c.IsSet(f.name) || c.String(f.name) != "" {
-			continue
-		}
-		if f.stdio {
-			std := "stdin"
-			if f.output() {
-				std = "stdout"
-			}
-			return usageErr("-%s is empty: name a file, or - for %s", f.name, std)
-		}
-		return usageErr("-%s is empty: name a file", f.name)
-	}
-	if !c.IsSet("in") && isTerminal(env, env.Stdin) {
-		return usageErr("no input: give -in FILE, or pipe a stream in (stdin is a terminal; -in - reads it anyway)")
-	}
-	if !c.IsSet("out") && isTerminal(env, env.Stdout) {
-		return usageErr("no output: give -out FILE, or redirect stdout (it is a terminal; -out - writes the stream to it anyway)")
-	}
-	return nil
 }
 
 // flagsBeforeCommand is the Before of the commands: flags given before a command's name belong
@@ -246,7 +99,7 @@ func flagsBeforeCommand(c *cli.Context) error {
 	// its first name.
 	var names []string
 	for _, n := range lineage[1].LocalFlagNames() {
-		if f := flagByName(lineage[1].Command.Flags, n); f != nil {
+		if f := clihelp.FlagByName(lineage[1].Command.Flags, n); f != nil {
 			n = f.Names()[0]
 		}
 		if n = "-" + n; !slices.Contains(names, n) {

@@ -1,16 +1,14 @@
-package main
+package batch
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 )
 
 // The files of a batch's jobs are checked together, before any job runs and before anything is
@@ -21,27 +19,27 @@ import (
 
 // jobFile is one file a job names: its input, a key file, its output and so on.
 type jobFile struct {
-	job  *job
-	flag fileFlag
+	job  *Job
+	flag File
 	path string
-	// partial: the NAME.partial a stopped run keeps beside its output (output.go), which
+	// partial: the NAME.partial a stopped run keeps beside its output , which
 	// replaces any file of that name.
 	partial bool
 }
 
 // writes says whether the job's run writes the file (or may, for a .partial).
-func (f jobFile) writes() bool { return f.flag.output() }
+func (f jobFile) writes() bool { return f.flag.Writes }
 
 // label names the file as a message shows it: the manifest's key (or -stats-dir) and the path.
 func (f jobFile) label() string {
-	key := fmt.Sprintf("%q", f.flag.name)
+	key := fmt.Sprintf("%q", f.flag.Flag)
 	switch {
 	case f.partial:
-		key = fmt.Sprintf("%q (its .partial)", f.flag.name)
-	case f.flag.name == "stats" && f.job.statsDir:
+		key = fmt.Sprintf("%q (its .partial)", f.flag.Flag)
+	case f.flag.Flag == "stats" && f.job.StatsDir:
 		key = "-stats-dir"
 	}
-	if looksLikeKey(f.path) {
+	if f.job.hide(f.path) {
 		return key // a control word put where a path goes is never shown
 	}
 	return key + " " + f.path
@@ -52,39 +50,33 @@ func (f jobFile) what() string {
 	switch {
 	case f.partial:
 		return "output's .partial (kept when a run is stopped)"
-	case f.flag.what != "":
-		return f.flag.what
-	case f.flag.name == "in":
-		return "input"
-	case f.flag.name == "rescramble-cw-file":
-		return "key file of the rescrambling"
 	}
-	return "key file"
+	return f.flag.What
 }
 
 // advice says what to change in the manifest so that the job writes a file of its own.
 func (f jobFile) advice() string {
 	switch {
-	case f.flag.name == "stats" && f.job.statsDir:
+	case f.flag.Flag == "stats" && f.job.StatsDir:
 		return "give -stats-dir a directory that holds none of the jobs' files"
-	case f.flag.name == "stats":
-		return fmt.Sprintf("write job %d's statistics elsewhere", f.job.index)
-	case f.flag.name == "cw-log":
-		return fmt.Sprintf("write job %d's CW log elsewhere", f.job.index)
+	case f.flag.Flag == "stats":
+		return fmt.Sprintf("write job %d's statistics elsewhere", f.job.Index)
+	case f.flag.Flag == "cw-log":
+		return fmt.Sprintf("write job %d's CW log elsewhere", f.job.Index)
 	}
-	return fmt.Sprintf("name another output for job %d", f.job.index)
+	return fmt.Sprintf("name another output for job %d", f.job.Index)
 }
 
-// jobFileSet is every file of a batch's jobs but the .partial of their outputs, by identity
+// FileSet is every file of a batch's jobs but the .partial of their outputs, by identity
 // (fileKeys).
-type jobFileSet struct {
-	fk   *fileKeys
+type FileSet struct {
+	fk   *runfiles.Keys
 	keys map[string]bool
 }
 
 // has reports whether path is one of the jobs' files.
-func (s *jobFileSet) has(path string) bool {
-	key, ok := s.fk.key(path)
+func (s *FileSet) has(path string) bool {
+	key, ok := s.fk.Key(path)
 	return ok && s.keys[key]
 }
 
@@ -92,18 +84,18 @@ func (s *jobFileSet) has(path string) bool {
 // written to one output would otherwise print thousands.
 const maxFileProblems = 20
 
-// checkJobFiles refuses a manifest in which a job would write a file that a job (itself or
+// CheckFiles refuses a manifest in which a job would write a file that a job (itself or
 // another) reads or writes: an output, its .partial, the statistics or a CW log naming an
 // input, a key file, or another of these. Files are compared by identity (fileKeys): a link,
 // a hard link or another spelling of a path is the same file. Each problem is a line on
-// stderr naming both jobs' lines and keys; the last is the error returned, a usage error. It
+// stderr naming both jobs' lines and keys; the last is the error returned (a usage error). It
 // returns the jobs' files otherwise.
-func checkJobFiles(manifest string, jobs []*job, stderr io.Writer) (*jobFileSet, error) {
-	fk := &fileKeys{}
+func CheckFiles(manifest string, jobs []*Job, stderr io.Writer) (*FileSet, error) {
+	fk := &runfiles.Keys{}
 	groups := map[string][]jobFile{}
 	var order []string // of the keys, as first met, so that the messages keep the manifest's order
 	add := func(f jobFile) {
-		key, ok := fk.key(f.path)
+		key, ok := fk.Key(f.path)
 		if !ok {
 			return
 		}
@@ -113,21 +105,15 @@ func checkJobFiles(manifest string, jobs []*job, stderr io.Writer) (*jobFileSet,
 		groups[key] = append(groups[key], f)
 	}
 	for _, j := range jobs {
-		for _, ff := range fileFlags {
-			p := j.files[ff.name]
-			if ff.name == "stats" {
-				p = j.stats // the job's own, or the one -stats-dir gives it
-			}
-			if p == "" || ff.stdio && (p == "-" || live.IsAddress(p)) {
-				continue
-			}
+		for _, ff := range j.Files {
+			p := ff.Path
 			add(jobFile{job: j, flag: ff, path: p})
-			if ff.name == "out" && keptAsPartial(p) {
-				add(jobFile{job: j, flag: ff, path: followLinks(p) + ".partial", partial: true})
+			if ff.Output && runfiles.KeptAsPartial(p) {
+				add(jobFile{job: j, flag: ff, path: runfiles.FollowLinks(p) + ".partial", partial: true})
 			}
 		}
 	}
-	set := &jobFileSet{fk: fk, keys: map[string]bool{}}
+	set := &FileSet{fk: fk, keys: map[string]bool{}}
 	var problems []string
 	for _, key := range order {
 		g := groups[key]
@@ -158,83 +144,17 @@ func checkJobFiles(manifest string, jobs []*job, stderr io.Writer) (*jobFileSet,
 	for _, p := range problems[:len(problems)-1] {
 		fmt.Fprintln(stderr, "tsdescramble: "+p)
 	}
-	return nil, usageErr("%s", problems[len(problems)-1])
+	return nil, errors.New(problems[len(problems)-1])
 }
 
 // fileProblem is the line that says that writer w would write the file o names.
 func fileProblem(manifest string, w, o jobFile) string {
 	if w.job == o.job {
 		return fmt.Sprintf("%s line %d: %s and %s name the same file: the %s would replace the %s; %s",
-			manifest, w.job.line, w.label(), o.label(), w.what(), o.what(), w.advice())
+			manifest, w.job.Line, w.label(), o.label(), w.what(), o.what(), w.advice())
 	}
 	return fmt.Sprintf("%s: line %d %s and line %d %s name the same file: job %d's %s would replace job %d's %s; %s",
-		manifest, w.job.line, w.label(), o.job.line, o.label(), w.job.index, w.what(), o.job.index, o.what(), w.advice())
-}
-
-// keptAsPartial reports whether an output path is written under a temporary name beside it,
-// kept as NAME.partial when its run stops, as openOutput does for a regular file or a name
-// that does not exist yet; a device or a named pipe is written directly.
-func keptAsPartial(path string) bool {
-	fi, err := os.Stat(path)
-	return err != nil || fi.Mode().IsRegular()
-}
-
-// fileKeys gives each path a string that is the same for two paths when they name one file,
-// or would once it is created: the device and inode of a file that exists (fileID), else the
-// cleaned absolute path of the file its links lead to, with the links of its directory
-// resolved. A device has none: it is never the same as anything (writing /dev/null twice
-// replaces nothing). The directories resolved are kept: the outputs of thousands of jobs are
-// in a few, and resolving the links of a path looks at each of its parts; so are the paths
-// looked at, as many jobs read one key file.
-type fileKeys struct {
-	dirs  map[string]string
-	paths map[string]string // "" for a device
-}
-
-func (k *fileKeys) key(path string) (string, bool) {
-	if key, ok := k.paths[path]; ok {
-		return key, key != ""
-	}
-	key, _ := k.lookUp(path)
-	if k.paths == nil {
-		k.paths = map[string]string{}
-	}
-	k.paths[path] = key
-	return key, key != ""
-}
-
-func (k *fileKeys) lookUp(path string) (string, bool) {
-	fi, err := os.Stat(path)
-	if err == nil {
-		if isDevice(fi) {
-			return "", false
-		}
-		if id, ok := fileID(fi); ok {
-			return "id:" + id, true
-		}
-		if r, err := filepath.EvalSymlinks(absPath(path)); err == nil {
-			return "path:" + r, true
-		}
-	}
-	p := absPath(followLinks(path))
-	dir := filepath.Dir(p)
-	r, ok := k.dirs[dir]
-	if !ok {
-		r = dir
-		if d, err := filepath.EvalSymlinks(dir); err == nil {
-			r = d
-		}
-		if k.dirs == nil {
-			k.dirs = map[string]string{}
-		}
-		k.dirs[dir] = r
-	}
-	return "path:" + filepath.Join(r, filepath.Base(p)), true
-}
-
-// isFileFlag reports whether the flag of that name names a file (fileFlags).
-func isFileFlag(name string) bool {
-	return slices.ContainsFunc(fileFlags, func(f fileFlag) bool { return f.name == name })
+		manifest, w.job.Line, w.label(), o.job.Line, o.label(), w.job.Index, w.what(), o.job.Index, o.what(), w.advice())
 }
 
 // leftover is a file that an earlier run of a job left beside its output: the temporary file
@@ -252,18 +172,18 @@ type leftover struct {
 // directory, before any job runs: a file written while the batch runs (another process
 // writing the same output) is none. Only names that are exactly ours for a job's output are
 // taken, and never a file that one of the jobs names (own).
-func findLeftovers(jobs []*job, files jobFiles, own *jobFileSet) map[int][]leftover {
-	byDir := map[string]map[string]*job{} // directory, then output name
+func findLeftovers(jobs []*Job, files Files, own *FileSet) map[int][]leftover {
+	byDir := map[string]map[string]*Job{} // directory, then output name
 	for _, j := range jobs {
-		if j.out == "-" || live.IsAddress(j.out) || !keptAsPartial(j.out) {
+		if !j.outputFile() || !runfiles.KeptAsPartial(j.Out) {
 			continue
 		}
-		dir, base := filepath.Split(followLinks(j.out))
+		dir, base := filepath.Split(runfiles.FollowLinks(j.Out))
 		if dir == "" {
 			dir = "."
 		}
 		if byDir[dir] == nil {
-			byDir[dir] = map[string]*job{}
+			byDir[dir] = map[string]*Job{}
 		}
 		byDir[dir][base] = j
 	}
@@ -277,7 +197,7 @@ func findLeftovers(jobs []*job, files jobFiles, own *jobFileSet) map[int][]lefto
 			if !e.Type().IsRegular() {
 				continue // a link, a directory: not a file a run made
 			}
-			j := bases[leftoverOf(e.Name())]
+			j := bases[runfiles.LeftoverOf(e.Name())]
 			if j == nil {
 				continue
 			}
@@ -286,40 +206,16 @@ func findLeftovers(jobs []*job, files jobFiles, own *jobFileSet) map[int][]lefto
 			if err != nil || own.has(path) {
 				continue
 			}
-			found[j.index] = append(found[j.index], leftover{path, fi.Size(), fi.ModTime()})
+			found[j.Index] = append(found[j.Index], leftover{path, fi.Size(), fi.ModTime()})
 		}
 	}
 	return found
 }
 
-// leftoverOf returns the name of the output whose temporary file (".NAME.N.tmp", N a number
-// as createTemp writes it) or .partial (NAME.partial) name is, or "".
-func leftoverOf(name string) string {
-	if base, ok := strings.CutSuffix(name, ".partial"); ok {
-		return base
-	}
-	rest, ok := strings.CutPrefix(name, ".")
-	if !ok {
-		return ""
-	}
-	if rest, ok = strings.CutSuffix(rest, ".tmp"); !ok {
-		return ""
-	}
-	i := strings.LastIndexByte(rest, '.')
-	if i <= 0 {
-		return ""
-	}
-	n, err := strconv.ParseUint(rest[i+1:], 10, 32)
-	if err != nil || strconv.FormatUint(n, 10) != rest[i+1:] {
-		return ""
-	}
-	return rest[:i]
-}
-
 // removeLeftovers removes the leftovers of a job whose output is in place, each only if it is
 // as it was when the batch began: one written since is another run's, still going. It returns
 // the names removed.
-func removeLeftovers(ls []leftover, files jobFiles) (removed []string, err error) {
+func removeLeftovers(ls []leftover, files Files) (removed []string, err error) {
 	for _, l := range ls {
 		fi, serr := files.Stat(l.path)
 		if serr != nil || !fi.Mode().IsRegular() || fi.Size() != l.size || !fi.ModTime().Equal(l.mod) {

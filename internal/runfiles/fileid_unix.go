@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package runfiles
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 )
 
 // fileID returns the device and inode of a file, as os.SameFile compares them, as a string a
-// map can hold: a batch compares the files of thousands of jobs at once (batchfiles.go).
+// map can hold: a batch compares the files of thousands of jobs at once .
 func fileID(fi fs.FileInfo) (string, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {

@@ -1,0 +1,325 @@
+// Package livekeys is the source of keys that come while the stream runs: a key server that
+// answers the stream's ECMs (cs378x, DVBAPI), the stream's own ECMs of a test CA system, or a
+// key log that another program is still writing; it feeds the pipeline's LiveKeys and counts
+// what the server did.
+package livekeys
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/report"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver"
+	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
+	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// URL is a parsed -key-server URL.
+type URL struct {
+	scheme         string // cs378x or dvbapi (ecm-xor: the stream's own ECMs)
+	user, password string
+	addr           string
+	choice         keyserver.Choice
+}
+
+// ParseURL reads a key server URL given by flag (named so in the errors). Its errors never show
+// the URL: it may hold a password.
+func ParseURL(flag, s string) (*URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("%s: not a key server URL: want cs378x://USER:PASS@HOST:PORT or dvbapi://HOST:PORT", flag)
+	}
+	k := &URL{scheme: strings.ToLower(u.Scheme), addr: u.Host}
+	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
+		return nil, fmt.Errorf("%s: the key server's address needs a port: HOST:PORT", flag)
+	}
+	switch k.scheme {
+	case "cs378x":
+		if u.User == nil || u.User.Username() == "" {
+			return nil, fmt.Errorf("%s: cs378x needs a user and a password: cs378x://USER:PASS@HOST:PORT", flag)
+		}
+		k.user = u.User.Username()
+		k.password, _ = u.User.Password()
+		q := u.Query()
+		for name := range q {
+			if name != "caid" && name != "ecm-pid" {
+				return nil, fmt.Errorf("%s: unknown option %q: cs378x takes caid=HEX and ecm-pid=PID", flag, name)
+			}
+		}
+		if v := q.Get("caid"); v != "" {
+			n, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(v), "0x"), 16, 16)
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("%s: caid=%s: want the CA system id in hex, 0B00 for instance", flag, v)
+			}
+			k.choice.CAID = uint16(n)
+		}
+		if v := q.Get("ecm-pid"); v != "" {
+			n, err := strconv.ParseUint(v, 0, 16)
+			if err != nil || n == 0 || n > 0x1FFE {
+				return nil, fmt.Errorf("%s: ecm-pid=%s: want a PID from 1 to 0x1FFE, decimal or 0x hex", flag, v)
+			}
+			k.choice.ECMPID = uint16(n)
+		}
+	case "dvbapi":
+		if u.User != nil || u.RawQuery != "" {
+			return nil, fmt.Errorf("%s: dvbapi takes no user, password or options: dvbapi://HOST:PORT", flag)
+		}
+	default:
+		return nil, fmt.Errorf("%s: unknown key server protocol: want cs378x:// or dvbapi://", flag)
+	}
+	return k, nil
+}
+
+// Source is a running key server client (or the follower of a growing log) and the pipeline's
+// side of it.
+type Source struct {
+	url     *URL           // nil for -follow
+	follow  string         // the -cw-file that -follow reads
+	fl      *keys.Follower // its reader, for SIGHUP
+	logf    func(string)   // the run's log, from start
+	early   []string       // the followed log's bad lines read before start
+	live    *keys.Live
+	lk      *pipeline.LiveKeys
+	feeder  *keyserver.Feeder
+	cs      *cs378x.Client
+	dv      *dvbapi.Client
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+	verbose bool // -v: a line for each ECM answered without a key
+}
+
+// Options say how a period waits for its key (-key-wait, -missing-key) and what the source
+// says of itself.
+type Options struct {
+	Wait           time.Duration
+	Drop, ShowKeys bool
+	Verbose        bool   // a line for each ECM answered without a key
+	Service        uint16 // the service whose ECMs are asked for, 0 for the first one found
+}
+
+// Dial returns the client of the key server at u: nothing connects before Start.
+func Dial(u *URL, o Options) *Source {
+	// A request to the server never outlasts the wait of the period that needs its answer.
+	timeout := min(keyserver.DefaultTimeout, o.Wait)
+	if u.scheme == "cs378x" {
+		cs := cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password, Timeout: timeout})
+		ks := NewECM(u, cs, u.choice, o)
+		ks.cs = cs
+		return ks
+	}
+	ks := newSource(o)
+	ks.url = u
+	ks.dv = dvbapi.NewClient(dvbapi.Config{Addr: u.addr, Timeout: timeout, ServiceID: o.Service}, ks.live)
+	ks.lk.Sections = ks.dv
+	return ks
+}
+
+// ECMXor is the URL of keys that answer the stream's own ECMs (-ecm-xor), as the summary names
+// them.
+func ECMXor() *URL { return &URL{scheme: "ecm-xor"} }
+
+// NewECM returns the key source of a run whose keys answer the stream's ECMs (a cs378x server,
+// -ecm-xor on a pipe or a network input): the ECM PID as choice (with the service) names it,
+// each distinct ECM answered by ans. url names the protocol in the summary.
+func NewECM(url *URL, ans keyserver.Answerer, choice keyserver.Choice, o Options) *Source {
+	ks := newSource(o)
+	ks.url = url
+	ks.feeder = keyserver.NewFeeder(ks.live, ans)
+	ks.verbose = o.Verbose
+	if o.Service != 0 {
+		choice.ServiceID = o.Service
+	}
+	ks.lk.Sections = keyserver.NewECMSink(ks.feeder, choice)
+	return ks
+}
+
+func newSource(o Options) *Source {
+	ks := &Source{live: keys.NewLive()}
+	ks.lk = &pipeline.LiveKeys{Source: ks.live, Wait: o.Wait, ShowKeys: o.ShowKeys, Drop: o.Drop}
+	return ks
+}
+
+// Follow returns the follower of the key log at path (-cw-file FILE -follow), a log that grows
+// while the run reads, with the keys it holds already read. Its errors are the command's usage
+// errors.
+func Follow(path string, o Options) (*Source, error) {
+	kf, err := loadWholeLines(path)
+	switch {
+	case errors.Is(err, keys.ErrEmptyList):
+		// A log that has no key yet: its keys are still to come.
+	case err != nil:
+		var le *keys.LineError
+		if errors.As(err, &le) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cannot read the CW file: %v", runfiles.UnwrapPath(err))
+	case kf.Format == keys.FormatList:
+		return nil, fmt.Errorf("-follow: %s is a list of control words, which has no parities to follow: follow an OSCam .cwl log or EVEN ODD pairs", path)
+	}
+	ks := newSource(o)
+	ks.follow = path
+	// Its bad lines go to the run's log, which start sets before the follower runs; those of the
+	// first read, before that, wait for it.
+	ks.fl = keys.NewFollower(path, keys.CWSize, ks.live, func(err error) {
+		if ks.logf == nil {
+			ks.early = append(ks.early, err.Error())
+			return
+		}
+		ks.logf(err.Error())
+	})
+	// The keys the log holds are set now, before the input is opened: a first read left to the
+	// follower's goroutine could come after the next key was appended, and take only that one.
+	if err := ks.fl.Poll(); err != nil {
+		return nil, fmt.Errorf("cannot read the CW file: %v", runfiles.UnwrapPath(err))
+	}
+	return ks, nil
+}
+
+// LiveKeys is the pipeline's side of the source.
+func (ks *Source) LiveKeys() *pipeline.LiveKeys { return ks.lk }
+
+// Follows reports whether the source follows a growing log, which SIGHUP rereads (Reread).
+func (ks *Source) Follows() bool { return ks.fl != nil }
+
+// AnswersAtOnce reports whether the source answers from the stream itself (-ecm-xor), at once.
+func (ks *Source) AnswersAtOnce() bool { return ks.url != nil && ks.url.scheme == "ecm-xor" }
+
+// loadWholeLines reads the key file at path as far as its last newline: the line after it is
+// still being written by the program that keeps the log, and the follower reads it once whole.
+// Checked whole, it was refused as a bad line and the run did not start.
+func loadWholeLines(path string) (*keys.KeyFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return keys.ReadKeyFile(bytes.NewReader(data[:bytes.LastIndexByte(data, '\n')+1]), path, keys.CWSize)
+}
+
+// Start runs the client until Stop; file says the input is a file, read ahead of real time.
+func (ks *Source) Start(ctx context.Context, file bool, logf func(string)) {
+	ks.lk.FileInput, ks.lk.Log, ks.logf = file, logf, logf
+	for _, l := range ks.early {
+		logf(l)
+	}
+	ks.early = nil
+	if ks.feeder != nil && ks.verbose {
+		ks.feeder.SetLog(logf)
+	}
+	ctx, ks.cancel = context.WithCancel(ctx)
+	ks.wg.Add(1)
+	go func() {
+		defer ks.wg.Done()
+		switch {
+		case ks.feeder != nil:
+			ks.feeder.Run(ctx)
+		case ks.dv != nil:
+			ks.dv.Run(ctx)
+		case ks.fl != nil:
+			err := ks.fl.Run(ctx, 200*time.Millisecond)
+			if err != nil && ctx.Err() == nil {
+				logf(fmt.Sprintf("-follow: %v: no more keys are read", runfiles.UnwrapPath(err)))
+			}
+		}
+	}()
+}
+
+// Reread reads the followed -cw-file again from its start (SIGHUP): the keys already applied
+// stay, those new to the file join.
+func (ks *Source) Reread(logf func(string)) {
+	logf("SIGHUP: reading " + ks.follow + " again from its start")
+	ks.fl.Reread(func(n int, err error) {
+		if err != nil {
+			return // the follower stops, and says why (Start)
+		}
+		logf(fmt.Sprintf("SIGHUP: %s read again: %s; each key applies from the next crypto period of its parity", ks.follow, report.Plural(n, "key line")))
+	})
+}
+
+// Stop ends the client and fills in its counts.
+func (ks *Source) Stop(st *pipeline.Stats) {
+	ks.cancel()
+	ks.wg.Wait()
+	if ks.cs != nil {
+		ks.cs.Close()
+	}
+	if st.LiveKeys == nil || ks.url == nil {
+		return
+	}
+	s := &pipeline.KeyServerStats{Protocol: ks.url.scheme}
+	switch {
+	case ks.feeder != nil:
+		f := ks.feeder.Stats()
+		// The statistics have no count of their own for these two yet: an answer whose CWs
+		// are all zero is the server finding no key (not found, rather than an answer with
+		// keys), and an ECM in flight at the end got no answer in time (timed out), so that
+		// the counts add up to the ECMs sent.
+		s.ECMsSent, s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors = f.Sent, f.Answers, f.NotFound+f.NoKeys, f.NoCard, f.Timeouts+f.Unanswered, f.Errors
+		s.CWs, s.RTTMedian, s.RTTMax = f.CWs, f.RTTMedian, f.RTTMax
+	case ks.dv != nil:
+		d := ks.dv.Stats()
+		s.ECMsSent, s.CWs, s.Refused, s.RTTMedian, s.RTTMax = d.ECMs, d.CWs, d.KeysRefused+d.ModeRefused, d.RTTMedian, d.RTTMax
+	}
+	for k, n := range ks.live.Applied() {
+		s.Applied = append(s.Applied, pipeline.AppliedCWs{PID: k.PID, Odd: k.Odd, Periods: n})
+	}
+	slices.SortFunc(s.Applied, func(a, b pipeline.AppliedCWs) int {
+		if a.PID != b.PID {
+			return int(a.PID) - int(b.PID)
+		}
+		if a.Odd == b.Odd {
+			return 0
+		}
+		if a.Odd {
+			return 1
+		}
+		return -1
+	})
+	st.LiveKeys.Server = s
+}
+
+// lastError returns why the key server gave no key, if it said.
+func (ks *Source) lastError() error {
+	switch {
+	case ks.feeder != nil:
+		return ks.feeder.LastError()
+	case ks.dv != nil:
+		return ks.dv.LastError()
+	}
+	return nil
+}
+
+// Judge is report.JudgeKeys for keys from a key server: periods whose key did not come in
+// time make the run a failure (exit 3), and the line says why, with the server's last error.
+func (ks *Source) Judge(st *pipeline.Stats) report.Verdict {
+	lk := st.LiveKeys
+	if lk == nil || lk.GaveUp == 0 {
+		return report.Verdict{}
+	}
+	why := ""
+	if err := ks.lastError(); err != nil {
+		why = " (the key server's last answer: " + err.Error() + ")"
+	}
+	what := fmt.Sprintf("%d packets passed scrambled", lk.PassedNoKey)
+	if ks.lk.Drop {
+		what = fmt.Sprintf("%d packets dropped, %d passed scrambled", lk.Dropped, lk.PassedNoKey)
+	}
+	source := "the key server"
+	if ks.url == nil {
+		source = ks.follow
+	}
+	return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key from %s within -key-wait %s: %s%s",
+		lk.GaveUp, source, ks.lk.Wait, what, why)}
+}

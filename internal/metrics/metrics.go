@@ -1,0 +1,350 @@
+// Package metrics serves a run's counts while it goes, in the Prometheus text exposition format
+// (version 0.0.4), and /healthz for a scheduler's probes. Each scrape reads what the run already
+// keeps: pipeline.Counters, published once per unit of work, and the network input's and output's
+// own counts (live.Reader.Stats, live.Writer.Stats), which the summary and -stats read too; no
+// count is kept twice, and a scrape adds no work per packet. The format is written here rather
+// than with the Prometheus client library: a dozen counters read from pipeline.Counters need no
+// registry, and the library would bring its own dependencies (protobuf among them) into the
+// command's build.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// HealthWindow is how far back /healthz looks: packets must have come, and unit starts must
+// have checked good if any was checked, within it.
+const HealthWindow = 5 * time.Second
+
+// Server serves /metrics and /healthz for one run.
+type Server struct {
+	counters *pipeline.Counters
+	in       atomic.Pointer[live.Reader] // the network input, once open
+	out      atomic.Pointer[live.Writer] // the network output, once open
+	srv      *http.Server
+	addr     net.Addr // where it listens (Addr)
+	start    time.Time
+
+	mu      sync.Mutex
+	samples []healthSample // one a second, the last HealthWindow of them
+	stop    chan struct{}
+}
+
+type healthSample struct {
+	at                 time.Time
+	packets, good, bad int64
+}
+
+// The server's bounds. A scraper or a probe sends one small request and reads a few kB, so
+// nothing it does needs more; without them every idle keep-alive connection was kept for
+// ever, and 20,000 of them took 340 MB and every file descriptor of the run.
+const (
+	metricsMaxConns      = 256 // connections open at once
+	metricsHeaderTimeout = 5 * time.Second
+	metricsReadTimeout   = 10 * time.Second
+	metricsWriteTimeout  = 30 * time.Second
+)
+
+// IdleTimeout is how long a keep-alive connection may wait for its next request: a
+// Prometheus scrape every 15 s or 30 s reuses its connection. A variable for the tests.
+var IdleTimeout = 30 * time.Second
+
+// Serve listens on addr and serves the counters until Close is called. What goes wrong with the
+// server (connections refused at the cap, accept errors) goes to logf as the run's other
+// errors, once per streak.
+func Serve(addr string, counters *pipeline.Counters, logf func(string)) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %v", addr, errors.Unwrap(err))
+	}
+	m := &Server{counters: counters, addr: ln.Addr(), start: time.Now(), stop: make(chan struct{})}
+	m.sample(m.start)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", m.metrics)
+	mux.HandleFunc("GET /healthz", m.healthz)
+	capped := &connCap{Listener: ln, max: metricsMaxConns, conns: map[net.Conn]connInfo{},
+		log: logf}
+	m.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: metricsHeaderTimeout,
+		ReadTimeout:       metricsReadTimeout,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		ConnState:         capped.state,
+		ErrorLog:          log.New(httpErrors(logf), "", 0),
+	}
+	go m.srv.Serve(capped)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case now := <-t.C:
+				m.sample(now)
+			case <-m.stop:
+				return
+			}
+		}
+	}()
+	return m, nil
+}
+
+// Watch adds the run's network input and output, either of which may be nil, to what
+// /metrics serves. They open after the server starts: a live input may take a while.
+func (m *Server) Watch(in *live.Reader, out *live.Writer) {
+	if in != nil {
+		m.in.Store(in)
+	}
+	if out != nil {
+		m.out.Store(out)
+	}
+}
+
+// Close stops the server.
+func (m *Server) Close() {
+	close(m.stop)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	m.srv.Shutdown(ctx)
+}
+
+func (m *Server) sample(now time.Time) {
+	s := healthSample{now, m.counters.PacketsIn.Load(), m.counters.PESGood.Load(), m.counters.PESBad.Load()}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.samples = append(m.samples, s)
+	for len(m.samples) > 1 && now.Sub(m.samples[1].at) >= HealthWindow {
+		m.samples = m.samples[1:]
+	}
+}
+
+// health says whether the run is healthy: packets came within the window, and if unit starts
+// were checked in it, some passed (the keys fit).
+func (m *Server) health(now time.Time) (bool, string) {
+	m.mu.Lock()
+	then := m.samples[0]
+	m.mu.Unlock()
+	packets, good, bad := m.counters.PacketsIn.Load()-then.packets, m.counters.PESGood.Load()-then.good, m.counters.PESBad.Load()-then.bad
+	window := now.Sub(then.at).Round(time.Second)
+	switch {
+	case packets == 0 && m.counters.PacketsIn.Load() == 0:
+		return false, fmt.Sprintf("no packet yet in %v", now.Sub(m.start).Round(time.Second))
+	case packets == 0:
+		return false, fmt.Sprintf("no packet in the last %v", window)
+	case good == 0 && bad > 0:
+		return false, fmt.Sprintf("the keys do not fit: %d unit starts checked bad, none good, in the last %v", bad, window)
+	}
+	return true, fmt.Sprintf("%d packets and %d good unit starts in the last %v", packets, good, window)
+}
+
+func (m *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ok, why := m.health(time.Now())
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "unhealthy: "+why)
+		return
+	}
+	fmt.Fprintln(w, "ok: "+why)
+}
+
+func (m *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	var ls *live.Stats
+	var ws *live.WriterStats
+	if r := m.in.Load(); r != nil {
+		s := r.Stats()
+		ls = &s
+	}
+	if o := m.out.Load(); o != nil {
+		s := o.Stats()
+		ws = &s
+	}
+	WriteText(w, m.counters, ls, ws)
+}
+
+// WriteText writes the counters in the Prometheus text format. Per-PID series carry a pid
+// label written as the summaries write PIDs (0x0100); the totals over PIDs are their sums.
+// The counts of a network input (in) and output (out) come when the run has them; the RTP
+// ones when the input is rtp://.
+func WriteText(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.WriterStats) {
+	var b strings.Builder
+	metric := func(name, typ, help string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	value := func(name string, v int64) { fmt.Fprintf(&b, "%s %d\n", name, v) }
+	pids := c.PIDs()
+
+	metric("tsdescramble_packets_total", "counter", "Packets read, per PID.")
+	for _, p := range pids {
+		fmt.Fprintf(&b, "tsdescramble_packets_total{pid=\"%#04x\"} %d\n", p.PID, p.Packets)
+	}
+	metric("tsdescramble_packets_descrambled_total", "counter", "Packets descrambled, per PID.")
+	for _, p := range pids {
+		fmt.Fprintf(&b, "tsdescramble_packets_descrambled_total{pid=\"%#04x\"} %d\n", p.PID, p.Descrambled)
+	}
+	metric("tsdescramble_unit_start_checks_total", "counter", "Unit starts (PES headers, section CRCs) checked after descrambling, per PID and result: bad ones mean keys that do not fit, or damage.")
+	for _, p := range pids {
+		if p.PESGood+p.PESBad > 0 {
+			fmt.Fprintf(&b, "tsdescramble_unit_start_checks_total{pid=\"%#04x\",result=\"good\"} %d\n", p.PID, p.PESGood)
+			fmt.Fprintf(&b, "tsdescramble_unit_start_checks_total{pid=\"%#04x\",result=\"bad\"} %d\n", p.PID, p.PESBad)
+		}
+	}
+	metric("tsdescramble_continuity_errors_total", "counter", "Continuity-counter errors, per PID: packets lost, repeated or out of order before the input.")
+	for _, p := range pids {
+		fmt.Fprintf(&b, "tsdescramble_continuity_errors_total{pid=\"%#04x\"} %d\n", p.PID, p.CCErrors)
+	}
+	metric("tsdescramble_read_bytes_total", "counter", "Bytes read from the input.")
+	value("tsdescramble_read_bytes_total", c.BytesIn.Load())
+	metric("tsdescramble_written_packets_total", "counter", "Packet units written to the output.")
+	value("tsdescramble_written_packets_total", c.PacketsOut.Load())
+	metric("tsdescramble_scrambled_packets_total", "counter", "Packets scrambled or rescrambled.")
+	value("tsdescramble_scrambled_packets_total", c.Scrambled.Load())
+	metric("tsdescramble_left_scrambled_packets_total", "counter", "Scrambled packets left as they came: no key for their parity, or none fits their crypto period.")
+	value("tsdescramble_left_scrambled_packets_total", c.LeftAsCame.Load())
+	metric("tsdescramble_key_changes_total", "counter", "Changes of scrambling parity (crypto periods begun).")
+	value("tsdescramble_key_changes_total", c.KeyChanges.Load())
+	if max := c.LatencyMax.Load(); max > 0 {
+		seconds := func(name string, ns int64) { fmt.Fprintf(&b, "%s %g\n", name, time.Duration(ns).Seconds()) }
+		metric("tsdescramble_latency_seconds", "gauge", "How long the first packet of the unit of work written last waited in the run, from its arrival to its write.")
+		seconds("tsdescramble_latency_seconds", c.Latency.Load())
+		metric("tsdescramble_latency_max_seconds", "gauge", "The longest such wait so far.")
+		seconds("tsdescramble_latency_max_seconds", max)
+	}
+	if in != nil {
+		metric("tsdescramble_received_datagrams_total", "counter", "Datagrams received from the network input.")
+		value("tsdescramble_received_datagrams_total", in.Datagrams)
+		metric("tsdescramble_received_datagrams_dropped_total", "counter", "Datagrams the system dropped before the input read them, its receive buffer full (where it coalesces datagrams, it counts a buffer of up to 64 once: a lower bound).")
+		value("tsdescramble_received_datagrams_dropped_total", in.Dropped)
+		metric("tsdescramble_received_datagrams_unaligned_total", "counter", "Datagrams the input dropped because they were not a whole number of packets (short, cut or padded).")
+		value("tsdescramble_received_datagrams_unaligned_total", in.Unaligned)
+		if in.RTP > 0 {
+			metric("tsdescramble_rtp_datagrams_lost_total", "counter", "RTP datagrams lost: sequence numbers that never came.")
+			value("tsdescramble_rtp_datagrams_lost_total", in.Lost)
+			metric("tsdescramble_rtp_datagrams_reordered_total", "counter", "RTP datagrams that came out of order and were put back in it.")
+			value("tsdescramble_rtp_datagrams_reordered_total", in.Reordered)
+			metric("tsdescramble_rtp_datagrams_late_total", "counter", "RTP datagrams that came after their place had been given up, passed on late.")
+			value("tsdescramble_rtp_datagrams_late_total", in.Late)
+			metric("tsdescramble_rtp_datagrams_duplicated_total", "counter", "RTP datagrams that came twice, the copy dropped.")
+			value("tsdescramble_rtp_datagrams_duplicated_total", in.Duplicates)
+			metric("tsdescramble_rtp_sequence_jumps_total", "counter", "Jumps of the RTP sequence number too large to be losses (a restarted sender).")
+			value("tsdescramble_rtp_sequence_jumps_total", in.Jumps)
+			metric("tsdescramble_rtp_datagrams_other_ssrc_total", "counter", "RTP datagrams of another sender (SSRC) than the one followed, dropped.")
+			value("tsdescramble_rtp_datagrams_other_ssrc_total", in.OtherSSRC)
+			metric("tsdescramble_rtp_new_ssrc_total", "counter", "New senders (SSRC) followed after the one before went silent (a restarted sender).")
+			value("tsdescramble_rtp_new_ssrc_total", in.NewSSRC)
+		}
+	}
+	if out != nil {
+		metric("tsdescramble_sent_datagrams_total", "counter", "Datagrams sent to the network output.")
+		value("tsdescramble_sent_datagrams_total", out.Datagrams)
+	}
+	io.WriteString(w, b.String())
+}
+
+// connCap is a listener that keeps at most max connections open. A connection that comes at
+// the cap takes the place of the one idle longest (a keep-alive connection between two
+// requests), so that a scraper is answered however many idle connections others hold; when
+// none is idle, the new one is closed at once. Refusing at once, rather than leaving it unaccepted
+// as a blocking limit does, keeps the kernel's backlog empty: a new connection is answered or
+// refused, never left waiting.
+type connCap struct {
+	net.Listener
+	max int
+	log func(string)
+
+	mu       sync.Mutex
+	conns    map[net.Conn]connInfo
+	failing  bool // Accept failed last time: said once until it succeeds again
+	refusing bool // at the cap with none idle: said once until a connection is taken again
+}
+
+type connInfo struct {
+	state http.ConnState
+	since time.Time
+}
+
+func (l *connCap) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		l.mu.Lock()
+		if err != nil {
+			first := !l.failing && !errors.Is(err, net.ErrClosed)
+			l.failing = true
+			l.mu.Unlock()
+			if first {
+				// Out of file descriptors, most often: the server retries, as net/http does.
+				l.log(fmt.Sprintf("cannot accept a connection: %v (said once until one is accepted again)", err))
+			}
+			return nil, err
+		}
+		l.failing = false
+		if len(l.conns) >= l.max {
+			var oldest net.Conn
+			var since time.Time
+			for o, info := range l.conns {
+				if info.state == http.StateIdle && (oldest == nil || info.since.Before(since)) {
+					oldest, since = o, info.since
+				}
+			}
+			if oldest == nil {
+				first := !l.refusing
+				l.refusing = true
+				l.mu.Unlock()
+				c.Close()
+				if first {
+					l.log(fmt.Sprintf("%d connections open, none idle: new ones are closed until one ends (said once)", l.max))
+				}
+				continue
+			}
+			delete(l.conns, oldest)
+			oldest.Close()
+		}
+		l.refusing = false
+		l.conns[c] = connInfo{http.StateNew, time.Now()}
+		l.mu.Unlock()
+		return c, nil
+	}
+}
+
+// state is the server's ConnState: it follows the connections this listener handed out.
+func (l *connCap) state(c net.Conn, s http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.conns[c]; !ok {
+		return // closed here to make room
+	}
+	if s == http.StateClosed || s == http.StateHijacked {
+		delete(l.conns, c)
+		return
+	}
+	l.conns[c] = connInfo{s, time.Now()}
+}
+
+// httpErrors writes net/http's own error lines as the run's errors. Its accept errors are
+// left out: it logs one at each retry, and connCap says it once per streak.
+type httpErrors func(string)
+
+func (h httpErrors) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	if !strings.HasPrefix(line, "http: Accept error") {
+		h(strings.TrimPrefix(line, "http: "))
+	}
+	return len(p), nil
+}
+
+// Addr is the address the server listens on.
+func (m *Server) Addr() net.Addr { return m.addr }

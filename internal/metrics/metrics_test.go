@@ -1,0 +1,117 @@
+package metrics
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// get fetches a path of the metrics server at addr.
+func get(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestHealthz(t *testing.T) {
+	var c pipeline.Counters
+	m, err := Serve("127.0.0.1:0", &c, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	addr := m.Addr().String()
+	if code, body := get(t, addr, "/healthz"); code != 503 || !strings.Contains(body, "no packet yet") {
+		t.Errorf("before any packet: %d %s", code, body)
+	}
+	c.PacketsIn.Store(1000)
+	c.PESGood.Store(10)
+	if code, body := get(t, addr, "/healthz"); code != 200 || !strings.HasPrefix(body, "ok: 1000 packets and 10 good") {
+		t.Errorf("packets and good checks: %d %s", code, body)
+	}
+
+	// The windows, on a server of the test's own clock: health compares with the newest
+	// sample at least HealthWindow old.
+	var lc pipeline.Counters
+	t0 := time.Now()
+	h := &Server{counters: &lc, start: t0}
+	h.sample(t0)
+	lc.PacketsIn.Store(1000)
+	lc.PESGood.Store(10)
+	h.sample(t0.Add(HealthWindow))
+	if ok, why := h.health(t0.Add(HealthWindow + time.Second)); !ok {
+		t.Errorf("packets and good checks in the window: %s", why)
+	}
+	// Packets came, but every check failed: the keys stopped fitting.
+	lc.PacketsIn.Store(2000)
+	lc.PESBad.Store(7)
+	h.sample(t0.Add(2 * HealthWindow))
+	if ok, why := h.health(t0.Add(2*HealthWindow + time.Second)); ok || !strings.Contains(why, "the keys do not fit: 7 unit starts checked bad, none good, in the last 6s") {
+		t.Errorf("bad checks only: %v %s", ok, why)
+	}
+	// Nothing came.
+	h.sample(t0.Add(3 * HealthWindow))
+	if ok, why := h.health(t0.Add(3*HealthWindow + time.Second)); ok || !strings.Contains(why, "no packet in the last 6s") {
+		t.Errorf("no packets: %v %s", ok, why)
+	}
+	if _, err := Serve(addr, &c, func(string) {}); err == nil || !strings.Contains(err.Error(), "cannot listen on "+addr) {
+		t.Errorf("a second server on %s: %v", addr, err)
+	}
+}
+
+// A keep-alive connection that asks nothing more is closed after the idle timeout (shortened
+// here from 30 s), and one that never asks after the header timeout.
+func TestMetricsIdleTimeout(t *testing.T) {
+	old := IdleTimeout
+	IdleTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { IdleTimeout = old })
+	var counters pipeline.Counters
+	m, err := Serve("127.0.0.1:0", &counters, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	var conns []net.Conn
+	for range 5 {
+		c, err := net.DialTimeout("tcp", m.Addr().String(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"))
+		r := bufio.NewReader(c)
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		conns = append(conns, c)
+	}
+	start := time.Now()
+	for i, c := range conns {
+		c.SetReadDeadline(start.Add(3 * time.Second))
+		var b [1]byte
+		if _, err := c.Read(b[:]); err != io.EOF {
+			t.Errorf("idle connection %d: want it closed by the server (EOF), got %v after %v", i, err, time.Since(start))
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("idle connections closed after %v, want about %v", d, IdleTimeout)
+	}
+}

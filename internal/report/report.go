@@ -1,0 +1,449 @@
+// Package report says how a run went: the summary on stderr, the -stats document, the verdict
+// of the keys on the stream's crypto periods, and the checks that the input was a transport
+// stream and the selection was in it.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/internal/units"
+	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/pipeline"
+)
+
+// Summary writes the short summary of a run to w.
+func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v Verdict) {
+	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
+		st.Packets, st.PacketsOut, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond())
+	if mode != pipeline.Scramble {
+		// What the keys did comes first: it is what a person must read.
+		if v.Line != "" {
+			fmt.Fprintf(w, "  %s\n", v.Line)
+		}
+		for _, f := range v.Foreign {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	switch mode {
+	case pipeline.Scramble:
+		fmt.Fprintf(w, "  scrambled %d packets (%d of them with payloads too short for the cipher, marked and left clear); %d already scrambled, left as they were\n",
+			st.Scrambled, st.Short, st.Even+st.Odd)
+	default:
+		fmt.Fprintf(w, "  scrambled on input: %d even, %d odd; descrambled %d, and %d payloads too short for the cipher (clear by definition) unmarked; %d crypto-period changes\n",
+			st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
+		if mode == pipeline.Rescramble {
+			fmt.Fprintf(w, "  rescrambled %d packets\n", st.Scrambled)
+		}
+	}
+	if mode == pipeline.Scramble {
+		fmt.Fprintf(w, "  passed through clear: %d (PSI, null packets, PIDs not selected, packets without payload)\n", st.Clear-st.Scrambled)
+	} else {
+		fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service, %d scrambled left as they came (no key fits their crypto period)\n",
+			st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected, st.LeftScrambled)
+		if st.Unplaced > 0 {
+			fmt.Fprintf(w, "  left as they came for want of evidence: %d scrambled packets of %d crypto periods that began where the key may have changed unseen (a silence, packets lost) and that no unit start placed\n",
+				st.Unplaced, st.PeriodsUnplaced)
+		}
+		fmt.Fprintf(w, "  crypto periods (per PID): %d, %d of them left scrambled", st.Periods, st.PeriodsLeft)
+		if st.ParityGlitches > 0 {
+			fmt.Fprintf(w, "; %d single packets of the other parity inside a period left as they came", st.ParityGlitches)
+		}
+		fmt.Fprintln(w)
+	}
+	if st.CCErrors > 0 {
+		var pids []string
+		for _, ps := range st.PIDs {
+			if ps.CCErrors > 0 {
+				pids = append(pids, fmt.Sprintf("%#04x: %d", ps.PID, ps.CCErrors))
+			}
+		}
+		if len(pids) > 8 {
+			pids = append(pids[:8], fmt.Sprintf("%d more PIDs", len(pids)-8))
+		}
+		fmt.Fprintf(w, "  continuity errors (packets lost or out of place before the input): %d (%s)\n", st.CCErrors, strings.Join(pids, ", "))
+	}
+	if st.KeySyncs > 0 {
+		fmt.Fprintf(w, "  key list aligned or realigned %d times\n", st.KeySyncs)
+	}
+	if st.PESGood+st.PESBad > 0 {
+		fmt.Fprintf(w, "  unit-start checks after descrambling (PES headers, section CRCs): %d good, %d bad\n", st.PESGood, st.PESBad)
+	}
+	if verbose {
+		for _, ps := range st.PIDs {
+			fmt.Fprintf(w, "  PID %#04x (%s): %d packets, %d clear, %d even, %d odd, %d descrambled, %d left scrambled; crypto periods %d (%d fit, %d unchecked, %d left scrambled); unit starts good %d/%d bad %d/%d (even/odd)\n",
+				ps.PID, ps.Carriage, ps.Packets, ps.Clear, ps.Even, ps.Odd, ps.Descrambled, ps.LeftScrambled,
+				ps.Periods, ps.PeriodsFit, ps.PeriodsUnchecked, ps.PeriodsLeft, ps.PESGood[0], ps.PESGood[1], ps.PESBad[0], ps.PESBad[1])
+		}
+	}
+	if st.Skipped > 0 || st.Truncated > 0 || verbose {
+		fmt.Fprintf(w, "  skipped %d bytes to regain sync; dropped a truncated last packet of %d bytes\n", st.Skipped, st.Truncated)
+	}
+}
+
+// document is what -stats writes: the run's statistics, the throughput, the live
+// statistics, and once the run is over, the exit status it ended with and the files it read
+// and wrote.
+type document struct {
+	*pipeline.Stats
+	MBPerSecond float64           `json:"mb_per_second"`
+	Live        *Live             `json:"live,omitempty"`
+	ExitStatus  *int              `json:"exit_status,omitempty"`
+	Files       *runfiles.Records `json:"files,omitempty"`
+}
+
+// GoingOn is the status WriteStats is given for a report of a run not yet over: the
+// document then has no exit_status (a batch reads it to skip finished jobs).
+const GoingOn = -1
+
+// WriteStats writes the statistics of a run as indented JSON. A regular file is replaced at
+// once (written under another name beside it, then renamed), so that a monitor reading it
+// while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
+// leaves none that a later run could take for complete.
+func WriteStats(path string, st *pipeline.Stats, ls *Live, status int, files *runfiles.Records) error {
+	doc := document{st, st.MBPerSecond(), ls, nil, files}
+	if status != GoingOn {
+		doc.ExitStatus = &status
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return os.WriteFile(path, b, 0o644) // a device or a pipe: written in place
+	}
+	final := runfiles.FollowLinks(path)
+	dir, base := filepath.Split(final)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := runfiles.CreateTemp(dir, "."+base+".", ".tmp")
+	if err != nil {
+		if _, serr := os.Stat(final); serr == nil {
+			// A writable file in a directory that takes no new file: written in place.
+			return os.WriteFile(final, b, 0o644)
+		}
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), final)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// Live are the figures of a network input and output, for the summary and -stats.
+type Live struct {
+	In  *LiveInput  `json:"input,omitempty"`
+	Out *LiveOutput `json:"output,omitempty"`
+	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
+	InputBitrate float64 `json:"input_bitrate,omitempty"`
+	PaceResets   int64   `json:"pace_resets,omitempty"`
+}
+
+// LiveInput is what a network input received (see live.Stats).
+type LiveInput struct {
+	Datagrams  int64   `json:"datagrams"`
+	Bytes      int64   `json:"bytes"`
+	RTP        int64   `json:"rtp"`
+	Lost       int64   `json:"rtp_lost"`
+	Reordered  int64   `json:"rtp_reordered"`
+	Late       int64   `json:"rtp_late"`
+	Duplicates int64   `json:"rtp_duplicates"`
+	Jumps      int64   `json:"rtp_jumps"`
+	OtherSSRC  int64   `json:"rtp_other_ssrc"`
+	NewSSRC    int64   `json:"rtp_new_ssrc"`
+	OtherPT    int64   `json:"rtp_other_payload_type"`
+	OtherPTs   []uint8 `json:"rtp_other_payload_types,omitempty"`
+	NotRTP     int64   `json:"not_rtp"`
+	Unaligned  int64   `json:"unaligned"` // datagrams dropped: not whole packets
+	Truncated  int64   `json:"truncated"`
+	Dropped    int64   `json:"dropped_by_system"`
+	Buffer     int     `json:"socket_buffer"`
+	// Coalesced says that the system hands over datagrams coalesced (UDP_GRO), and then counts
+	// in Dropped buffers of up to 64 datagrams: at least that many datagrams were lost.
+	Coalesced bool `json:"coalesced,omitempty"`
+}
+
+// LiveOutput is what a network output sent (see live.WriterStats).
+type LiveOutput struct {
+	Datagrams int64 `json:"datagrams"`
+	Bytes     int64 `json:"bytes"`
+	Partial   int64 `json:"short_datagrams"`
+}
+
+// PrintLive writes the live figures of the summary.
+func PrintLive(w io.Writer, ls *Live) {
+	if ls == nil {
+		return
+	}
+	if s := ls.In; s != nil {
+		fmt.Fprintf(w, "  input: %d datagrams, %.2f Mbit/s", s.Datagrams, ls.InputBitrate/1e6)
+		if s.RTP > 0 {
+			fmt.Fprintf(w, "; RTP: %d lost, %d reordered, %d late, %d duplicates, %d sequence jumps", s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps)
+			if s.OtherPT > 0 {
+				fmt.Fprintf(w, ", %d with payload types %v (not 33, MP2T)", s.OtherPT, s.OtherPTs)
+			}
+			if s.OtherSSRC > 0 {
+				fmt.Fprintf(w, ", %d from another sender (SSRC) dropped", s.OtherSSRC)
+			}
+			if s.NewSSRC > 0 {
+				fmt.Fprintf(w, ", %d new senders followed after the one before went silent", s.NewSSRC)
+			}
+		}
+		if s.Dropped > 0 {
+			atLeast := ""
+			if s.Coalesced {
+				atLeast = "at least " // the system counts a coalesced buffer of datagrams once
+			}
+			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", atLeast, s.Dropped, s.Buffer)
+		}
+		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
+			fmt.Fprintf(w, "; %d dropped as not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
+		}
+		fmt.Fprintln(w)
+	}
+	if s := ls.Out; s != nil {
+		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
+		if ls.PaceResets > 0 {
+			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// KeyServerSummary prints what the key server did, with verbose the CWs applied per PID
+// and parity; never a key or a password.
+func KeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
+	lk := st.LiveKeys
+	if lk == nil {
+		return
+	}
+	if s := lk.Server; s != nil {
+		printServerLine(w, s)
+		if verbose && len(s.Applied) > 0 {
+			var parts []string
+			for _, a := range s.Applied {
+				parts = append(parts, fmt.Sprintf("PID %#04x %s %s", a.PID, map[bool]string{false: "even", true: "odd"}[a.Odd], Plural(int(a.Periods), "period")))
+			}
+			fmt.Fprintf(w, "tsdescramble: key server CWs applied: %s\n", strings.Join(parts, ", "))
+		}
+	}
+	line := fmt.Sprintf("tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)",
+		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
+	if lk.NotFitting > 0 {
+		// A CW that failed the trial decryption says the server answered with a wrong or
+		// stale key: a user who sees periods wait or go without a key needs to know that.
+		line += fmt.Sprintf("; %d CWs rejected (they did not fit their crypto period's first unit start)", lk.NotFitting)
+	}
+	fmt.Fprintln(w, line)
+}
+
+// printServerLine prints the key server's counts.
+func printServerLine(w io.Writer, s *pipeline.KeyServerStats) {
+	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.ECMsSent)
+	if s.Protocol == "ecm-xor" {
+		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.ECMsSent)
+	}
+	if s.Protocol == "cs378x" {
+		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
+	}
+	line += fmt.Sprintf("; %d CWs", s.CWs)
+	if s.RTTMax > 0 {
+		line += fmt.Sprintf("; ECM round trip median %s, max %s", ms(s.RTTMedian), ms(s.RTTMax))
+	}
+	if s.Refused > 0 {
+		line += fmt.Sprintf("; %d refused", s.Refused)
+	}
+	fmt.Fprintln(w, line)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// Verdict is what a descrambling run's statistics say of its keys: whether they call for the exit
+// status of keys that do not fit, the one line a person reads first, and the lines that name the
+// PIDs another CA system seems to protect.
+type Verdict struct {
+	NoFit   bool     // the keys do not fit (exit 3)
+	Line    string   // "" when there is nothing to say beyond the counts
+	Foreign []string // one line per PID no control word fits, in PID order
+}
+
+// judgeKeys applies the rules of the exit status to the crypto periods of each PID:
+//   - a PID that fits in some periods and not in others: the keys fit part of the stream
+//     (exit 3): those periods were left as they came;
+//   - a PID no key fits in any period is another CA system's, or one the keys do not cover:
+//     reported, and a failure (exit 3) only when no PID fits at all;
+//   - when no period of any PID could be checked (no scrambled PID carries PES, or sections
+//     whose CRC can be read), the keys were used unchecked: said, and no failure.
+func JudgeKeys(st *pipeline.Stats) Verdict {
+	var v Verdict
+	var fitting, partly []pipeline.PIDStats
+	var periodsLeft, periodsPartly, checked int
+	for _, ps := range st.PIDs {
+		if ps.Periods == 0 {
+			continue
+		}
+		checked += ps.PeriodsFit + ps.PeriodsLeft
+		switch {
+		case ps.PeriodsFit > 0 && ps.PeriodsLeft > 0:
+			partly = append(partly, ps)
+			fitting = append(fitting, ps)
+			periodsLeft += ps.PeriodsLeft
+			periodsPartly += ps.Periods
+		case ps.PeriodsFit > 0:
+			fitting = append(fitting, ps)
+		case ps.PeriodsLeft > 0:
+			v.Foreign = append(v.Foreign, fmt.Sprintf("PID %#04x: no control word fits; left scrambled (%d packets, %s)",
+				ps.PID, ps.LeftScrambled, Plural(ps.PeriodsLeft, "crypto period")))
+		}
+	}
+	scrambled := st.Even + st.Odd
+	share := func() string {
+		if scrambled == 0 {
+			return "0%"
+		}
+		return fmt.Sprintf("%.0f%%", 100*float64(st.Descrambled+st.Short)/float64(scrambled))
+	}
+	switch {
+	case scrambled > 0 && st.Descrambled+st.Short == 0 && st.NoKey > 0 && len(fitting) == 0:
+		// Keys of one parity only, for a stream scrambled in the other: nothing was
+		// descrambled, though no key was found not to fit.
+		v.NoFit = true
+		v.Line = fmt.Sprintf("no control word for the parity the stream is scrambled in: %d scrambled packets have no key of their parity; %s",
+			st.NoKey, parityHint(st))
+	case len(partly) > 0:
+		var per []string
+		for _, ps := range partly {
+			per = append(per, fmt.Sprintf("PID %#04x: %d of %d", ps.PID, ps.PeriodsLeft, ps.Periods))
+		}
+		v.NoFit = true
+		v.Line = fmt.Sprintf("the keys fit only part of the stream: crypto periods left scrambled: %d of %d (%s); %s of the scrambled packets descrambled",
+			periodsLeft, periodsPartly, strings.Join(per, ", "), share())
+	case len(v.Foreign) > 0 && len(fitting) == 0:
+		v.NoFit = true
+		v.Line = fmt.Sprintf("the keys do not fit this stream: no control word fits any crypto period of the %s checked; they were left scrambled",
+			Plural(len(v.Foreign), "scrambled PID"))
+	case checked == 0 && st.Descrambled > 0:
+		v.Line = "key check not possible: no scrambled PID carries PES (or sections whose CRC could be read); descrambled with the keys as given"
+	}
+	return v
+}
+
+// Plural says "1 thing" or "n things".
+func Plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// parityHint names the flag that gives the stream's scrambled packets the key of their parity.
+func parityHint(st *pipeline.Stats) string {
+	switch {
+	case st.Odd == 0:
+		return "the stream is scrambled even (TSC 10) only: give its control word with -cw-even, or -cw for both parities"
+	case st.Even == 0:
+		return "the stream is scrambled odd (TSC 11) only: give its control word with -cw-odd, or -cw for both parities"
+	}
+	return "give a control word for each parity (-cw-even and -cw-odd, or -cw for both)"
+}
+
+// junkMinBytes is the size from which an input whose packets make under 1% of it is taken for
+// something else than a transport stream. Random bytes hold three sync bytes a packet apart
+// about once in 5 MB (three framings, 2^24 positions each), so they give a few "packets"; under
+// 1% of 100 kB is five packets at most, and the share holds for larger inputs too.
+const junkMinBytes = 100_000
+
+// NotTransportStream returns why a run's input is not a transport stream although the framer
+// found a few packets in it, or "".
+func NotTransportStream(st *pipeline.Stats) string {
+	packetBytes := st.BytesIn - st.Skipped - st.Truncated
+	if st.BytesIn < junkMinBytes || st.Packets == 0 || packetBytes*100 >= st.BytesIn {
+		return ""
+	}
+	return fmt.Sprintf("the input is not a transport stream: only %s (%s) found in %s, the rest skipped (188, 192 or 204-byte packets expected)",
+		Plural(int(st.Packets), "packet"), units.Bytes(packetBytes, 1), units.Bytes(st.BytesIn, 1))
+}
+
+// MostlyNotTransportStream returns a warning when more than half of the input was skipped to
+// find packets, or "".
+func MostlyNotTransportStream(st *pipeline.Stats) string {
+	if st.Skipped*2 <= st.BytesIn {
+		return ""
+	}
+	return fmt.Sprintf("the input is mostly not a transport stream: %.0f%% of it (%s) was skipped to find packets",
+		100*float64(st.Skipped)/float64(st.BytesIn), units.Bytes(st.Skipped, 1))
+}
+
+// UnseenSelection returns why a run with -service or -pid processed nothing: the service or
+// none of the PIDs appeared in the stream. It returns "" otherwise.
+func UnseenSelection(opts *pipeline.Options, st *pipeline.Stats) string {
+	if st.Descrambled+st.Short+st.Scrambled > 0 {
+		return ""
+	}
+	did := "descrambled"
+	if opts.Mode == pipeline.Scramble {
+		did = "scrambled"
+	}
+	if n := opts.Service; n > 0 && !slices.Contains(st.Services, uint16(n)) {
+		if len(st.Services) == 0 {
+			return fmt.Sprintf("-service %d: the stream has no PAT naming services, so nothing was %s", n, did)
+		}
+		var names []string
+		for _, s := range st.Services {
+			names = append(names, fmt.Sprint(s))
+		}
+		return fmt.Sprintf("-service %d: no such service in the stream (its PAT names %s), so nothing was %s", n, strings.Join(names, ", "), did)
+	}
+	if len(opts.PIDs) > 0 {
+		var seen []string
+		for _, ps := range st.PIDs {
+			if slices.Contains(opts.PIDs, ps.PID) {
+				return ""
+			}
+			seen = append(seen, fmt.Sprintf("%#04x", ps.PID))
+		}
+		if len(seen) > 8 {
+			seen = append(seen[:8], fmt.Sprintf("and %d more", len(seen)-8))
+		}
+		return fmt.Sprintf("-pid: none of these PIDs is in the stream (it holds %s), so nothing was %s", strings.Join(seen, ", "), did)
+	}
+	return ""
+}
+
+// LimitsNote says how -workers and -batch were cut down to keep the packets in flight within
+// pipeline.MaxMemory, or returns "".
+func LimitsNote(workers, batch int) string {
+	w, b, _ := pipeline.Limits(workers, batch)
+	if w == workers && b == batch {
+		return ""
+	}
+	return fmt.Sprintf("-workers %d -batch %d would take more than %d MiB of memory: running with -workers %d -batch %d",
+		workers, batch, pipeline.MaxMemory>>20, w, b)
+}
+
+// NewLiveInput is the figures of a network input, as its reader counts them.
+func NewLiveInput(s live.Stats) *LiveInput {
+	return &LiveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps, s.OtherSSRC, s.NewSSRC,
+		s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer, s.Coalesced}
+}
+
+// NewLiveOutput is the figures of a network output, as its writer counts them.
+func NewLiveOutput(s live.WriterStats) *LiveOutput {
+	return &LiveOutput{s.Datagrams, s.Bytes, s.Partial}
+}
