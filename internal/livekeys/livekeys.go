@@ -272,7 +272,7 @@ func (ks *Source) Stop(st *pipeline.Stats) {
 		d := ks.dv.Stats()
 		s.ECMsSent, s.CWs, s.Refused, s.RTTMedian, s.RTTMax = d.ECMs, d.CWs, d.KeysRefused+d.ModeRefused, d.RTTMedian, d.RTTMax
 	}
-	for k, n := range ks.live.Applied() {
+	for k, n := range st.LiveKeys.Applied {
 		s.Applied = append(s.Applied, pipeline.AppliedCWs{PID: k.PID, Odd: k.Odd, Periods: n})
 	}
 	slices.SortFunc(s.Applied, func(a, b pipeline.AppliedCWs) int {
