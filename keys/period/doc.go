@@ -34,6 +34,8 @@
 //	a first period the list start alone places  left, if another first period fitted elsewhere streamtest: TestOracleRandomSchedules (1059)
 //	one packet of the other parity               a glitch, left as it came                    TestOnePacketOfTheOtherParityIsAGlitch
 //	... that its siblings share, or that fits    a period (a sparse PID)                      pipeline: TestSparsePIDIsNotAGlitch
+//	... with long silences around it, unwatched  a glitch; the period after it waits to be placed  streamtest: TestOracleRandomSchedules (1401)
+//	a PID back after its whole service was silent  a service period of its own, its key placing it  streamtest: TestOracleRandomSchedules (1449)
 //	a PID no PMT has described yet               its unit starts wait for the PMT (hold)      TestUndescribedPIDWaitsForItsPMT
 //	a key server's slot CW fits                  the period has it, used before or not        TestLiveSlotCWFitsWhetherUsedBeforeOrNot
 //	a slot CW that does not fit                  the period waits for the next of its parity  TestLiveStaleCWWaitsForItsOwn

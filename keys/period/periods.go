@@ -293,6 +293,16 @@ func (c *svcClock) begin(pid uint16, odd bool, at int64) (length int64) {
 	return length
 }
 
+// restart begins a period of the service at packet at, of the parity it has, where pid's period
+// was split off after a silence of all its PIDs: how many changes of key the silence hid is
+// not known, so nothing placed before it applies after.
+func (c *svcClock) restart(pid uint16, at int64) {
+	c.latestGap = at - c.before
+	c.starts[c.n%svcClockStarts] = at
+	c.n++
+	c.by, c.shared = pid, false
+}
+
 // retract takes back the period pid began at packet at, a change that was a glitch, unless
 // another PID has changed with it.
 func (c *svcClock) retract(pid uint16, at int64) {
@@ -406,6 +416,13 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		}
 		t.decide(cur, Glitch)
 		pk.cur, pk.run, pk.prev = pk.prev, pk.prevRun+1, -1
+		if !watched && !t.keys.Fixed() && t.now-last > lagLimit {
+			// So long after it, with nothing watching, it may as well have been a real
+			// period (a PID thin here), and this one two changes of key on: a period of
+			// its own, that a unit start (the old key first) or a sibling places.
+			pk.run--
+			return t.startPeriod(pk, pid, odd, pk.cur, 0)
+		}
 		return pk.cur
 	}
 	// A change of parity after a silence over which its service began three periods or more,
@@ -567,16 +584,23 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 	if svc := pk.svc; svc != nil {
 		// Any period of the other parity than the service's shows the service changed,
 		// a split after a silence too.
-		if n := svc.begin(pid, odd, t.now); n > 0 {
+		np := &t.periods[idx]
+		last := t.now - np.gap
+		// A period split off after a silence of the whole service, the first to begin
+		// since: the service's clock missed what happened meanwhile, so it begins a period
+		// of its own there, that this one's key places (not one of before the silence).
+		restart := prev >= 0 && steps == 0 && svc.odd == parityBit(odd) &&
+			svc.quietTo > last && svc.latest() < svc.quietTo
+		if restart {
+			svc.restart(pid, t.now)
+		} else if n := svc.begin(pid, odd, t.now); n > 0 {
 			t.minPeriod = min(t.minPeriod, n)
 		}
 		// The period is the service's current one if its parity is the service's and it
 		// began in step with the service: the PID came promptly, or the service watched its
 		// silence, or, for its first, the service's packets were coming. After a silence
 		// nothing watched it may be a later period of the same parity.
-		np := &t.periods[idx]
-		last := t.now - np.gap
-		inStep := prev >= 0 && (np.gap <= lagLimit || svc.watched(last, t.now)) ||
+		inStep := restart || prev >= 0 && (np.gap <= lagLimit || svc.watched(last, t.now)) ||
 			prev < 0 && t.now-svc.before <= lagLimit
 		if svc.odd == parityBit(odd) && inStep {
 			np.svcN = int32(svc.n)
@@ -977,9 +1001,10 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// same period, whatever the list's order guessed for the one before.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
-			case state == Fit && q.from < 0 && !q.placed:
+			case state == Fit && q.from < 0 && !q.placed && 2*p.gap < t.minPeriod && t.minPeriod < HoldPackets:
 				// A PID's first period, that only the list's start placed: the key that fits
-				// after its silence, of the same parity, is better evidence.
+				// after a silence too short to hold two changes of key, of the same parity,
+				// is better evidence. After a longer one it may be a later period's.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
 			default:
