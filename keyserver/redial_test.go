@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -75,19 +76,123 @@ func TestRedialWait(t *testing.T) {
 	}
 }
 
+// Dial reaches the server at Addr, and reaches it again after the connection drops and the
+// backoff has passed: the server sees a second connection and answers on it. Dial counts
+// nothing; the failure its caller records holds it back for the backoff.
 func TestRedialDial(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close()
+	// The server echoes a line on each connection it takes, then drops it.
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				if n, err := c.Read(buf); err == nil {
+					c.Write(buf[:n])
+				}
+			}()
+		}
+	}()
+	// ask sends a request on conn and returns the answer, and whether the server dropped the
+	// connection after it.
+	ask := func(conn net.Conn, req string) (string, bool) {
+		t.Helper()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Write([]byte(req)); err != nil {
+			t.Fatalf("request %q: %v", req, err)
+		}
+		buf := make([]byte, 64)
+		n, err := io.ReadAtLeast(conn, buf, len(req))
+		if err != nil {
+			t.Fatalf("request %q: answer %q, %v", req, buf[:n], err)
+		}
+		_, err = conn.Read(buf)
+		return string(buf[:n]), err == io.EOF
+	}
+	// serverSide returns the server's end of the connection conn made.
+	serverSide := func(conn net.Conn) net.Conn {
+		t.Helper()
+		select {
+		case c := <-accepted:
+			if c.RemoteAddr().String() != conn.LocalAddr().String() {
+				t.Fatalf("the server took a connection from %v; the client is at %v", c.RemoteAddr(), conn.LocalAddr())
+			}
+			return c
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server saw no connection")
+		}
+		return nil
+	}
+
 	addr := ln.Addr().String()
-	r := keyserver.NewRedial(addr, time.Second, 0, 0)
+	const backoff = 50 * time.Millisecond
+	r := keyserver.NewRedial(addr, time.Second, backoff, time.Second)
 	conn, err := r.Dial(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	serverSide(conn)
+	answer, dropped := ask(conn, "first")
+	if answer != "first" || !dropped {
+		t.Fatalf("first connection: answer %q, dropped %v; want the request back, then EOF", answer, dropped)
+	}
 	conn.Close()
+	if wait, err := r.Backoff(); wait != 0 || err != nil {
+		t.Fatalf("Dial counted an attempt: backoff %v %v", wait, err)
+	}
+	lost := errors.New("connection lost")
+	if wait, first := r.Failed(lost); wait != backoff || !first {
+		t.Fatalf("the drop: wait %v first %v; want %v, true", wait, first, backoff)
+	}
+	start := time.Now()
+	if err := r.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < backoff*8/10 {
+		t.Fatalf("Wait returned after %v; the backoff is %v", d, backoff)
+	}
+	conn, err = r.Dial(context.Background())
+	if err != nil {
+		t.Fatalf("redial: %v", err)
+	}
+	serverSide(conn) // a second connection, from the client's new end
+	if answer, _ := ask(conn, "second"); answer != "second" {
+		t.Fatalf("after the redial: answer %q, want %q", answer, "second")
+	}
+	conn.Close()
+	// Dial does not end the failures in a row; Connected does.
+	if wait, first := r.Failed(lost); wait != 2*backoff || first {
+		t.Fatalf("a second failure in a row: wait %v first %v; want %v, false", wait, first, 2*backoff)
+	}
+	r.Connected()
+	if wait, first := r.Failed(lost); wait != backoff || !first {
+		t.Fatalf("a failure after Connected: wait %v first %v; want %v, true", wait, first, backoff)
+	}
+	if len(accepted) != 0 {
+		t.Fatalf("the server saw %d connections more than the two dials", len(accepted))
+	}
+
+	// A context already done: no attempt.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if conn, err := r.Dial(ctx); err == nil {
+		conn.Close()
+		t.Fatal("Dial with a context that ended connected")
+	}
 	ln.Close()
+	for range accepted { // the accepting goroutine is done
+	}
 	if conn, err := r.Dial(context.Background()); err == nil {
 		conn.Close()
 		t.Skip("the closed listener's port was taken by another")
