@@ -91,6 +91,93 @@ func TestCountersWhileRunning(t *testing.T) {
 			live.PacketsIn.Load(), live.PacketsOut.Load(), live.Descrambled.Load(), live.PESGood.Load(), live.PESBad.Load(),
 			st.Packets, st.PacketsOut, st.Descrambled, st.PESGood, st.PESBad)
 	}
+	// Both are copies of the run's counts: what they must be comes from the input.
+	if in := countInput(stream); in.packets != 2000 || in.scrambled != 2000 || in.unitStarts != 2000 {
+		t.Fatalf("the input has %d packets, %d scrambled, %d unit starts; want 2000 of each", in.packets, in.scrambled, in.unitStarts)
+	}
+	checkAgainstInput(t, &live, stream)
+}
+
+// inputCounts are the counts of a stream of 188-byte packets read from its own header bits,
+// independently of the run: what a run's counters must come to when every scrambled packet
+// has its key.
+type inputCounts struct {
+	packets, scrambled, unitStarts, keyChanges, ccErrors int64
+	pids                                                 map[uint16]*pipeline.PIDCount
+}
+
+func countInput(stream []byte) inputCounts {
+	in := inputCounts{pids: map[uint16]*pipeline.PIDCount{}}
+	lastCC, lastTSC := map[uint16]byte{}, map[uint16]byte{}
+	for off := 0; off+188 <= len(stream); off += 188 {
+		p := stream[off : off+188]
+		pid := uint16(p[1]&0x1f)<<8 | uint16(p[2])
+		tsc, cc, payload := p[3]>>6, p[3]&0x0f, p[3]&0x10 != 0
+		c := in.pids[pid]
+		if c == nil {
+			c = &pipeline.PIDCount{PID: pid}
+			in.pids[pid] = c
+		}
+		in.packets++
+		c.Packets++
+		if last, seen := lastCC[pid]; payload && seen && cc != (last+1)&0x0f && cc != last {
+			in.ccErrors++
+			c.CCErrors++
+		}
+		if payload {
+			lastCC[pid] = cc
+		}
+		if tsc < 2 {
+			continue
+		}
+		in.scrambled++
+		c.Descrambled++
+		if p[1]&0x40 != 0 {
+			in.unitStarts++
+			c.PESGood++
+		}
+		if last, seen := lastTSC[pid]; seen && last != tsc {
+			in.keyChanges++
+		}
+		lastTSC[pid] = tsc
+	}
+	return in
+}
+
+// checkAgainstInput compares the counters of a run that descrambled every packet with the
+// counts read from its input.
+func checkAgainstInput(t *testing.T, live *pipeline.Counters, stream []byte) {
+	t.Helper()
+	in := countInput(stream)
+	if got := live.BytesIn.Load(); got != int64(len(stream)) {
+		t.Errorf("%d bytes in, the input has %d", got, len(stream))
+	}
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"packets in", live.PacketsIn.Load(), in.packets},
+		{"packets out", live.PacketsOut.Load(), in.packets},
+		{"descrambled", live.Descrambled.Load(), in.scrambled},
+		{"left as they came", live.LeftAsCame.Load(), 0},
+		{"key changes", live.KeyChanges.Load(), in.keyChanges},
+		{"unit starts good", live.PESGood.Load(), in.unitStarts},
+		{"unit starts bad", live.PESBad.Load(), 0},
+		{"continuity errors", live.CCErrors.Load(), in.ccErrors},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: counters %d, the input's headers %d", c.name, c.got, c.want)
+		}
+	}
+	pids := live.PIDs()
+	if len(pids) != len(in.pids) {
+		t.Errorf("counters for %d PIDs, the input has %d", len(pids), len(in.pids))
+	}
+	for _, p := range pids {
+		if want := in.pids[p.PID]; want == nil || p != *want {
+			t.Errorf("PID %#04x: counters %+v, the input's headers %+v", p.PID, p, want)
+		}
+	}
 }
 
 func waitABit() { <-time.After(10 * time.Millisecond) }
@@ -116,6 +203,12 @@ func TestCountersContinuityAndLatency(t *testing.T) {
 			t.Errorf("PID %#04x: counters %d continuity errors, statistics %d", p.PID, p.CCErrors, st.PIDs[i].CCErrors)
 		}
 	}
+	// The counters and the statistics are copies of one count: what it must be comes from
+	// the input, where one packet of 3000 is missing and the parity changes twice.
+	if in := countInput(stream); in.packets != 2999 || in.ccErrors != 1 || in.keyChanges != 2 {
+		t.Fatalf("the input has %d packets, %d continuity errors, %d key changes; want 2999, 1, 2", in.packets, in.ccErrors, in.keyChanges)
+	}
+	checkAgainstInput(t, &live, stream)
 	if l, top := live.Latency.Load(), live.LatencyMax.Load(); l <= 0 || top < l || top > int64(10*time.Second) {
 		t.Errorf("latency %v, at most %v: want above 0, and the last at most the longest", time.Duration(l), time.Duration(top))
 	}
