@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -34,29 +33,5 @@ func TestPMTRewritePinned(t *testing.T) {
 			fmt.Fprintf(&b, "%s %2d %x %+v\n", c.name, i, sha256.Sum256(p), r)
 		}
 	}
-	checkGolden(t, "testdata/pmt-rewrite.golden", b.String())
-}
-
-func checkGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *updatePin {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Errorf("%s, line %d:\n got %s\nwant %s", path, i+1, gl[i], wl[i])
-			}
-		}
-		if len(gl) != len(wl) {
-			t.Errorf("%s: %d lines, want %d", path, len(gl), len(wl))
-		}
-	}
+	pmtcorpus.CheckGolden(t, "testdata/pmt-rewrite.golden", b.String(), *updatePin)
 }

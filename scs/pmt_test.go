@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -40,22 +39,5 @@ func TestSignalPMTPinned(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%s signalled %d left %d notes %d\n", tc.name, s.st.PMTSignalled, s.st.PMTLeft, logs)
 	}
-	got := b.String()
-	const path = "testdata/pmt-rewrite.golden"
-	if *updatePin {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n"); got != string(want) {
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Errorf("line %d:\n got %s\nwant %s", i+1, gl[i], wl[i])
-			}
-		}
-	}
+	pmtcorpus.CheckGolden(t, "testdata/pmt-rewrite.golden", b.String(), *updatePin)
 }

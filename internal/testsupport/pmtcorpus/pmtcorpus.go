@@ -7,7 +7,12 @@
 // It reads no PSI itself (psi's own tests use it), so it computes its CRC_32 by itself.
 package pmtcorpus
 
-import "bytes"
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
 
 // PID is the PMT PID of every program of the corpus.
 const PID = 0x100
@@ -24,8 +29,9 @@ func PAT() []byte {
 	return packet(0, true, 0, nil, 0, withCRC(s))
 }
 
-// crc32 is the CRC_32 of ISO/IEC 13818-1 Annex A (polynomial 0x04C11DB7, no reflection).
-func crc32(b []byte) uint32 {
+// CRC32 is the CRC_32 of ISO/IEC 13818-1 Annex A (polynomial 0x04C11DB7, no reflection),
+// written out bit by bit so that fixtures built with it do not rest on the package under test.
+func CRC32(b []byte) uint32 {
 	c := uint32(0xFFFFFFFF)
 	for _, x := range b {
 		c ^= uint32(x) << 24
@@ -43,7 +49,7 @@ func crc32(b []byte) uint32 {
 // withCRC sets section_length of the section s (CRC_32 not yet there) and appends its CRC_32.
 func withCRC(s []byte) []byte {
 	s[1], s[2] = s[1]&0xF0|byte((len(s)+1)>>8), byte(len(s)+1)
-	c := crc32(s)
+	c := CRC32(s)
 	return append(s, byte(c>>24), byte(c>>16), byte(c>>8), byte(c))
 }
 
@@ -165,4 +171,31 @@ func Packets(caSystem, ecmPID uint16) [][]byte {
 	p[4] = 184 // a pointer_field past the packet
 	add(p)
 	return out
+}
+
+// CheckGolden compares got with the golden file at path, line by line, after rewriting the file
+// with got when update is set (a test's -update flag).
+func CheckGolden(t testing.TB, path, got string, update bool) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == string(want) {
+		return
+	}
+	gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+	for i := range min(len(gl), len(wl)) {
+		if gl[i] != wl[i] {
+			t.Errorf("%s, line %d:\n got %s\nwant %s", path, i+1, gl[i], wl[i])
+		}
+	}
+	if len(gl) != len(wl) {
+		t.Errorf("%s: %d lines, want %d", path, len(gl), len(wl))
+	}
 }

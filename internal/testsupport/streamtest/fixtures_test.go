@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/pmtcorpus"
 	"github.com/tsdescramble/tsdescramble/ts"
 	"math/rand/v2"
 	"os"
@@ -323,23 +324,6 @@ func nullPackets(n int) []byte {
 	return out
 }
 
-// crc32MPEG is the CRC-32/MPEG-2 of the sections made here, written out bit by bit so that the
-// fixtures do not rest on the package under test.
-func crc32MPEG(b []byte) uint32 {
-	c := uint32(0xFFFFFFFF)
-	for _, x := range b {
-		c ^= uint32(x) << 24
-		for range 8 {
-			if c&0x80000000 != 0 {
-				c = c<<1 ^ 0x04C11DB7
-			} else {
-				c <<= 1
-			}
-		}
-	}
-	return c
-}
-
 // longSection returns a section with section_syntax_indicator 1 (ISO/IEC 13818-1, 2.4.4.11):
 // table_id, the 5 bytes after section_length (table_id_extension, version 0, current, section
 // 0 of 0), body and the CRC_32.
@@ -351,7 +335,7 @@ func longSection(tableID byte, ext uint16, body []byte) []byte {
 }
 
 func appendCRC(s []byte) []byte {
-	c := crc32MPEG(s)
+	c := pmtcorpus.CRC32(s)
 	return append(s, byte(c>>24), byte(c>>16), byte(c>>8), byte(c))
 }
 

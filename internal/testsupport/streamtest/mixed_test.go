@@ -5,6 +5,7 @@ package streamtest
 import (
 	"bytes"
 	"fmt"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/pmtcorpus"
 	"github.com/tsdescramble/tsdescramble/ts"
 	"math/rand/v2"
 	"slices"
@@ -281,8 +282,8 @@ func dataFixture(t *testing.T, clear []byte) []byte {
 // A PID that carries sections, or T2-MI, is not checked for PES headers: scrambled with the
 // right keys as the only scrambled PID, it comes out clear, and the run succeeds.
 func TestNonPESCarriage(t *testing.T) {
-	if crc32MPEG([]byte("123456789")) != 0x0376E6E7 { // the check value of CRC-32/MPEG-2
-		t.Fatal("fixture: crc32MPEG is wrong")
+	if pmtcorpus.CRC32([]byte("123456789")) != 0x0376E6E7 { // the check value of CRC-32/MPEG-2
+		t.Fatal("fixture: pmtcorpus.CRC32 is wrong")
 	}
 	for _, c := range []struct {
 		name        string
