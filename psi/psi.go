@@ -113,6 +113,11 @@ type Tracker struct {
 	generation uint64
 	stats      Stats
 
+	// early holds, before the first PAT, the latest PMT section seen on each PID (at most
+	// maxEarlyPMTs): a capture that starts between a PMT and the PAT has its PMTs read when
+	// the PAT comes, not a repetition later. Gone once a PAT is in force.
+	early map[uint16][]byte
+
 	carriage [MaxPID + 1]Carriage // by PID, from the tables in force; see indexCarriage
 }
 
@@ -140,8 +145,19 @@ func (t *Tracker) IsPMTPID(pid uint16) bool {
 	return pid < NullPID && t.pmtPIDs[pid>>6]&(1<<(pid&63)) != 0
 }
 
-// Wants reports whether Feed would read packets of pid: the PAT's and the PMTs'.
-func (t *Tracker) Wants(pid uint16) bool { return pid == PATPID || t.IsPMTPID(pid) }
+// Wants reports whether Feed would read packets of pid: the PAT's and the PMTs'; before the
+// first PAT, those of every PID that may carry a PMT.
+func (t *Tracker) Wants(pid uint16) bool {
+	return pid == PATPID || t.IsPMTPID(pid) || !t.havePAT && pid >= minPMTPID && pid < NullPID
+}
+
+// minPMTPID is the lowest PID that may carry a PMT: those below are reserved for the tables
+// of ISO/IEC 13818-1 Table 2-3 and ETSI EN 300 468 (CAT, NIT, SDT, ...), and the PAT names no
+// PMT on them in practice.
+const minPMTPID = 0x0020
+
+// maxEarlyPMTs bounds the PIDs whose PMT sections are kept before the first PAT.
+const maxEarlyPMTs = 64
 
 // Generation returns a number that grows each time the PAT or a PMT changes, so the caller can
 // tell cheaply whether the PID sets it derived are still current.
@@ -173,10 +189,24 @@ func (t *Tracker) Feed(pkt []byte) {
 	}
 	a := t.asm[pid]
 	if a == nil {
+		if pid != PATPID && !t.IsPMTPID(pid) && !startsPMT(pkt) || len(t.asm) > maxEarlyPMTs {
+			// Before the first PAT, a PID is read only from a packet that starts a
+			// PMT section: not every PES stream is assembled as sections.
+			return
+		}
 		a = newAssembler(maxSection)
 		t.asm[pid] = a
 	}
 	a.packet(pkt, &t.stats, func(s []byte) { t.section(pid, s) })
+}
+
+// startsPMT reports whether a clear packet starts a section whose table_id is a PMT's.
+func startsPMT(pkt []byte) bool {
+	if pkt[1]&0x40 == 0 || pkt[3]&0xC0 != 0 {
+		return false // no section starts here, or scrambled
+	}
+	p, ok := packetPayload(pkt)
+	return ok && len(p) > 1 && int(p[0])+1 < len(p) && p[p[0]+1] == tableIDPMT
 }
 
 // section reads a complete section of pid.
@@ -202,9 +232,15 @@ func (t *Tracker) section(pid uint16, s []byte) {
 	if s[5]&1 == 0 { // current_next_indicator 0: a table not yet in force
 		return
 	}
-	if isPAT {
+	switch {
+	case isPAT:
 		t.pat(s)
-	} else {
+	case !t.havePAT:
+		if t.early == nil {
+			t.early = make(map[uint16][]byte)
+		}
+		t.early[pid] = append(t.early[pid][:0], s...)
+	default:
 		t.pmt(pid, s)
 	}
 }
@@ -274,14 +310,21 @@ func (t *Tracker) applyPAT(tsid uint16) {
 		}
 		t.pmtPIDs[pid>>6] |= 1 << (pid & 63)
 	}
+	t.tsid, t.havePAT = tsid, true
 	for pid := range t.asm {
 		if !t.Wants(pid) {
 			delete(t.asm, pid)
 		}
 	}
-	t.tsid, t.havePAT = tsid, true
 	t.generation++
 	t.indexCarriage()
+	// The PMTs that came before the first PAT, on the PIDs it names.
+	for pid, s := range t.early {
+		if t.IsPMTPID(pid) {
+			t.pmt(pid, s)
+		}
+	}
+	t.early = nil
 }
 
 // pmt reads a TS_program_map_section (2.4.4.8) that arrived on pid.

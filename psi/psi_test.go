@@ -128,27 +128,40 @@ func demo(t *testing.T) (*Tracker, carousel) {
 
 func TestTracker(t *testing.T) {
 	tr, c := NewTracker(), carousel{}
-	if tr.Wants(0x100) || !tr.Wants(PATPID) || len(tr.Services()) != 0 {
+	// Before the first PAT any PID from 0x20 on may carry a PMT; the reserved ones do not.
+	if !tr.Wants(0x100) || !tr.Wants(PATPID) || tr.Wants(0x11) || tr.Wants(NullPID) || len(tr.Services()) != 0 {
 		t.Fatal("new tracker")
 	}
 	if _, ok := tr.TransportStreamID(); ok {
 		t.Fatal("TSID before the PAT")
 	}
-	// A PMT before the PAT is not known to be one.
+	// A PMT before the PAT is read when the PAT names its PID; one on a PID the PAT does
+	// not name is forgotten.
 	feed(tr, c.packets(0x100, demoPMT1)...)
+	feed(tr, c.packets(0x300, demoPMT2)...)
+	if len(tr.Services()) != 0 {
+		t.Fatal("services before the PAT")
+	}
 	feed(tr, c.packets(PATPID, demoPAT)...)
+	if tr.Wants(0x300) || tr.Wants(0x101) {
+		t.Fatal("PIDs read after the PAT that it does not name as PMT PIDs")
+	}
 	if !tr.IsPMTPID(0x100) || !tr.IsPMTPID(0x200) || tr.IsPMTPID(0x10) || tr.IsPMTPID(0x101) || tr.IsPMTPID(0xFFFF) {
 		t.Fatal("PMT PIDs")
 	}
 	if id, ok := tr.TransportStreamID(); !ok || id != 0x42 {
 		t.Fatalf("TSID %#x %v", id, ok)
 	}
-	if _, ok := tr.ServicePIDs(1); ok {
+	if _, ok := tr.ServicePIDs(2); ok {
 		t.Fatal("service PIDs before its PMT")
 	}
-	want := []Service{{Number: 1, PMTPID: 0x100}, {Number: 2, PMTPID: 0x200}}
+	pids, ok := tr.ServicePIDs(1)
+	if !ok || !reflect.DeepEqual(pids, []uint16{0x100, 0x101, 0x102}) {
+		t.Fatalf("service 1 from its PMT before the PAT: %#x %v", pids, ok)
+	}
+	want := []Service{demoServices[0], {Number: 2, PMTPID: 0x200}}
 	if got := tr.Services(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("services before the PMTs: %+v", got)
+		t.Fatalf("services before the second PMT: %+v", got)
 	}
 	g := tr.Generation()
 	feed(tr, c.packets(0x100, demoPMT1)...)
@@ -156,10 +169,10 @@ func TestTracker(t *testing.T) {
 	if got := tr.Services(); !reflect.DeepEqual(got, demoServices) {
 		t.Fatalf("services\n got %+v\nwant %+v", got, demoServices)
 	}
-	if tr.Generation() != g+2 {
-		t.Fatalf("generation %d, want %d", tr.Generation(), g+2)
+	if tr.Generation() != g+1 {
+		t.Fatalf("generation %d, want %d (the first PMT's repetition changes nothing)", tr.Generation(), g+1)
 	}
-	pids, ok := tr.ServicePIDs(1)
+	pids, ok = tr.ServicePIDs(1)
 	if !ok || !reflect.DeepEqual(pids, []uint16{0x100, 0x101, 0x102}) {
 		t.Fatalf("service 1: %#x %v", pids, ok)
 	}
@@ -176,7 +189,8 @@ func TestTracker(t *testing.T) {
 		feed(tr, c.packets(PATPID, demoPAT)...)
 		feed(tr, c.packets(0x100, demoPMT1)...)
 	}
-	if tr.Generation() != g || tr.Stats() != (Stats{Sections: 9}) {
+	// Sections: the two PMTs before the PAT, the PAT, the two PMTs, and the six repetitions.
+	if tr.Generation() != g || tr.Stats() != (Stats{Sections: 11}) {
 		t.Fatalf("repetitions: generation %d→%d, stats %+v", g, tr.Generation(), tr.Stats())
 	}
 	// Services returns a copy.
