@@ -36,7 +36,12 @@
 //	... that its siblings share, or that fits    a period (a sparse PID)                      pipeline: TestSparsePIDIsNotAGlitch
 //	... with long silences around it, unwatched  a glitch; the period after it waits to be placed  streamtest: TestOracleRandomSchedules (1401)
 //	a PID back after its whole service was silent  a service period of its own, its key placing it  streamtest: TestOracleRandomSchedules (1449)
+//	a PID back in the parity a sibling began the service's period with, sooner than half a period
+//	                                             in that period: a sibling's key places it    TestPIDJoiningItsSiblingsPeriodIsPlaced
+//	a first period split off by a silence before any period was seen whole
+//	                                             waits (held) to learn the period length      TestFirstPeriodWaitsForThePeriodLength
 //	a PID no PMT has described yet               its unit starts wait for the PMT (hold)      TestUndescribedPIDWaitsForItsPMT
+//	a PMT that comes before the first PAT        read when the PAT names its PID              psi: TestTracker
 //	a key server's slot CW fits                  the period has it, used before or not        TestLiveSlotCWFitsWhetherUsedBeforeOrNot
 //	a slot CW that does not fit                  the period waits for the next of its parity  TestLiveStaleCWWaitsForItsOwn
 //	no key within Live.Wait, in all              passed as it came (or dropped)               TestLiveNoKeyWithinWaitPassesAsCame

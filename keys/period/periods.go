@@ -2,7 +2,10 @@ package period
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/tsdescramble/tsdescramble/ts"
 
@@ -76,13 +79,25 @@ type cryptoPeriod struct {
 	// awaitNumber is the number of the PID's period split off it (where its key may have
 	// changed, before it was checked) whose decision decides it, or 0.
 	awaitNumber int
-	state       State
-	attempts    uint8 // checked unit starts that no key fitted
-	npending    uint8
-	pos         int   // ring position in the schedule: expected, or aligned by a fit
-	key         int   // CW index of pos, or keys.NoKey
-	first       int64 // the stream's packet number of its first packet, from 1
-	number      int   // its number among the PID's periods, from 1
+	// awaitLength says that the period after it, split off by a silence, fitted (fit) while
+	// nothing said yet how long the stream's periods are: it waits for the first period seen
+	// whole, that says whether the silence could hold a change of key (lengthLearned).
+	awaitLength bool
+	fit         struct {
+		pos, key int
+		gap      int64
+		silenced bool
+	}
+	// merged says the period after it was counted as the same crypto period.
+	merged   bool
+	fallback State // awaitLength: its decision if the length does not decide it
+	state    State
+	attempts uint8 // checked unit starts that no key fitted
+	npending uint8
+	pos      int   // ring position in the schedule: expected, or aligned by a fit
+	key      int   // CW index of pos, or keys.NoKey
+	first    int64 // the stream's packet number of its first packet, from 1
+	number   int   // its number among the PID's periods, from 1
 	// Unit starts of a tentative period, checked when it is confirmed.
 	pending [maxSyncAttempts]unitStart
 	// Unit starts checked before any PMT said what the PID carries, that no key made a PES
@@ -591,16 +606,21 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 		// of its own there, that this one's key places (not one of before the silence).
 		restart := prev >= 0 && steps == 0 && svc.odd == parityBit(odd) &&
 			svc.quietTo > last && svc.latest() < svc.quietTo
+		// A PID that changes to the parity a sibling began the service's period with, so
+		// soon after that no whole period of the other parity fits between (half the
+		// shortest period seen): the same period, whatever silence came before it.
+		joined := prev >= 0 && svc.odd == parityBit(odd) && svc.n > 0 &&
+			t.minPeriod < HoldPackets && 2*(t.now-svc.latest()) < t.minPeriod
 		if restart {
 			svc.restart(pid, t.now)
 		} else if n := svc.begin(pid, odd, t.now); n > 0 {
-			t.minPeriod = min(t.minPeriod, n)
+			t.setMinPeriod(n)
 		}
 		// The period is the service's current one if its parity is the service's and it
 		// began in step with the service: the PID came promptly, or the service watched its
 		// silence, or, for its first, the service's packets were coming. After a silence
 		// nothing watched it may be a later period of the same parity.
-		inStep := restart || prev >= 0 && (np.gap <= lagLimit || svc.watched(last, t.now)) ||
+		inStep := restart || joined || prev >= 0 && (np.gap <= lagLimit || svc.watched(last, t.now)) ||
 			prev < 0 && t.now-svc.before <= lagLimit
 		if svc.odd == parityBit(odd) && inStep {
 			np.svcN = int32(svc.n)
@@ -633,35 +653,77 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	if pk.lastFlip > 0 {
 		if n := p.first - pk.lastFlip; 8*max(pk.lastFlipGap, p.gap) <= n {
-			t.minPeriod = min(t.minPeriod, n)
+			t.setMinPeriod(n)
 		}
 	}
 	pk.lastFlip, pk.lastFlipGap = p.first, p.gap
+}
+
+// setMinPeriod records a crypto period of n packets seen whole; the first decides the periods
+// that waited to learn how long the stream's periods are.
+func (t *Tracker) setMinPeriod(n int64) {
+	t.minPeriod = min(t.minPeriod, n)
+	if len(t.awaitingLength) == 0 {
+		return
+	}
+	waiting := t.awaitingLength
+	t.awaitingLength = nil
+	for _, idx := range waiting {
+		q := &t.periods[idx]
+		if q.state != Open || !q.awaitLength {
+			continue
+		}
+		q.awaitLength = false
+		t.resolveLength(q)
+	}
+}
+
+// resolveLength decides period q, that waited to learn the stream's period length
+// (awaitLength): with the key of the period after it if the silence between could not hold two
+// changes of key (half the shortest period seen); else as a sibling places it, or as it would
+// have been decided when it began to wait.
+func (t *Tracker) resolveLength(q *cryptoPeriod) {
+	q.awaitLength = false
+	switch {
+	case 2*q.fit.gap < t.minPeriod && t.minPeriod < HoldPackets && (q.fit.silenced || q.from < 0 && !q.placed):
+		// The same period as the one after it, with its key, counted once.
+		q.pos, q.key, q.merged = q.fit.pos, q.fit.key, true
+		t.decide(q, Fit)
+	case t.placeBySiblings(q):
+		t.decide(q, Unchecked)
+	default:
+		t.decide(q, q.fallback)
+	}
 }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
 // CA system's; the schedule's key where the schedule or the PID's siblings place it; left as
 // it came otherwise (Unplaced).
 func (t *Tracker) decideUnchecked(p *cryptoPeriod, pk *pidKeys) {
+	t.decide(p, t.uncheckedState(p, pk))
+}
+
+// uncheckedState returns what decideUnchecked decides for period p, placing it at the schedule's
+// or a sibling's ring position.
+func (t *Tracker) uncheckedState(p *cryptoPeriod, pk *pidKeys) State {
 	t.follow(p)
 	switch {
 	case pk.foreign:
-		t.decide(p, NoFit)
+		return NoFit
 	case p.unplaced && !t.placeBySiblings(p):
-		t.decide(p, Unplaced)
+		return Unplaced
 	case p.from < 0 && !p.placed && p.pos == t.keys.Start(p.odd) && t.startDisputed && !t.keys.Fixed() && t.keys.NumCWs() > 1 && !t.placeBySiblings(p):
 		// A PID's first period, that only the list's start places, where another PID's
 		// first period fitted elsewhere in the list: the start is another service's (two
 		// services' lists in one file), or not the stream's.
-		t.decide(p, Unplaced)
+		return Unplaced
 	case t.keys.Fixed() || t.keys.NumCWs() <= 1 || pk.inStep && (pk.svc == nil || !pk.svc.offStep) || t.placeBySiblings(p):
-		t.decide(p, Unchecked)
-	default:
-		// A PID whose periods did not follow the list in order (its last fit needed a
-		// search: two services' lists in one file, a list with lines missing), and that no
-		// sibling places: the list's next key would be a guess.
-		t.decide(p, Unplaced)
+		return Unchecked
 	}
+	// A PID whose periods did not follow the list in order (its last fit needed a search:
+	// two services' lists in one file, a list with lines missing), and that no sibling
+	// places: the list's next key would be a guess.
+	return Unplaced
 }
 
 // confirm makes a tentative period a real one: the period before it ends, and the unit starts
@@ -718,6 +780,10 @@ func (t *Tracker) endNow(idx int32) {
 		if p.state != Open {
 			return
 		}
+	}
+	if p.awaitLength {
+		t.resolveLength(p) // the hold ran out, or the stream ended, before a length was learned
+		return
 	}
 	if p.ndeferred > 0 {
 		us, n := p.deferred, p.ndeferred
@@ -1007,6 +1073,16 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// is better evidence. After a longer one it may be a later period's.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
+			case state == Fit && (p.silenced || q.from < 0 && !q.placed) && t.minPeriod == HoldPackets &&
+				!t.keys.Fixed() && q.ndeferred == 0:
+				// The same cases, before any period was seen whole: the period waits
+				// (its packets held, within HoldPackets) for one that says how long
+				// the silence may be; else it is decided as it would be now (fallback).
+				q.awaitLength = true
+				q.fit.pos, q.fit.key, q.fit.gap, q.fit.silenced = p.pos, p.key, p.gap, p.silenced
+				t.placeBySiblings(q)
+				q.fallback = t.uncheckedState(q, t.pk[q.pid])
+				t.awaitingLength = append(t.awaitingLength, p.from)
 			default:
 				t.endNow(p.from)
 			}
@@ -1016,7 +1092,7 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 		t.liveDecided(p)
 		return
 	}
-	if t.continues(p) {
+	if t.continues(p) || p.merged {
 		return // the same crypto period goes on: counted and logged once
 	}
 	what := ""
@@ -1106,8 +1182,10 @@ func (t *Tracker) finish() {
 }
 
 // compact drops the periods no packet refers to any more: those that are neither a PID's
-// current period nor the one a tentative period interrupts. Call it only when no packet waits:
-// then every period is decided (each has a packet waiting until it is).
+// current period nor the one a tentative period interrupts, nor the period before one still
+// open (whose decision may follow from it). Call it only when no packet waits. A period still
+// open then (one that no packet waits for: a counting-only tracker's, as probe's) stays open
+// and is decided as it would have been.
 func (t *Tracker) compact() {
 	if t.live != nil {
 		t.liveResolve(false) // no packet waits: every period waiting is decided; forget them
@@ -1115,18 +1193,69 @@ func (t *Tracker) compact() {
 	if len(t.periods) < 4096 {
 		return
 	}
-	kept := t.periods[:0:0]
+	newIdx := make(map[int32]int32)
+	var order []int32
+	keep := func(idx int32) {
+		for idx >= 0 {
+			if _, ok := newIdx[idx]; ok {
+				return
+			}
+			newIdx[idx] = int32(len(order))
+			order = append(order, idx)
+			if t.periods[idx].state != Open {
+				return
+			}
+			idx = t.periods[idx].from
+		}
+	}
+	for _, pk := range t.pk {
+		if pk != nil {
+			keep(pk.prev)
+			keep(pk.cur)
+		}
+	}
+	kept := make([]cryptoPeriod, len(order))
+	open, deferred := t.open[:0], t.deferred[:0]
+	for i, idx := range order {
+		p := t.periods[idx]
+		if p.from >= 0 {
+			if to, ok := newIdx[p.from]; ok {
+				p.from = to
+			} else {
+				// Decided, and so is the period before it: only that it had one is read.
+				p.from = forgottenPeriod
+			}
+		}
+		kept[i] = p
+		if p.state == Open {
+			open = append(open, int32(i))
+			if p.ndeferred > 0 {
+				deferred = append(deferred, int32(i))
+			}
+		}
+	}
 	for _, pk := range t.pk {
 		if pk == nil {
 			continue
 		}
 		for _, idx := range []*int32{&pk.prev, &pk.cur} {
 			if *idx >= 0 {
-				kept = append(kept, t.periods[*idx])
-				*idx = int32(len(kept) - 1)
+				*idx = newIdx[*idx]
 			}
 		}
 	}
-	t.periods = kept
-	t.open = t.open[:0]
+	awaiting := t.awaitingLength[:0]
+	for _, idx := range t.awaitingLength {
+		if to, ok := newIdx[idx]; ok && kept[to].state == Open {
+			awaiting = append(awaiting, to)
+		}
+	}
+	t.awaitingLength = awaiting
+	// In order of their first packet, as expire takes them.
+	slices.SortFunc(open, func(a, b int32) int { return cmp.Compare(kept[a].first, kept[b].first) })
+	t.periods, t.open, t.deferred = kept, open, deferred
 }
+
+// forgottenPeriod is the from of a decided period whose period before was dropped by compact:
+// a decided period's from is read only for whether it has one.
+const forgottenPeriod = math.MaxInt32

@@ -112,9 +112,12 @@ type Tracker struct {
 	periods  []cryptoPeriod
 	open     []int32 // periods not yet decided, in order of their first packet
 	deferred []int32 // open periods with unit starts deferred for want of a PMT (recheck)
-	haveHint bool    // a period has fitted: hintPos and hintOdd are its ring position and parity
-	hintPos  int
-	hintOdd  bool
+	// awaitingLength are the open periods that wait to learn the stream's period length
+	// (cryptoPeriod.awaitLength).
+	awaitingLength []int32
+	haveHint       bool // a period has fitted: hintPos and hintOdd are its ring position and parity
+	hintPos        int
+	hintOdd        bool
 	// startDisputed says a PID's first period fitted a CW other than the list's first for
 	// its parity: the list's start is no evidence for another PID's first period.
 	startDisputed bool
@@ -269,6 +272,7 @@ func (t *Tracker) Rekey(s *keys.Schedule) {
 		}
 	}
 	t.periods, t.open = t.periods[:0], t.open[:0] // no packet refers to a period any more
+	t.awaitingLength = t.awaitingLength[:0]
 }
 
 // Release hands the tracker's per-PID table to the trackers that follow; the tracker must not

@@ -350,3 +350,70 @@ func TestLiveNoKeyWithinWaitPassesAsCame(t *testing.T) {
 		t.Fatalf("%d periods gave up, want 1", w.GaveUp)
 	}
 }
+
+// skip stands for n packets of the stream that are not scrambled (or of other PIDs): a silence
+// of the PIDs the test follows.
+func (s *stream) skip(n int64) { s.at += n }
+
+// interleave gives packets of pids in turn, n in all, of one parity, scrambled with cws[k]: each
+// PID's first starts a PES packet.
+func (s *stream) interleave(odd bool, k, n int, pids ...uint16) {
+	for i := range n {
+		if i < len(pids) {
+			s.start(pids[i], odd, k)
+		} else {
+			s.data(pids[i%len(pids)], odd)
+		}
+	}
+}
+
+func TestFirstPeriodWaitsForThePeriodLength(t *testing.T) {
+	// A PID's first period, with nothing to check, split off its next by a silence before any
+	// crypto period was seen whole: whether the key changed twice in the silence is not known
+	// until the stream shows how long its periods are. The period waits (held) for that.
+	for _, c := range []struct {
+		silence int64
+		state   period.State
+		key     int
+	}{
+		{80, period.Fit, 2},        // shorter than half a period (200): the same period
+		{150, period.Unplaced, -1}, // long enough to hide two changes: left as it came
+	} {
+		s := newStream(t, period.Config{Keys: keys.NewList(cws[:6])})
+		first := s.data(0x101, false)
+		s.data(0x101, false)
+		s.skip(c.silence)
+		s.start(0x101, false, 2) // the stream began at CW 3 of the list: a search finds it
+		s.interleave(false, 2, 20, 0x101)
+		if s.tr.Decided(first) {
+			st, k := s.tr.Decision(first)
+			t.Fatalf("silence %d: decided (%d, CW %d) before a period was seen whole", c.silence, st, k)
+		}
+		s.interleave(true, 3, 200, 0x101)
+		s.interleave(false, 4, 10, 0x101) // the odd period, 200 packets, was seen whole
+		s.tr.Finish()
+		if c.key >= 0 {
+			s.want(first, c.state, c.key)
+		} else if st, _ := s.tr.Decision(first); st != c.state {
+			t.Errorf("silence %d: first period decided %d, want %d", c.silence, st, c.state)
+		}
+	}
+}
+
+func TestPIDJoiningItsSiblingsPeriodIsPlaced(t *testing.T) {
+	// A PID that comes to the parity a sibling began the service's period with, after a
+	// silence of the whole service too short to hold a period of the other parity, is in that
+	// period: its checked key places the sibling's packets that had nothing to check.
+	s := newStream(t, period.Config{Keys: keys.NewList(cws[:6])})
+	s.service(0x101, 0x102)
+	s.interleave(false, 0, 200, 0x101, 0x102)
+	s.interleave(true, 1, 200, 0x101, 0x102)
+	s.interleave(false, 2, 200, 0x101, 0x102) // the odd period was seen whole: 200 packets
+	b := s.data(0x101, true)                  // the service's next period: CW 6, not the list's next
+	s.data(0x101, true)
+	s.skip(80) // the whole service silent
+	s.start(0x102, true, 5)
+	s.data(0x102, true)
+	s.tr.Finish()
+	s.want(b, period.Unchecked, 5)
+}
