@@ -16,10 +16,14 @@ package probe
 import (
 	"errors"
 	"fmt"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keys/period"
+	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // ErrEmpty is returned by Probe for an input without a single byte.
@@ -118,9 +122,10 @@ type PID struct {
 	Even     int64    `json:"even"`     // TSC 10
 	Odd      int64    `json:"odd"`      // TSC 11
 	Reserved int64    `json:"reserved"` // TSC 01
-	// CryptoPeriods is the number of runs of one parity among the even and odd packets of
-	// the PID: the parity changes plus one, 0 when none is scrambled. Clear and reserved
-	// packets between two packets of the same parity do not end a run.
+	// CryptoPeriods is the number of crypto periods of the PID as the descrambler counts
+	// them (keys/period): the runs of one parity among its even and odd packets, 0 when none
+	// is scrambled, less the single packets of the other parity inside a run (glitches).
+	// Clear and reserved packets between two packets of the same parity do not end a run.
 	CryptoPeriods int64 `json:"crypto_periods"`
 	PCRs          int64 `json:"pcrs,omitempty"` // PCRs carried in its adaptation fields
 }
@@ -128,10 +133,9 @@ type PID struct {
 // pidCount is the running count of one PID.
 type pidCount struct {
 	packets int64
-	byTSC   [4]int64 // by transport_scrambling_control value
-	periods int64
-	last    ts.Scrambling // parity of the last scrambled packet; Clear before the first
-	pcr     ts.PCRClock   // on the PCRs of this PID alone
+	byTSC   [4]int64    // by transport_scrambling_control value
+	periods int64       // crypto periods, as the period tracker decided them
+	pcr     ts.PCRClock // on the PCRs of this PID alone
 }
 
 // Probe reads the transport stream r to its end, once, and reports what it holds. It returns
@@ -143,6 +147,19 @@ func Probe(r io.Reader) (*Report, error) {
 	tabs := newTables()
 	onSection := tabs.section // one func value for the whole run, not one per packet
 	rep := &Report{}
+	// The descrambler's own period rules count the crypto periods: without keys to try, a
+	// period is told by its parity and its siblings', and a single packet of the other
+	// parity is a glitch. The rules ask the PAT and PMTs as the descrambler reads them.
+	psiView := psi.NewTracker()
+	var psiGen uint64
+	periods := period.New(period.Config{
+		Keys:   keys.NewList(nil),
+		Tables: psiView,
+		Counted: func(pid uint16, _ period.State) {
+			counts[pid].periods++
+		},
+	})
+	defer periods.Release()
 
 	var n, size int64
 	for {
@@ -162,20 +179,28 @@ func Probe(r io.Reader) (*Report, error) {
 		c.packets++
 		tsc := ts.TSC(p)
 		c.byTSC[tsc]++
-		if tsc == ts.Even || tsc == ts.Odd {
-			if tsc != c.last {
-				c.periods++
-				c.last = tsc
-			}
+		if _, payload := ts.PayloadOffset(p); payload && (tsc == ts.Even || tsc == ts.Odd) {
+			// As the descrambler's classifier: only packets with a payload have a period.
+			periods.Packet(n+1, pid, tsc == ts.Odd, false)
+			periods.Expire()
+			periods.Compact() // nothing waits for a decision here
 		}
 		if ts.TEI(p) {
 			rep.TransportErrors++
 		} else {
 			c.pcr.Observe(p, n)
 			tabs.reader.Feed(p, onSection)
+			if psiView.Wants(pid) {
+				psiView.Feed(p)
+				if g := psiView.Generation(); g != psiGen {
+					psiGen = g
+					periods.TablesChanged()
+				}
+			}
 		}
 		n++
 	}
+	periods.Finish()
 	rep.Bytes = fr.Skipped() + fr.Truncated() + size
 	if n == 0 && rep.Bytes == 0 {
 		return nil, ErrEmpty

@@ -468,3 +468,37 @@ func TestProbeTwoSectionPAT(t *testing.T) {
 		t.Errorf("services %+v", rep.Services)
 	}
 }
+
+// TestProbeCryptoPeriods: probe counts crypto periods by the descrambler's rules (keys/period):
+// a single packet of the other parity inside a run is a glitch, not two periods; and the count
+// stays exact over more periods than the tracker keeps at once (it forgets decided periods).
+func TestProbeCryptoPeriods(t *testing.T) {
+	sb := newStreamBuilder()
+	// PID 0x100: even 10, one odd packet (a glitch), even 10, odd 10: two periods.
+	for i := range 31 {
+		tsc := byte(2)
+		if i == 10 || i >= 21 {
+			tsc = 3
+		}
+		sb.pes(0x0100, tsc, -1, false)
+	}
+	// PIDs 0x101 and 0x102, interleaved: 6,000 periods of three packets each.
+	const long = 6000
+	for i := range long * 3 {
+		tsc := byte(2 + i/3%2)
+		sb.pes(0x0101, tsc, -1, false)
+		sb.pes(0x0102, tsc, -1, false)
+	}
+	rep, err := Probe(bytes.NewReader(sb.buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pidEntry(rep, 0x100); p == nil || p.Even != 20 || p.Odd != 11 || p.CryptoPeriods != 2 {
+		t.Errorf("PID 0x100 (a one-packet glitch): %+v, want 20 even, 11 odd, 2 periods", p)
+	}
+	for _, pid := range []uint16{0x101, 0x102} {
+		if p := pidEntry(rep, pid); p == nil || p.CryptoPeriods != long {
+			t.Errorf("PID %#x: %+v, want %d periods", pid, p, long)
+		}
+	}
+}
