@@ -254,10 +254,10 @@ func KeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 }
 
 // printServerLine prints the key server's counts.
-func printServerLine(w io.Writer, s *pipeline.KeyServerStats) {
-	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.ECMsSent)
+func printServerLine(w io.Writer, s *pipeline.KeyServer) {
+	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.Sent)
 	if s.Protocol == "ecm-xor" {
-		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.ECMsSent)
+		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.Sent)
 	}
 	if s.Protocol == "cs378x" {
 		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
