@@ -3,7 +3,7 @@
 // cs378x client, for one), and sets the control words of each answer in a keys.Live source,
 // which the descrambler asks at each crypto period. The protocols live in the packages below
 // (cs378x, dvbapi); this package holds what they share: the ECM, the errors a server answers,
-// how a client connects again after a failure (Redial), and the counts a run reports.
+// how a client connects again after a failure (Redial), and the counts a run reports (Stats).
 package keyserver
 
 import (
@@ -70,26 +70,36 @@ type Feeder struct {
 	log     func(string)
 }
 
-// Stats counts what a Feeder did.
+// Stats counts what a key server client did: a Feeder (cs378x, the stream's own ECMs) fills in
+// every count but Refused; a DVBAPI client, whose server only ever answers with keys, ECMs,
+// Sent, CWs, Refused and the round trips (dvbapi.Stats holds it beside its protocol's own
+// counts). The client keeps them; a run's statistics write them as they are, under these JSON
+// names (-stats: live_keys.key_server).
 type Stats struct {
-	ECMs int64 // ECM sections offered (repeats included)
-	// Sent = Answers + NoKeys + NotFound + NoCard + Timeouts + Errors + Unanswered: each ECM
-	// sent is in one of them once its request has ended.
-	Sent     int64 // ECMs sent to the server
-	Answers  int64 // answers with a key: a CW of either parity that is not all zero
-	NoKeys   int64 // answers whose CWs are all zero: an answer, but no key
-	CWs      int64 // CWs set in the key source (all-zero ones are not)
-	NotFound int64
-	NoCard   int64
-	Timeouts int64
-	Errors   int64 // connection and protocol errors
-	// Unanswered counts the ECMs still waiting for their answer when Run ended: in flight
-	// at the end of a run, in no other count.
-	Unanswered int64
-	Dropped    int64 // ECMs dropped from a full queue
+	// Sent = Answers + NotFound + NoCard + Timeouts + Errors: each ECM sent is in one of them
+	// once its request has ended.
+	Sent    int64 `json:"ecms_sent"` // ECMs sent to the server
+	Answers int64 `json:"answers"`   // answers with a key: a CW of either parity that is not all zero
+	// NotFound counts the answers without a key: the server found none, or its CWs are all
+	// zero (NoKeys of them).
+	NotFound int64 `json:"not_found"`
+	NoCard   int64 `json:"no_card"`
+	// Timeouts counts the ECMs that got no answer in time, Unanswered of them still waiting
+	// when Run ended.
+	Timeouts int64 `json:"timeouts"`
+	Errors   int64 `json:"errors"`  // connection and protocol errors
+	CWs      int64 `json:"cws"`     // CWs set in the key source (all-zero ones are not)
+	Refused  int64 `json:"refused"` // CWs or descrambling modes not used (not DVB-CSA2, out of range)
 	// RTTMedian and RTTMax are the median and the largest time from sending an ECM to its
 	// answer (with or without a key), over the answers.
-	RTTMedian, RTTMax time.Duration
+	RTTMedian time.Duration `json:"ecm_rtt_median_ns"`
+	RTTMax    time.Duration `json:"ecm_rtt_max_ns"`
+
+	// The details of the counts above, for the client's own tests and logs.
+	ECMs       int64 `json:"-"` // ECM sections taken from the stream (a Feeder's include repeats)
+	NoKeys     int64 `json:"-"` // of NotFound: answers whose CWs are all zero
+	Unanswered int64 `json:"-"` // of Timeouts: in flight when Run ended, in no other count
+	Dropped    int64 `json:"-"` // ECMs dropped from a Feeder's full queue
 }
 
 // NewFeeder returns a Feeder that answers ECMs through ans and sets their CWs in live, in key
@@ -182,9 +192,9 @@ func (f *Feeder) Run(ctx context.Context) {
 			f.st.Answers++
 			f.rtts.Add(rtt)
 		case err == nil:
-			// All-zero CWs are the server saying it has none: counted apart, not as an
-			// answer with keys.
+			// All-zero CWs are the server saying it has none: not an answer with keys.
 			f.st.NoKeys++
+			f.st.NotFound++
 			f.rtts.Add(rtt)
 		case errors.Is(err, ErrNotFound):
 			f.st.NotFound++
@@ -193,7 +203,9 @@ func (f *Feeder) Run(ctx context.Context) {
 			f.st.NoCard++
 			f.rtts.Add(rtt)
 		case ctx.Err() != nil:
+			// No answer came in time for the run: a timeout, of its own kind.
 			f.st.Unanswered++
+			f.st.Timeouts++
 		case errors.Is(err, ErrTimeout):
 			f.st.Timeouts++
 			f.forget(e)

@@ -121,8 +121,9 @@ func (s *blockingServer) Answer(ctx context.Context, e keyserver.ECM) ([]byte, [
 	return make([]byte, 8), make([]byte, 8), nil
 }
 
-// The counts add up at the end: an answer with all-zero CWs is an answer without keys, and an
-// ECM still in flight when the run ends is unanswered; both were in no category, or the wrong one.
+// The counts add up at the end: an answer with all-zero CWs is an answer without keys (not
+// found), and an ECM still in flight when the run ends is unanswered (timed out); both were in
+// no category, or the wrong one.
 func TestFeederCountsAddUp(t *testing.T) {
 	srv := &blockingServer{held: make(chan struct{})}
 	f := keyserver.NewFeeder(keys.NewLive(), srv)
@@ -143,7 +144,10 @@ func TestFeederCountsAddUp(t *testing.T) {
 	if st.Sent != 2 || st.Answers != 0 || st.NoKeys != 1 || st.CWs != 0 || st.Unanswered != 1 {
 		t.Fatalf("stats %+v: want 2 sent, 1 answer without keys, 1 unanswered", st)
 	}
-	if sum := st.Answers + st.NoKeys + st.NotFound + st.NoCard + st.Timeouts + st.Errors + st.Unanswered; sum != st.Sent {
+	if st.NotFound != st.NoKeys || st.Timeouts != st.Unanswered {
+		t.Fatalf("stats %+v: the answer without keys is not found, the unanswered ECM a timeout", st)
+	}
+	if sum := st.Answers + st.NotFound + st.NoCard + st.Timeouts + st.Errors; sum != st.Sent {
 		t.Fatalf("stats %+v: the categories add up to %d, not the %d sent", st, sum, st.Sent)
 	}
 }

@@ -41,33 +41,33 @@ const (
 // TS bytes are not a whole number of packets of one framing is dropped (Unaligned), never
 // joined to its neighbours.
 type Stats struct {
-	Datagrams int64 // datagrams received
-	Bytes     int64 // TS bytes passed on to Read (RTP headers excluded)
+	Datagrams int64 `json:"datagrams"` // datagrams received
+	Bytes     int64 `json:"bytes"`     // TS bytes passed on to Read (RTP headers excluded)
 
-	RTP        int64   // datagrams with an RTP header (all of them on an rtp:// input)
-	Lost       int64   // RTP sequence numbers that never arrived
-	Reordered  int64   // RTP datagrams that arrived out of order and were put back in order
-	Late       int64   // RTP datagrams that came after their place was given up, passed on late
-	Duplicates int64   // RTP datagrams received twice, the copy dropped
-	Jumps      int64   // RTP sequence jumps taken as the sender starting over (not counted lost)
-	OtherSSRC  int64   // RTP datagrams of another sender (SSRC) than the one followed while it sends, dropped
-	NewSSRC    int64   // times a new SSRC was followed, the one before silent for half a second (a restarted sender)
-	OtherPT    int64   // RTP datagrams whose payload type is not 33 (MP2T); passed on all the same
-	OtherPTs   []uint8 // the payload types other than 33 seen, in order of first sight
-	NotRTP     int64   // datagrams on an rtp:// input without an RTP header (or whole packets as they are), taken as plain
+	RTP        int64   `json:"rtp"`                               // datagrams with an RTP header (all of them on an rtp:// input)
+	Lost       int64   `json:"rtp_lost"`                          // RTP sequence numbers that never arrived
+	Reordered  int64   `json:"rtp_reordered"`                     // RTP datagrams that arrived out of order and were put back in order
+	Late       int64   `json:"rtp_late"`                          // RTP datagrams that came after their place was given up, passed on late
+	Duplicates int64   `json:"rtp_duplicates"`                    // RTP datagrams received twice, the copy dropped
+	Jumps      int64   `json:"rtp_jumps"`                         // RTP sequence jumps taken as the sender starting over (not counted lost)
+	OtherSSRC  int64   `json:"rtp_other_ssrc"`                    // RTP datagrams of another sender (SSRC) than the one followed while it sends, dropped
+	NewSSRC    int64   `json:"rtp_new_ssrc"`                      // times a new SSRC was followed, the one before silent for half a second (a restarted sender)
+	OtherPT    int64   `json:"rtp_other_payload_type"`            // RTP datagrams whose payload type is not 33 (MP2T); passed on all the same
+	OtherPTs   []uint8 `json:"rtp_other_payload_types,omitempty"` // the payload types other than 33 seen, in order of first sight
+	NotRTP     int64   `json:"not_rtp"`                           // datagrams on an rtp:// input without an RTP header (or whole packets as they are), taken as plain
 
 	// Unaligned counts the datagrams dropped because their TS bytes (after the RTP header) are
 	// not a whole number of packets of one framing (188, 192 or 204 bytes, each with its sync
 	// byte in place): short, cut or padded datagrams.
-	Unaligned int64
-	Truncated int64 // datagrams dropped because their RTP header ran past their end, or cut by the buffer
+	Unaligned int64 `json:"unaligned"`
+	Truncated int64 `json:"truncated"` // datagrams dropped because their RTP header ran past their end, or cut by the buffer
 	// Dropped is what the kernel dropped because the socket buffer was full (Linux): datagrams,
 	// but when it coalesces them (Coalesced), buffers of up to 64 datagrams, each counted once,
 	// so the count of datagrams lost is then at least Dropped (RTP's Lost counts them exactly).
-	Dropped int64
+	Dropped int64 `json:"dropped_by_system"`
 
-	SocketBuffer int  // the receive buffer the kernel granted, in bytes
-	Coalesced    bool // the kernel hands over datagrams of one size coalesced (UDP_GRO)
+	SocketBuffer int  `json:"socket_buffer"`       // the receive buffer the kernel granted, in bytes
+	Coalesced    bool `json:"coalesced,omitempty"` // the kernel hands over datagrams of one size coalesced (UDP_GRO)
 }
 
 // ErrIdle is the error Read returns, wrapped in an *IdleError, when no datagram arrived for the

@@ -27,9 +27,9 @@ const (
 
 // WriterStats counts what a Writer sent.
 type WriterStats struct {
-	Datagrams int64 // datagrams sent
-	Bytes     int64 // TS bytes sent (RTP headers excluded)
-	Partial   int64 // datagrams sent short of pkts packets by Flush
+	Datagrams int64 `json:"datagrams"`       // datagrams sent
+	Bytes     int64 `json:"bytes"`           // TS bytes sent (RTP headers excluded)
+	Partial   int64 `json:"short_datagrams"` // datagrams sent short of pkts packets by Flush
 }
 
 // Writer sends a transport stream to a udp:// or rtp:// address, Address.Packets TS packets

@@ -25,6 +25,7 @@ type classifier struct {
 	keys *keys.Schedule
 	st   *Stats
 	pids *[8192]*PIDStats
+	seen []uint16 // the PIDs pids has, in the order first seen
 
 	// tr decides which key applies to each scrambled packet (package keys/period).
 	tr *period.Tracker
@@ -123,6 +124,7 @@ func (cl *classifier) pid(pid uint16) *PIDStats {
 	if ps == nil {
 		ps = &PIDStats{PID: pid}
 		cl.pids[pid] = ps
+		cl.seen = append(cl.seen, pid)
 	}
 	return ps
 }

@@ -43,8 +43,6 @@ type feed struct {
 	*ts.ReadAhead
 	latency time.Duration
 
-	// report, when not zero, is when the next Options.Report is due: a deadline too.
-	report time.Time
 	// read counts the bytes handed on; arrivals says when each block still in the framer's
 	// buffer arrived (arrivals[head:] in order).
 	read     int64
@@ -118,9 +116,6 @@ func due(held []*chunk, c *chunk, fr *ts.Framer, fd *feed, stalled, decideOnTime
 		t = c.due
 	case !stalled && fr.Buffered() > 0:
 		t = fd.arrivedAt(fr.BytesRead() - int64(fr.Buffered())).Add(fd.latency)
-	}
-	if !fd.report.IsZero() && (t.IsZero() || fd.report.Before(t)) {
-		t = fd.report // a report is due first
 	}
 	return t
 }

@@ -328,33 +328,29 @@ func TestContinuityErrors(t *testing.T) {
 	}
 }
 
-// Report is called about every ReportEvery with the counts so far, also while a live input
-// is quiet.
-func TestReport(t *testing.T) {
+// An Observer gives the counts so far whenever it is asked, also while a live input is quiet.
+func TestObserverWhileQuiet(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
 	scrambled, _, _ := testStream(t, 200, ts.Framing188, cws, 500, rng)
 	pr, pw := io.Pipe()
-	var mu sync.Mutex
-	var reports []Stats
+	var obs Observer
 	done := make(chan error, 1)
 	go func() {
 		_, err := Run(context.Background(), pr, io.Discard, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond, DecideOnTime: true,
-			ReportEvery: 20 * time.Millisecond, Report: func(s Stats) {
-				mu.Lock()
-				reports = append(reports, s)
-				mu.Unlock()
-			}})
+			Observer: &obs})
 		done <- err
 	}()
 	pw.Write(scrambled)
-	time.Sleep(300 * time.Millisecond) // quiet: reports go on
+	var reports []Stats
+	for range 15 { // quiet: the counts are there all the same
+		time.Sleep(20 * time.Millisecond)
+		reports = append(reports, obs.Snapshot())
+	}
 	pw.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	last := reports[len(reports)-1]
 	if len(reports) < 5 || last.Packets != 200 || last.PacketsOut != 200 || len(last.PIDs) == 0 || last.Elapsed < 200*time.Millisecond {
 		t.Fatalf("%d reports, the last: %d packets in, %d out, %d PIDs, %v", len(reports), last.Packets, last.PacketsOut, len(last.PIDs), last.Elapsed)

@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keys/period"
+	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/ts"
 )
@@ -61,25 +63,18 @@ type LiveKeys struct {
 type LiveKeyStats struct {
 	period.Waits
 
-	// Server holds the key server client's counts, when the caller that runs the client
-	// fills it in.
-	Server *KeyServerStats `json:"key_server,omitempty"`
+	// Server is what the key server did, when the caller that runs its client says
+	// (SetServer).
+	Server *KeyServer `json:"key_server,omitempty"`
 }
 
-// KeyServerStats are a key server client's counts, for the run's statistics.
-type KeyServerStats struct {
-	Protocol  string        `json:"protocol"`
-	ECMsSent  int64         `json:"ecms_sent"`
-	Answers   int64         `json:"answers"`
-	NotFound  int64         `json:"not_found"`
-	NoCard    int64         `json:"no_card"`
-	Timeouts  int64         `json:"timeouts"`
-	Errors    int64         `json:"errors"`
-	CWs       int64         `json:"cws"`
-	Refused   int64         `json:"refused"` // CWs or modes the client did not use (not DVB-CSA2, out of range)
-	RTTMedian time.Duration `json:"ecm_rtt_median_ns"`
-	RTTMax    time.Duration `json:"ecm_rtt_max_ns"`
-	// Applied counts the crypto periods that got a CW from the key server, per PID and parity.
+// KeyServer is a key server's part in a run: the counts its client keeps, the protocol it
+// spoke, and the crypto periods that took its CWs.
+type KeyServer struct {
+	Protocol string `json:"protocol"`
+	keyserver.Stats
+	// Applied counts the crypto periods that got a CW from the key server, per PID and
+	// parity, in PID order, even before odd.
 	Applied []AppliedCWs `json:"applied"`
 }
 
@@ -88,6 +83,28 @@ type AppliedCWs struct {
 	PID     uint16 `json:"pid"`
 	Odd     bool   `json:"odd"`
 	Periods int64  `json:"periods"`
+}
+
+// SetServer adds the counts of the key server's client, once it has stopped, to those of the
+// run's waits; protocol names it (cs378x, dvbapi).
+func (ls *LiveKeyStats) SetServer(protocol string, st keyserver.Stats) {
+	s := &KeyServer{Protocol: protocol, Stats: st}
+	for k, n := range ls.Applied {
+		s.Applied = append(s.Applied, AppliedCWs{PID: k.PID, Odd: k.Odd, Periods: n})
+	}
+	slices.SortFunc(s.Applied, func(a, b AppliedCWs) int {
+		if a.PID != b.PID {
+			return int(a.PID) - int(b.PID)
+		}
+		switch {
+		case a.Odd == b.Odd:
+			return 0
+		case a.Odd:
+			return 1
+		}
+		return -1
+	})
+	ls.Server = s
 }
 
 // livePollEvery is how often the reader asks the key source again while it waits for a free

@@ -50,11 +50,9 @@ type Options struct {
 	// Lanes is the width of the bitsliced CSA2 engine, one of csa.Available(), or 0 for the
 	// fastest on this CPU (see csa.NewEngine). It applies where System or Out.System is nil.
 	Lanes int
-	// Progress, when set, is called from the reading goroutine with the number of input bytes
-	// read so far, about once per unit of work.
-	Progress func(bytesIn int64)
-	// Counters, when set, are kept up to date while the run goes, once per unit of work.
-	Counters *Counters
+	// Observer, when set, is kept up to date with the run's counts while it goes, once per
+	// unit of work, for a caller that reports them before the run ends.
+	Observer *Observer
 	// Log, when set, receives one-line notes about the run (key synchronisation) as they happen.
 	Log func(msg string)
 	// KeyLog, when set, receives a line at each crypto period of the input: its number, its
@@ -96,12 +94,6 @@ type Options struct {
 	// MaxPackets, when above 0, ends the run after that many packet units, as if the input
 	// ended there (a live input that never ends).
 	MaxPackets int64
-	// Report, when set, is called from the reading goroutine about every ReportEvery with the
-	// statistics so far (without Samples, and without the per-PID unit-start checks, which
-	// the final Stats have), for a monitor of a run that does not end. With a latency bound
-	// it is called on time even while the input is quiet.
-	Report      func(Stats)
-	ReportEvery time.Duration
 	// Rekey, when set, brings key schedules that replace Keys while the run goes on (a key
 	// file edited during a live run). A new schedule applies between two units of work: the
 	// crypto periods already begun are decided with the old one, and every PID then finds its
@@ -296,12 +288,20 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	work := make(chan *chunk, maxChunks)
 	done := make(chan *chunk, maxChunks)
 
-	var st Stats             // the reading goroutine's counters
-	var wst Stats            // the writer's: bytes and packets out, unit-start checks
-	var written writerCounts // the writer's, for Options.Report
-	pids := newPIDTable()    // the classifier's counters
+	// The run's counts end up in an Observer, whether or not the caller watches them as they
+	// go: the Stats Run returns are its last snapshot.
+	observed := opts.Observer != nil
+	obs := opts.Observer
+	if !observed {
+		obs = new(Observer)
+	}
+	obs.begin(start)
+	var st Stats          // the reading goroutine's counters
+	var wst Stats         // the writer's: bytes and packets out, unit-start checks
+	pids := newPIDTable() // the classifier's counters
 	defer releasePIDTable(pids)
 	var checks [8192]*pesChecks // the writer's unit-start checks
+	var checked []uint16        // the PIDs checks has
 	var readErr error
 	var wg sync.WaitGroup
 
@@ -344,7 +344,6 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 		fr := ts.NewFramer(src)
 		defer fr.Release() // every unit read is copied into its chunk
 		stalled := false   // the framer said ts.ErrPending with no packet: wait for more input
-		nextReport := start.Add(opts.ReportEvery)
 		var seq int64
 		for {
 			if opts.Rekey != nil {
@@ -441,21 +440,9 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			st.Packets = fr.Packets()
 			st.Skipped, st.Truncated = fr.Skipped(), fr.Truncated()
 			st.Framing = fr.Framing()
-			if opts.Progress != nil {
-				opts.Progress(fr.BytesRead())
-			}
-			if opts.Counters != nil {
-				opts.Counters.fromReader(&st, pids)
-			}
-			if opts.Report != nil {
-				if now := time.Now(); !now.Before(nextReport) {
-					cl.syncCounts()
-					opts.Report(snapshot(&st, pids, &written, cl.tracker, start))
-					nextReport = now.Add(opts.ReportEvery)
-				}
-				if fd != nil {
-					fd.report = nextReport
-				}
+			if observed {
+				cl.syncCounts()
+				obs.fromReader(&st, pids, cl.seen, cl.tracker)
 			}
 			if c.n > 0 {
 				held = append(held, c)
@@ -526,7 +513,7 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			}
 			pending[next%int64(maxChunks)] = nil
 			next++
-			tallyChecks(c, &wst, &checks)
+			tallyChecks(c, &wst, &checks, &checked)
 			if writeErr == nil {
 				var m int
 				m, writeErr = w.Write(c.buf[:c.n])
@@ -538,16 +525,14 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 					cancel() // stop reading; the workers drain what is in flight
 				}
 			}
-			if opts.Counters != nil {
-				opts.Counters.fromWriter(&wst, &checks)
+			if observed {
+				var arrived time.Time
 				if !c.due.IsZero() {
-					opts.Counters.wrote(c.due.Add(-opts.Latency), time.Now())
+					arrived = c.due.Add(-opts.Latency)
 				}
+				obs.fromWriter(&wst, &checks, checked, arrived)
 			}
 			free <- c
-		}
-		if opts.Report != nil {
-			written.publish(&wst)
 		}
 		if flusher != nil && writeErr == nil {
 			if c := pending[next%int64(maxChunks)]; c == nil || c.seq != next {
@@ -560,18 +545,17 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 	wg.Wait()
 	// Every chunk is back in free: the reader, the workers and the writer are done with them.
 	recycleChunks(free)
-	if opts.Counters != nil {
-		// Stopping decides the periods still open: their packets count too.
-		opts.Counters.fromReader(&st, pids)
-	}
-	st.Elapsed = time.Since(start)
+	elapsed := time.Since(start)
+	var live *LiveKeyStats
 	if cl.tr != nil {
-		cl.syncCounts()
-		st.LiveKeys = cl.liveKeyStats()
+		live = cl.liveKeyStats()
 	}
-	// The classifier is done: merge its counters with the writer's.
-	st.BytesOut, st.PacketsOut, st.PESGood, st.PESBad = wst.BytesOut, wst.PacketsOut, wst.PESGood, wst.PESBad
-	summarize(&st, pids, &checks, cl.tracker)
+	// The classifier is done (stopping decided the periods still open: their packets count
+	// too), and so is the writer: their last counts make the run's.
+	cl.syncCounts()
+	obs.fromReader(&st, pids, cl.seen, cl.tracker)
+	obs.fromWriter(&wst, &checks, checked, time.Time{})
+	st = obs.finish(elapsed, st.Samples, live)
 	cl.release() // the reader is done with it (wg.Wait)
 	switch {
 	case writeErr != nil:
@@ -656,8 +640,8 @@ type pesChecks struct {
 	undescribed [2]int64
 }
 
-// tallyChecks adds up the checks of a chunk, in stream order.
-func tallyChecks(c *chunk, st *Stats, checks *[8192]*pesChecks) {
+// tallyChecks adds up the checks of a chunk, in stream order; checked lists the PIDs checks has.
+func tallyChecks(c *chunk, st *Stats, checks *[8192]*pesChecks, checked *[]uint16) {
 	for i := range c.jobs {
 		j := &c.jobs[i]
 		if j.result == 0 {
@@ -667,6 +651,7 @@ func tallyChecks(c *chunk, st *Stats, checks *[8192]*pesChecks) {
 		if ck == nil {
 			ck = new(pesChecks)
 			checks[j.pid] = ck
+			*checked = append(*checked, j.pid)
 		}
 		parity := int(j.flags & jobOdd)
 		switch period.Check(j.result) {
@@ -674,7 +659,7 @@ func tallyChecks(c *chunk, st *Stats, checks *[8192]*pesChecks) {
 			st.PESGood++
 			ck.good[parity]++
 		case period.CheckUndescribed:
-			ck.undescribed[parity]++ // judged at the end, as the tables then say (summarize)
+			ck.undescribed[parity]++ // judged as the tables say when counted (Observer.summary)
 		default:
 			st.PESBad++
 			ck.bad[parity]++

@@ -163,13 +163,9 @@ func TestRunCancel(t *testing.T) {
 	scrambled, want, _ := testStream(t, 5000, ts.Framing188, cws, 1000, rng)
 	ctx, cancel := context.WithCancel(context.Background())
 	var out bytes.Buffer
-	calls := 0
-	_, err := Run(ctx, bytes.NewReader(scrambled), &out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 100,
-		Progress: func(int64) {
-			if calls++; calls == 10 {
-				cancel()
-			}
-		}})
+	// Cancelled once ten units of work are read.
+	in := &triggerReader{b: scrambled, at: 10 * 100 * ts.PacketSize, f: cancel}
+	_, err := Run(ctx, in, &out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 100})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}

@@ -69,6 +69,13 @@ type Stats struct {
 
 	Elapsed time.Duration `json:"elapsed_ns"` // wall time of the run
 
+	// Latency is how long the first packet of the unit of work written last waited in the
+	// run, from its arrival to its write; LatencyMax the longest so far. Kept only with
+	// Options.Latency, whose input notes when each packet arrives, for the metrics of a live
+	// run (Observer); not written to JSON.
+	Latency    time.Duration `json:"-"`
+	LatencyMax time.Duration `json:"-"`
+
 	// LiveKeys counts the waits for keys from a key server, when Options.LiveKeys is set.
 	LiveKeys *LiveKeyStats `json:"live_keys,omitempty"`
 }

@@ -123,12 +123,12 @@ func TestLiveInputKeyServer(t *testing.T) {
 				t.Fatalf("want every period after the first to wait for its key, none to go without: %+v", lk)
 			}
 			s := lk.Server
-			if s.ECMsSent < int64(len(ecms)) || s.CWs < int64(len(ecms)) || s.RTTMax < 30*time.Millisecond {
+			if s.Sent < int64(len(ecms)) || s.CWs < int64(len(ecms)) || s.RTTMax < 30*time.Millisecond {
 				t.Fatalf("key server counts %+v for a stream of %d ECMs answered after 30 ms", *s, len(ecms))
 			}
 			summaryHas(t, res.stderr, `key server \(`+ksrv.name+`\): [0-9]+ ECMs sent`, `; 0 got none in time`)
 			t.Logf("%s, UDP input at about 7000 packets/s (%d datagrams): %d ECMs, round trip median %v max %v; %d periods waited, %d packets held, the longest %v",
-				ksrv.name, st.Live.Input.Datagrams, s.ECMsSent, s.RTTMedian, s.RTTMax, lk.Waited, lk.Held, lk.HeldMax)
+				ksrv.name, st.Live.Input.Datagrams, s.Sent, s.RTTMedian, s.RTTMax, lk.Waited, lk.Held, lk.HeldMax)
 		})
 	}
 }
@@ -203,7 +203,7 @@ func TestLiveInputKeyServerStops(t *testing.T) {
 				sameBytes(t, fmt.Sprintf("packet %d", i/188), got[i:i+188], want, 188)
 			}
 			t.Logf("%s stopped after %d ECMs: %d periods held %d packets (the longest %v); %d periods passed %d packets as they came; %d ECMs sent, round trip median %v max %v",
-				ksrv.name, answered, lk.Waited, lk.Held, lk.HeldMax, lk.GaveUp, lk.PassedNoKey, lk.Server.ECMsSent, lk.Server.RTTMedian, lk.Server.RTTMax)
+				ksrv.name, answered, lk.Waited, lk.Held, lk.HeldMax, lk.GaveUp, lk.PassedNoKey, lk.Server.Sent, lk.Server.RTTMedian, lk.Server.RTTMax)
 		})
 	}
 }

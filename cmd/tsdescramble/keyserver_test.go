@@ -62,7 +62,7 @@ func TestKeyServerCS378x(t *testing.T) {
 	if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.LiveKeys.Server == nil || st.LiveKeys.Server.ECMsSent != 4 || len(st.LiveKeys.Server.Applied) != 2 {
+	if st.LiveKeys.Server == nil || st.LiveKeys.Server.Sent != 4 || len(st.LiveKeys.Server.Applied) != 2 {
 		t.Fatalf("stats %+v", st.LiveKeys)
 	}
 	// Each period's key passed the trial decryption on its first unit start: it fits.

@@ -167,7 +167,8 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report
 	}
 	ls := &report.Live{}
 	if in.live != nil {
-		ls.In = report.NewLiveInput(in.live.Stats())
+		s := in.live.Stats()
+		ls.In = &s
 	}
 	// The bitrate counts from the first bytes: a live run may wait long for its feed.
 	if first := in.first.Load(); first > 0 {
@@ -176,7 +177,8 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report
 		}
 	}
 	if out.net != nil {
-		ls.Out = report.NewLiveOutput(out.net.w.Stats())
+		s := out.net.w.Stats()
+		ls.Out = &s
 		if out.net.pacer != nil && final {
 			ls.PaceResets = out.net.pacer.Resets()
 		}

@@ -20,9 +20,14 @@ import (
 
 // progress shows a progress bar on stderr when stderr is a terminal, and costs nothing otherwise.
 type progress struct {
-	bar  *progressbar.ProgressBar
-	last int64
+	bar        *progressbar.ProgressBar
+	last       int64
+	obs        *pipeline.Observer // the run's counts, once followed
+	stop, done chan struct{}      // of the goroutine that follows them
 }
+
+// progressEvery is how often the bar reads the run's counts: as often as the bar may redraw.
+const progressEvery = 100 * time.Millisecond
 
 func newProgress(env Env, size int64, quiet bool, mode pipeline.Mode) *progress {
 	f, ok := env.Stderr.(*os.File)
@@ -38,13 +43,37 @@ func newProgress(env Env, size int64, quiet bool, mode pipeline.Mode) *progress 
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
 		// No spinner ticker for a pipe: the library's ticker goroutine reads the bar's state
-		// without its lock (a data race under -race); the bar is redrawn at each unit of
-		// work anyway.
+		// without its lock (a data race under -race); follow redraws the bar anyway.
 		progressbar.OptionSetSpinnerChangeInterval(0),
-		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionThrottle(progressEvery),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionClearOnFinish(),
 	)}
+}
+
+// active reports whether a bar is shown.
+func (p *progress) active() bool { return p.bar != nil }
+
+// follow redraws the bar from the input bytes of the run's counts, from a goroutine of its
+// own, until finish.
+func (p *progress) follow(obs *pipeline.Observer) {
+	if p.bar == nil {
+		return
+	}
+	p.obs, p.stop, p.done = obs, make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.set(obs.Snapshot().BytesIn)
+			case <-p.stop:
+				return
+			}
+		}
+	}()
 }
 
 // set is called with the input bytes read so far.
@@ -56,9 +85,15 @@ func (p *progress) set(n int64) {
 }
 
 func (p *progress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
+	if p.bar == nil {
+		return
 	}
+	if p.obs != nil {
+		close(p.stop)
+		<-p.done
+		p.set(p.obs.Snapshot().BytesIn) // a run shorter than a redraw is shown too
+	}
+	p.bar.Finish()
 }
 
 // onFirstBytes reads r and calls f once, when the first bytes come and before they are handed
@@ -80,33 +115,37 @@ func (o *onFirstBytes) Read(p []byte) (int, error) {
 // ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
 func (o *onFirstBytes) ArrivedAt() time.Time { return ts.ArrivedAt(o.r) }
 
-// statsEvery rewrites the -stats file with each report of a run still going, from a goroutine
-// of its own so that a slow disk never holds the run up: a report that comes while the last is
-// being written waits, and a newer one replaces it.
+// statsEvery rewrites the -stats file every interval with the counts of a run still going, from
+// a goroutine of its own, so that a slow disk never holds the run up, and on time while the
+// input is quiet.
 type statsEvery struct {
-	path    string
-	in      *input
-	out     *output
-	reports chan pipeline.Stats
-	done    chan struct{}
+	stop, done chan struct{}
 }
 
-func newStatsEvery(path string, in *input, out *output, stderr io.Writer) *statsEvery {
-	s := &statsEvery{path: path, in: in, out: out, reports: make(chan pipeline.Stats, 1), done: make(chan struct{})}
+func newStatsEvery(path string, every time.Duration, obs *pipeline.Observer, in *input, out *output, stderr io.Writer) *statsEvery {
+	s := &statsEvery{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
 		// A rewrite that fails (a full disk, no file descriptor left) is said once per
 		// streak, as an error in the chosen -log-format: a monitor reading a file that has
 		// stopped changing must be able to find why, and a failure every few seconds must
 		// not bury the run's other lines.
 		failing := false
-		for st := range s.reports {
-			err := report.WriteStats(s.path, &st, collectLive(s.in, s.out, &st, false), report.GoingOn, nil)
+		for {
+			select {
+			case <-t.C:
+			case <-s.stop:
+				return
+			}
+			st := obs.Snapshot()
+			err := report.WriteStats(path, &st, collectLive(in, out, &st, false), report.GoingOn, nil)
 			switch {
 			case err != nil && !failing:
-				logError(stderr, fmt.Sprintf("-stats-interval: cannot rewrite %s: %v; the run goes on (said once until a rewrite succeeds)", s.path, runfiles.UnwrapPath(err)))
+				logError(stderr, fmt.Sprintf("-stats-interval: cannot rewrite %s: %v; the run goes on (said once until a rewrite succeeds)", path, runfiles.UnwrapPath(err)))
 			case err == nil && failing:
-				fmt.Fprintln(stderr, "tsdescramble: -stats-interval: "+s.path+" is rewritten again")
+				fmt.Fprintln(stderr, "tsdescramble: -stats-interval: "+path+" is rewritten again")
 			}
 			failing = err != nil
 		}
@@ -114,18 +153,10 @@ func newStatsEvery(path string, in *input, out *output, stderr io.Writer) *stats
 	return s
 }
 
-// report is the run's Options.Report.
-func (s *statsEvery) report(st pipeline.Stats) {
-	select {
-	case <-s.reports: // not written yet: the newer one replaces it
-	default:
-	}
-	s.reports <- st
-}
-
-// stop waits for the last report to be written, before the final statistics replace it.
-func (s *statsEvery) stop() {
-	close(s.reports)
+// end stops the rewrites and waits for one being written, before the final statistics
+// replace it.
+func (s *statsEvery) end() {
+	close(s.stop)
 	<-s.done
 }
 

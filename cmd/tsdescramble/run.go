@@ -115,9 +115,8 @@ func (r *runState) open() (err error) {
 	}
 	if c.metrics != "" {
 		// Served from before the input is opened: a live input may take a while to start.
-		r.opts.Counters = new(pipeline.Counters)
 		logf := func(msg string) { logError(r.env.Stderr, "-metrics: "+msg) }
-		if r.metrics, err = metrics.Serve(c.metrics, r.opts.Counters, logf); err != nil {
+		if r.metrics, err = metrics.Serve(c.metrics, r.observer().Snapshot, logf); err != nil {
 			return failErr("-metrics: %v", err)
 		}
 		r.cleanup = append(r.cleanup, r.metrics.Close)
@@ -249,10 +248,11 @@ func (r *runState) configure() {
 	}, r.hangup())
 	r.cleanup = append(r.cleanup, r.sig.Stop)
 	r.bar = newProgress(r.env, in.size, c.quiet, c.mode)
-	r.opts.Progress = r.bar.set
+	if r.bar.active() {
+		r.bar.follow(r.observer())
+	}
 	if d := c.statsInterval; d > 0 {
-		r.every = newStatsEvery(c.stats, in, r.out, r.env.Stderr)
-		r.opts.Report, r.opts.ReportEvery = r.every.report, d
+		r.every = newStatsEvery(c.stats, d, r.observer(), in, r.out, r.env.Stderr)
 	}
 	// -duration ends the input as its end would.
 	r.end = &ender{in: in, r: r.input}
@@ -294,6 +294,15 @@ func (r *runState) hangup() func() {
 	}
 }
 
+// observer returns the Observer of the run's counts, which the progress bar, -stats-interval and
+// -metrics read while it goes; the first to need it sets it.
+func (r *runState) observer() *pipeline.Observer {
+	if r.opts.Observer == nil {
+		r.opts.Observer = new(pipeline.Observer)
+	}
+	return r.opts.Observer
+}
+
 // run runs the pipeline to the end of the input, or to a stop.
 func (r *runState) run() {
 	c, in := r.cfg, r.in
@@ -316,7 +325,7 @@ func (r *runState) run() {
 	}
 	r.st, r.runErr = pipeline.Run(r.ctx, &onFirstBytes{r: r.end, f: printNotes}, r.out.w, r.opts)
 	if r.every != nil {
-		r.every.stop()
+		r.every.end()
 	}
 	if r.ksrv != nil {
 		r.ksrv.Stop(&r.st)

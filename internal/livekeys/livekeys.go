@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,36 +257,14 @@ func (ks *Source) Stop(st *pipeline.Stats) {
 	if st.LiveKeys == nil || ks.url == nil {
 		return
 	}
-	s := &pipeline.KeyServerStats{Protocol: ks.url.scheme}
+	var counts keyserver.Stats
 	switch {
 	case ks.feeder != nil:
-		f := ks.feeder.Stats()
-		// The statistics have no count of their own for these two yet: an answer whose CWs
-		// are all zero is the server finding no key (not found, rather than an answer with
-		// keys), and an ECM in flight at the end got no answer in time (timed out), so that
-		// the counts add up to the ECMs sent.
-		s.ECMsSent, s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors = f.Sent, f.Answers, f.NotFound+f.NoKeys, f.NoCard, f.Timeouts+f.Unanswered, f.Errors
-		s.CWs, s.RTTMedian, s.RTTMax = f.CWs, f.RTTMedian, f.RTTMax
+		counts = ks.feeder.Stats()
 	case ks.dv != nil:
-		d := ks.dv.Stats()
-		s.ECMsSent, s.CWs, s.Refused, s.RTTMedian, s.RTTMax = d.ECMs, d.CWs, d.KeysRefused+d.ModeRefused, d.RTTMedian, d.RTTMax
+		counts = ks.dv.Stats().Stats
 	}
-	for k, n := range st.LiveKeys.Applied {
-		s.Applied = append(s.Applied, pipeline.AppliedCWs{PID: k.PID, Odd: k.Odd, Periods: n})
-	}
-	slices.SortFunc(s.Applied, func(a, b pipeline.AppliedCWs) int {
-		if a.PID != b.PID {
-			return int(a.PID) - int(b.PID)
-		}
-		if a.Odd == b.Odd {
-			return 0
-		}
-		if a.Odd {
-			return 1
-		}
-		return -1
-	})
-	st.LiveKeys.Server = s
+	st.LiveKeys.SetServer(ks.url.scheme, counts)
 }
 
 // lastError returns why the key server gave no key, if it said.

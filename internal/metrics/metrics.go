@@ -1,9 +1,9 @@
 // Package metrics serves a run's counts while it goes, in the Prometheus text exposition format
-// (version 0.0.4), and /healthz for a scheduler's probes. Each scrape reads what the run already
-// keeps: pipeline.Counters, published once per unit of work, and the network input's and output's
-// own counts (live.Reader.Stats, live.Writer.Stats), which the summary and -stats read too; no
-// count is kept twice, and a scrape adds no work per packet. The format is written here rather
-// than with the Prometheus client library: a dozen counters read from pipeline.Counters need no
+// (version 0.0.4), and /healthz for a scheduler's probes. Each scrape reads what the summary and
+// -stats read: a snapshot of the run's counts (pipeline.Observer, published once per unit of
+// work), and the network input's and output's own counts (live.Reader.Stats, live.Writer.Stats);
+// no count is kept twice, and a scrape adds no work per packet. The format is written here rather
+// than with the Prometheus client library: a dozen counters read from a snapshot need no
 // registry, and the library would bring its own dependencies (protobuf among them) into the
 // command's build.
 package metrics
@@ -31,12 +31,12 @@ const HealthWindow = 5 * time.Second
 
 // Server serves /metrics and /healthz for one run.
 type Server struct {
-	counters *pipeline.Counters
-	in       atomic.Pointer[live.Reader] // the network input, once open
-	out      atomic.Pointer[live.Writer] // the network output, once open
-	srv      *http.Server
-	addr     net.Addr // where it listens (Addr)
-	start    time.Time
+	counts func() pipeline.Stats       // a snapshot of the run's counts
+	in     atomic.Pointer[live.Reader] // the network input, once open
+	out    atomic.Pointer[live.Writer] // the network output, once open
+	srv    *http.Server
+	addr   net.Addr // where it listens (Addr)
+	start  time.Time
 
 	mu      sync.Mutex
 	samples []healthSample // one a second, the last HealthWindow of them
@@ -62,15 +62,16 @@ const (
 // Prometheus scrape every 15 s or 30 s reuses its connection. A variable for the tests.
 var IdleTimeout = 30 * time.Second
 
-// Serve listens on addr and serves the counters until Close is called. What goes wrong with the
+// Serve listens on addr and serves the counts of a run, as counts returns them (the run's
+// pipeline.Observer.Snapshot), until Close is called. What goes wrong with the
 // server (connections refused at the cap, accept errors) goes to logf as the run's other
 // errors, once per streak.
-func Serve(addr string, counters *pipeline.Counters, logf func(string)) (*Server, error) {
+func Serve(addr string, counts func() pipeline.Stats, logf func(string)) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s: %v", addr, errors.Unwrap(err))
 	}
-	m := &Server{counters: counters, addr: ln.Addr(), start: time.Now(), stop: make(chan struct{})}
+	m := &Server{counts: counts, addr: ln.Addr(), start: time.Now(), stop: make(chan struct{})}
 	m.sample(m.start)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", m.metrics)
@@ -122,7 +123,8 @@ func (m *Server) Close() {
 }
 
 func (m *Server) sample(now time.Time) {
-	s := healthSample{now, m.counters.PacketsIn.Load(), m.counters.PESGood.Load(), m.counters.PESBad.Load()}
+	st := m.counts()
+	s := healthSample{now, st.Packets, st.PESGood, st.PESBad}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.samples = append(m.samples, s)
@@ -137,10 +139,11 @@ func (m *Server) health(now time.Time) (bool, string) {
 	m.mu.Lock()
 	then := m.samples[0]
 	m.mu.Unlock()
-	packets, good, bad := m.counters.PacketsIn.Load()-then.packets, m.counters.PESGood.Load()-then.good, m.counters.PESBad.Load()-then.bad
+	st := m.counts()
+	packets, good, bad := st.Packets-then.packets, st.PESGood-then.good, st.PESBad-then.bad
 	window := now.Sub(then.at).Round(time.Second)
 	switch {
-	case packets == 0 && m.counters.PacketsIn.Load() == 0:
+	case packets == 0 && st.Packets == 0:
 		return false, fmt.Sprintf("no packet yet in %v", now.Sub(m.start).Round(time.Second))
 	case packets == 0:
 		return false, fmt.Sprintf("no packet in the last %v", window)
@@ -173,20 +176,21 @@ func (m *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		s := o.Stats()
 		ws = &s
 	}
-	WriteText(w, m.counters, ls, ws)
+	st := m.counts()
+	WriteText(w, &st, ls, ws)
 }
 
-// WriteText writes the counters in the Prometheus text format. Per-PID series carry a pid
+// WriteText writes the counts of a run in the Prometheus text format. Per-PID series carry a pid
 // label written as the summaries write PIDs (0x0100); the totals over PIDs are their sums.
 // The counts of a network input (in) and output (out) come when the run has them; the RTP
 // ones when the input is rtp://.
-func WriteText(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.WriterStats) {
+func WriteText(w io.Writer, st *pipeline.Stats, in *live.Stats, out *live.WriterStats) {
 	var b strings.Builder
 	metric := func(name, typ, help string) {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 	}
 	value := func(name string, v int64) { fmt.Fprintf(&b, "%s %d\n", name, v) }
-	pids := c.PIDs()
+	pids := st.PIDs
 
 	metric("tsdescramble_packets_total", "counter", "Packets read, per PID.")
 	for _, p := range pids {
@@ -198,9 +202,10 @@ func WriteText(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.Writ
 	}
 	metric("tsdescramble_unit_start_checks_total", "counter", "Unit starts (PES headers, section CRCs) checked after descrambling, per PID and result: bad ones mean keys that do not fit, or damage.")
 	for _, p := range pids {
-		if p.PESGood+p.PESBad > 0 {
-			fmt.Fprintf(&b, "tsdescramble_unit_start_checks_total{pid=\"%#04x\",result=\"good\"} %d\n", p.PID, p.PESGood)
-			fmt.Fprintf(&b, "tsdescramble_unit_start_checks_total{pid=\"%#04x\",result=\"bad\"} %d\n", p.PID, p.PESBad)
+		good, bad := p.PESGood[0]+p.PESGood[1], p.PESBad[0]+p.PESBad[1]
+		if good+bad > 0 {
+			fmt.Fprintf(&b, "tsdescramble_unit_start_checks_total{pid=\"%#04x\",result=\"good\"} %d\n", p.PID, good)
+			fmt.Fprintf(&b, "tsdescramble_unit_start_checks_total{pid=\"%#04x\",result=\"bad\"} %d\n", p.PID, bad)
 		}
 	}
 	metric("tsdescramble_continuity_errors_total", "counter", "Continuity-counter errors, per PID: packets lost, repeated or out of order before the input.")
@@ -208,19 +213,19 @@ func WriteText(w io.Writer, c *pipeline.Counters, in *live.Stats, out *live.Writ
 		fmt.Fprintf(&b, "tsdescramble_continuity_errors_total{pid=\"%#04x\"} %d\n", p.PID, p.CCErrors)
 	}
 	metric("tsdescramble_read_bytes_total", "counter", "Bytes read from the input.")
-	value("tsdescramble_read_bytes_total", c.BytesIn.Load())
+	value("tsdescramble_read_bytes_total", st.BytesIn)
 	metric("tsdescramble_written_packets_total", "counter", "Packet units written to the output.")
-	value("tsdescramble_written_packets_total", c.PacketsOut.Load())
+	value("tsdescramble_written_packets_total", st.PacketsOut)
 	metric("tsdescramble_scrambled_packets_total", "counter", "Packets scrambled or rescrambled.")
-	value("tsdescramble_scrambled_packets_total", c.Scrambled.Load())
+	value("tsdescramble_scrambled_packets_total", st.Scrambled)
 	metric("tsdescramble_left_scrambled_packets_total", "counter", "Scrambled packets left as they came: no key for their parity, or none fits their crypto period.")
-	value("tsdescramble_left_scrambled_packets_total", c.LeftAsCame.Load())
+	value("tsdescramble_left_scrambled_packets_total", st.NoKey+st.LeftScrambled)
 	metric("tsdescramble_key_changes_total", "counter", "Changes of scrambling parity (crypto periods begun).")
-	value("tsdescramble_key_changes_total", c.KeyChanges.Load())
-	if max := c.LatencyMax.Load(); max > 0 {
-		seconds := func(name string, ns int64) { fmt.Fprintf(&b, "%s %g\n", name, time.Duration(ns).Seconds()) }
+	value("tsdescramble_key_changes_total", int64(st.KeyChanges))
+	if max := st.LatencyMax; max > 0 {
+		seconds := func(name string, d time.Duration) { fmt.Fprintf(&b, "%s %g\n", name, d.Seconds()) }
 		metric("tsdescramble_latency_seconds", "gauge", "How long the first packet of the unit of work written last waited in the run, from its arrival to its write.")
-		seconds("tsdescramble_latency_seconds", c.Latency.Load())
+		seconds("tsdescramble_latency_seconds", st.Latency)
 		metric("tsdescramble_latency_max_seconds", "gauge", "The longest such wait so far.")
 		seconds("tsdescramble_latency_max_seconds", max)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,9 +29,27 @@ func get(t *testing.T, addr, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// counts stands for a run's Observer: the test sets what its snapshots say.
+type counts struct {
+	mu sync.Mutex
+	st pipeline.Stats
+}
+
+func (c *counts) snapshot() pipeline.Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+func (c *counts) set(packets, good, bad int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.st.Packets, c.st.PESGood, c.st.PESBad = packets, good, bad
+}
+
 func TestHealthz(t *testing.T) {
-	var c pipeline.Counters
-	m, err := Serve("127.0.0.1:0", &c, func(string) {})
+	var c counts
+	m, err := Serve("127.0.0.1:0", c.snapshot, func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,27 +58,24 @@ func TestHealthz(t *testing.T) {
 	if code, body := get(t, addr, "/healthz"); code != 503 || !strings.Contains(body, "no packet yet") {
 		t.Errorf("before any packet: %d %s", code, body)
 	}
-	c.PacketsIn.Store(1000)
-	c.PESGood.Store(10)
+	c.set(1000, 10, 0)
 	if code, body := get(t, addr, "/healthz"); code != 200 || !strings.HasPrefix(body, "ok: 1000 packets and 10 good") {
 		t.Errorf("packets and good checks: %d %s", code, body)
 	}
 
 	// The windows, on a server of the test's own clock: health compares with the newest
 	// sample at least HealthWindow old.
-	var lc pipeline.Counters
+	var lc counts
 	t0 := time.Now()
-	h := &Server{counters: &lc, start: t0}
+	h := &Server{counts: lc.snapshot, start: t0}
 	h.sample(t0)
-	lc.PacketsIn.Store(1000)
-	lc.PESGood.Store(10)
+	lc.set(1000, 10, 0)
 	h.sample(t0.Add(HealthWindow))
 	if ok, why := h.health(t0.Add(HealthWindow + time.Second)); !ok {
 		t.Errorf("packets and good checks in the window: %s", why)
 	}
 	// Packets came, but every check failed: the keys stopped fitting.
-	lc.PacketsIn.Store(2000)
-	lc.PESBad.Store(7)
+	lc.set(2000, 10, 7)
 	h.sample(t0.Add(2 * HealthWindow))
 	if ok, why := h.health(t0.Add(2*HealthWindow + time.Second)); ok || !strings.Contains(why, "the keys do not fit: 7 unit starts checked bad, none good, in the last 6s") {
 		t.Errorf("bad checks only: %v %s", ok, why)
@@ -69,7 +85,7 @@ func TestHealthz(t *testing.T) {
 	if ok, why := h.health(t0.Add(3*HealthWindow + time.Second)); ok || !strings.Contains(why, "no packet in the last 6s") {
 		t.Errorf("no packets: %v %s", ok, why)
 	}
-	if _, err := Serve(addr, &c, func(string) {}); err == nil || !strings.Contains(err.Error(), "cannot listen on "+addr) {
+	if _, err := Serve(addr, c.snapshot, func(string) {}); err == nil || !strings.Contains(err.Error(), "cannot listen on "+addr) {
 		t.Errorf("a second server on %s: %v", addr, err)
 	}
 }
@@ -80,8 +96,8 @@ func TestMetricsIdleTimeout(t *testing.T) {
 	old := IdleTimeout
 	IdleTimeout = 300 * time.Millisecond
 	t.Cleanup(func() { IdleTimeout = old })
-	var counters pipeline.Counters
-	m, err := Serve("127.0.0.1:0", &counters, func(string) {})
+	var c counts
+	m, err := Serve("127.0.0.1:0", c.snapshot, func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,44 +146,14 @@ func WriteStats(path string, st *pipeline.Stats, ls *Live, status int, files *ru
 	return err
 }
 
-// Live are the figures of a network input and output, for the summary and -stats.
+// Live are the figures of a network input and output, for the summary and -stats: what the
+// input's reader and the output's writer count, as they count it.
 type Live struct {
-	In  *LiveInput  `json:"input,omitempty"`
-	Out *LiveOutput `json:"output,omitempty"`
+	In  *live.Stats       `json:"input,omitempty"`
+	Out *live.WriterStats `json:"output,omitempty"`
 	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
 	InputBitrate float64 `json:"input_bitrate,omitempty"`
 	PaceResets   int64   `json:"pace_resets,omitempty"`
-}
-
-// LiveInput is what a network input received (see live.Stats).
-type LiveInput struct {
-	Datagrams  int64   `json:"datagrams"`
-	Bytes      int64   `json:"bytes"`
-	RTP        int64   `json:"rtp"`
-	Lost       int64   `json:"rtp_lost"`
-	Reordered  int64   `json:"rtp_reordered"`
-	Late       int64   `json:"rtp_late"`
-	Duplicates int64   `json:"rtp_duplicates"`
-	Jumps      int64   `json:"rtp_jumps"`
-	OtherSSRC  int64   `json:"rtp_other_ssrc"`
-	NewSSRC    int64   `json:"rtp_new_ssrc"`
-	OtherPT    int64   `json:"rtp_other_payload_type"`
-	OtherPTs   []uint8 `json:"rtp_other_payload_types,omitempty"`
-	NotRTP     int64   `json:"not_rtp"`
-	Unaligned  int64   `json:"unaligned"` // datagrams dropped: not whole packets
-	Truncated  int64   `json:"truncated"`
-	Dropped    int64   `json:"dropped_by_system"`
-	Buffer     int     `json:"socket_buffer"`
-	// Coalesced says that the system hands over datagrams coalesced (UDP_GRO), and then counts
-	// in Dropped buffers of up to 64 datagrams: at least that many datagrams were lost.
-	Coalesced bool `json:"coalesced,omitempty"`
-}
-
-// LiveOutput is what a network output sent (see live.WriterStats).
-type LiveOutput struct {
-	Datagrams int64 `json:"datagrams"`
-	Bytes     int64 `json:"bytes"`
-	Partial   int64 `json:"short_datagrams"`
 }
 
 // PrintLive writes the live figures of the summary.
@@ -210,7 +180,7 @@ func PrintLive(w io.Writer, ls *Live) {
 			if s.Coalesced {
 				atLeast = "at least " // the system counts a coalesced buffer of datagrams once
 			}
-			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", atLeast, s.Dropped, s.Buffer)
+			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", atLeast, s.Dropped, s.SocketBuffer)
 		}
 		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
 			fmt.Fprintf(w, "; %d dropped as not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
@@ -254,10 +224,10 @@ func KeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 }
 
 // printServerLine prints the key server's counts.
-func printServerLine(w io.Writer, s *pipeline.KeyServerStats) {
-	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.ECMsSent)
+func printServerLine(w io.Writer, s *pipeline.KeyServer) {
+	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.Sent)
 	if s.Protocol == "ecm-xor" {
-		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.ECMsSent)
+		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.Sent)
 	}
 	if s.Protocol == "cs378x" {
 		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
@@ -435,15 +405,4 @@ func LimitsNote(workers, batch int) string {
 	}
 	return fmt.Sprintf("-workers %d -batch %d would take more than %d MiB of memory: running with -workers %d -batch %d",
 		workers, batch, pipeline.MaxMemory>>20, w, b)
-}
-
-// NewLiveInput is the figures of a network input, as its reader counts them.
-func NewLiveInput(s live.Stats) *LiveInput {
-	return &LiveInput{s.Datagrams, s.Bytes, s.RTP, s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps, s.OtherSSRC, s.NewSSRC,
-		s.OtherPT, s.OtherPTs, s.NotRTP, s.Unaligned, s.Truncated, s.Dropped, s.SocketBuffer, s.Coalesced}
-}
-
-// NewLiveOutput is the figures of a network output, as its writer counts them.
-func NewLiveOutput(s live.WriterStats) *LiveOutput {
-	return &LiveOutput{s.Datagrams, s.Bytes, s.Partial}
 }

@@ -44,24 +44,25 @@ type Config struct {
 	Log func(string)
 }
 
-// Stats counts what a Client did.
+// Stats counts what a Client did: the counts every key server client keeps, with those of
+// the DVBAPI protocol. Of the shared ones, ECMs counts the ECM sections sent (table_id 0x80 or
+// 0x81), each of which is also Sent, as the server never says it has no key; Refused is
+// ModeRefused plus KeysRefused; CWs counts the CA_SET_DESCR whose CW was set in the key
+// source; RTTMedian and RTTMax run from sending an ECM to the next CA_SET_DESCR (a server
+// says nothing when an ECM brings no new key, so the figure covers the ECMs that changed a
+// key, as they were answered).
 type Stats struct {
+	keyserver.Stats
 	Connects      int64 // connections that completed the handshake
 	Filters       int64 // DMX_SET_FILTER received
 	Sections      int64 // FILTER_DATA sent
-	ECMs          int64 // of which ECM sections (table_id 0x80 or 0x81)
 	QueueDropped  int64 // messages dropped because the connection could not take them
 	PIDsSet       int64 // CA_SET_PID received
-	CWs           int64 // CA_SET_DESCR whose CW was set in the key source
 	ModeRefused   int64 // CA_SET_DESCR_MODE asking for another algorithm than DVB-CSA
 	KeysRefused   int64 // CWs not used: for a refused mode, an index or parity out of range, CA_SET_DESCR_DATA
 	ECMInfo       int64 // ECM_INFO received
 	Replayed      int64 // sections that came before the server set their filter, sent when it did
 	ServerECMTime time.Duration
-	// RTTMedian and RTTMax are the median and largest time from sending an ECM to the next
-	// CA_SET_DESCR (a server says nothing when an ECM brings no new key, so the figure covers
-	// the ECMs that changed a key, as they were answered).
-	RTTMedian, RTTMax time.Duration
 }
 
 // maxOutQueue bounds the messages waiting to be written to the server.
@@ -503,6 +504,7 @@ func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.st
+	st.Sent, st.Refused = st.ECMs, st.ModeRefused+st.KeysRefused
 	st.RTTMedian, st.RTTMax = c.rtts.Summary()
 	return st
 }

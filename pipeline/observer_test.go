@@ -12,22 +12,23 @@ import (
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
-// Counters give a run's counts while it goes: here read after the run, where they equal its
+// An Observer gives a run's counts while it goes: here read after the run, where they are its
 // statistics; a live service's metrics read them from another goroutine as it runs.
-func ExampleCounters() {
+func ExampleObserver() {
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
-	var live pipeline.Counters
+	var obs pipeline.Observer
 	_, err := pipeline.Run(context.Background(), bytes.NewReader(scrambledStream(cw, 3000, 1000)), io.Discard, pipeline.Options{
 		Keys:     keys.NewFixed(cw, cw),
-		Counters: &live,
+		Observer: &obs,
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(live.PacketsIn.Load(), "in,", live.PacketsOut.Load(), "out,", live.Descrambled.Load(), "descrambled,", live.KeyChanges.Load(), "key changes")
-	for _, p := range live.PIDs() {
-		fmt.Printf("PID %#04x: %d packets, unit starts %d good, %d bad\n", p.PID, p.Packets, p.PESGood, p.PESBad)
+	live := obs.Snapshot()
+	fmt.Println(live.Packets, "in,", live.PacketsOut, "out,", live.Descrambled, "descrambled,", live.KeyChanges, "key changes")
+	for _, p := range live.PIDs {
+		fmt.Printf("PID %#04x: %d packets, unit starts %d good, %d bad\n", p.PID, p.Packets, p.PESGood[0]+p.PESGood[1], p.PESBad[0]+p.PESBad[1])
 	}
 	// Output:
 	// 3000 in, 3000 out, 3000 descrambled, 2 key changes
@@ -54,17 +55,17 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// The counters move while the run waits for more input: a unit of work read and written
-// shows before the run ends.
-func TestCountersWhileRunning(t *testing.T) {
+// The counts move while the run waits for more input: a unit of work read and written shows
+// before the run ends.
+func TestObserverWhileRunning(t *testing.T) {
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	stream := scrambledStream(cw, 2000, 2000)
 	const batch = 100
 	r := &gatedReader{parts: [][]byte{stream[:1000*188], {}, stream[1000*188:]}, gate: make(chan struct{})}
-	var live pipeline.Counters
+	var obs pipeline.Observer
 	done := make(chan pipeline.Stats)
 	go func() {
-		st, err := pipeline.Run(context.Background(), r, io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Counters: &live, Batch: batch, Workers: 2})
+		st, err := pipeline.Run(context.Background(), r, io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Observer: &obs, Batch: batch, Workers: 2})
 		if err != nil {
 			t.Error(err)
 		}
@@ -74,28 +75,44 @@ func TestCountersWhileRunning(t *testing.T) {
 	// writes what is decided; the first part must show, in full units of work.
 	var out int64
 	for range 1000 { // 10 s: the tests also run under emulators
-		if out = live.PacketsOut.Load(); out >= 900 {
+		if out = obs.Snapshot().PacketsOut; out >= 900 {
 			break
 		}
 		waitABit()
 	}
 	// The unit being read when the input paused is not counted until it is complete.
-	if in := live.PacketsIn.Load(); in < 900 || in > 1000 || out < 900 || out%batch != 0 {
+	if in := obs.Snapshot().Packets; in < 900 || in > 1000 || out < 900 || out%batch != 0 {
 		t.Fatalf("while waiting for input: %d packets in, %d out; want 900 to 1000 in and at least 900 out, whole units", in, out)
 	}
 	close(r.gate)
 	st := <-done
-	if live.PacketsIn.Load() != st.Packets || live.PacketsOut.Load() != st.PacketsOut || live.Descrambled.Load() != st.Descrambled ||
-		live.PESGood.Load() != st.PESGood || live.PESBad.Load() != st.PESBad {
-		t.Errorf("after the run, counters %d in %d out %d descrambled %d/%d checks; statistics %d %d %d %d/%d",
-			live.PacketsIn.Load(), live.PacketsOut.Load(), live.Descrambled.Load(), live.PESGood.Load(), live.PESBad.Load(),
+	live := obs.Snapshot()
+	if live.Packets != st.Packets || live.PacketsOut != st.PacketsOut || live.Descrambled != st.Descrambled ||
+		live.PESGood != st.PESGood || live.PESBad != st.PESBad {
+		t.Errorf("after the run, snapshot %d in %d out %d descrambled %d/%d checks; statistics %d %d %d %d/%d",
+			live.Packets, live.PacketsOut, live.Descrambled, live.PESGood, live.PESBad,
 			st.Packets, st.PacketsOut, st.Descrambled, st.PESGood, st.PESBad)
 	}
 	// Both are copies of the run's counts: what they must be comes from the input.
 	if in := countInput(stream); in.packets != 2000 || in.scrambled != 2000 || in.unitStarts != 2000 {
 		t.Fatalf("the input has %d packets, %d scrambled, %d unit starts; want 2000 of each", in.packets, in.scrambled, in.unitStarts)
 	}
-	checkAgainstInput(t, &live, stream)
+	checkAgainstInput(t, live, stream)
+}
+
+// pidCount is what the input's headers say of one PID: what a run's counts of it must come to.
+type pidCount struct {
+	PID         uint16
+	Packets     int64
+	Descrambled int64
+	PESGood     int64
+	PESBad      int64
+	CCErrors    int64
+}
+
+// countOf is the part of a run's counts of a PID that the input's headers say.
+func countOf(p pipeline.PIDStats) pidCount {
+	return pidCount{p.PID, p.Packets, p.Descrambled, p.PESGood[0] + p.PESGood[1], p.PESBad[0] + p.PESBad[1], p.CCErrors}
 }
 
 // inputCounts are the counts of a stream of 188-byte packets read from its own header bits,
@@ -103,11 +120,11 @@ func TestCountersWhileRunning(t *testing.T) {
 // has its key.
 type inputCounts struct {
 	packets, scrambled, unitStarts, keyChanges, ccErrors int64
-	pids                                                 map[uint16]*pipeline.PIDCount
+	pids                                                 map[uint16]*pidCount
 }
 
 func countInput(stream []byte) inputCounts {
-	in := inputCounts{pids: map[uint16]*pipeline.PIDCount{}}
+	in := inputCounts{pids: map[uint16]*pidCount{}}
 	lastCC, lastTSC := map[uint16]byte{}, map[uint16]byte{}
 	for off := 0; off+188 <= len(stream); off += 188 {
 		p := stream[off : off+188]
@@ -115,7 +132,7 @@ func countInput(stream []byte) inputCounts {
 		tsc, cc, payload := p[3]>>6, p[3]&0x0f, p[3]&0x10 != 0
 		c := in.pids[pid]
 		if c == nil {
-			c = &pipeline.PIDCount{PID: pid}
+			c = &pidCount{PID: pid}
 			in.pids[pid] = c
 		}
 		in.packets++
@@ -144,63 +161,63 @@ func countInput(stream []byte) inputCounts {
 	return in
 }
 
-// checkAgainstInput compares the counters of a run that descrambled every packet with the
+// checkAgainstInput compares the counts of a run that descrambled every packet with the
 // counts read from its input.
-func checkAgainstInput(t *testing.T, live *pipeline.Counters, stream []byte) {
+func checkAgainstInput(t *testing.T, live pipeline.Stats, stream []byte) {
 	t.Helper()
 	in := countInput(stream)
-	if got := live.BytesIn.Load(); got != int64(len(stream)) {
+	if got := live.BytesIn; got != int64(len(stream)) {
 		t.Errorf("%d bytes in, the input has %d", got, len(stream))
 	}
 	for _, c := range []struct {
 		name      string
 		got, want int64
 	}{
-		{"packets in", live.PacketsIn.Load(), in.packets},
-		{"packets out", live.PacketsOut.Load(), in.packets},
-		{"descrambled", live.Descrambled.Load(), in.scrambled},
-		{"left as they came", live.LeftAsCame.Load(), 0},
-		{"key changes", live.KeyChanges.Load(), in.keyChanges},
-		{"unit starts good", live.PESGood.Load(), in.unitStarts},
-		{"unit starts bad", live.PESBad.Load(), 0},
-		{"continuity errors", live.CCErrors.Load(), in.ccErrors},
+		{"packets in", live.Packets, in.packets},
+		{"packets out", live.PacketsOut, in.packets},
+		{"descrambled", live.Descrambled, in.scrambled},
+		{"left as they came", live.NoKey + live.LeftScrambled, 0},
+		{"key changes", int64(live.KeyChanges), in.keyChanges},
+		{"unit starts good", live.PESGood, in.unitStarts},
+		{"unit starts bad", live.PESBad, 0},
+		{"continuity errors", live.CCErrors, in.ccErrors},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: counters %d, the input's headers %d", c.name, c.got, c.want)
 		}
 	}
-	pids := live.PIDs()
-	if len(pids) != len(in.pids) {
-		t.Errorf("counters for %d PIDs, the input has %d", len(pids), len(in.pids))
+	if len(live.PIDs) != len(in.pids) {
+		t.Errorf("counts for %d PIDs, the input has %d", len(live.PIDs), len(in.pids))
 	}
-	for _, p := range pids {
-		if want := in.pids[p.PID]; want == nil || p != *want {
-			t.Errorf("PID %#04x: counters %+v, the input's headers %+v", p.PID, p, want)
+	for _, ps := range live.PIDs {
+		if p, want := countOf(ps), in.pids[ps.PID]; want == nil || p != *want {
+			t.Errorf("PID %#04x: counts %+v, the input's headers %+v", p.PID, p, want)
 		}
 	}
 }
 
 func waitABit() { <-time.After(10 * time.Millisecond) }
 
-// The counters carry each PID's continuity errors as the statistics count them, and with a
+// A snapshot carries each PID's continuity errors as the statistics count them, and with a
 // latency bound how long the units of work waited in the run.
-func TestCountersContinuityAndLatency(t *testing.T) {
+func TestObserverContinuityAndLatency(t *testing.T) {
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	stream := scrambledStream(cw, 3000, 1000)
 	stream = append(stream[:500*188:500*188], stream[501*188:]...) // one packet lost
-	var live pipeline.Counters
+	var obs pipeline.Observer
 	st, err := pipeline.Run(context.Background(), bytes.NewReader(stream), io.Discard, pipeline.Options{
-		Keys: keys.NewFixed(cw, cw), Counters: &live, Latency: time.Second, Batch: 100,
+		Keys: keys.NewFixed(cw, cw), Observer: &obs, Latency: time.Second, Batch: 100,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.CCErrors == 0 || live.CCErrors.Load() != st.CCErrors {
-		t.Errorf("continuity errors: counters %d, statistics %d (want above 0)", live.CCErrors.Load(), st.CCErrors)
+	live := obs.Snapshot()
+	if st.CCErrors == 0 || live.CCErrors != st.CCErrors {
+		t.Errorf("continuity errors: snapshot %d, statistics %d (want above 0)", live.CCErrors, st.CCErrors)
 	}
-	for i, p := range live.PIDs() {
+	for i, p := range live.PIDs {
 		if p.PID != st.PIDs[i].PID || p.CCErrors != st.PIDs[i].CCErrors {
-			t.Errorf("PID %#04x: counters %d continuity errors, statistics %d", p.PID, p.CCErrors, st.PIDs[i].CCErrors)
+			t.Errorf("PID %#04x: snapshot %d continuity errors, statistics %d", p.PID, p.CCErrors, st.PIDs[i].CCErrors)
 		}
 	}
 	// The counters and the statistics are copies of one count: what it must be comes from
@@ -208,17 +225,17 @@ func TestCountersContinuityAndLatency(t *testing.T) {
 	if in := countInput(stream); in.packets != 2999 || in.ccErrors != 1 || in.keyChanges != 2 {
 		t.Fatalf("the input has %d packets, %d continuity errors, %d key changes; want 2999, 1, 2", in.packets, in.ccErrors, in.keyChanges)
 	}
-	checkAgainstInput(t, &live, stream)
-	if l, top := live.Latency.Load(), live.LatencyMax.Load(); l <= 0 || top < l || top > int64(10*time.Second) {
-		t.Errorf("latency %v, at most %v: want above 0, and the last at most the longest", time.Duration(l), time.Duration(top))
+	checkAgainstInput(t, live, stream)
+	if l, top := live.Latency, live.LatencyMax; l <= 0 || top < l || top > 10*time.Second {
+		t.Errorf("latency %v, at most %v: want above 0, and the last at most the longest", l, top)
 	}
 
 	// Without a latency bound no arrival is noted: no latency.
-	var file pipeline.Counters
-	if _, err := pipeline.Run(context.Background(), bytes.NewReader(stream), io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Counters: &file}); err != nil {
+	var file pipeline.Observer
+	if _, err := pipeline.Run(context.Background(), bytes.NewReader(stream), io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Observer: &file}); err != nil {
 		t.Fatal(err)
 	}
-	if file.LatencyMax.Load() != 0 {
-		t.Errorf("latency %v without a latency bound", time.Duration(file.LatencyMax.Load()))
+	if top := file.Snapshot().LatencyMax; top != 0 {
+		t.Errorf("latency %v without a latency bound", top)
 	}
 }

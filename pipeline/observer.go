@@ -1,0 +1,196 @@
+package pipeline
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/psi"
+)
+
+// An Observer holds the counts of a run while it goes, for whoever reports them before it
+// ends: a progress bar, a statistics file rewritten now and then, a metrics endpoint. Each
+// reads them as the Stats the run returns, from Snapshot.
+//
+// The run publishes its counts to the Observer once per unit of work (Options.Batch packets,
+// or fewer when a latency bound cuts it), never per packet, each from the goroutine that keeps
+// them: the reading goroutine its counts and those of each PID, the writing goroutine the
+// output's and the unit-start checks. A snapshot is made by its caller, from any goroutine
+// and as often as it likes: the copying, sorting and summing are its cost, not the run's. A
+// snapshot is at most a unit of work behind the run, and the reader's counts may be a unit of
+// work ahead of the writer's. Once the run has ended, Snapshot returns what Run returned.
+//
+// Set Options.Observer to have one kept; an Observer serves one run at a time.
+type Observer struct {
+	mu    sync.Mutex
+	start time.Time
+	ended bool
+	final Stats // what Run returned, once ended
+
+	// The reading goroutine's counts, without PIDs, Services and Samples.
+	read     Stats
+	services []uint16
+	pids     map[uint16]*observedPID
+	// The writing goroutine's counts.
+	bytesOut, packetsOut, pesGood, pesBad int64
+	latency, latencyMax                   time.Duration
+
+	// servicesOf is the generation of the tables the services were published from: read
+	// and written by the reading goroutine alone.
+	servicesOf uint64
+}
+
+// observedPID is what the run published of one PID.
+type observedPID struct {
+	stats    PIDStats     // the reading goroutine's counts
+	carriage psi.Carriage // what the tables said it carries then
+	checks   pesChecks    // the writing goroutine's unit-start checks
+	read     bool         // the reading goroutine published it (the writer may come first)
+}
+
+// Snapshot returns the counts of the run so far, as Stats: those of a run still going have
+// no Samples, nor LiveKeys.
+func (o *Observer) Snapshot() Stats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ended {
+		s := o.final
+		s.Services, s.PIDs = slices.Clone(s.Services), slices.Clone(s.PIDs)
+		return s
+	}
+	var elapsed time.Duration
+	if !o.start.IsZero() { // else the run has not begun
+		elapsed = time.Since(o.start)
+	}
+	return o.summary(elapsed)
+}
+
+// begin readies the Observer for a run that starts now.
+func (o *Observer) begin(start time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.start, o.ended, o.final = start, false, Stats{}
+	o.read, o.services, o.pids = Stats{}, nil, map[uint16]*observedPID{}
+	o.bytesOut, o.packetsOut, o.pesGood, o.pesBad = 0, 0, 0, 0
+	o.latency, o.latencyMax = 0, 0
+	o.servicesOf = 0
+}
+
+// pid returns what was published of pid, adding it the first time; o.mu is held.
+func (o *Observer) pid(pid uint16) *observedPID {
+	p := o.pids[pid]
+	if p == nil {
+		p = &observedPID{}
+		o.pids[pid] = p
+	}
+	return p
+}
+
+// fromReader publishes the reading goroutine's counts: st, and those of the PIDs seen (in
+// pids), with what the tables say of them. Called from the reading goroutine.
+func (o *Observer) fromReader(st *Stats, pids *[8192]*PIDStats, seen []uint16, tables *psi.Tracker) {
+	var services []uint16
+	changed := tables.Generation() != o.servicesOf
+	if changed {
+		o.servicesOf = tables.Generation()
+		for _, svc := range tables.Services() {
+			services = append(services, svc.Number)
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.read = *st
+	o.read.PIDs, o.read.Services, o.read.Samples = nil, nil, nil
+	if changed {
+		o.services = services
+	}
+	for _, pid := range seen {
+		p := o.pid(pid)
+		p.stats, p.carriage, p.read = *pids[pid], tables.Carriage(pid), true
+	}
+}
+
+// fromWriter publishes the writing goroutine's counts: the output's and the unit-start checks
+// in st, those of each PID checked, and, when arrived is not zero, the latency of the unit of
+// work whose first packet arrived then, written now. Called from the writing goroutine.
+func (o *Observer) fromWriter(st *Stats, checks *[8192]*pesChecks, checked []uint16, arrived time.Time) {
+	var d time.Duration
+	if !arrived.IsZero() {
+		d = time.Since(arrived)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.bytesOut, o.packetsOut, o.pesGood, o.pesBad = st.BytesOut, st.PacketsOut, st.PESGood, st.PESBad
+	for _, pid := range checked {
+		o.pid(pid).checks = *checks[pid]
+	}
+	if !arrived.IsZero() {
+		o.latency, o.latencyMax = d, max(o.latencyMax, d)
+	}
+}
+
+// finish ends the run with what was last published: the Stats Run returns, which Snapshot
+// returns from now on.
+func (o *Observer) finish(elapsed time.Duration, samples []Sample, live *LiveKeyStats) Stats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.summary(elapsed)
+	s.Samples, s.LiveKeys = samples, live
+	o.final, o.ended = s, true
+	return s
+}
+
+// summary makes Stats of what was published: the reader's counts with the writer's, and each
+// PID's counts with its unit-start checks, carriage and key fit, summed up. o.mu is held.
+func (o *Observer) summary(elapsed time.Duration) Stats {
+	s := o.read
+	s.BytesOut, s.PacketsOut, s.PESGood, s.PESBad = o.bytesOut, o.packetsOut, o.pesGood, o.pesBad
+	s.Latency, s.LatencyMax = o.latency, o.latencyMax
+	s.Services = slices.Clone(o.services)
+	s.Elapsed = elapsed
+	pids := make([]uint16, 0, len(o.pids))
+	for pid, p := range o.pids {
+		if p.read {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	if len(pids) > 0 {
+		s.PIDs = make([]PIDStats, 0, len(pids))
+	}
+	for _, pid := range pids {
+		p := o.pids[pid]
+		ps := p.stats
+		ps.PESGood, ps.PESBad = p.checks.good, p.checks.bad
+		if p.carriage == psi.CarriageUnknown {
+			// No PMT said what the PID carries: a unit start that was neither a PES header
+			// nor a whole section did not fit.
+			for i, n := range p.checks.undescribed {
+				ps.PESBad[i] += n
+				s.PESBad += n
+			}
+		}
+		ps.Carriage = p.carriage.String()
+		ps.KeyFit = keyFit(&ps)
+		s.Periods += ps.Periods
+		s.PeriodsLeft += ps.PeriodsLeft
+		s.PeriodsUnplaced += ps.PeriodsUnplaced
+		s.PIDs = append(s.PIDs, ps)
+	}
+	return s
+}
+
+// keyFit sums up the crypto periods of a PID (PIDStats.KeyFit).
+func keyFit(ps *PIDStats) string {
+	switch {
+	case ps.Periods == 0:
+		return ""
+	case ps.PeriodsLeft == 0 && ps.PeriodsFit == 0:
+		return "unchecked"
+	case ps.PeriodsLeft == 0:
+		return "all"
+	case ps.PeriodsFit > 0:
+		return "some"
+	}
+	return "none"
+}
