@@ -131,7 +131,7 @@ func (cl *classifier) pid(pid uint16) *PIDStats {
 
 // track feeds PSI packets to the tracker and recomputes the selected PIDs when the tables change.
 func (cl *classifier) track(p []byte, pid uint16) {
-	if !cl.tracker.Wants(pid) {
+	if !cl.tracker.Reads(pid) {
 		return
 	}
 	cl.tracker.Feed(p)

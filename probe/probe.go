@@ -190,7 +190,7 @@ func Probe(r io.Reader) (*Report, error) {
 		} else {
 			c.pcr.Observe(p, n)
 			tabs.reader.Feed(p, onSection)
-			if psiView.Wants(pid) {
+			if psiView.Reads(pid) {
 				psiView.Feed(p)
 				if g := psiView.Generation(); g != psiGen {
 					psiGen = g

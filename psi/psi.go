@@ -145,10 +145,16 @@ func (t *Tracker) IsPMTPID(pid uint16) bool {
 	return pid < NullPID && t.pmtPIDs[pid>>6]&(1<<(pid&63)) != 0
 }
 
-// Wants reports whether Feed would read packets of pid: the PAT's and the PMTs'; before the
-// first PAT, those of every PID that may carry a PMT.
-func (t *Tracker) Wants(pid uint16) bool {
-	return pid == PATPID || t.IsPMTPID(pid) || !t.havePAT && pid >= minPMTPID && pid < NullPID
+// Wants reports whether pid carries the tables the Tracker reads: the PAT and the PMTs of the
+// PAT in force.
+func (t *Tracker) Wants(pid uint16) bool { return pid == PATPID || t.IsPMTPID(pid) }
+
+// Reads reports whether Feed reads packets of pid: those Wants names and, before the first PAT,
+// those of every PID that may carry a PMT, which are kept until the PAT says which are PMTs.
+// A caller that feeds the Tracker only what it reads calls Reads; Wants tells the PSI PIDs
+// from the others.
+func (t *Tracker) Reads(pid uint16) bool {
+	return t.Wants(pid) || !t.havePAT && pid >= minPMTPID && pid < NullPID
 }
 
 // minPMTPID is the lowest PID that may carry a PMT: those below are reserved for the tables
@@ -184,7 +190,7 @@ func (t *Tracker) Feed(pkt []byte) {
 	}
 	pkt = pkt[:PacketSize]
 	pid := uint16(pkt[1]&0x1F)<<8 | uint16(pkt[2])
-	if !t.Wants(pid) {
+	if !t.Reads(pid) {
 		return
 	}
 	a := t.asm[pid]

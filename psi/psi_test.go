@@ -129,7 +129,7 @@ func demo(t *testing.T) (*Tracker, carousel) {
 func TestTracker(t *testing.T) {
 	tr, c := NewTracker(), carousel{}
 	// Before the first PAT any PID from 0x20 on may carry a PMT; the reserved ones do not.
-	if !tr.Wants(0x100) || !tr.Wants(PATPID) || tr.Wants(0x11) || tr.Wants(NullPID) || len(tr.Services()) != 0 {
+	if tr.Wants(0x100) || !tr.Wants(PATPID) || !tr.Reads(0x100) || tr.Reads(0x11) || tr.Reads(NullPID) || len(tr.Services()) != 0 {
 		t.Fatal("new tracker")
 	}
 	if _, ok := tr.TransportStreamID(); ok {
@@ -143,7 +143,7 @@ func TestTracker(t *testing.T) {
 		t.Fatal("services before the PAT")
 	}
 	feed(tr, c.packets(PATPID, demoPAT)...)
-	if tr.Wants(0x300) || tr.Wants(0x101) {
+	if tr.Reads(0x300) || tr.Reads(0x101) || !tr.Wants(0x100) {
 		t.Fatal("PIDs read after the PAT that it does not name as PMT PIDs")
 	}
 	if !tr.IsPMTPID(0x100) || !tr.IsPMTPID(0x200) || tr.IsPMTPID(0x10) || tr.IsPMTPID(0x101) || tr.IsPMTPID(0xFFFF) {
