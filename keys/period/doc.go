@@ -40,6 +40,9 @@
 //	                                             in that period: a sibling's key places it    TestPIDJoiningItsSiblingsPeriodIsPlaced
 //	a first period split off by a silence before any period was seen whole
 //	                                             waits (held) to learn the period length      TestFirstPeriodWaitsForThePeriodLength
+//	... and its siblings' are not known yet      it waits for the tables: a sibling's checked period of its parity
+//	                                             overlapping it or within half a period places it
+//	                                                                                          TestSiblingPeriodPlacesAPeriodBeforeTheTables
 //	a PID no PMT has described yet               its unit starts wait for the PMT (hold)      TestUndescribedPIDWaitsForItsPMT
 //	a PMT that comes before the first PAT        read when the PAT names its PID              psi: TestTracker
 //	a key server's slot CW fits                  the period has it, used before or not        TestLiveSlotCWFitsWhetherUsedBeforeOrNot

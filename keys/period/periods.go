@@ -84,9 +84,9 @@ type cryptoPeriod struct {
 	// whole, that says whether the silence could hold a change of key (lengthLearned).
 	awaitLength bool
 	fit         struct {
-		pos, key int
-		gap      int64
-		silenced bool
+		pos, key   int
+		gap, first int64
+		silenced   bool
 	}
 	// merged says the period after it was counted as the same crypto period.
 	merged   bool
@@ -662,38 +662,92 @@ func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 // setMinPeriod records a crypto period of n packets seen whole; the first decides the periods
 // that waited to learn how long the stream's periods are.
 func (t *Tracker) setMinPeriod(n int64) {
+	learned := t.minPeriod == HoldPackets
 	t.minPeriod = min(t.minPeriod, n)
+	if learned {
+		t.retryAwaiting()
+	}
+}
+
+// retryAwaiting decides the periods that wait for the period length or for the tables, where
+// what is known now decides them.
+func (t *Tracker) retryAwaiting() {
 	if len(t.awaitingLength) == 0 {
 		return
 	}
 	waiting := t.awaitingLength
 	t.awaitingLength = nil
 	for _, idx := range waiting {
-		q := &t.periods[idx]
-		if q.state != Open || !q.awaitLength {
-			continue
+		if q := &t.periods[idx]; q.state == Open && q.awaitLength && !t.resolveLength(q, false) {
+			t.awaitingLength = append(t.awaitingLength, idx)
 		}
-		q.awaitLength = false
-		t.resolveLength(q)
 	}
 }
 
 // resolveLength decides period q, that waited to learn the stream's period length
 // (awaitLength): with the key of the period after it if the silence between could not hold two
-// changes of key (half the shortest period seen); else as a sibling places it, or as it would
-// have been decided when it began to wait.
-func (t *Tracker) resolveLength(q *cryptoPeriod) {
-	q.awaitLength = false
+// changes of key (half the shortest period seen); else as a sibling places it, or as a
+// sibling's period that spans it says; else, once the length and the PID's service are known
+// (or finally, at the hold's end), as it would have been decided when it began to wait. It
+// reports whether q is decided.
+func (t *Tracker) resolveLength(q *cryptoPeriod, final bool) bool {
 	switch {
 	case 2*q.fit.gap < t.minPeriod && t.minPeriod < HoldPackets && (q.fit.silenced || q.from < 0 && !q.placed):
 		// The same period as the one after it, with its key, counted once.
 		q.pos, q.key, q.merged = q.fit.pos, q.fit.key, true
+		q.awaitLength = false
 		t.decide(q, Fit)
-	case t.placeBySiblings(q):
+	case t.placeBySiblings(q) || t.spannedBySibling(q, q.fit.first-q.fit.gap):
+		q.awaitLength = false
 		t.decide(q, Unchecked)
+	case !final && (t.minPeriod == HoldPackets || t.pk[q.pid].svc == nil):
+		return false // the length, or the tables that name its siblings, may still come
 	default:
+		q.awaitLength = false
 		t.decide(q, q.fallback)
 	}
+	return true
+}
+
+// spannedBySibling places period q, whose last packet is at last, by a period of a sibling (a
+// PID of its service) with a checked key, of its parity, that overlaps it or comes so close that
+// no period of the other parity fits between (half the shortest period seen): neither holds a
+// silence that nothing watched longer than lagLimit (it would have been split there), far
+// too short for two changes of key, so each had one key throughout, the service's.
+func (t *Tracker) spannedBySibling(q *cryptoPeriod, last int64) bool {
+	svc := t.pk[q.pid].svc
+	if svc == nil || t.keys.Fixed() || t.minPeriod >= HoldPackets || t.minPeriod <= 2*lagLimit {
+		return false
+	}
+	for i := range t.periods {
+		s := &t.periods[i]
+		if s.pid == q.pid || s.state != Fit || s.odd != q.odd || t.svcOf[s.pid] != svc {
+			continue
+		}
+		// The packets between the two periods, 0 when they overlap.
+		between := max(s.first-last, q.first-t.periodEnd(int32(i)), 0)
+		if 2*between < t.minPeriod {
+			q.pos, q.key, q.placed, q.unplaced = s.pos, s.key, true, false
+			return true
+		}
+	}
+	return false
+}
+
+// periodEnd returns the packet number of the last packet of period idx's PID before its next
+// period began, or of the PID's latest packet when none has.
+func (t *Tracker) periodEnd(idx int32) int64 {
+	p := &t.periods[idx]
+	next := int64(-1)
+	for i := range t.periods {
+		if o := &t.periods[i]; o.pid == p.pid && o.first > p.first && (next < 0 || o.first-o.gap < next) {
+			next = o.first - o.gap
+		}
+	}
+	if next < 0 {
+		return t.pk[p.pid].last
+	}
+	return next
 }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
@@ -782,7 +836,7 @@ func (t *Tracker) endNow(idx int32) {
 		}
 	}
 	if p.awaitLength {
-		t.resolveLength(p) // the hold ran out, or the stream ended, before a length was learned
+		t.resolveLength(p, true) // the hold ran out, or the stream ended, before evidence came
 		return
 	}
 	if p.ndeferred > 0 {
@@ -1079,7 +1133,7 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// (its packets held, within HoldPackets) for one that says how long
 				// the silence may be; else it is decided as it would be now (fallback).
 				q.awaitLength = true
-				q.fit.pos, q.fit.key, q.fit.gap, q.fit.silenced = p.pos, p.key, p.gap, p.silenced
+				q.fit.pos, q.fit.key, q.fit.gap, q.fit.silenced, q.fit.first = p.pos, p.key, p.gap, p.silenced, p.first
 				t.placeBySiblings(q)
 				q.fallback = t.uncheckedState(q, t.pk[q.pid])
 				t.awaitingLength = append(t.awaitingLength, p.from)

@@ -243,6 +243,7 @@ func (t *Tracker) TablesChanged() {
 	if len(t.deferred) > 0 {
 		t.recheck()
 	}
+	t.retryAwaiting() // siblings may place them now
 }
 
 // Counts returns the tracker's counts so far.

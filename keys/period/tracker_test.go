@@ -417,3 +417,24 @@ func TestPIDJoiningItsSiblingsPeriodIsPlaced(t *testing.T) {
 	s.tr.Finish()
 	s.want(b, period.Unchecked, 5)
 }
+
+func TestSiblingPeriodPlacesAPeriodBeforeTheTables(t *testing.T) {
+	// Before the PAT and PMT, an audio PID's first period has nothing to check and is cut off
+	// its next by a silence too long to rule out two changes of key. Once the PMT names its
+	// sibling, whose checked period of the same parity overlaps it, that period's key is its.
+	s := newStream(t, period.Config{Keys: keys.NewList(cws[:6])})
+	first := s.data(0x101, false)
+	s.data(0x101, false)
+	s.interleave(false, 2, 200, 0x102) // the stream began at CW 3 of the list
+	s.start(0x101, false, 2)
+	s.interleave(true, 3, 300, 0x102, 0x101)
+	s.interleave(false, 4, 300, 0x102, 0x101)
+	s.interleave(true, 5, 10, 0x102, 0x101) // a period of 300 packets seen whole
+	if s.tr.Decided(first) {
+		st, k := s.tr.Decision(first)
+		t.Fatalf("decided (%d, CW %d) before the tables named its siblings", st, k)
+	}
+	s.service(0x101, 0x102)
+	s.tr.Finish()
+	s.want(first, period.Unchecked, 2)
+}
