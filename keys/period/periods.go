@@ -128,8 +128,11 @@ type pidKeys struct {
 	run, prevRun int64     // packets of cur, and of prev when cur is tentative
 	periods      int       // periods started, glitches included
 	everFit      bool
-	failed       int  // checked unit starts that fitted no key while the PID never fitted
-	foreign      bool // never fitted in maxForeignChecks checks: no more trials
+	// fitKey is the CW index of its latest checked period of each parity (even, odd), or
+	// keys.NoKey before one.
+	fitKey  [2]int
+	failed  int  // checked unit starts that fitted no key while the PID never fitted
+	foreign bool // never fitted in maxForeignChecks checks: no more trials
 }
 
 // Check is what a key trial says of a unit start.
@@ -215,7 +218,7 @@ func sectionEnd(head []byte, payloadLen int) int {
 func (t *Tracker) pidKeys(pid uint16) *pidKeys {
 	pk := t.pk[pid]
 	if pk == nil {
-		pk = &pidKeys{cur: -1, prev: -1, svc: t.svcOf[pid], inStep: true}
+		pk = &pidKeys{cur: -1, prev: -1, svc: t.svcOf[pid], inStep: true, fitKey: [2]int{keys.NoKey, keys.NoKey}}
 		t.pk[pid] = pk
 	}
 	return pk
@@ -1097,6 +1100,19 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 		}
 	}
 	t.decide(p, Fit)
+	pk.fitKey[parityBit(p.odd)] = p.key
+}
+
+// constantKey reports whether the key period p fitted is the one its PID's latest checked
+// periods of both parities fitted too: a constant CW (BISS, a fixed-key feed, a constant CW
+// listed once a period), which a period between them of either parity had as well.
+func (t *Tracker) constantKey(p *cryptoPeriod) bool {
+	pk := t.pk[p.pid]
+	if p.key == keys.NoKey || pk.fitKey[0] == keys.NoKey || pk.fitKey[1] == keys.NoKey {
+		return false
+	}
+	cw := t.keys.CW(p.key)
+	return bytes.Equal(t.keys.CW(pk.fitKey[0]), cw) && bytes.Equal(t.keys.CW(pk.fitKey[1]), cw)
 }
 
 // decide records the decision for a period: its packets held so far can go on.
@@ -1127,6 +1143,11 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// is better evidence. After a longer one it may be a later period's.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
+			case state == Fit && t.constantKey(p):
+				// Its PID's key has been constant: whether the key changed in the silence
+				// or not, it is this one.
+				q.pos, q.key = p.pos, p.key
+				t.decide(q, Unchecked)
 			case state == Fit && (p.silenced || q.from < 0 && !q.placed) && t.minPeriod == HoldPackets &&
 				!t.keys.Fixed() && q.ndeferred == 0:
 				// The same cases, before any period was seen whole: the period waits

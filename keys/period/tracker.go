@@ -270,6 +270,7 @@ func (t *Tracker) Rekey(s *keys.Schedule) {
 		if pk != nil {
 			pk.cur, pk.prev, pk.run, pk.prevRun = -1, -1, 0, 0
 			pk.everFit, pk.failed, pk.foreign = false, 0, false
+			pk.fitKey = [2]int{keys.NoKey, keys.NoKey}
 		}
 	}
 	t.periods, t.open = t.periods[:0], t.open[:0] // no packet refers to a period any more
