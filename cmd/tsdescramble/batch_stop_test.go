@@ -20,6 +20,7 @@ import (
 // have. SIGQUIT ends it with 131 at once, as it ends the command: no job was listening for it.
 // The jobs not started are left for a later run, and the finished one is kept.
 func TestBatchStoppedBySignal(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
@@ -32,7 +33,10 @@ func TestBatchStoppedBySignal(t *testing.T) {
 		{syscall.SIGTERM, 143, signals.StopGrace + 3*time.Second},
 		{syscall.SIGQUIT, 131, 3 * time.Second},
 	} {
-		t.Run(signals.Name(c.sig), func(t *testing.T) { batchStoppedBy(t, bin, c.sig, c.code, c.within) })
+		t.Run(signals.Name(c.sig), func(t *testing.T) {
+			t.Parallel()
+			batchStoppedBy(t, bin, c.sig, c.code, c.within)
+		})
 	}
 }
 

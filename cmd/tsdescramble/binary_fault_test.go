@@ -108,6 +108,7 @@ func lastLine(s string) string {
 // the message and that no packet is lost: what was written is always a prefix of the
 // expected output, in whole packets where the contract promises them.
 func TestBinaryFaults(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and streams hundreds of MB: skipped under -short")
 	}

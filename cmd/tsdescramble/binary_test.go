@@ -21,6 +21,7 @@ import (
 // TestBinary builds the command and runs it as a separate process, with its standard input
 // and output connected to files and to OS pipes, as a shell would.
 func TestBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -40,6 +40,7 @@ func TestExitStatusUsage(t *testing.T) {
 // statistics of an earlier run"). The volume is a read-only bind mount in a mount namespace of
 // the command's own, so the test needs unshare and mount, and root.
 func TestExitStatusStatsDirReadOnly(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("a read-only bind mount needs root")
 	}

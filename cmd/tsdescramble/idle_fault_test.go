@@ -34,6 +34,7 @@ func (s *syncBuffer) Len() int {
 // A signal stops a run whose input pipe is open but idle (a live feed that stalls), after
 // writing every packet read so far.
 func TestSignalWithIdleInput(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
@@ -76,6 +77,7 @@ func TestSignalWithIdleInput(t *testing.T) {
 
 // A write error ends a run at once even when its input pipe is open but idle.
 func TestWriteErrorWithIdleInput(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the command")
 	}

@@ -218,6 +218,7 @@ func liveCWs(t *testing.T) [][]byte {
 // crypto period of its parity its key; the keys already applied stay, and lines appended after
 // are read as before. The run receives on UDP, so that it can wait between the steps.
 func TestFollowHangupRereadsLog(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t, "")
 	cws := []string{"11223366445566FF", "A1B2C316D4E5F6AF", "0102030604050610", "7F6E5D4A3C2B1A81"}
 	const wrong = "0102030604050611" // the third key mistyped: its last byte

@@ -87,13 +87,9 @@ func runAgainstServer(t *testing.T, url, in string, clear, scrambled []byte) {
 	start := time.Now()
 	p := proc.Start(t, time.Minute, bin, "-v", "-key-server", url, "-key-wait", "1s", "-in", in, "-out", out)
 	killed := false
-	for !p.Exited() {
-		if time.Since(start) > oscamFileRunLimit+time.Second {
-			p.Cmd.Process.Kill()
-			killed = true
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !p.Ended(oscamFileRunLimit + time.Second - time.Since(start)) {
+		p.Cmd.Process.Kill()
+		killed = true
 	}
 	code := p.Wait(t, 10*time.Second)
 	took := time.Since(start)
@@ -137,6 +133,7 @@ func runAgainstServer(t *testing.T, url, in string, clear, scrambled []byte) {
 // server writes each parity's CW once and never again. Also with a server that answers each
 // ECM 300 ms late.
 func TestKeyServerConstantCW(t *testing.T) {
+	t.Parallel()
 	even, odd := mustCW(t, "11223366445566FF"), mustCW(t, "A1B2C316D4E5F6AF")
 	clear, scrambled, in := oscamStream(t, 0, even, odd)
 	for _, late := range []time.Duration{0, oscamLate} {
@@ -146,6 +143,7 @@ func TestKeyServerConstantCW(t *testing.T) {
 				name += "/late"
 			}
 			t.Run(name, func(t *testing.T) {
+				t.Parallel()
 				url, setDescrs := srv.start(t, camdouble.ConstantCW(even, odd), late)
 				runAgainstServer(t, url, in, clear, scrambled)
 				if srv.name == "dvbapi" {
@@ -163,6 +161,7 @@ func TestKeyServerConstantCW(t *testing.T) {
 // the same over the whole stream while the even key changes every even period, so the odd slot
 // is written once; and with a constant pair, each slot once.
 func TestDVBAPISetDescrOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	odd := mustCW(t, "A1B2C316D4E5F6AF")
 	evens := [][]byte{mustCW(t, "11223366445566FF"), mustCW(t, "0102030604050610"), mustCW(t, "7F6E5D4A3C2B1A81")}
 	for _, c := range []struct {
@@ -175,6 +174,7 @@ func TestDVBAPISetDescrOnlyOnChange(t *testing.T) {
 		{"both-constant", [][]byte{evens[0], odd}, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			clear, scrambled, in := oscamStream(t, 0, c.cws...)
 			srv := camdouble.NewDVBAPI(t)
 			srv.SetOSCam(true)
@@ -192,10 +192,12 @@ func TestDVBAPISetDescrOnlyOnChange(t *testing.T) {
 // DVBAPI the server writes only the half that changed: each CW once, a period ahead, to the
 // slot that just went out of use.
 func TestKeyServerEachCWTwice(t *testing.T) {
+	t.Parallel()
 	cws := [][]byte{mustCW(t, "11223366445566FF"), mustCW(t, "A1B2C316D4E5F6AF"), mustCW(t, "0102030604050610"), mustCW(t, "7F6E5D4A3C2B1A81")}
 	clear, scrambled, in := oscamStream(t, 50, cws...)
 	for _, srv := range oscamServers() {
 		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
 			url, setDescrs := srv.start(t, camdouble.CurrentAndNext(cws), 0)
 			runAgainstServer(t, url, in, clear, scrambled)
 			if srv.name == "dvbapi" {
@@ -212,6 +214,7 @@ func TestKeyServerEachCWTwice(t *testing.T) {
 // client's own timeout fits inside it, and the file's run ends, all its periods passed as they
 // came (exit 3), however long the server stays silent or busy.
 func TestKeyServerSilentWaitsKeyWaitAtMost(t *testing.T) {
+	t.Parallel()
 	const wait = 300 * time.Millisecond
 	// 12 periods; each may wait once, and the end of the input once more.
 	limit := 13*wait + 4*time.Second
@@ -231,15 +234,13 @@ func TestKeyServerSilentWaitsKeyWaitAtMost(t *testing.T) {
 		}},
 	} {
 		t.Run(ks.name, func(t *testing.T) {
+			t.Parallel()
 			_, scrambled, in := oscamStream(t, 0, mustCW(t, "11223366445566FF"), mustCW(t, "A1B2C316D4E5F6AF"), mustCW(t, "0102030604050610"))
 			bin := buildBinary(t, "")
 			out := filepath.Join(t.TempDir(), "out.ts")
 			start := time.Now()
 			p := proc.Start(t, time.Minute, bin, "-q", "-key-server", ks.start(t), "-key-wait", wait.String(), "-in", in, "-out", out)
-			for !p.Exited() && time.Since(start) < limit+5*time.Second {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if !p.Exited() {
+			if !p.Ended(limit + 5*time.Second - time.Since(start)) {
 				p.Cmd.Process.Kill()
 			}
 			code := p.Wait(t, 10*time.Second)

@@ -33,6 +33,7 @@ func dvblastPackets() int {
 // writes every packet it receives to its standard output (-3): the file path's output, byte for
 // byte.
 func TestPeerDvblastReceivesRTP(t *testing.T) {
+	t.Parallel()
 	needTool(t, "dvblast")
 	bin := buildBinary(t, "")
 	port := freeUDPPort(t)
@@ -63,6 +64,7 @@ func TestPeerDvblastReceivesRTP(t *testing.T) {
 // dvblast holds a datagram part full up to 2 s, rather than 40 ms, before it pads it with null
 // packets and sends it; the sample's packets come far more often than that.)
 func TestPeerDvblastSendsRTP(t *testing.T) {
+	t.Parallel()
 	needTool(t, "dvblast")
 	bin := buildBinary(t, "")
 	dir := t.TempDir()

@@ -52,6 +52,7 @@ func waitFile(t *testing.T, path string, n int64, limit time.Duration) {
 // muxer); the command receives and descrambles them: the output is the file path's, byte for
 // byte (-packets ends the run at the sample's last packet).
 func TestPeerFFmpegSendsUDP(t *testing.T) {
+	t.Parallel()
 	needTool(t, "ffmpeg")
 	if testing.Short() {
 		t.Skip("ffmpeg sends or receives for seconds")
@@ -72,6 +73,7 @@ func TestPeerFFmpegSendsUDP(t *testing.T) {
 
 // ffmpeg receives the command's UDP output and writes its exact bytes: the file path's output.
 func TestPeerFFmpegReceivesUDP(t *testing.T) {
+	t.Parallel()
 	needTool(t, "ffmpeg")
 	if testing.Short() {
 		t.Skip("ffmpeg sends or receives for seconds")
@@ -103,6 +105,7 @@ func TestPeerFFmpegReceivesUDP(t *testing.T) {
 
 // socat receives the command's UDP output, a datagram at a time: the file path's output.
 func TestPeerSocatReceivesUDP(t *testing.T) {
+	t.Parallel()
 	needTool(t, "socat")
 	bin := buildBinary(t, "")
 	port := freeUDPPort(t)
@@ -122,6 +125,7 @@ func TestPeerSocatReceivesUDP(t *testing.T) {
 // command receives a second of it (all 20 s with TSD_LONG=1): the bytes that came are
 // descrambled as the file path does, and the RTP sequence shows no loss.
 func TestPeerMulticatSendsRTP(t *testing.T) {
+	t.Parallel()
 	needTool(t, "multicat", "ingests")
 	bin := buildBinary(t, "")
 	dir := t.TempDir()
@@ -152,6 +156,7 @@ func TestPeerMulticatSendsRTP(t *testing.T) {
 // tsdecrypt, a second live descrambler, receives the command's scrambled RTP output and
 // descrambles it with the same control word: the clear stream again.
 func TestPeerTsdecryptReceivesRTP(t *testing.T) {
+	t.Parallel()
 	needTool(t, "tsdecrypt")
 	bin := buildBinary(t, "")
 	port := freeUDPPort(t)
@@ -179,6 +184,7 @@ func TestPeerTsdecryptReceivesRTP(t *testing.T) {
 // the output is the file path's. IPv4 goes over the namespace's loopback, with a route for
 // 224.0.0.0/4.
 func TestPeerMulticastInNamespace(t *testing.T) {
+	t.Parallel()
 	needNamespace(t)
 	bin := buildBinary(t, "")
 	dir := t.TempDir()
@@ -205,6 +211,7 @@ ip route add 224.0.0.0/4 dev lo`
 // a member on tsd0 gets the datagrams sent out of it looped back). For the source-specific
 // group, a second sender at fd00::3 sends null packets first: the command must not hear them.
 func TestPeerMulticastIPv6InNamespace(t *testing.T) {
+	t.Parallel()
 	needNamespace(t)
 	bin := buildBinary(t, "")
 	dir := t.TempDir()
@@ -235,6 +242,7 @@ ip -6 addr add fd00::2/64 dev tsd1 nodad`
 // The command sends IPv6 multicast: it descrambles the sample to udp://[ff3e::1237]:5000 out of
 // tsd0 (iface=), and socat, a member of the group on tsd1, receives the file path's output.
 func TestPeerMulticastIPv6OutputInNamespace(t *testing.T) {
+	t.Parallel()
 	needNamespace(t)
 	bin := buildBinary(t, "")
 	out := filepath.Join(t.TempDir(), "out.ts")
@@ -323,6 +331,7 @@ wait $tsd`, setup, bin, in, out, demoKeys, demoPackets, send)
 // sample, then the whole list, rewritten while the feed runs: the periods after it come out
 // clear.
 func TestLiveHangupRereadsKeys(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t, "")
 	dir := t.TempDir()
 	all := strings.Fields(string(readFile(t, demoKeys)))

@@ -72,12 +72,13 @@ func waitListening(t *testing.T, port int) {
 // goes, which loopback and the default receive buffer take for the samples).
 func sendUDP(t *testing.T, url string, b []byte, gap time.Duration) {
 	t.Helper()
-	if err := trySendUDP(url, b, gap); err != nil {
+	if err := trySendUDP(url, b, gap, nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func trySendUDP(url string, b []byte, gap time.Duration) error {
+// trySendUDP is sendUDP, returning its error; it stops early once stop is closed.
+func trySendUDP(url string, b []byte, gap time.Duration, stop <-chan struct{}) error {
 	a, err := live.ParseAddress(url)
 	if err != nil {
 		return err
@@ -92,6 +93,11 @@ func trySendUDP(url string, b []byte, gap time.Duration) error {
 		step = len(b)
 	}
 	for i := 0; i < len(b); i += step {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
 		if _, err := w.Write(b[i:min(i+step, len(b))]); err != nil {
 			return err
 		}
@@ -262,12 +268,14 @@ func TestLiveTimeoutAndDuration(t *testing.T) {
 	}
 	oneLine(t, res.stderr)
 
-	// The sender sends a datagram every 2 ms, 1.3 s of it; the run stops after 400 ms.
+	// The sender would send a datagram every 2 ms, 1.3 s of it; the run stops after 400 ms,
+	// and the sender once the run has ended.
 	r = startLive(t, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out, "-cw-file", demoKeys, "-duration", "400ms")
 	waitListening(t, port)
-	sent, stream := make(chan error, 1), readFile(t, demoScrambled)
-	go func() { sent <- trySendUDP(fmt.Sprintf("udp://127.0.0.1:%d", port), stream, 2*time.Millisecond) }()
+	sent, stop, stream := make(chan error, 1), make(chan struct{}), readFile(t, demoScrambled)
+	go func() { sent <- trySendUDP(fmt.Sprintf("udp://127.0.0.1:%d", port), stream, 2*time.Millisecond, stop) }()
 	res = r.wait(t, 10*time.Second)
+	close(stop)
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"flag"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	moreParallel()
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir) // the command buildBinary built
@@ -23,5 +28,18 @@ func needLong(t *testing.T, what string) {
 	t.Helper()
 	if !longTests() {
 		t.Skip(what + ": a long test, run with TSD_LONG=1")
+	}
+}
+
+// moreParallel lets more tests run side by side than go test's default of one per CPU, unless
+// -parallel is given. The tests here that call t.Parallel run the built command, peers and key
+// servers as processes and spend their time waiting on them and on timers, not on this
+// process's CPU. The tests that run Main in-process do not call it (urfave/cli writes a
+// package-level flag on every run), nor do those that measure time or throughput.
+func moreParallel() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
 	}
 }

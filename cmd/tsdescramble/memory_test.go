@@ -78,6 +78,7 @@ func TestMemoryBoundedThroughPipe(t *testing.T) {
 // command cuts them down with a note, and its memory stays bounded: it would otherwise read
 // the whole input (-workers 1024 -batch 65536 allow 54 GB in flight).
 func TestMemoryBoundedWithLargeFlags(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("streams 150 MB through the command")
 	}

@@ -36,6 +36,7 @@ const readmeScratch = "/tmp/tsd"
 // files the guide leaves, in the clone and in the scratch directory, must all be named by the
 // repository's .gitignore.
 func TestReadmeCommands(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the command and runs every example of the README")
 	}
@@ -305,6 +306,7 @@ func runnable(c string) bool {
 // TestReadmeInstall runs the README's "go install" from the clone, as written, and checks that
 // the binary lands where the README says: in GOBIN, or without it in $(go env GOPATH)/bin.
 func TestReadmeInstall(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the command twice")
 	}

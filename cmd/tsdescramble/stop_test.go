@@ -77,6 +77,7 @@ func startBlocked(t *testing.T, bin, inPath string) (*running, *syncBuffer) {
 // that does not read; a second signal ends the run at once, with the status of that signal and
 // one line on stderr.
 func TestSecondSignal(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the command")
 	}
@@ -85,6 +86,7 @@ func TestSecondSignal(t *testing.T) {
 	inPath := writeFile(t, t.TempDir(), "in.ts", bytes.Repeat(block, 8))
 	for _, tc := range [][2]syscall.Signal{{syscall.SIGINT, syscall.SIGINT}, {syscall.SIGTERM, syscall.SIGTERM}, {syscall.SIGHUP, syscall.SIGINT}} {
 		t.Run(signals.Name(tc[0])+" then "+signals.Name(tc[1]), func(t *testing.T) {
+			t.Parallel()
 			p, stderr := startBlocked(t, bin, inPath)
 			p.cmd.Process.Signal(tc[0])
 			select {
@@ -115,6 +117,7 @@ func TestSecondSignal(t *testing.T) {
 
 // A clean stop that takes over 2 s (the reader of the output does not read) ends the run at once.
 func TestStopTakesTooLong(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the command")
 	}
@@ -143,6 +146,7 @@ func TestStopTakesTooLong(t *testing.T) {
 // SIGQUIT ends a run at once. A file output is kept as NAME.partial, cut to the whole packets
 // written, and named; no temporary file is left.
 func TestQuitKeepsPartial(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the command")
 	}
@@ -192,6 +196,7 @@ func TestQuitKeepsPartial(t *testing.T) {
 // -out /dev/stdout is -out -: a reader that goes away ends the run quietly by SIGPIPE (status
 // 141 in a shell), and stdout redirected to a file is written in place, not replaced.
 func TestOutDevStdout(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the command")
 	}

@@ -57,6 +57,18 @@ func (p *Proc) Exited() bool {
 	}
 }
 
+// Ended waits up to limit for the process to end and reports whether it did; a process still
+// running is left running.
+func (p *Proc) Ended(limit time.Duration) bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	case <-time.After(limit):
+		return false
+	}
+}
+
 // Output returns what the process wrote so far, on standard output and error together.
 func (p *Proc) Output() string { return p.out.String() }
 
