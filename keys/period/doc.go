@@ -38,12 +38,11 @@
 //	a PID back after its whole service was silent  a service period of its own, its key placing it  streamtest: TestOracleRandomSchedules (1449)
 //	a PID back in the parity a sibling began the service's period with, sooner than half a period
 //	                                             in that period: a sibling's key places it    TestPIDJoiningItsSiblingsPeriodIsPlaced
-//	a first period split off by a silence before any period was seen whole
-//	                                             waits (held) to learn the period length      TestFirstPeriodWaitsForThePeriodLength
-//	... and its siblings' are not known yet      it waits for the tables: a sibling's checked period of its parity
-//	                                             overlapping it or within half a period places it
-//	                                                                                          TestSiblingPeriodPlacesAPeriodBeforeTheTables
 //	a PID no PMT has described yet               its unit starts wait for the PMT (hold)      TestUndescribedPIDWaitsForItsPMT
+//	a unit start after a watched silence, in a fitted period
+//	                                             checked with the period's key all the same   streamtest: TestOracleRandomSchedules (1987)
+//	a first period of a PID of another service than the PID that fitted first
+//	                                             not placed by the list's start (two lists in one file)  streamtest: TestOracleRandomSchedules (1946)
 //	a PMT that comes before the first PAT        read when the PAT names its PID              psi: TestTracker
 //	a key server's slot CW fits                  the period has it, used before or not        TestLiveSlotCWFitsWhetherUsedBeforeOrNot
 //	a slot CW that does not fit                  the period waits for the next of its parity  TestLiveStaleCWWaitsForItsOwn

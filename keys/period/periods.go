@@ -75,29 +75,20 @@ type cryptoPeriod struct {
 	from      int32 // the period before it of its PID, or -1: its position is steps after from's
 	steps     int32
 	placed    bool // a sibling's key placed it (placeBySiblings)
-	silenced  bool // split off the period before by a silence of its PID alone (gap)
+	// acrossSilence says it went on across a silence of its PID longer than lagLimit since
+	// a unit start last checked its key.
+	acrossSilence bool
+	silenced      bool // split off the period before by a silence of its PID alone (gap)
 	// awaitNumber is the number of the PID's period split off it (where its key may have
 	// changed, before it was checked) whose decision decides it, or 0.
 	awaitNumber int
-	// awaitLength says that the period after it, split off by a silence, fitted (fit) while
-	// nothing said yet how long the stream's periods are: it waits for the first period seen
-	// whole, that says whether the silence could hold a change of key (lengthLearned).
-	awaitLength bool
-	fit         struct {
-		pos, key   int
-		gap, first int64
-		silenced   bool
-	}
-	// merged says the period after it was counted as the same crypto period.
-	merged   bool
-	fallback State // awaitLength: its decision if the length does not decide it
-	state    State
-	attempts uint8 // checked unit starts that no key fitted
-	npending uint8
-	pos      int   // ring position in the schedule: expected, or aligned by a fit
-	key      int   // CW index of pos, or keys.NoKey
-	first    int64 // the stream's packet number of its first packet, from 1
-	number   int   // its number among the PID's periods, from 1
+	state       State
+	attempts    uint8 // checked unit starts that no key fitted
+	npending    uint8
+	pos         int   // ring position in the schedule: expected, or aligned by a fit
+	key         int   // CW index of pos, or keys.NoKey
+	first       int64 // the stream's packet number of its first packet, from 1
+	number      int   // its number among the PID's periods, from 1
 	// Unit starts of a tentative period, checked when it is confirmed.
 	pending [maxSyncAttempts]unitStart
 	// Unit starts checked before any PMT said what the PID carries, that no key made a PES
@@ -409,6 +400,11 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			pk.silenced = !ccBreak
 			return t.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
+		if t.now-last > lagLimit {
+			// It went on across a silence that its siblings watched: its next unit start
+			// checks that the key did too (recheckDecided).
+			cur.acrossSilence = true
+		}
 		pk.run++
 		return pk.cur
 	}
@@ -574,8 +570,13 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 	// stream's first change of parity or far into the stream (the list's first CW is the
 	// stream's first period's), or placed elsewhere, where another PID's key fitted (of another
 	// service, maybe), takes its key from a unit start or a sibling, not from the list's order.
+	// A PID's first period whose service is not the one whose PID fitted first is not placed
+	// by the list's start either: that start may be the other service's (two services' lists
+	// in one file).
+	otherService := t.haveHint && pk.svc != nil && t.hintSvc != nil && t.hintSvc != pk.svc
 	p.unplaced = !s.Fixed() && s.NumCWs() > 1 &&
-		(prev >= 0 && (steps == 0 || pk.unsure) || prev < 0 && (t.flips > 0 || t.now > firstPeriodKnown || p.pos != s.Start(odd)))
+		(prev >= 0 && (steps == 0 || pk.unsure) ||
+			prev < 0 && (t.flips > 0 || t.now > firstPeriodKnown || p.pos != s.Start(odd) || otherService))
 	p.silenced = pk.silenced
 	pk.unsure, pk.silenced = false, false
 	pk.periods++
@@ -662,96 +663,8 @@ func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	pk.lastFlip, pk.lastFlipGap = p.first, p.gap
 }
 
-// setMinPeriod records a crypto period of n packets seen whole; the first decides the periods
-// that waited to learn how long the stream's periods are.
-func (t *Tracker) setMinPeriod(n int64) {
-	learned := t.minPeriod == HoldPackets
-	t.minPeriod = min(t.minPeriod, n)
-	if learned {
-		t.retryAwaiting()
-	}
-}
-
-// retryAwaiting decides the periods that wait for the period length or for the tables, where
-// what is known now decides them.
-func (t *Tracker) retryAwaiting() {
-	if len(t.awaitingLength) == 0 {
-		return
-	}
-	waiting := t.awaitingLength
-	t.awaitingLength = nil
-	for _, idx := range waiting {
-		if q := &t.periods[idx]; q.state == Open && q.awaitLength && !t.resolveLength(q, false) {
-			t.awaitingLength = append(t.awaitingLength, idx)
-		}
-	}
-}
-
-// resolveLength decides period q, that waited to learn the stream's period length
-// (awaitLength): with the key of the period after it if the silence between could not hold two
-// changes of key (half the shortest period seen); else as a sibling places it, or as a
-// sibling's period that spans it says; else, once the length and the PID's service are known
-// (or finally, at the hold's end), as it would have been decided when it began to wait. It
-// reports whether q is decided.
-func (t *Tracker) resolveLength(q *cryptoPeriod, final bool) bool {
-	switch {
-	case 2*q.fit.gap < t.minPeriod && t.minPeriod < HoldPackets && (q.fit.silenced || q.from < 0 && !q.placed):
-		// The same period as the one after it, with its key, counted once.
-		q.pos, q.key, q.merged = q.fit.pos, q.fit.key, true
-		q.awaitLength = false
-		t.decide(q, Fit)
-	case t.placeBySiblings(q) || t.spannedBySibling(q, q.fit.first-q.fit.gap):
-		q.awaitLength = false
-		t.decide(q, Unchecked)
-	case !final && (t.minPeriod == HoldPackets || t.pk[q.pid].svc == nil):
-		return false // the length, or the tables that name its siblings, may still come
-	default:
-		q.awaitLength = false
-		t.decide(q, q.fallback)
-	}
-	return true
-}
-
-// spannedBySibling places period q, whose last packet is at last, by a period of a sibling (a
-// PID of its service) with a checked key, of its parity, that overlaps it or comes so close that
-// no period of the other parity fits between (half the shortest period seen): neither holds a
-// silence that nothing watched longer than lagLimit (it would have been split there), far
-// too short for two changes of key, so each had one key throughout, the service's.
-func (t *Tracker) spannedBySibling(q *cryptoPeriod, last int64) bool {
-	svc := t.pk[q.pid].svc
-	if svc == nil || t.keys.Fixed() || t.minPeriod >= HoldPackets || t.minPeriod <= 2*lagLimit {
-		return false
-	}
-	for i := range t.periods {
-		s := &t.periods[i]
-		if s.pid == q.pid || s.state != Fit || s.odd != q.odd || t.svcOf[s.pid] != svc {
-			continue
-		}
-		// The packets between the two periods, 0 when they overlap.
-		between := max(s.first-last, q.first-t.periodEnd(int32(i)), 0)
-		if 2*between < t.minPeriod {
-			q.pos, q.key, q.placed, q.unplaced = s.pos, s.key, true, false
-			return true
-		}
-	}
-	return false
-}
-
-// periodEnd returns the packet number of the last packet of period idx's PID before its next
-// period began, or of the PID's latest packet when none has.
-func (t *Tracker) periodEnd(idx int32) int64 {
-	p := &t.periods[idx]
-	next := int64(-1)
-	for i := range t.periods {
-		if o := &t.periods[i]; o.pid == p.pid && o.first > p.first && (next < 0 || o.first-o.gap < next) {
-			next = o.first - o.gap
-		}
-	}
-	if next < 0 {
-		return t.pk[p.pid].last
-	}
-	return next
-}
+// setMinPeriod records a crypto period of n packets seen whole.
+func (t *Tracker) setMinPeriod(n int64) { t.minPeriod = min(t.minPeriod, n) }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
 // CA system's; the schedule's key where the schedule or the PID's siblings place it; left as
@@ -837,10 +750,6 @@ func (t *Tracker) endNow(idx int32) {
 		if p.state != Open {
 			return
 		}
-	}
-	if p.awaitLength {
-		t.resolveLength(p, true) // the hold ran out, or the stream ended, before evidence came
-		return
 	}
 	if p.ndeferred > 0 {
 		us, n := p.deferred, p.ndeferred
@@ -935,6 +844,7 @@ func (t *Tracker) offerUnitStart(idx int32, u unitStart) int32 {
 				return idx
 			}
 		default:
+			p.acrossSilence = false // the key goes on after the silence
 			return idx
 		}
 		pk := t.pk[p.pid]
@@ -1008,11 +918,13 @@ func (t *Tracker) check(idx int32, u unitStart) {
 // packets lost, a splice), and those begin periods of their own that their next unit start
 // checks. So a period that a unit start fitted, on a PID whose continuity counters follow on,
 // needs no more trials (each costs a stream-cipher start): only a period decided without a
-// check, or a PID whose counters say nothing, has its later unit starts tried. The one splice
-// this misses is one whose counters happen to follow on (one in 16), until the next change of
-// parity; the unit-start checks after descrambling count its failures.
+// check, or a PID whose counters say nothing, has its later unit starts tried. A period that went
+// on across a silence its siblings watched (taken for a PID lagging them) is tried too, until a
+// unit start after the silence fits. The one splice this misses is one whose counters happen to
+// follow on (one in 16), until the next change of parity; the unit-start checks after
+// descrambling count its failures.
 func (t *Tracker) recheckDecided(p *cryptoPeriod) bool {
-	return p.state != Fit || !t.ccFollows
+	return p.state != Fit || !t.ccFollows || p.acrossSilence
 }
 
 // deferUnitStart keeps a unit start of open period idx, on a PID whose carriage is not known,
@@ -1088,6 +1000,9 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 	}
 	first := !pk.everFit
 	pk.everFit = true
+	if !t.haveHint {
+		t.hintSvc = pk.svc
+	}
 	t.haveHint, t.hintPos, t.hintOdd = true, pos, p.odd
 	if moved {
 		t.counts.KeySyncs++
@@ -1148,16 +1063,6 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// or not, it is this one.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Unchecked)
-			case state == Fit && (p.silenced || q.from < 0 && !q.placed) && t.minPeriod == HoldPackets &&
-				!t.keys.Fixed() && q.ndeferred == 0:
-				// The same cases, before any period was seen whole: the period waits
-				// (its packets held, within HoldPackets) for one that says how long
-				// the silence may be; else it is decided as it would be now (fallback).
-				q.awaitLength = true
-				q.fit.pos, q.fit.key, q.fit.gap, q.fit.silenced, q.fit.first = p.pos, p.key, p.gap, p.silenced, p.first
-				t.placeBySiblings(q)
-				q.fallback = t.uncheckedState(q, t.pk[q.pid])
-				t.awaitingLength = append(t.awaitingLength, p.from)
 			default:
 				t.endNow(p.from)
 			}
@@ -1167,7 +1072,7 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 		t.liveDecided(p)
 		return
 	}
-	if t.continues(p) || p.merged {
+	if t.continues(p) {
 		return // the same crypto period goes on: counted and logged once
 	}
 	what := ""
@@ -1319,13 +1224,6 @@ func (t *Tracker) compact() {
 			}
 		}
 	}
-	awaiting := t.awaitingLength[:0]
-	for _, idx := range t.awaitingLength {
-		if to, ok := newIdx[idx]; ok && kept[to].state == Open {
-			awaiting = append(awaiting, to)
-		}
-	}
-	t.awaitingLength = awaiting
 	// In order of their first packet, as expire takes them.
 	slices.SortFunc(open, func(a, b int32) int { return cmp.Compare(kept[a].first, kept[b].first) })
 	t.periods, t.open, t.deferred = kept, open, deferred

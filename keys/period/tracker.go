@@ -112,12 +112,10 @@ type Tracker struct {
 	periods  []cryptoPeriod
 	open     []int32 // periods not yet decided, in order of their first packet
 	deferred []int32 // open periods with unit starts deferred for want of a PMT (recheck)
-	// awaitingLength are the open periods that wait to learn the stream's period length
-	// (cryptoPeriod.awaitLength).
-	awaitingLength []int32
-	haveHint       bool // a period has fitted: hintPos and hintOdd are its ring position and parity
-	hintPos        int
-	hintOdd        bool
+	haveHint bool    // a period has fitted: hintPos and hintOdd are its ring position and parity
+	hintPos  int
+	hintOdd  bool
+	hintSvc  *svcClock // the service of the PID that fitted first, if the tables said
 	// startDisputed says a PID's first period fitted a CW other than the list's first for
 	// its parity: the list's start is no evidence for another PID's first period.
 	startDisputed bool
@@ -243,7 +241,6 @@ func (t *Tracker) TablesChanged() {
 	if len(t.deferred) > 0 {
 		t.recheck()
 	}
-	t.retryAwaiting() // siblings may place them now
 }
 
 // Counts returns the tracker's counts so far.
@@ -265,7 +262,7 @@ func (t *Tracker) Waits() *Waits {
 // found in the new schedule at its first unit start, wherever the new list begins.
 func (t *Tracker) Rekey(s *keys.Schedule) {
 	t.keys = s
-	t.haveHint, t.startDisputed = false, false
+	t.haveHint, t.startDisputed, t.hintSvc = false, false, nil
 	for _, pk := range t.pk {
 		if pk != nil {
 			pk.cur, pk.prev, pk.run, pk.prevRun = -1, -1, 0, 0
@@ -274,7 +271,6 @@ func (t *Tracker) Rekey(s *keys.Schedule) {
 		}
 	}
 	t.periods, t.open = t.periods[:0], t.open[:0] // no packet refers to a period any more
-	t.awaitingLength = t.awaitingLength[:0]
 }
 
 // Release hands the tracker's per-PID table to the trackers that follow; the tracker must not

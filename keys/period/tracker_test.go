@@ -367,39 +367,6 @@ func (s *stream) interleave(odd bool, k, n int, pids ...uint16) {
 	}
 }
 
-func TestFirstPeriodWaitsForThePeriodLength(t *testing.T) {
-	// A PID's first period, with nothing to check, split off its next by a silence before any
-	// crypto period was seen whole: whether the key changed twice in the silence is not known
-	// until the stream shows how long its periods are. The period waits (held) for that.
-	for _, c := range []struct {
-		silence int64
-		state   period.State
-		key     int
-	}{
-		{80, period.Fit, 2},        // shorter than half a period (200): the same period
-		{150, period.Unplaced, -1}, // long enough to hide two changes: left as it came
-	} {
-		s := newStream(t, period.Config{Keys: keys.NewList(cws[:6])})
-		first := s.data(0x101, false)
-		s.data(0x101, false)
-		s.skip(c.silence)
-		s.start(0x101, false, 2) // the stream began at CW 3 of the list: a search finds it
-		s.interleave(false, 2, 20, 0x101)
-		if s.tr.Decided(first) {
-			st, k := s.tr.Decision(first)
-			t.Fatalf("silence %d: decided (%d, CW %d) before a period was seen whole", c.silence, st, k)
-		}
-		s.interleave(true, 3, 200, 0x101)
-		s.interleave(false, 4, 10, 0x101) // the odd period, 200 packets, was seen whole
-		s.tr.Finish()
-		if c.key >= 0 {
-			s.want(first, c.state, c.key)
-		} else if st, _ := s.tr.Decision(first); st != c.state {
-			t.Errorf("silence %d: first period decided %d, want %d", c.silence, st, c.state)
-		}
-	}
-}
-
 func TestPIDJoiningItsSiblingsPeriodIsPlaced(t *testing.T) {
 	// A PID that comes to the parity a sibling began the service's period with, after a
 	// silence of the whole service too short to hold a period of the other parity, is in that
@@ -416,25 +383,4 @@ func TestPIDJoiningItsSiblingsPeriodIsPlaced(t *testing.T) {
 	s.data(0x102, true)
 	s.tr.Finish()
 	s.want(b, period.Unchecked, 5)
-}
-
-func TestSiblingPeriodPlacesAPeriodBeforeTheTables(t *testing.T) {
-	// Before the PAT and PMT, an audio PID's first period has nothing to check and is cut off
-	// its next by a silence too long to rule out two changes of key. Once the PMT names its
-	// sibling, whose checked period of the same parity overlaps it, that period's key is its.
-	s := newStream(t, period.Config{Keys: keys.NewList(cws[:6])})
-	first := s.data(0x101, false)
-	s.data(0x101, false)
-	s.interleave(false, 2, 200, 0x102) // the stream began at CW 3 of the list
-	s.start(0x101, false, 2)
-	s.interleave(true, 3, 300, 0x102, 0x101)
-	s.interleave(false, 4, 300, 0x102, 0x101)
-	s.interleave(true, 5, 10, 0x102, 0x101) // a period of 300 packets seen whole
-	if s.tr.Decided(first) {
-		st, k := s.tr.Decision(first)
-		t.Fatalf("decided (%d, CW %d) before the tables named its siblings", st, k)
-	}
-	s.service(0x101, 0x102)
-	s.tr.Finish()
-	s.want(first, period.Unchecked, 2)
 }
