@@ -39,6 +39,8 @@
 //	a PID back in the parity a sibling began the service's period with, sooner than half a period
 //	                                             in that period: a sibling's key places it    TestPIDJoiningItsSiblingsPeriodIsPlaced
 //	a PID no PMT has described yet               its unit starts wait for the PMT (hold)      TestUndescribedPIDWaitsForItsPMT
+//	back in the other parity after a silence longer than its period seen, no period seen whole
+//	                                             a period its unit start or a sibling places  streamtest: TestOracleRandomSchedules (2435)
 //	a unit start after a watched silence, in a fitted period
 //	                                             checked with the period's key all the same   streamtest: TestOracleRandomSchedules (1987)
 //	a first period of a PID of another service than the PID that fitted first

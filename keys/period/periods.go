@@ -476,6 +476,11 @@ func (t *Tracker) lateAfter(cur *cryptoPeriod, last int64) bool {
 		// in bursts at first): only a silence of eight times lagLimit counts.
 		return gap > 8*lagLimit
 	}
+	if t.minPeriod >= HoldPackets {
+		// No period seen whole yet: the part of this one seen is the only measure of how
+		// short a period may be, and a silence longer than it may have held a whole one.
+		return gap > lagLimit && gap > last-cur.first
+	}
 	return gap > lagLimit && gap > 8*(last-cur.first)
 }
 

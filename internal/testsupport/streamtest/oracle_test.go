@@ -836,9 +836,11 @@ func (s *oracleSchedule) unitsDiffering(a, b []byte) int {
 // silence of the whole service). And sweep seeds that once wrote wrong packets: 1920 (a thin
 // PID's changes of parity, far apart, taken for one period's length), 1946 (a PID of the second
 // service given the first's place in one file's lists), 1987 (a unit start after a silence its
-// sibling watched, not checked), 2141 (periods of 51 packets, a PID lagging its sibling).
+// sibling watched, not checked), 2141 (periods of 51 packets, a PID lagging its sibling),
+// 2435 (a lone T2-MI PID back in the other parity after two periods of silence, before any
+// period was seen whole).
 var oracleSeeds = []uint64{1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 18, 19, 20, 30, 35, 50, 53, 58,
-	1059, 1149, 1240, 1401, 1434, 1449, 1515, 1372, 1448, 1920, 1946, 1987, 2141}
+	1059, 1149, 1240, 1401, 1434, 1449, 1515, 1372, 1448, 1920, 1946, 1987, 2141, 2435}
 
 // The oracle over a fixed set of seeds; see the comment at the top of the file.
 func TestOracleRandomSchedules(t *testing.T) {
