@@ -623,7 +623,7 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 		if restart {
 			svc.restart(pid, t.now)
 		} else if n := svc.begin(pid, odd, t.now); n > 0 {
-			t.setMinPeriod(n)
+			t.minPeriod = min(t.minPeriod, n)
 		}
 		// The period is the service's current one if its parity is the service's and it
 		// began in step with the service: the PID came promptly, or the service watched its
@@ -662,14 +662,11 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	if pk.lastFlip > 0 {
 		if n := p.first - pk.lastFlip; 8*max(pk.lastFlipGap, p.gap) <= n {
-			t.setMinPeriod(n)
+			t.minPeriod = min(t.minPeriod, n)
 		}
 	}
 	pk.lastFlip, pk.lastFlipGap = p.first, p.gap
 }
-
-// setMinPeriod records a crypto period of n packets seen whole.
-func (t *Tracker) setMinPeriod(n int64) { t.minPeriod = min(t.minPeriod, n) }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
 // CA system's; the schedule's key where the schedule or the PID's siblings place it; left as
