@@ -32,10 +32,11 @@ func needLong(t *testing.T, what string) {
 }
 
 // moreParallel lets more tests run side by side than go test's default of one per CPU, unless
-// -parallel is given. The tests here that call t.Parallel run the built command, peers and key
-// servers as processes and spend their time waiting on them and on timers, not on this
-// process's CPU. The tests that run Main in-process do not call it (urfave/cli writes a
-// package-level flag on every run), nor do those that measure time or throughput.
+// -parallel is given. Most tests here run the built command, peers and key servers as
+// processes, or Main with a fake ECMG or server, and spend their time waiting on them and on
+// timers, not on this process's CPU. Those that measure time or throughput, or wait for a key
+// within tens of milliseconds, do not call t.Parallel, nor do those that change what every run
+// reads (the environment, the umask, a package-level hook or limit).
 func moreParallel() {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
