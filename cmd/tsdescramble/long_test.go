@@ -11,7 +11,17 @@ import (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	moreParallel()
+	// A whole run builds the command for the tests that run it as a process: building it now,
+	// beside the tests that run one after another and mostly wait on timers and sockets, saves
+	// the parallel ones, which all start with it, from waiting for it.
+	early := !testing.Short() && flag.Lookup("test.run").Value.String() == ""
+	if early {
+		go buildOnce()
+	}
 	code := m.Run()
+	if early {
+		buildOnce() // the build has ended before its directory goes
+	}
 	if built.dir != "" {
 		os.RemoveAll(built.dir) // the command buildBinary built
 	}
