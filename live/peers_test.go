@@ -17,7 +17,8 @@ import (
 
 // Real peers from Debian, on loopback: ffmpeg, multicat and socat send to the Reader and
 // receive from the Writer. Each test skips, naming the package to install, when its tool is
-// missing; every process is stopped by its pid when the test ends.
+// missing; every process is stopped by its pid when the test ends. The tests run side by side:
+// each has its own ports and spends its time waiting on its peer, not on the CPU.
 
 const sample = "../samples/demo-clear.ts" // 20 s, PCR on PID 0x100
 
@@ -112,6 +113,7 @@ func sameBytes(t *testing.T, what string, got, want []byte) {
 // ffmpeg sends the sample's exact bytes (mpegtsraw demuxer, data muxer) as UDP, 7 packets a
 // datagram.
 func TestFFmpegSendsUDP(t *testing.T) {
+	t.Parallel()
 	need(t, "ffmpeg")
 	want := readSample(t)
 	r := listenT(t, "udp://@127.0.0.1:0")
@@ -126,6 +128,7 @@ func TestFFmpegSendsUDP(t *testing.T) {
 
 // ffmpeg sends RTP (rtp_mpegts muxer): the Reader strips the headers and gets ffmpeg's TS.
 func TestFFmpegSendsRTP(t *testing.T) {
+	t.Parallel()
 	need(t, "ffmpeg")
 	r := listenT(t, "rtp://@127.0.0.1:0")
 
@@ -157,6 +160,7 @@ func TestFFmpegSendsRTP(t *testing.T) {
 
 // ffmpeg receives the Writer's UDP and writes the exact bytes back out (mpegtsraw, data).
 func TestFFmpegReceivesUDP(t *testing.T) {
+	t.Parallel()
 	need(t, "ffmpeg")
 	want := readSample(t)
 	p := freePort(t)
@@ -174,6 +178,7 @@ func TestFFmpegReceivesUDP(t *testing.T) {
 
 // ffmpeg receives the Writer's RTP and demuxes it: the same elementary streams as the sample.
 func TestFFmpegReceivesRTP(t *testing.T) {
+	t.Parallel()
 	need(t, "ffmpeg")
 	if testing.Short() {
 		t.Skip("slow: ffmpeg's RTP input runs on for seconds after the stream ends")

@@ -24,6 +24,7 @@ func runBytes(t *testing.T, in []byte) ([]byte, Stats, error) {
 
 // A stream cut at every offset of its first packets: never a panic, every whole packet out.
 func TestRunCutAtEveryOffset(t *testing.T) {
+	t.Parallel()
 	k, _ := csa.NewKey(damageCW)
 	stream := synth.SyntheticStream(6, 3, k)
 	want, _, err := runBytes(t, stream)
@@ -48,6 +49,7 @@ func TestRunCutAtEveryOffset(t *testing.T) {
 // Damaged packets pass through untouched and are counted; the good ones around them are
 // descrambled.
 func TestRunDamagedPackets(t *testing.T) {
+	t.Parallel()
 	k, _ := csa.NewKey(damageCW)
 	stream := synth.SyntheticStream(40, 0, k)
 	want, _, _ := runBytes(t, stream)
@@ -107,6 +109,7 @@ func TestRunDamagedPackets(t *testing.T) {
 
 // Random bytes: an error saying there is no transport stream, no output, no panic.
 func TestRunRandomBytes(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{1, 100, 188, 5000, 100000} {
 		in := make([]byte, n)
@@ -126,6 +129,7 @@ func TestRunRandomBytes(t *testing.T) {
 // Packets of different framings in one stream: every TS packet goes out; the framing changes
 // where the stream's does (a trailer or prefix cut off at the change is counted as skipped).
 func TestRunMixedFramings(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	a := makeUnits(10, ts.Framing188, rng)
 	b := makeUnits(10, ts.Framing204, rng)

@@ -169,6 +169,7 @@ func pidStats(st Stats, pid uint16) PIDStats {
 // times) under a key nobody has. Our PIDs come out clear, its packets as they came, and no
 // selection flag is needed.
 func TestMixedCAS(t *testing.T) {
+	t.Parallel()
 	for _, foreignPeriod := range []int{0, 37} {
 		clear, scrambled := muxStream(t, 6000, []muxPID{
 			{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 400},
@@ -191,6 +192,7 @@ func TestMixedCAS(t *testing.T) {
 // One packet of the other parity inside a period (a flipped bit) changes nothing else: that
 // packet is left as it came, the schedule does not move.
 func TestParityGlitch(t *testing.T) {
+	t.Parallel()
 	clear, scrambled := muxStream(t, 3000, []muxPID{{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 500}})
 	for _, at := range []int{2 + 101, 2 + 703, 2 + 1104} { // inside even, odd and even periods
 		in := append([]byte{}, scrambled...)
@@ -217,6 +219,7 @@ func TestParityGlitch(t *testing.T) {
 
 // Keys that fit only some periods: the others are left as they came, and counted.
 func TestPeriodsNoKeyFits(t *testing.T) {
+	t.Parallel()
 	clear, scrambled := muxStream(t, 3000, []muxPID{{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 500}})
 	out, st := runMux(t, scrambled, func() *keys.Schedule { return keys.NewFixed(muxCWs[0], muxCWs[0]) })
 	for i := 2; i < len(out)/ts.PacketSize; i++ {
@@ -237,6 +240,7 @@ func TestPeriodsNoKeyFits(t *testing.T) {
 // Section PIDs are checked by their CRC, never as PES; a T2-MI PID (stream type 0x06 with the
 // T2-MI extension descriptor) is not checked at all and takes the schedule's keys.
 func TestSectionsAndT2MI(t *testing.T) {
+	t.Parallel()
 	t2mi := []byte{0x7F, 0x01, 0x11}
 	clear, scrambled := muxStream(t, 3000, []muxPID{
 		{pid: 0x300, streamType: 0x05, cws: muxCWs, period: 300, sections: true},

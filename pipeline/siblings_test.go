@@ -59,6 +59,7 @@ func checkOracle(t *testing.T, what string, out, clear, scrambled []byte) int {
 // the other parity several CWs on. Its siblings in the service, whose periods went on, place
 // it, and every packet comes out clear, the ones before its first unit start included.
 func TestSilentPIDTakesItsSiblingsPeriods(t *testing.T) {
+	t.Parallel()
 	cws := append(append([][]byte{}, muxCWs...), []byte{0x31, 0x41, 0x59, 0x26, 0x53, 0x58, 0x97, 0x93})
 	// One stream for every case, each silencing its copy of it: scrambling it is most of the
 	// test's time.
@@ -88,6 +89,7 @@ func TestSilentPIDTakesItsSiblingsPeriods(t *testing.T) {
 // change its siblings share is a period, not a glitch, and no packet is descrambled with the
 // key of the period before.
 func TestSparsePIDIsNotAGlitch(t *testing.T) {
+	t.Parallel()
 	// One stream for every case, each thinning its copy of it: scrambling it is most of the
 	// test's time.
 	clear0, scrambled0 := muxStream(t, 12000, []muxPID{
@@ -115,6 +117,7 @@ func TestSparsePIDIsNotAGlitch(t *testing.T) {
 // starts at a unit start, that unit start fails the period's key and ends the decision there.
 // The packets after the join take their own key, those before it keep theirs.
 func TestFailedCheckEndsDecision(t *testing.T) {
+	t.Parallel()
 	a, as := muxStream(t, 3000, []muxPID{{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 400}})
 	other := [][]byte{muxCWs[2], muxCWs[1], muxCWs[0]} // the second recording's periods
 	b, bs := muxStream(t, 3000, []muxPID{{pid: 0x100, streamType: 0x1B, cws: other, period: 400}})
@@ -160,6 +163,7 @@ func TestFailedCheckEndsDecision(t *testing.T) {
 // a PMT says what it carries, they say nothing: they are checked again when the PMT comes,
 // and the PID is neither taken for another CA system's nor counted as bad PES starts.
 func TestBeforeTheTables(t *testing.T) {
+	t.Parallel()
 	clear, scrambled := muxStream(t, 4000, []muxPID{
 		{pid: 0x100, streamType: 0x1B, cws: muxCWs, period: 400},
 		{pid: 0x200, streamType: 0x0B, cws: muxCWs, period: 400, sections: true, long: true},

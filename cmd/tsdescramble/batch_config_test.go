@@ -50,6 +50,7 @@ func appConfig(t *testing.T, command string, args []string) *config {
 // TestJobReadsAsTheCommandLine checks that a manifest line gives its job the config that the
 // same flags give on the command line: every field, and which flags were given.
 func TestJobReadsAsTheCommandLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.ts"), filepath.Join(dir, "out.ts")
 	cases := []struct {

@@ -32,6 +32,7 @@ func sums(paths []string) map[string]string {
 // every input and key file as it was. The inputs are copies: on a batch that runs such jobs
 // they are destroyed.
 func TestBatchRefusesCollidingFiles(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		// jobs returns the manifest's jobs over the files of dir: a.ts and b.ts (scrambled
@@ -163,6 +164,7 @@ func TestBatchRefusesCollidingFiles(t *testing.T) {
 // similar names stay, and so does a file named as a leftover that a job reads. A job skipped
 // as done removes them too.
 func TestBatchRerunRemovesLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	biss := readFile(t, sample(t, "demo-biss.ts"))
 	in := writeFile(t, dir, "in.ts", biss)
@@ -231,6 +233,7 @@ func TestBatchRerunRemovesLeftovers(t *testing.T) {
 // the input as it is now: an output of the right size written from another input, or from the
 // same input before it changed, is written again.
 func TestBatchRerunNotFooledByAnotherInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	biss := readFile(t, sample(t, "demo-biss.ts"))
 	clear := readFile(t, sample(t, "demo-clear.ts"))[:len(biss)]

@@ -121,6 +121,7 @@ func TestBatchParallelAndIndexedAgree(t *testing.T) {
 }
 
 func TestBatchSkipsFinishedJobs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in.ts", readFile(t, sample(t, "demo-scrambled.ts")))
 	out := filepath.Join(dir, "out.ts")
@@ -198,6 +199,7 @@ func TestBatchSkipsFinishedJobs(t *testing.T) {
 }
 
 func TestBatchFailingJobBesidePassingOnes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	jobs := []map[string]any{
 		{"in": sample(t, "demo-scrambled.ts"), "cw-file": sample(t, "demo-keys.txt")},
@@ -302,6 +304,7 @@ func TestBatchManifestErrors(t *testing.T) {
 }
 
 func TestBatchJobsFromSizes(t *testing.T) {
+	t.Parallel()
 	const MiB = 1 << 20
 	many := func(n int, size int64) []int64 {
 		s := make([]int64, n)

@@ -13,6 +13,7 @@ import (
 // The bench's stream is a bounded block repeated: its first packets are the synthetic
 // stream's, and it is as long as asked.
 func TestBenchStream(t *testing.T) {
+	t.Parallel()
 	key, err := csa.NewKey(faultCW)
 	if err != nil {
 		t.Fatal(err)

@@ -177,11 +177,24 @@ func TestBinary(t *testing.T) {
 // TestMain removes (dir is not used): a build per test cost a second or more each.
 func buildBinary(t *testing.T, dir string) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command:", err)
 	}
+	buildOnce()
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+// buildOnce builds the command, the first time it is called; later calls wait for that build.
+func buildOnce() {
 	built.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			built.err = err
+			return
+		}
 		if built.dir, built.err = os.MkdirTemp("", "tsdescramble-test-"); built.err != nil {
 			return
 		}
@@ -196,10 +209,6 @@ func buildBinary(t *testing.T, dir string) string {
 			built.err = fmt.Errorf("go build: %v\n%s", built.err, out)
 		}
 	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.path
 }
 
 // built is the command buildBinary built.

@@ -12,6 +12,7 @@ import (
 // TestKeySources descrambles streams whose crypto periods use different control words, with
 // each way of giving the keys.
 func TestKeySources(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		periods []period
@@ -127,6 +128,7 @@ func TestKeySources(t *testing.T) {
 // TestWrongKeyDoesNotDescramble checks that the comparisons above can fail: a stream
 // descrambled with control words other than its own differs from the clear one.
 func TestWrongKeyDoesNotDescramble(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 9}, {tscOdd, cwB, 9}, {tscEven, cwC, 9}})
 	dir := t.TempDir()
 	others := writeFile(t, dir, "others.txt", []byte(cwD+"\n"+cwRaw+"\n"))
@@ -156,6 +158,7 @@ func wrongKeyExit(code int) bool { return code == 0 || code == 3 }
 // TestReduceEntropy checks -reduce-entropy: a stream scrambled with the 48-bit form of a
 // control word descrambles from the 64-bit control word with the flag, and not without it.
 func TestReduceEntropy(t *testing.T) {
+	t.Parallel()
 	raw := mustCW(t, cwRaw)
 	red := reduced(raw)
 	if bytes.Equal(raw, red) {
@@ -208,6 +211,7 @@ func TestReduceEntropy(t *testing.T) {
 // TestPacketKinds runs a stream with every kind of packet through the command and checks
 // each packet of the output and the counts of the summary.
 func TestPacketKinds(t *testing.T) {
+	t.Parallel()
 	key := mustKey(t, mustCW(t, cwA))
 	s := &stream{}
 	seq := 0
@@ -266,6 +270,7 @@ func TestPacketKinds(t *testing.T) {
 // TestOneParityKey checks that with only -cw-even (or -cw-odd) the packets of the other
 // parity pass through untouched, still scrambled.
 func TestOneParityKey(t *testing.T) {
+	t.Parallel()
 	keyA, keyB := mustKey(t, mustCW(t, cwA)), mustKey(t, mustCW(t, cwB))
 	s := &stream{}
 	for i := 1; i <= 30; i++ {
@@ -303,6 +308,7 @@ func TestOneParityKey(t *testing.T) {
 // TestFramings checks that 188, 192 and 204-byte packets are descrambled and written back in
 // their framing, prefix and trailer bytes included.
 func TestFramings(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 40}, {tscOdd, cwB, 40}, {tscEven, cwA, 40}})
 	for _, tc := range []struct {
 		size    int
@@ -330,6 +336,7 @@ func TestFramings(t *testing.T) {
 // TestGarbageAndTruncation checks that bytes between packets and a truncated last packet are
 // dropped and counted, and that every whole packet comes out in order.
 func TestGarbageAndTruncation(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 30}, {tscOdd, cwB, 30}})
 	// Clear packets at the places where garbage follows, so no byte of theirs can look like
 	// a sync byte.
@@ -412,6 +419,7 @@ func TestGarbageAndTruncation(t *testing.T) {
 // TestWorkersAndBatches checks that the output does not depend on the number of workers or
 // the batch size, and that packets leave in input order.
 func TestWorkersAndBatches(t *testing.T) {
+	t.Parallel()
 	var periods []period
 	cws := []string{cwA, cwB, cwC, cwD}
 	for i := 0; i < 30; i++ {
@@ -447,6 +455,7 @@ func TestWorkersAndBatches(t *testing.T) {
 // probe says it, and leaves no output file behind: a run that read nothing was most often given
 // the wrong file or fed by a producer that failed.
 func TestEmptyInput(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"-q", "-cw", cwA}, {"-cw", cwA}, {"-v", "-cw", cwA}, {"scramble", "-cw", cwA}} {
 		r := run(t, nil, args...)
 		if r.code != 1 || r.stdout != "" || r.stderr != "tsdescramble: stdin: the input is empty\n" {

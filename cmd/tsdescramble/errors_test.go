@@ -24,6 +24,7 @@ func noSyncInput(n int, with47 bool) []byte {
 // TestBadInvocations checks the exit status and the message of every kind of bad input,
 // and that nothing reaches stdout.
 func TestBadInvocations(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := periodStream(t, []period{{tscEven, cwA, 5}})
 	ts := writeFile(t, dir, "in.ts", s.input())
@@ -110,6 +111,7 @@ func TestBadInvocations(t *testing.T) {
 // TestNoSyncWithSummary checks that an input that is not a transport stream fails with exit
 // 1 and ends stderr with the message when the summary is printed too.
 func TestNoSyncWithSummary(t *testing.T) {
+	t.Parallel()
 	r := run(t, noSyncInput(5000, true), "-cw", cwA)
 	if r.code != 1 || r.stdout != "" {
 		t.Fatalf("want exit 1 and no output; %s", describe(r))
@@ -123,6 +125,7 @@ func TestNoSyncWithSummary(t *testing.T) {
 // TestHelp checks that -h, --help and help print the help on stdout (so that it can be paged),
 // nothing on stderr, and exit 0.
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"-cw", cwA, "-h"}, {"help"}} {
 		r := run(t, nil, args...)
 		if r.code != 0 {
@@ -142,6 +145,7 @@ func TestHelp(t *testing.T) {
 // TestSameInputAndOutput checks that -in and -out naming one file is a usage error that
 // leaves the file as it was.
 func TestSameInputAndOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := periodStream(t, []period{{tscEven, cwA, 20}})
 	data := s.input()

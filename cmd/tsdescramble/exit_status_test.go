@@ -13,6 +13,7 @@ import (
 // Flags whose values are wrong are usage errors (exit 2) with one line that says what to
 // write, whatever the run would have done with them next.
 func TestExitStatusUsage(t *testing.T) {
+	t.Parallel()
 	in := sample(t, "demo-scrambled.ts")
 	for _, c := range []struct {
 		name string

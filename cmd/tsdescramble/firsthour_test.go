@@ -91,6 +91,7 @@ func noFilesBut(t *testing.T, dir string, names ...string) {
 // terminal on stdout, are usage errors that say what to give, for the descrambler and the
 // scrambler, and that -in - and -out - given explicitly use the terminal anyway.
 func TestTerminals(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 20}})
 	dir := t.TempDir()
 	inPath := writeFile(t, dir, "in.ts", s.input())
@@ -164,6 +165,7 @@ func TestTerminals(t *testing.T) {
 // TestFlagsBeforeCommand checks that flags given before a command's name, which the command
 // would not read, are refused with a message that says where they go.
 func TestFlagsBeforeCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keyFile := writeFile(t, dir, "keys.txt", []byte(cwA+"\n"))
 	in := writeFile(t, dir, "in.ts", periodStream(t, []period{{tscEven, cwA, 5}}).output())
@@ -190,6 +192,7 @@ func TestFlagsBeforeCommand(t *testing.T) {
 // TestContradictions checks that flags that contradict each other, and arguments nothing
 // reads, are refused.
 func TestContradictions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -212,6 +215,7 @@ func TestContradictions(t *testing.T) {
 // is not a typed exit error is a failure (1), never a usage error, while the flag parser's
 // errors stay usage errors (2), whichever command they come from.
 func TestErrorStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		code int
@@ -241,6 +245,7 @@ func TestErrorStatus(t *testing.T) {
 // TestTextGoesToStdout checks that the help, the version and bench's results, which are what
 // was asked for, go to stdout, and nothing to stderr.
 func TestTextGoesToStdout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -265,6 +270,7 @@ func TestTextGoesToStdout(t *testing.T) {
 // TestHelpCommand checks help and help COMMAND, as in other urfave/cli programs, and that an
 // unknown topic is a usage error.
 func TestHelpCommand(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"scramble", "probe", "bench", "help"} {
 		for _, help := range []string{"help", "h"} {
 			r := run(t, nil, help, name)
@@ -301,6 +307,7 @@ func helpPages(t *testing.T) map[string]string {
 // flags written as the contract writes them (-name), usage lines of one form, and no line of
 // 100 columns or more.
 func TestHelpLayout(t *testing.T) {
+	t.Parallel()
 	pages := helpPages(t)
 	for name, page := range pages {
 		for i, line := range strings.Split(page, "\n") {
@@ -369,6 +376,7 @@ func TestHelpLayout(t *testing.T) {
 // TestBadFlagOneLine checks that a bad flag gives one line pointing at the help, after any
 // command as at the top level, not the whole help.
 func TestBadFlagOneLine(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"", "scramble", "probe", "bench", "help"} {
 		args := []string{"-nosuchflag"}
 		help := "tsdescramble -h"
@@ -386,6 +394,7 @@ func TestBadFlagOneLine(t *testing.T) {
 // such (not the temporary file), twelve digits given to -cw, and the notes a key file gives,
 // which come only once the run starts.
 func TestErrorWording(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := periodStream(t, []period{{tscEven, cwA, 20}})
 	in := writeFile(t, dir, "in.ts", s.input())
@@ -439,6 +448,7 @@ func TestErrorWording(t *testing.T) {
 // TestNoKeyEcho checks that no message repeats an argument that could be a control word: one
 // typed without quotes, given to a flag that wants something else, or given as a flag.
 func TestNoKeyEcho(t *testing.T) {
+	t.Parallel()
 	const key = cwC
 	hi, lo := key[:8], key[8:]
 	dir := t.TempDir()
@@ -502,6 +512,7 @@ func TestNoKeyEcho(t *testing.T) {
 
 // TestEmptyNames checks that an empty file name is refused before anything is read.
 func TestEmptyNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in.ts", periodStream(t, []period{{tscEven, cwA, 5}}).input())
 	for _, tc := range []struct {

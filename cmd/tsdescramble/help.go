@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -28,9 +29,22 @@ var categoryOrder = []string{catIO, catLive, catKeys, catSelection, catScramblin
 
 func init() {
 	// urfave/cli's default -v for the version would take -v from -verbose.
-	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and the engine this CPU runs", Category: catHelp}
-	cli.HelpFlag = &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show this help", Category: catHelp}
+	cli.VersionFlag = &sharedSwitch{cli.BoolFlag{Name: "version", Usage: "print the version and the engine this CPU runs", Category: catHelp}}
+	cli.HelpFlag = &sharedSwitch{cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show this help", Category: catHelp}}
 	clihelp.Install(categoryOrder, catHelp)
+}
+
+// sharedSwitch is a switch that every run shares: urfave/cli adds its package-level HelpFlag
+// and VersionFlag to each app and command it runs. BoolFlag.Apply records the flag's default
+// in the flag itself, so one BoolFlag would be written by every run, and two runs of Main side
+// by side (a program that embeds the command, or its tests) would race. Apply here defines a
+// copy in the run's own flag set and leaves the shared flag as it was made; the flag's value
+// lives in the flag set, so nothing of one run reaches another.
+type sharedSwitch struct{ cli.BoolFlag }
+
+func (f *sharedSwitch) Apply(set *flag.FlagSet) error {
+	own := f.BoolFlag
+	return own.Apply(set)
 }
 
 // commands gives the commands what they have in common: a one-line message for a bad flag, the

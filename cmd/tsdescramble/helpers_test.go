@@ -241,8 +241,9 @@ func run(t testing.TB, stdin []byte, args ...string) result {
 }
 
 // runEnv runs the command in-process with env and args and fails the test if it does not
-// return within timeout. The tests do not run in parallel: Main is not safe for concurrent
-// use, as urfave/cli writes its package-level help flag on every run.
+// return within a minute. Runs of Main share nothing they write (TestMainSideBySide), so the
+// tests that call it run in parallel, but for those that change what every run reads (the
+// environment, the umask, GOMAXPROCS, a package-level hook or limit) or that measure time.
 func runEnv(t testing.TB, env Env, args ...string) int {
 	t.Helper()
 	return runWithin(t, time.Minute, env, args...)

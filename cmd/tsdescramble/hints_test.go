@@ -28,6 +28,7 @@ func reducedHex(t testing.TB, cw string) string {
 // with status 3 and leave the stream as it came (the guess is not applied), and its message
 // must say which change makes the keys fit, without printing a key.
 func TestKeyHints(t *testing.T) {
+	t.Parallel()
 	rawRev := reversedHex(t, cwRaw)
 	tests := []struct {
 		name    string
@@ -146,6 +147,7 @@ func TestKeyHints(t *testing.T) {
 
 // TestKeyHintCases calls keyHint directly on unit starts the usual mistakes cannot explain.
 func TestKeyHintCases(t *testing.T) {
+	t.Parallel()
 	sys, err := scrambling.NewCSA2(0)
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +183,7 @@ func TestKeyHintCases(t *testing.T) {
 // A key given for the parity the stream is not scrambled in descrambles nothing: exit 3, with
 // the flag that gives it for the right parity, never exit 0.
 func TestKeyOfTheOtherParityOnly(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 60}})
 	r := run(t, s.input(), "-cw-odd", cwA)
 	if r.code != exitNoFit || !strings.Contains(r.stderr, "-cw-even") || r.stdout != string(s.input()) {

@@ -195,6 +195,7 @@ func TestKeyServerRejectedCW(t *testing.T) {
 }
 
 func TestKeyServerFlagErrors(t *testing.T) {
+	t.Parallel()
 	in := filepath.Join(t.TempDir(), "in.ts")
 	os.WriteFile(in, nullPacket(), 0o644)
 	for _, c := range []struct {

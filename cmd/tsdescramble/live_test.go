@@ -141,6 +141,7 @@ func (r *liveRun) wait(t *testing.T, limit time.Duration) result {
 }
 
 func TestLiveUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.ts")
 	for _, c := range []struct {
@@ -179,6 +180,7 @@ func TestLiveUsageErrors(t *testing.T) {
 // A stream received as UDP or RTP comes out as the file path makes it, byte for byte: -packets
 // ends the run after the last packet. Sent back out as UDP or RTP, it is the same again.
 func TestLiveInAndOut(t *testing.T) {
+	t.Parallel()
 	stream, want := readFile(t, demoScrambled), readFile(t, demoClear)
 	for _, scheme := range []string{"udp", "rtp"} {
 		t.Run(scheme+" in", func(t *testing.T) {
@@ -258,6 +260,7 @@ func TestLivePacedByDefault(t *testing.T) {
 // -timeout ends a run whose input sends nothing with exit 1 and a line that says so; -duration
 // ends one that is receiving as its input's end would.
 func TestLiveTimeoutAndDuration(t *testing.T) {
+	t.Parallel()
 	port := freeUDPPort(t)
 	out := filepath.Join(t.TempDir(), "out.ts")
 	t0 := time.Now()
@@ -333,6 +336,7 @@ func TestLiveQuietInput(t *testing.T) {
 // to the command: its statistics count what was done, and every packet that arrived comes out
 // as the file path makes the same packets.
 func TestLiveRTPDamage(t *testing.T) {
+	t.Parallel()
 	stream := readFile(t, demoScrambled)
 	const lost1, lost2, dup, swap = 100, 300, 200, 400
 	var order []int
@@ -448,6 +452,7 @@ func TestLiveStatsInterval(t *testing.T) {
 
 // IPv6: the sample received on udp://@[::1]:PORT comes out as the file path makes it.
 func TestLiveIPv6(t *testing.T) {
+	t.Parallel()
 	c, err := net.ListenPacket("udp6", "[::1]:0")
 	if err != nil {
 		t.Skipf("no IPv6 loopback here: %v", err)
@@ -471,6 +476,7 @@ func TestLiveIPv6(t *testing.T) {
 // of two datagrams, none forged. Over RTP, a second sender (another SSRC) sends the same
 // datagrams under other sequence numbers: they are dropped and counted too.
 func TestLiveShortDatagrams(t *testing.T) {
+	t.Parallel()
 	stream := readFile(t, demoScrambled)
 	const cutAlone, cutLast = 100, 300 // after datagram 100; datagram 300
 	n := (len(stream) + 7*188 - 1) / (7 * 188)

@@ -11,7 +11,17 @@ import (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	moreParallel()
+	// A whole run builds the command for the tests that run it as a process: building it now,
+	// beside the tests that run one after another and mostly wait on timers and sockets, saves
+	// the parallel ones, which all start with it, from waiting for it.
+	early := !testing.Short() && flag.Lookup("test.run").Value.String() == ""
+	if early {
+		go buildOnce()
+	}
 	code := m.Run()
+	if early {
+		buildOnce() // the build has ended before its directory goes
+	}
 	if built.dir != "" {
 		os.RemoveAll(built.dir) // the command buildBinary built
 	}
@@ -32,10 +42,11 @@ func needLong(t *testing.T, what string) {
 }
 
 // moreParallel lets more tests run side by side than go test's default of one per CPU, unless
-// -parallel is given. The tests here that call t.Parallel run the built command, peers and key
-// servers as processes and spend their time waiting on them and on timers, not on this
-// process's CPU. The tests that run Main in-process do not call it (urfave/cli writes a
-// package-level flag on every run), nor do those that measure time or throughput.
+// -parallel is given. Most tests here run the built command, peers and key servers as
+// processes, or Main with a fake ECMG or server, and spend their time waiting on them and on
+// timers, not on this process's CPU. Those that measure time or throughput, or wait for a key
+// within tens of milliseconds, do not call t.Parallel, nor do those that change what every run
+// reads (the environment, the umask, a package-level hook or limit).
 func moreParallel() {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })

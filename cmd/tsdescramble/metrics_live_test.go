@@ -16,6 +16,7 @@ import (
 // packets that arrived; the latency gauges and the datagram counts are there, and /healthz
 // says the run is healthy.
 func TestMetricsLive(t *testing.T) {
+	t.Parallel()
 	stream := readFile(t, demoScrambled)
 	const per, drop = 7 * 188, 100
 	n := (len(stream) + per - 1) / per

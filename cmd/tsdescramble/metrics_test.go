@@ -48,6 +48,7 @@ func freeAddr(t *testing.T) string {
 // A run reading a pipe serves its counts while it waits for more: half the sample is counted
 // per PID, in the Prometheus text format, and /healthz says it is healthy.
 func TestMetricsWhileRunning(t *testing.T) {
+	t.Parallel()
 	stream := readFile(t, sample(t, "demo-scrambled.ts"))
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -124,6 +125,7 @@ func TestMetricsWhileRunning(t *testing.T) {
 }
 
 func TestLogFormatJSONError(t *testing.T) {
+	t.Parallel()
 	r := run(t, nil, "-in", "/nonexistent.ts", "-out", os.DevNull, "-cw", cwA, "-log-format", "json")
 	if r.code != exitFail || !strings.Contains(r.stderr, `"level":"error","msg":"cannot open the input`) {
 		t.Errorf("an error as JSON: %s", describe(r))

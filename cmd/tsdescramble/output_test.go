@@ -18,6 +18,7 @@ import (
 
 // TestFilesAndStdio checks every combination of file and standard input and output.
 func TestFilesAndStdio(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 30}, {tscOdd, cwB, 30}})
 	in, want := frame(s.in, 192), frame(s.want, 192)
 
@@ -103,6 +104,7 @@ func TestFilesAndStdio(t *testing.T) {
 
 // TestOutputDevice checks that an output that is not a regular file is written directly.
 func TestOutputDevice(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(os.DevNull); err != nil {
 		t.Skip(err)
 	}
@@ -117,6 +119,7 @@ func TestOutputDevice(t *testing.T) {
 // words are printed only with -v -show-keys. (-q with -v, and -show-keys without -v, are
 // refused: TestContradictions.)
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keyFile := writeFile(t, dir, "keys.txt", []byte(cwA+"\n"+cwB+"\n"+cwC+"\n"))
 	raw := mustCW(t, cwRaw)
@@ -172,6 +175,7 @@ func TestMessages(t *testing.T) {
 
 // TestNoKeyInFailureMessages checks that failing runs with -v do not print the control word.
 func TestNoKeyInFailureMessages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"-v", "-cw", cwA, "-in", filepath.Join(dir, "missing.ts")},
@@ -194,6 +198,7 @@ func TestNoKeyInFailureMessages(t *testing.T) {
 // TestProgressBar checks that no progress bar is drawn on a stderr that is not a terminal,
 // and that one is drawn on a terminal (so the first check can fail).
 func TestProgressBar(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 300}, {tscOdd, cwB, 300}})
 	dir := t.TempDir()
 	inPath := writeFile(t, dir, "in.ts", s.input())
@@ -276,6 +281,7 @@ func TestProgressBar(t *testing.T) {
 // TestProgressBarShowsBytes checks what the bar says: the bytes done of the total for a file
 // (the bytes done for a pipe), the speed, and the time.
 func TestProgressBarShowsBytes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		size int64
 		want string
@@ -340,6 +346,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // promptly, even when the input never ends, and that what was written is a prefix of the
 // right output.
 func TestWriteError(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 40}, {tscOdd, cwB, 40}})
 	// A long input, mostly clear packets so that it costs little.
 	var long stream
@@ -402,6 +409,7 @@ func TestWriteError(t *testing.T) {
 
 // TestWriteErrorToFile checks that a run whose file output fails is reported, with exit 1.
 func TestWriteErrorToFile(t *testing.T) {
+	t.Parallel()
 	const full = "/dev/full"
 	if _, err := os.Stat(full); err != nil {
 		t.Skip("no /dev/full:", err)
@@ -433,6 +441,7 @@ func (f failingReader) Read(p []byte) (int, error) {
 // TestReadError checks that an input that fails ends the run with exit 1 and a message, after
 // the packets read before the error have been written.
 func TestReadError(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 30}, {tscOdd, cwB, 30}})
 	for _, args := range [][]string{
 		{"-q"},

@@ -23,6 +23,7 @@ func (u unreadable) Read([]byte) (int, error) {
 // output is a usage error found before the input is read: exit 2, one line naming both flags,
 // every file as it was, and nothing new in the directory.
 func TestOutputNamesInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := periodStream(t, []period{{tscEven, cwA, 20}})
 	data := s.input()
@@ -132,6 +133,7 @@ func TestOutputNamesInput(t *testing.T) {
 // TestDistinctPathsRun checks that the path checks let through what is not a conflict: a new
 // statistics file beside the input, stdin and stdout, and a device named by two outputs.
 func TestDistinctPathsRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := periodStream(t, []period{{tscEven, cwA, 20}})
 	in := writeFile(t, dir, "rec.ts", s.input())
@@ -164,6 +166,7 @@ func TestDistinctPathsRun(t *testing.T) {
 // TestStatsNotWritable checks that a -stats file that cannot be created or written is
 // refused before the run.
 func TestStatsNotWritable(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("permissions do not bind root")
 	}
@@ -190,6 +193,7 @@ func TestStatsNotWritable(t *testing.T) {
 }
 
 func TestSameFileAs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := writeFile(t, dir, "a", []byte("a"))
 	b := writeFile(t, dir, "b", []byte("b"))

@@ -67,6 +67,7 @@ func probeMain(t *testing.T, env Env, args ...string) int {
 }
 
 func TestProbeCommandText(t *testing.T) {
+	t.Parallel()
 	r := probeRun(t, nil, "probe", probeStream)
 	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("%s", describe(r))
@@ -93,6 +94,7 @@ func TestProbeCommandText(t *testing.T) {
 }
 
 func TestProbeCommandJSON(t *testing.T) {
+	t.Parallel()
 	ts := readFile(t, probeStream)
 	want, err := probe.Probe(bytes.NewReader(ts))
 	if err != nil {
@@ -130,6 +132,7 @@ func TestProbeCommandJSON(t *testing.T) {
 
 // TestProbeCommandFramings gives the command the same packets in 192 and 204-byte framing.
 func TestProbeCommandFramings(t *testing.T) {
+	t.Parallel()
 	ts := readFile(t, probeStream)
 	var pkts [][]byte
 	for i := 0; i+188 <= len(ts); i += 188 {
@@ -160,6 +163,7 @@ func TestProbeCommandFramings(t *testing.T) {
 // TestProbeCommandFFmpeg probes a two-program stream made by ffmpeg, with some packets of each
 // program marked scrambled.
 func TestProbeCommandFFmpeg(t *testing.T) {
+	t.Parallel()
 	ts := testmedia.TwoPrograms(t, 2, "176x144", "two")
 
 	// Video of program 1 even, audio of program 2 odd; count them independently.
@@ -212,6 +216,7 @@ func TestProbeCommandFFmpeg(t *testing.T) {
 }
 
 func TestProbeCommandErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	text := writeFile(t, dir, "notes.txt", []byte(strings.Repeat("not a transport stream\n", 200)))
 	for _, c := range []struct {
@@ -253,6 +258,7 @@ func TestProbeCommandErrors(t *testing.T) {
 }
 
 func TestProbeCommandHelp(t *testing.T) {
+	t.Parallel()
 	r := probeRun(t, nil, "probe", "-h")
 	if r.code != exitOK || !strings.Contains(r.stdout, "tsdescramble probe -json recording.ts") || r.stderr != "" {
 		t.Errorf("%s", describe(r))
@@ -307,6 +313,7 @@ func probePackets(pid uint16, sec []byte) []byte {
 // descriptor of a BISS system and an ECM PID of Irdeto, and the network PID carries a SIT.
 // The text and the JSON say the same.
 func TestProbeCommandRealPSI(t *testing.T) {
+	t.Parallel()
 	es := func(typ byte, pid uint16, desc ...byte) []byte {
 		return append([]byte{typ, 0xE0 | byte(pid>>8), byte(pid), 0xF0, byte(len(desc))}, desc...)
 	}

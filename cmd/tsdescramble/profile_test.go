@@ -10,6 +10,7 @@ import (
 // protocol buffers) beside a correct output, that neither may name the input, and that a
 // profile file that cannot be written is refused before the run.
 func TestProfiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := periodStream(t, []period{{tscEven, cwA, 40}, {tscOdd, cwA, 40}})
 	in := writeFile(t, dir, "in.ts", s.input())

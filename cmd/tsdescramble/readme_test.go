@@ -358,6 +358,7 @@ func TestReadmeInstall(t *testing.T) {
 // pipeline's ExampleRun_keyFile as it is, so that the code a reader copies is code that
 // compiles and whose output go test checks.
 func TestReadmeLibraryExample(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join("..", "..", "pipeline", "example_keyfile_test.go")
 	src := readFile(t, file)
 	fset := token.NewFileSet()
@@ -391,6 +392,7 @@ func TestReadmeLibraryExample(t *testing.T) {
 // TestPackageDoc checks that the command's package documentation names every subcommand and
 // every exit status of the contract.
 func TestPackageDoc(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

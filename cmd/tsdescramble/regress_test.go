@@ -11,6 +11,7 @@ import (
 
 // An input with no transport stream leaves no output file behind, not even a partial one.
 func TestNoSyncLeavesNoFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := run(t, noSyncInput(5000, true), "-q", "-cw", cwA, "-out", filepath.Join(dir, "out.ts"))
 	if r.code != 1 {
@@ -39,6 +40,7 @@ func (w *failAfter) Write(p []byte) (int, error) {
 
 // A reader that closes stdout early ends the run quietly; the same on an -out path is an error.
 func TestBrokenPipe(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tsc: 2, cw: cwA, n: 2000}})
 	var stderr bytes.Buffer
 	code := runEnv(t, Env{Stdin: bytes.NewReader(s.input()), Stdout: &failAfter{n: 1000, err: syscall.EPIPE}, Stderr: &stderr}, "-q", "-cw", cwA)
@@ -49,6 +51,7 @@ func TestBrokenPipe(t *testing.T) {
 
 // The summary counts the packets written, not those read, when writing fails.
 func TestSummaryCountsWrittenPackets(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tsc: 2, cw: cwA, n: 13}})
 	var stderr bytes.Buffer
 	code := runEnv(t, Env{Stdin: bytes.NewReader(s.input()), Stdout: &failAfter{n: 5 * 188, err: os.ErrClosed}, Stderr: &stderr}, "-batch", "1", "-workers", "1", "-cw", cwA)

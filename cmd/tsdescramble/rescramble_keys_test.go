@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 )
@@ -33,8 +32,7 @@ func TestRescrambleKeyFlags(t *testing.T) {
 	if !bytes.Equal(rescramble("-rescramble-cw-even", cwB, "-rescramble-cw-odd", cwA), scramble("-cw-even", cwB, "-cw-odd", cwA)) {
 		t.Error("-rescramble-cw-even/-rescramble-cw-odd: not the bytes scramble gives")
 	}
-	os.Setenv("TSD_TEST_RESCRAMBLE_CW", cwB)
-	defer os.Unsetenv("TSD_TEST_RESCRAMBLE_CW")
+	t.Setenv("TSD_TEST_RESCRAMBLE_CW", cwB) // restored at the end, and refuses a parallel test
 	if !bytes.Equal(rescramble("-rescramble-cw-env", "TSD_TEST_RESCRAMBLE_CW"), scramble("-cw", cwB)) {
 		t.Error("-rescramble-cw-env: not the bytes scramble gives")
 	}

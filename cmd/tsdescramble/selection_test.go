@@ -12,6 +12,7 @@ import (
 // A -service or -pid that the stream does not have processes nothing: the run says so in one
 // line on stderr, naming what the stream has, and exits 1; the output is written in full.
 func TestSelectionNotInStream(t *testing.T) {
+	t.Parallel()
 	samples := filepath.Join("..", "..", "samples")
 	in := readFile(t, filepath.Join(samples, "demo-scrambled.ts"))
 	keys := filepath.Join(samples, "demo-keys.txt")
@@ -60,6 +61,7 @@ func TestSelectionNotInStream(t *testing.T) {
 // transport stream: exit 1, one line, and a file output kept as .partial, named. An input
 // mostly skipped, but with packets enough, gets a warning.
 func TestNotTransportStream(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 600}})
 	pkts := s.input()
 	junk := noSyncInput(1<<20, false)
@@ -99,6 +101,7 @@ func TestNotTransportStream(t *testing.T) {
 
 // The summary counts the packets written, in the framing of each, when the framing changes.
 func TestPacketsOutAcrossFramings(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 200}})
 	n := len(s.in)
 	var in, want []byte
@@ -117,6 +120,7 @@ func TestPacketsOutAcrossFramings(t *testing.T) {
 // PSI and null packets pass through because they are clear; packets on PID 0 and 0x1FFF that
 // are marked scrambled are descrambled like any other, as the README says.
 func TestScrambledPATAndNullPIDs(t *testing.T) {
+	t.Parallel()
 	s := &stream{}
 	key := mustKey(t, mustCW(t, cwA))
 	for i := range 40 {

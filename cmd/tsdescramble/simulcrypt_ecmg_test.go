@@ -144,6 +144,7 @@ func receive(t *testing.T, out, in []byte, pmtPID uint16) reception {
 // no PMT claims a CA_descriptor before the first ECM); a run in which the stream went out
 // without its ECM exits 1, with one line that says so.
 func TestSimulCryptMisbehavingECMG(t *testing.T) {
+	t.Parallel()
 	in := filepath.Join("..", "..", "samples", "demo-clear.ts")
 	clear := readFile(t, in)
 	all := len(packets(clear))
@@ -209,6 +210,7 @@ func TestSimulCryptMisbehavingECMG(t *testing.T) {
 		{"lead_CW 0, CW_per_msg 2", fakeecmg.Config{LeadCW: 0, CWPerMsg: 2, DelayStart: -300 * time.Millisecond}, nil, scrambledAll, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			fc := tc.fc
 			if fc.ErrorAt == 0 && tc.name != "error to the first CW_provision" {
 				fc.ErrorAt = -1

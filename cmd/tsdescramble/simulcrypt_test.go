@@ -79,6 +79,7 @@ func percentile(d []time.Duration, q float64) time.Duration {
 // each ECM against each parity flip on the PCR clock, and that descrambling with the CW log
 // gives back the clear stream except the PMT and ECM packets.
 func TestSimulCryptClosedLoop(t *testing.T) {
+	t.Parallel()
 	addr := ecmgtest.Start(t)
 	dir := t.TempDir()
 	in := filepath.Join("..", "..", "samples", "demo-clear.ts")
@@ -249,6 +250,7 @@ func sameAsClear(t *testing.T, what string, clear, got []byte, pmtPID uint16) {
 // in words, the period whose ECM never came goes on with the last ECM repeating, and the
 // output still descrambles with the CW log to the clear stream, and with the ECMs in it.
 func TestSimulCryptFaults(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name                     string
 		errAt, lost, late, conns int
@@ -260,6 +262,7 @@ func TestSimulCryptFaults(t *testing.T) {
 		{"closed mid-run", -1, 4, -1, 1, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: tc.errAt, CloseAt: tc.lost, LateAt: tc.late, Late: 3 * time.Second, Connections: tc.conns, RepPeriod: 100 * time.Millisecond})
 			dir := t.TempDir()
 			in := filepath.Join("..", "..", "samples", "demo-clear.ts")

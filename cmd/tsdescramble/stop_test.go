@@ -286,6 +286,7 @@ func TestOutputMode(t *testing.T) {
 // -out naming a link writes the file it leads to, through a chain of links, relative or
 // absolute, whether the file exists or not; the links stay links.
 func TestOutputThroughLinks(t *testing.T) {
+	t.Parallel()
 	s := periodStream(t, []period{{tscEven, cwA, 10}})
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
@@ -335,6 +336,7 @@ func TestOutputThroughLinks(t *testing.T) {
 // abort, while packets are being written, keeps the file as NAME.partial, cut after the last
 // write that completed, and leaves no temporary file; writes after it fail.
 func TestOutputAbort(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.ts")
 	o, err := openOutput(path, Env{Stdout: io.Discard}, false)

@@ -134,6 +134,7 @@ var detService1 = detService{number: 1, pmtPID: 0x1000, pids: []uint16{0x100, 0x
 // names it, then descrambles without -cipher: the PMT chooses the system, and the clear stream
 // comes back byte for byte but for the PMT packets, which keep the descriptor.
 func TestScrambleSignalsSystem(t *testing.T) {
+	t.Parallel()
 	clear := detStream(300, true, 0, detService1)
 	for _, tc := range []struct {
 		cipher string
@@ -210,6 +211,7 @@ func TestScrambleSignalsSystem(t *testing.T) {
 // with csa2 leaves such a PMT as it is, and descrambling reads no system from it. A descriptor
 // left by an earlier scrambling is set to DVB-CSA2.
 func TestScrambleCSA2NotSignalled(t *testing.T) {
+	t.Parallel()
 	clear := detStream(100, false, 0, detService1)
 	r := run(t, frame(clear, 188), "scramble", "-q", "-cw", cwA)
 	if r.code != 0 {
@@ -255,6 +257,7 @@ func TestScrambleCSA2NotSignalled(t *testing.T) {
 // TestCipherOverridesDescriptor: -cipher given and the PMT saying otherwise is one line on
 // stderr, and -cipher is used.
 func TestCipherOverridesDescriptor(t *testing.T) {
+	t.Parallel()
 	clear := detStream(100, false, 0, detService1)
 	r := run(t, frame(clear, 188), "scramble", "-q", "-cipher", "dfc", "-cw", cw128)
 	if r.code != 0 {
@@ -282,6 +285,7 @@ func TestCipherOverridesDescriptor(t *testing.T) {
 // TestDescriptorModes: a mode tsdescramble does not implement is a warning and csa2 is used;
 // DVB-CSA1 is descrambled as csa2.
 func TestDescriptorModes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode psi.ScramblingMode
 		note string
@@ -317,6 +321,7 @@ func TestDescriptorModes(t *testing.T) {
 // TestDescriptorPerService: two services scrambled with different systems; -service chooses
 // whose PMT counts, and without it the first service's does and the other is mentioned.
 func TestDescriptorPerService(t *testing.T) {
+	t.Parallel()
 	svc2 := detService{number: 2, pmtPID: 0x1001, pids: []uint16{0x200}}
 	clear := detStream(200, false, 0, detService1, svc2)
 	r := run(t, frame(clear, 188), "scramble", "-q", "-service", "1", "-cipher", "dfc", "-cw", cw128)
@@ -407,6 +412,7 @@ func framingOnly(b []byte, size int) []byte {
 // TestDescriptorFromFileAndPipe: the same choice whether the input is a file or stdin, and the
 // look-ahead's file is closed when the run stops on a usage error.
 func TestDescriptorFromFileAndStdin(t *testing.T) {
+	t.Parallel()
 	clear := detStream(100, false, 0, detService1)
 	r := run(t, frame(clear, 188), "scramble", "-q", "-cipher", "atis-idsa", "-cw", cw128)
 	dir := t.TempDir()

@@ -6,6 +6,7 @@ package fakeecmg
 
 import (
 	"encoding/binary"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -141,6 +142,7 @@ func Start(t testing.TB, fc Config) string {
 					time.Sleep(fc.Late)
 				}
 				if int(cp) == closeAt {
+					closeCleanly(conn)
 					return
 				}
 				if int(cp) == errAt {
@@ -189,4 +191,19 @@ func Start(t testing.TB, fc Config) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// closeCleanly closes the ECMG's side as an ECMG that ends the connection does: the SCS reads
+// its end (FIN). A close with a message of the SCS still unread in the socket, which comes the
+// more often the busier the machine, would reset the connection instead, and the SCS would
+// report a reset, not a close. What the SCS sends until it closes its side, or for a second,
+// is read and dropped.
+func closeCleanly(conn net.Conn) {
+	tc, ok := conn.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	tc.CloseWrite()
+	tc.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, tc)
 }
