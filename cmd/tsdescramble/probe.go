@@ -30,7 +30,8 @@ PATH is - or absent, once, and prints on stdout:
   - the EMM PIDs of the CAT,
   - every PID with what it carries (the tables read on it are named by their table_id: a SIT
     on the network PID shows as SIT), its packets that are clear, even (TSC 10), odd (TSC 11)
-    and reserved (TSC 01), and its crypto periods (runs of one parity).
+    and reserved (TSC 01), and its crypto periods (runs of one parity, counted as the
+    descrambler counts them: a single packet of the other parity is a glitch, not a period).
 The tables count whatever order they come in: PMTs sent before the first PAT are bound to
 their services.
 Flags go before the path. Examples:
