@@ -195,9 +195,10 @@ func (t *Tracker) Feed(pkt []byte) {
 	}
 	a := t.asm[pid]
 	if a == nil {
-		if pid != PATPID && !t.IsPMTPID(pid) && !startsPMT(pkt) || len(t.asm) > maxEarlyPMTs {
+		if !t.Wants(pid) && (!startsPMT(pkt) || len(t.asm) > maxEarlyPMTs) {
 			// Before the first PAT, a PID is read only from a packet that starts a
-			// PMT section: not every PES stream is assembled as sections.
+			// PMT section, and only so many: not every PES stream is assembled as
+			// sections. The PAT and the PMTs it names are always read.
 			return
 		}
 		a = newAssembler(maxSection)

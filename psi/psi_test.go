@@ -3,6 +3,7 @@ package psi
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -593,4 +594,23 @@ func FuzzSections(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTrackerManyServices: a PAT of more programs than the PMTs kept before the first PAT still
+// has every PMT read, the last one too.
+func TestTrackerManyServices(t *testing.T) {
+	tr, c := NewTracker(), carousel{}
+	var progs []uint16
+	for n := uint16(1); n <= 2*maxEarlyPMTs; n++ {
+		progs = append(progs, n, 0x1000+n)
+	}
+	feed(tr, c.packets(PATPID, pat(0x0042, 0, progs...))...)
+	for n := uint16(1); n <= 2*maxEarlyPMTs; n++ {
+		feed(tr, c.packets(0x1000+n, pmt(n, 0, NullPID, nil, es{0x1B, 0x0800 + n, nil}))...)
+	}
+	for _, n := range []uint16{1, maxEarlyPMTs + 1, 2 * maxEarlyPMTs} {
+		if pids, ok := tr.ServicePIDs(n); !ok || !slices.Contains(pids, 0x0800+n) {
+			t.Errorf("service %d: PIDs %#x, read %v", n, pids, ok)
+		}
+	}
 }
