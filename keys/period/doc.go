@@ -35,6 +35,14 @@
 //	one packet of the other parity               a glitch, left as it came                    TestOnePacketOfTheOtherParityIsAGlitch
 //	... that its siblings share, or that fits    a period (a sparse PID)                      pipeline: TestSparsePIDIsNotAGlitch
 //	... with long silences around it, unwatched  a glitch; the period after it waits to be placed  streamtest: TestOracleRandomSchedules (1401)
+//	... that a sibling changed to after it       a period, and the PID's next packet the next  TestOnePacketChangeASiblingSharesIsAPeriod
+//	a period's first unit start fits the key as many periods on as its siblings began since its
+//	first packet, not its own                    a later period begins there; the packets before keep theirs
+//	                                             TestUnitStartAfterASiblingsChangesBeginsALaterPeriod
+//	split off by a short silence, its siblings changed in it
+//	                                             not the same period, whatever the shortest seen   streamtest: TestOracleRandomSchedules (1998)
+//	a PID's first packet more than lagLimit into the stream, nothing to check
+//	                                             left as it came: the first CW may be an earlier period's  streamtest: TestOracleRandomSchedules (2333)
 //	a PID back after its whole service was silent  a service period of its own, its key placing it  streamtest: TestOracleRandomSchedules (1449)
 //	a PID back in the parity a sibling began the service's period with, sooner than half a period
 //	                                             in that period: a sibling's key places it    TestPIDJoiningItsSiblingsPeriodIsPlaced

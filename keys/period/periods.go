@@ -226,8 +226,11 @@ type svcClock struct {
 	n      int                   // periods begun
 	by     uint16                // the PID whose change began the latest
 	shared bool                  // another PID changed to the latest period's parity since
-	born   int64                 // the packet number from which its PIDs' changes are seen
-	seen   int64                 // the packet number of the latest scrambled packet of its PIDs
+	// sharedFlip says another PID changed to the latest period's parity from the other
+	// one since, at a change of its own parity: not a glitch of the PID that began it.
+	sharedFlip bool
+	born       int64 // the packet number from which its PIDs' changes are seen
+	seen       int64 // the packet number of the latest scrambled packet of its PIDs
 	// quietTo is the packet number at which the latest silence of all its PIDs longer than
 	// lagLimit ended.
 	quietTo int64
@@ -284,9 +287,10 @@ func (c *svcClock) watched(last, now int64) bool {
 // changes when its parity does. It returns the length of the period that ended when it knows
 // it: both its ends were seen promptly (the service's packet before each came within an
 // eighth of the length) and another PID shared its start (not a glitch); else 0.
-func (c *svcClock) begin(pid uint16, odd bool, at int64) (length int64) {
+func (c *svcClock) begin(pid uint16, odd, flip bool, at int64) (length int64) {
 	if c.odd == parityBit(odd) {
 		c.shared = c.shared || pid != c.by
+		c.sharedFlip = c.sharedFlip || pid != c.by && flip
 		return 0
 	}
 	if c.n > 0 && c.shared {
@@ -298,7 +302,7 @@ func (c *svcClock) begin(pid uint16, odd bool, at int64) (length int64) {
 	c.odd = parityBit(odd)
 	c.starts[c.n%svcClockStarts] = at
 	c.n++
-	c.by, c.shared = pid, false
+	c.by, c.shared, c.sharedFlip = pid, false, false
 	return length
 }
 
@@ -309,7 +313,7 @@ func (c *svcClock) restart(pid uint16, at int64) {
 	c.latestGap = at - c.before
 	c.starts[c.n%svcClockStarts] = at
 	c.n++
-	c.by, c.shared = pid, false
+	c.by, c.shared, c.sharedFlip = pid, false, false
 }
 
 // retract takes back the period pid began at packet at, a change that was a glitch, unless
@@ -417,6 +421,13 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			t.confirm(tentative)
 			return t.startPeriod(pk, pid, odd, tentative, back-1)
 		}
+		if svc := pk.svc; svc != nil && svc.latest() == cur.first && svc.by == pid && svc.sharedFlip {
+			// A sibling changed to its parity after it: the service's period changed
+			// (a sparse PID), not a glitch, and this packet begins the one after.
+			tentative := pk.cur
+			t.confirm(tentative)
+			return t.startPeriod(pk, pid, odd, tentative, 1)
+		}
 		if t.pendingFits(cur) {
 			// Its unit start fits a key of its own: a period of one packet (a sparse
 			// PID), not a glitch.
@@ -487,7 +498,7 @@ func (t *Tracker) lateAfter(cur *cryptoPeriod, last int64) bool {
 // firstPeriodKnown is how far into the stream a PID's first packet may come and still be in the
 // stream's first crypto period, the one a list's first CW is for, when nothing else shows
 // where the periods are: further on, they may have changed before it.
-const firstPeriodKnown = 2 * lagLimit
+const firstPeriodKnown = lagLimit
 
 // lagLimit is how many packets after its siblings a PID may change parity and still be in the
 // period its siblings left: scramblers switch the PIDs of a service together, give or take
@@ -622,7 +633,7 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 			t.minPeriod < HoldPackets && 2*(t.now-svc.latest()) < t.minPeriod
 		if restart {
 			svc.restart(pid, t.now)
-		} else if n := svc.begin(pid, odd, t.now); n > 0 {
+		} else if n := svc.begin(pid, odd, np.flip, t.now); n > 0 {
 			t.minPeriod = min(t.minPeriod, n)
 		}
 		// The period is the service's current one if its parity is the service's and it
@@ -832,6 +843,9 @@ func (t *Tracker) offerUnitStart(idx int32, u unitStart) int32 {
 			p.npending++
 		}
 	case p.state == Open:
+		if later := t.splitAtLaterServicePeriod(idx, u); later >= 0 {
+			return later
+		}
 		t.check(idx, u)
 	case (p.state == Fit || p.state == Unchecked) && p.key != keys.NoKey && t.recheckDecided(p):
 		payload := u.payload
@@ -857,6 +871,47 @@ func (t *Tracker) offerUnitStart(idx int32, u unitStart) int32 {
 		}
 	}
 	return idx
+}
+
+// splitAtLaterServicePeriod begins a period at the unit start u of open period idx when the
+// PID's siblings began periods since its first packet (the PID silent meanwhile, back in
+// the same parity), the period's expected key does not fit u and the key as many periods on
+// as they say does: the PID missed a whole period of the other parity, and u is in a later
+// period of the same parity than the packets before it. Those keep what places them (a
+// sibling's key, the list's order) or are left as they came; the later period has the key that
+// fitted. It returns the later period, or -1 when the evidence is not all there.
+func (t *Tracker) splitAtLaterServicePeriod(idx int32, u unitStart) int32 {
+	p := &t.periods[idx]
+	pk := t.pk[p.pid]
+	svc := pk.svc
+	if svc == nil || t.keys.Fixed() || p.tentative || p.attempts > 0 || p.first == t.now ||
+		p.key == keys.NoKey || u.carriage == psi.CarriageUnknown {
+		return -1
+	}
+	// The periods its siblings began after its first packet: as many as the service shows,
+	// at least (it may have been silent over more); the keys say whether that is all.
+	k := svc.since(p.first)
+	if k < 1 || k >= svcClockStarts || (k%2 == 1) != (svc.odd != parityBit(p.odd)) {
+		return -1
+	}
+	steps := k + k%2 // u, of p's parity, is in the service's next period when it is in the other
+	t.follow(p)
+	t.placeBySiblings(p)
+	if t.trial(p.key, u.payload, u.carriage) != CheckBad {
+		return -1
+	}
+	pos := p.pos
+	for range steps {
+		pos = t.keys.Next(pos)
+	}
+	if k := t.keys.KeyAt(pos); k == keys.NoKey || t.trial(k, u.payload, u.carriage) != CheckGood {
+		return -1
+	}
+	later := t.startPeriod(pk, p.pid, p.odd, idx, steps)
+	if t.periods[later].state == Open {
+		t.check(later, u)
+	}
+	return later
 }
 
 // check tries the period's expected key on a unit start and, when it does not fit, the other
@@ -1020,6 +1075,15 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 	pk.fitKey[parityBit(p.odd)] = p.key
 }
 
+// siblingsChanged reports whether a sibling of period q's PID began a period of their service
+// after q's first packet and before that of p, split off q: then p, of q's parity, is two
+// changes of key on at least, whatever the shortest period seen says (an estimate, that a PID
+// seen only now and then makes too long).
+func (t *Tracker) siblingsChanged(q, p *cryptoPeriod) bool {
+	svc := t.pk[q.pid].svc
+	return svc != nil && svc.since(q.first) > svc.since(p.first-1)
+}
+
 // constantKey reports whether the key period p fitted is the one its PID's latest checked
 // periods of both parities fitted too: a constant CW (BISS, a fixed-key feed, a constant CW
 // listed once a period), which a period between them of either parity had as well.
@@ -1048,13 +1112,13 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// the same CW (a constant CW listed once a period).
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
-			case state == Fit && p.silenced && 2*p.gap < t.minPeriod && t.minPeriod < HoldPackets:
+			case state == Fit && p.silenced && 2*p.gap < t.minPeriod && t.minPeriod < HoldPackets && !t.siblingsChanged(q, p):
 				// Split off by a silence shorter than half the shortest crypto period seen:
 				// no two changes of key fit in it, and the parity is the same, so it is the
 				// same period, whatever the list's order guessed for the one before.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
-			case state == Fit && q.from < 0 && !q.placed && 2*p.gap < t.minPeriod && t.minPeriod < HoldPackets:
+			case state == Fit && q.from < 0 && !q.placed && 2*p.gap < t.minPeriod && t.minPeriod < HoldPackets && !t.siblingsChanged(q, p):
 				// A PID's first period, that only the list's start placed: the key that fits
 				// after a silence too short to hold two changes of key, of the same parity,
 				// is better evidence. After a longer one it may be a later period's.

@@ -240,6 +240,46 @@ func TestOnePacketOfTheOtherParityIsAGlitch(t *testing.T) {
 	}
 }
 
+func TestOnePacketChangeASiblingSharesIsAPeriod(t *testing.T) {
+	// A sparse PID shows one packet of the other parity, a sibling then changes to that
+	// parity too: the service's period changed, the packet was no glitch, and the PID's next
+	// packet, back in its old parity, is in the period after.
+	s := newStream(t, period.Config{Keys: keys.NewList(cws[:6])})
+	s.service(0x101, 0x102)
+	a := s.start(0x101, false, 0)
+	s.data(0x101, false)
+	s.start(0x102, false, 0)
+	g := s.data(0x101, true)
+	s.start(0x102, true, 1)
+	b := s.start(0x101, false, 2)
+	if b == a || b == g {
+		t.Fatal("the packet after the change is in the period before it")
+	}
+	s.want(b, period.Fit, 2)
+	s.tr.Finish()
+	s.want(g, period.Unchecked, 1)
+}
+
+func TestUnitStartAfterASiblingsChangesBeginsALaterPeriod(t *testing.T) {
+	// A PID changes parity, its sibling joins and then changes back; the PID's first unit start
+	// since, of the parity it changed to, fits the key two periods on and not the one of the
+	// packets before it: those keep their period's key, and the unit start begins a later
+	// period of the same parity.
+	s := newStream(t, period.Config{Keys: keys.NewList(cws[:6])})
+	s.service(0x101, 0x102)
+	s.start(0x101, false, 0)
+	s.start(0x102, false, 0)
+	p := s.data(0x101, true)
+	s.start(0x102, true, 1)
+	s.start(0x102, false, 2)
+	b := s.start(0x101, true, 3)
+	if b == p {
+		t.Fatal("the unit start is in the period of the packets before it")
+	}
+	s.want(b, period.Fit, 3)
+	s.want(p, period.Unchecked, 1)
+}
+
 func TestSiblingPlacesAPeriodWithNothingToCheck(t *testing.T) {
 	// The PIDs of one service change keys together: a sibling's checked unit start places a
 	// period its own packets cannot, wherever the list's order would put it.

@@ -840,7 +840,8 @@ func (s *oracleSchedule) unitsDiffering(a, b []byte) int {
 // 2435 (a lone T2-MI PID back in the other parity after two periods of silence, before any
 // period was seen whole).
 var oracleSeeds = []uint64{1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 18, 19, 20, 30, 35, 50, 53, 58,
-	1059, 1149, 1240, 1401, 1434, 1449, 1515, 1372, 1448, 1920, 1946, 1987, 2141, 2435}
+	1059, 1149, 1240, 1401, 1434, 1449, 1515, 1372, 1448, 1920, 1946, 1987, 2141, 2435,
+	1998, 2300, 2333, 2577, 2673}
 
 // The oracle over a fixed set of seeds; see the comment at the top of the file.
 func TestOracleRandomSchedules(t *testing.T) {
