@@ -113,6 +113,7 @@ type pidKeys struct {
 	unsure       bool      // the period being started may be more than its ring steps on (startPeriod)
 	silenced     bool      // the period being started is split off by a silence alone (startPeriod)
 	lastFlipGap  int64     // the packets from the one before lastFlip to it
+	spanGap      int64     // the longest time between two of its packets since lastFlip
 	gap          int64     // the packets from its packet before the current one to it
 	svc          *svcClock // its service's periods, or nil
 	cur, prev    int32     // indexes in Tracker.periods of the current period and of the one a tentative period interrupts
@@ -238,6 +239,9 @@ type svcClock struct {
 	// latestGap is the packets between the latest period's first packet and the service's
 	// packet before it: how late that change may have been seen.
 	latestGap int64
+	// spanGap is the longest time between two of its packets since the latest period began:
+	// a silence in which a whole period may have passed unseen.
+	spanGap int64
 	// placed holds, for its latest periods, the ring position a checked unit start of one
 	// of its PIDs fitted (placedN says which period, by number, each entry is for).
 	placed  [svcClockStarts]int
@@ -273,6 +277,9 @@ func (c *svcClock) see(at int64) {
 	if c.seen > 0 && at-c.seen > lagLimit {
 		c.quietTo = at // a silence of the whole service: a change of key may have gone unseen
 	}
+	if c.seen > 0 {
+		c.spanGap = max(c.spanGap, at-c.seen)
+	}
 	c.before, c.seen = c.seen, at
 }
 
@@ -294,11 +301,11 @@ func (c *svcClock) begin(pid uint16, odd, flip bool, at int64) (length int64) {
 		return 0
 	}
 	if c.n > 0 && c.shared {
-		if n := at - c.latest(); 8*max(c.latestGap, at-c.before) <= n {
+		if n := at - c.latest(); 8*max(c.latestGap, c.spanGap) <= n {
 			length = n
 		}
 	}
-	c.latestGap = at - c.before
+	c.latestGap, c.spanGap = at-c.before, at-c.before
 	c.odd = parityBit(odd)
 	c.starts[c.n%svcClockStarts] = at
 	c.n++
@@ -366,6 +373,7 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	pk := t.pidKeys(pid)
 	last := pk.last
 	pk.last, pk.gap = t.now, t.now-last
+	pk.spanGap = max(pk.spanGap, pk.gap)
 	if pk.cur < 0 {
 		if pk.svc != nil {
 			pk.svc.see(t.now)
@@ -668,15 +676,16 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 
 // learnPeriod notes the time from the PID's change of parity before to the one that began
 // period p: the shortest crypto period of the stream bounds how long a PID may be silent
-// before its key may have changed unseen. Only changes seen promptly count (the PID's packet
-// before each came within an eighth of that time): one seen after a silence began earlier.
+// before its key may have changed unseen. Only a time the PID showed whole counts: no silence
+// of it from the one change to the other, nor before either, longer than an eighth of it (a
+// change seen after a silence began earlier, and a silence may have hidden two changes).
 func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	if pk.lastFlip > 0 {
-		if n := p.first - pk.lastFlip; 8*max(pk.lastFlipGap, p.gap) <= n {
+		if n := p.first - pk.lastFlip; 8*max(pk.lastFlipGap, pk.spanGap, p.gap) <= n {
 			t.minPeriod = min(t.minPeriod, n)
 		}
 	}
-	pk.lastFlip, pk.lastFlipGap = p.first, p.gap
+	pk.lastFlip, pk.lastFlipGap, pk.spanGap = p.first, p.gap, p.gap
 }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
