@@ -26,6 +26,7 @@ func keyServerStream(t *testing.T) (clear, scrambled []byte, in string) {
 }
 
 func TestKeyServerCS378x(t *testing.T) {
+	t.Parallel()
 	clear, _, in := keyServerStream(t)
 	srv := camdouble.NewCS378x(t, "alice", "pa55word")
 	dir := t.TempDir()
@@ -136,6 +137,7 @@ func TestKeyServerNoAnswer(t *testing.T) {
 // already reached the period's end: the reader waits for that answer, so the output is the
 // clear stream whatever -batch cuts the reads into.
 func TestKeyServerRejectedCW(t *testing.T) {
+	t.Parallel()
 	clear, _, in := keyServerStream(t)
 	right := mustCW(t, "A1B2C316D4E5F6AF") // the second period's (odd) CW
 	wrong := mustCW(t, "0F1E2D5A3C4B5AF1")
@@ -268,6 +270,7 @@ func TestLiveKeySourceFlagMessages(t *testing.T) {
 // -cw-file FILE -follow: the log grows while the stream comes through a pipe, each key written
 // before its crypto period's packets.
 func TestFollowGrowingLog(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("feeds a stream over a few seconds")
 	}
@@ -328,6 +331,7 @@ func spaced(hex string) string {
 // -follow starts on a log whose last line is still being written (no newline yet), and uses
 // that line once its newline comes; it refused to start, the half line read as a bad key line.
 func TestFollowPartialLineAtStart(t *testing.T) {
+	t.Parallel()
 	const cw, period = "11223366445566FF", 300
 	clear, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: period, PeriodPackets: period, CWs: [][]byte{mustCW(t, cw)}})
 	dir := t.TempDir()
