@@ -69,7 +69,7 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 		cl.service = o.Service
 		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
 	}
-	cl.signal = newSignaller(o)
+	cl.signal = newSignaller(o, cl.tracker)
 	if o.Mode != Scramble {
 		tc := period.Config{Ctx: ctx, Keys: o.Keys, System: cs.in, Tables: cl.tracker,
 			Counted: cl.counted, Log: o.Log, KeyLog: o.KeyLog}

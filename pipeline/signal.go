@@ -12,9 +12,10 @@ import (
 // psi.PMTSignaller: a PMT section that fits its packet with 3 bytes of stuffing to spare takes the
 // descriptor; others pass unchanged, are counted, and the first is logged.
 //
-// It follows the PAT and PMTs with a Tracker of its own rather than the classifier's, so that
-// what it does depends on nothing but the packets and the options. Packets of a PMT PID that
-// arrive before the PAT naming it pass unchanged. It allocates only when the tables change.
+// It reads the PAT and PMTs from the classifier's Tracker, the run's one view of the tables,
+// which the classifier feeds each packet before the signaller sees it (so a PMT in that very
+// packet counts). Packets of a PMT PID that arrive before the PAT naming it pass unchanged. It
+// allocates only when the tables change.
 type signaller struct {
 	rw         psi.PMTSignaller
 	tracker    *psi.Tracker
@@ -33,11 +34,11 @@ type signaller struct {
 
 // newSignaller returns the signaller of a run, or nil when it has nothing to signal: the run
 // does not scramble, or Options.ScramblingMode is 0.
-func newSignaller(o *Options) *signaller {
+func newSignaller(o *Options, tables *psi.Tracker) *signaller {
 	if o.Mode != Scramble || o.ScramblingMode == 0 {
 		return nil
 	}
-	s := &signaller{tracker: psi.NewTracker(), log: o.Log, system: "csa2"}
+	s := &signaller{tracker: tables, log: o.Log, system: "csa2"}
 	if o.Out != nil && o.Out.System != nil {
 		s.system = o.Out.System.Name()
 	}
@@ -69,8 +70,6 @@ func (s *signaller) packet(p []byte, pid uint16) {
 	if s == nil || !s.tracker.Wants(pid) {
 		return
 	}
-	// The tracker reads the packet as it came, so that a PMT in this very packet counts.
-	s.tracker.Feed(p)
 	if g := s.tracker.Generation(); g != s.generation {
 		s.generation = g
 		s.choose()

@@ -268,8 +268,8 @@ func TestSignalOff(t *testing.T) {
 	if len(log) != 0 {
 		t.Errorf("log %q", log)
 	}
-	if newSignaller(&Options{Mode: Descramble, ScramblingMode: psi.ScramblingDFC}) != nil ||
-		newSignaller(&Options{Mode: Rescramble, ScramblingMode: psi.ScramblingDFC}) != nil {
+	if newSignaller(&Options{Mode: Descramble, ScramblingMode: psi.ScramblingDFC}, psi.NewTracker()) != nil ||
+		newSignaller(&Options{Mode: Rescramble, ScramblingMode: psi.ScramblingDFC}, psi.NewTracker()) != nil {
 		t.Error("a signaller outside Scramble runs")
 	}
 }
@@ -326,10 +326,13 @@ func TestSignalCSA2ReplacesOnly(t *testing.T) {
 
 func TestSignallerDoesNotAllocate(t *testing.T) {
 	s := newSigStream(t, psi.ScramblingDFC)
-	sg := newSignaller(&Options{Mode: Scramble, ScramblingMode: psi.ScramblingDFC, Log: func(string) {}})
+	// The run's tables, fed each packet before the signaller sees it, as the classifier does.
+	tables := psi.NewTracker()
+	sg := newSignaller(&Options{Mode: Scramble, ScramblingMode: psi.ScramblingDFC, Log: func(string) {}}, tables)
 	feed := func() {
 		for _, in := range s.in[:60] {
 			p := bytes.Clone(in)
+			tables.Feed(p)
 			sg.packet(p, ts.PID(p))
 		}
 	}
@@ -345,6 +348,7 @@ func TestSignallerDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(50, func() {
 		for _, p := range pkts {
 			copy(buf, p)
+			tables.Feed(buf)
 			sg.packet(buf, ts.PID(buf))
 		}
 	}); n != 0 {
