@@ -109,7 +109,6 @@ type liveKeyStats struct {
 // answers 30 ms later: every period waits for its key with its packets held, and the output is
 // still the clear stream, byte for byte.
 func TestLiveInputKeyServer(t *testing.T) {
-	t.Parallel()
 	const period = 500
 	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 6 * period, PeriodPackets: period, CWs: liveCWs(t), LeadPackets: 20})
 	for _, ksrv := range keyServerTargets() {
@@ -161,7 +160,6 @@ func TestLiveInputKeyAfterNextPeriodBegan(t *testing.T) {
 // the three periods after the stop pass as they came, and -stats counts exactly their packets;
 // the periods before are clear.
 func TestLiveInputKeyServerStops(t *testing.T) {
-	t.Parallel()
 	const period, periods, answered = 500, 6, 3
 	// A CW a period each: with liveCWs' four, the sixth period would use the second's CW,
 	// which the key slot still holds, and fit.

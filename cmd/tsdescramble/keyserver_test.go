@@ -137,7 +137,6 @@ func TestKeyServerNoAnswer(t *testing.T) {
 // already reached the period's end: the reader waits for that answer, so the output is the
 // clear stream whatever -batch cuts the reads into.
 func TestKeyServerRejectedCW(t *testing.T) {
-	t.Parallel()
 	clear, _, in := keyServerStream(t)
 	right := mustCW(t, "A1B2C316D4E5F6AF") // the second period's (odd) CW
 	wrong := mustCW(t, "0F1E2D5A3C4B5AF1")
@@ -270,7 +269,6 @@ func TestLiveKeySourceFlagMessages(t *testing.T) {
 // -cw-file FILE -follow: the log grows while the stream comes through a pipe, each key written
 // before its crypto period's packets.
 func TestFollowGrowingLog(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("feeds a stream over a few seconds")
 	}

@@ -121,7 +121,6 @@ func TestMetricsIdleConnectionsBounded(t *testing.T) {
 // A -stats-interval rewrite that fails is said once per streak, as an error in the chosen
 // -log-format; it was dropped without a word.
 func TestStatsIntervalFailureLogged(t *testing.T) {
-	t.Parallel()
 	stream := readFile(t, sample(t, "demo-scrambled.ts"))
 	dir := filepath.Join(t.TempDir(), "stats")
 	if err := os.Mkdir(dir, 0o755); err != nil {
