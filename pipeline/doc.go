@@ -19,6 +19,15 @@
 // ordered writer puts the chunks back in sequence. Memory is bounded by the chunks in flight,
 // and those within MaxMemory, whatever Workers and Batch ask for (see Limits).
 //
+// # The tables
+//
+// A run reads the PAT and PMTs once, into the classifier's psi.Tracker, fed each packet of
+// the PIDs it reads before anything else looks at the packet. Everything in the run that needs
+// the tables asks that one view: the selection of -service's PIDs, the crypto-period tracker
+// (what each PID carries, which PIDs are one service's), the sections a key server wants and
+// the services it is told of, the scrambling_descriptor written into PMTs (signal.go), and the
+// services and carriage of each PID that Stats reports.
+//
 // # Crypto periods and keys
 //
 // Which control word descrambles each packet is decided by package keys/period, whose
