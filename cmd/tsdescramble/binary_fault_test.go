@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -32,12 +33,27 @@ var faultCW = []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 // descrambled form.
 func faultBlock(t *testing.T) (scrambled, clear []byte) {
 	t.Helper()
-	key, err := csa.NewKey(faultCW)
-	if err != nil {
-		t.Fatal(err)
+	faultBlocks.once.Do(func() {
+		key, err := csa.NewKey(faultCW)
+		if err != nil {
+			faultBlocks.err = err
+			return
+		}
+		faultBlocks.scrambled = synth.SyntheticStream(5000, 1000, key)
+		faultBlocks.clear = descrambled(t, faultBlocks.scrambled, faultCW)
+	})
+	if faultBlocks.err != nil {
+		t.Fatal(faultBlocks.err)
 	}
-	scrambled = synth.SyntheticStream(5000, 1000, key)
-	return scrambled, descrambled(t, scrambled, faultCW)
+	return bytes.Clone(faultBlocks.scrambled), bytes.Clone(faultBlocks.clear)
+}
+
+// faultBlocks is faultBlock's block, made once for the tests that share it: the clear side is
+// descrambled by the scalar cipher, the reference, which costs most of a second.
+var faultBlocks struct {
+	once             sync.Once
+	scrambled, clear []byte
+	err              error
 }
 
 // repeatedPrefix checks that the bytes written to it are a prefix of want repeated without
