@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
@@ -57,9 +58,8 @@ func muxStream(t testing.TB, n int, pids []muxPID) (clear, scrambled []byte) {
 	clear = append(append(clear, pat...), pmt...)
 	scrambled = append(append(scrambled, pat...), pmt...)
 	count := make([]int, len(pids))
-	// Where each payload lies in scrambled, by its CW: they are scrambled at the end, many at a
-	// time, by a csa.Engine (the bytes Key.Encrypt gives, at a small part of the cost).
-	byCW := map[string][]int{}
+	keys := map[string]*csa.Key{}
+	var later synth.Scrambler // the payloads of scrambled, scrambled once it is whole
 	for i := range n {
 		m := pids[i%len(pids)]
 		k := count[i%len(pids)]
@@ -96,25 +96,18 @@ func muxStream(t testing.TB, n int, pids []muxPID) (clear, scrambled []byte) {
 			period = k / m.period
 		}
 		cw := string(m.cws[period%len(m.cws)])
-		byCW[cw] = append(byCW[cw], len(scrambled)+4)
+		if keys[cw] == nil {
+			key, err := csa.NewKey([]byte(cw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys[cw] = key
+		}
+		later.Add(keys[cw], len(scrambled)+4, len(scrambled)+ts.PacketSize)
 		ts.SetTSC(p, parity(period%2 == 1))
 		scrambled = append(scrambled, p...)
 	}
-	engine, err := csa.NewEngine(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for cw, offs := range byCW {
-		key, err := csa.NewKey([]byte(cw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		payloads := make([][]byte, len(offs))
-		for i, off := range offs {
-			payloads[i] = scrambled[off : off+ts.PacketSize-4]
-		}
-		engine.Encrypt(key, payloads)
-	}
+	later.EncryptIn(scrambled)
 	return clear, scrambled
 }
 

@@ -32,10 +32,7 @@ func testStream(t *testing.T, n int, fr ts.Framing, cws [][]byte, cp int, rng *r
 		ks[i] = k
 	}
 	scr := 0
-	// Where each scrambled payload lies in scrambled, by its key: they are scrambled at the end,
-	// many at a time, by a csa.Engine (the bytes Key.Encrypt gives, at a small part of the cost).
-	type at struct{ from, to int }
-	byKey := make([][]at, len(ks))
+	var later synth.Scrambler // the payloads of scrambled, scrambled once it is whole
 	for i := range n {
 		u := make([]byte, fr.Size)
 		for j := range u {
@@ -84,7 +81,7 @@ func testStream(t *testing.T, n int, fr ts.Framing, cws [][]byte, cp int, rng *r
 			scr++
 			off, _ := ts.PayloadOffset(p)
 			base := len(scrambled) + fr.Prefix
-			byKey[period%len(ks)] = append(byKey[period%len(ks)], at{base + off, base + ts.PacketSize})
+			later.Add(ks[period%len(ks)], base+off, base+ts.PacketSize)
 			if period%2 == 1 {
 				ts.SetTSC(p, ts.Odd)
 				st.Odd++
@@ -101,17 +98,7 @@ func testStream(t *testing.T, n int, fr ts.Framing, cws [][]byte, cp int, rng *r
 		scrambled = append(scrambled, u...)
 		want = append(want, w...)
 	}
-	engine, err := csa.NewEngine(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, ats := range byKey {
-		payloads := make([][]byte, len(ats))
-		for i, a := range ats {
-			payloads[i] = scrambled[a.from:a.to]
-		}
-		engine.Encrypt(ks[k], payloads)
-	}
+	later.EncryptIn(scrambled)
 	st.Packets = int64(n)
 	st.KeyChanges = max(0, (scr-1)/cp)
 	return scrambled, want, st

@@ -2,6 +2,7 @@ package camdouble
 
 import (
 	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/internal/synth"
 	"github.com/tsdescramble/tsdescramble/ts"
 )
 
@@ -53,10 +54,8 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 	}
 	var cc [8192]byte
 	var out, scr []byte
-	// Where each scrambled payload lies in scr, by its key: they are scrambled at the end, many
-	// at a time, by a csa.Engine (the bytes Key.Encrypt gives, at a small part of the cost).
-	var toScramble map[int][]int
-	add := func(pid uint16, pusi bool, payload []byte, key int, cw []byte, odd bool) {
+	var later synth.Scrambler // the payloads of scr, scrambled once it is whole
+	add := func(pid uint16, pusi bool, payload []byte, key *csa.Key, cw []byte, odd bool) {
 		p := make([]byte, ts.PacketSize)
 		p[0], p[1], p[2], p[3] = ts.SyncByte, byte(pid>>8)&0x1F, byte(pid), 0x10|cc[pid]&0x0F
 		if pusi {
@@ -68,14 +67,11 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 			p[i] = 0xFF
 		}
 		out = append(out, p...)
-		if key >= 0 {
+		if key != nil {
 			if spec.Encrypt != nil {
 				spec.Encrypt(cw, p[4:])
 			} else {
-				if toScramble == nil {
-					toScramble = map[int][]int{}
-				}
-				toScramble[key] = append(toScramble[key], len(scr)+4)
+				later.Add(key, len(scr)+4, len(scr)+ts.PacketSize)
 			}
 			if odd {
 				ts.SetTSC(p, ts.Odd)
@@ -86,7 +82,7 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 		scr = append(scr, p...)
 	}
 	section := func(pid uint16, s []byte) {
-		add(pid, true, append([]byte{0}, s...), -1, nil, false)
+		add(pid, true, append([]byte{0}, s...), nil, nil, false)
 	}
 	pat := Section(0x00, 1, []byte{0, ServiceID, 0xE0 | PMTPID>>8, PMTPID & 0xFF})
 	ca := CADescriptor(TestCAID, ECMPID)
@@ -153,20 +149,8 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 			copy(payload, []byte{0, 0, 1, 0xE0, 0, 0, 0x80, 0x80, 5, 0x21, byte(i >> 8), byte(i) | 1, 0, 1})
 		}
 		k := i / spec.PeriodPackets
-		add(ESPID, pusi, payload, k%len(keys), cwOf(k), k%2 == 1)
+		add(ESPID, pusi, payload, keys[k%len(keys)], cwOf(k), k%2 == 1)
 	}
-	if len(toScramble) > 0 {
-		engine, err := csa.NewEngine(0)
-		if err != nil {
-			panic(err)
-		}
-		for k, offs := range toScramble {
-			payloads := make([][]byte, len(offs))
-			for i, off := range offs {
-				payloads[i] = scr[off : off+ts.PacketSize-4]
-			}
-			engine.Encrypt(keys[k], payloads)
-		}
-	}
+	later.EncryptIn(scr)
 	return out, scr, ecms
 }
