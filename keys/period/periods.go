@@ -106,14 +106,15 @@ type unitStart struct {
 
 // pidKeys is the crypto-period state of one PID.
 type pidKeys struct {
-	last         int64     // the stream's packet number of its last scrambled packet
-	prevLast     int64     // that of its last packet before its current period began
-	lastFlip     int64     // that of the first packet of its latest period begun at a change of parity
-	inStep       bool      // its periods follow the list in order: from its start, or since a change of parity fitted the list's next key
-	unsure       bool      // the period being started may be more than its ring steps on (startPeriod)
-	silenced     bool      // the period being started is split off by a silence alone (startPeriod)
-	lastFlipGap  int64     // the packets from the one before lastFlip to it
-	spanGap      int64     // the longest time between two of its packets since lastFlip
+	last     int64 // the stream's packet number of its last scrambled packet
+	prevLast int64 // that of its last packet before its current period began
+	lastFlip int64 // that of the first packet of its latest period begun at a change of parity
+	inStep   bool  // its periods follow the list in order: from its start, or since a change of parity fitted the list's next key
+	unsure   bool  // the period being started may be more than its ring steps on (startPeriod)
+	silenced bool  // the period being started is split off by a silence alone (startPeriod)
+	// spanGap is the longest time between two of its packets from the one before lastFlip on:
+	// how late a change may have been seen, and the silences that may have hidden one.
+	spanGap      int64
 	gap          int64     // the packets from its packet before the current one to it
 	svc          *svcClock // its service's periods, or nil
 	cur, prev    int32     // indexes in Tracker.periods of the current period and of the one a tentative period interrupts
@@ -236,11 +237,9 @@ type svcClock struct {
 	// lagLimit ended.
 	quietTo int64
 	before  int64 // that of the one before it
-	// latestGap is the packets between the latest period's first packet and the service's
-	// packet before it: how late that change may have been seen.
-	latestGap int64
-	// spanGap is the longest time between two of its packets since the latest period began:
-	// a silence in which a whole period may have passed unseen.
+	// spanGap is the longest time between two of its packets from the one before the latest
+	// period's first on: how late that change may have been seen, and the silences in which a
+	// whole period may have passed unseen.
 	spanGap int64
 	// placed holds, for its latest periods, the ring position a checked unit start of one
 	// of its PIDs fitted (placedN says which period, by number, each entry is for).
@@ -274,10 +273,10 @@ func newSvcClock(born int64) *svcClock { return &svcClock{odd: -1, born: born} }
 
 // see records that a PID of the service has a scrambled packet at packet number at.
 func (c *svcClock) see(at int64) {
-	if c.seen > 0 && at-c.seen > lagLimit {
-		c.quietTo = at // a silence of the whole service: a change of key may have gone unseen
-	}
 	if c.seen > 0 {
+		if at-c.seen > lagLimit {
+			c.quietTo = at // a silence of the whole service: a change of key may have gone unseen
+		}
 		c.spanGap = max(c.spanGap, at-c.seen)
 	}
 	c.before, c.seen = c.seen, at
@@ -301,11 +300,11 @@ func (c *svcClock) begin(pid uint16, odd, flip bool, at int64) (length int64) {
 		return 0
 	}
 	if c.n > 0 && c.shared {
-		if n := at - c.latest(); 8*max(c.latestGap, c.spanGap) <= n {
+		if n := at - c.latest(); 8*c.spanGap <= n {
 			length = n
 		}
 	}
-	c.latestGap, c.spanGap = at-c.before, at-c.before
+	c.spanGap = at - c.before
 	c.odd = parityBit(odd)
 	c.starts[c.n%svcClockStarts] = at
 	c.n++
@@ -317,7 +316,6 @@ func (c *svcClock) begin(pid uint16, odd, flip bool, at int64) (length int64) {
 // was split off after a silence of all its PIDs: how many changes of key the silence hid is
 // not known, so nothing placed before it applies after.
 func (c *svcClock) restart(pid uint16, at int64) {
-	c.latestGap = at - c.before
 	c.starts[c.n%svcClockStarts] = at
 	c.n++
 	c.by, c.shared, c.sharedFlip = pid, false, false
@@ -681,11 +679,11 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 // change seen after a silence began earlier, and a silence may have hidden two changes).
 func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	if pk.lastFlip > 0 {
-		if n := p.first - pk.lastFlip; 8*max(pk.lastFlipGap, pk.spanGap, p.gap) <= n {
+		if n := p.first - pk.lastFlip; 8*pk.spanGap <= n { // spanGap holds p.gap already
 			t.minPeriod = min(t.minPeriod, n)
 		}
 	}
-	pk.lastFlip, pk.lastFlipGap, pk.spanGap = p.first, p.gap, p.gap
+	pk.lastFlip, pk.spanGap = p.first, p.gap
 }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
