@@ -71,10 +71,13 @@ type cryptoPeriod struct {
 	unplaced  bool  // it began where the key may have changed unseen: only a unit start places it
 	svcN      int32 // the number of its service's period (svcClock.n) it is part of, or 0
 	gap       int64 // the packets from its PID's packet before its first to it
-	expect    int   // the ring position its PID's periods before it lead to
-	from      int32 // the period before it of its PID, or -1: its position is steps after from's
-	steps     int32
-	placed    bool // a sibling's key placed it (placeBySiblings)
+	// quiet is the longest time within gap without a packet of its service (its PID's
+	// siblings), or gap: how long a change of key may have gone unseen before it.
+	quiet  int64
+	expect int   // the ring position its PID's periods before it lead to
+	from   int32 // the period before it of its PID, or -1: its position is steps after from's
+	steps  int32
+	placed bool // a sibling's key placed it (placeBySiblings)
 	// acrossSilence says it went on across a silence of its PID longer than lagLimit since
 	// a unit start last checked its key.
 	acrossSilence bool
@@ -82,13 +85,18 @@ type cryptoPeriod struct {
 	// awaitNumber is the number of the PID's period split off it (where its key may have
 	// changed, before it was checked) whose decision decides it, or 0.
 	awaitNumber int
-	state       State
-	attempts    uint8 // checked unit starts that no key fitted
-	npending    uint8
-	pos         int   // ring position in the schedule: expected, or aligned by a fit
-	key         int   // CW index of pos, or keys.NoKey
-	first       int64 // the stream's packet number of its first packet, from 1
-	number      int   // its number among the PID's periods, from 1
+	// awaitPos is the ring position it takes, once a period is seen whole, if awaitQuiet,
+	// the silence that split it off the period after it, is short enough (learnMinPeriod);
+	// awaitQuiet is 0 when it does not wait so.
+	awaitPos   int
+	awaitQuiet int64
+	state      State
+	attempts   uint8 // checked unit starts that no key fitted
+	npending   uint8
+	pos        int   // ring position in the schedule: expected, or aligned by a fit
+	key        int   // CW index of pos, or keys.NoKey
+	first      int64 // the stream's packet number of its first packet, from 1
+	number     int   // its number among the PID's periods, from 1
 	// Unit starts of a tentative period, checked when it is confirmed.
 	pending [maxSyncAttempts]unitStart
 	// Unit starts checked before any PMT said what the PID carries, that no key made a PES
@@ -225,9 +233,12 @@ func (t *Tracker) pidKeys(pid uint16) *pidKeys {
 type svcClock struct {
 	odd    int8                  // parity of its current period (0 even, 1 odd), -1 before its first
 	starts [svcClockStarts]int64 // the stream's packet numbers at which its latest periods began, a ring
-	n      int                   // periods begun
-	by     uint16                // the PID whose change began the latest
-	shared bool                  // another PID changed to the latest period's parity since
+	// restarted says which of them began after a silence of all its PIDs (restart), not
+	// at a change of parity.
+	restarted [svcClockStarts]bool
+	n         int    // periods begun
+	by        uint16 // the PID whose change began the latest
+	shared    bool   // another PID changed to the latest period's parity since
 	// sharedFlip says another PID changed to the latest period's parity from the other
 	// one since, at a change of its own parity: not a glitch of the PID that began it.
 	sharedFlip bool
@@ -236,7 +247,11 @@ type svcClock struct {
 	// quietTo is the packet number at which the latest silence of all its PIDs longer than
 	// lagLimit ended.
 	quietTo int64
-	before  int64 // that of the one before it
+	// silences holds its latest silences longer than lagLimit (a ring, nsilences of them in
+	// all): how long a key change of its PIDs may have gone unseen between two packets.
+	silences  [svcSilences]silence
+	nsilences int
+	before    int64 // that of the one before it
 	// spanGap is the longest time between two of its packets from the one before the latest
 	// period's first on: how late that change may have been seen, and the silences in which a
 	// whole period may have passed unseen.
@@ -248,6 +263,8 @@ type svcClock struct {
 	// offStep says the latest fit of one of its PIDs needed a search: the list's order does
 	// not say where its periods are.
 	offStep bool
+	// minPeriod is the shortest of its crypto periods seen whole, or HoldPackets.
+	minPeriod int64
 }
 
 // place records that a checked unit start of the service's period number n fitted the key at
@@ -265,17 +282,54 @@ func (c *svcClock) placement(n int) (int, bool) {
 	return c.placed[n%svcClockStarts], true
 }
 
+// silence is a time without a packet: to is the packet number that ended it.
+type silence struct{ to, n int64 }
+
+// svcSilences is how many of its silences a service remembers: a PID's silence that more
+// of them fall in is taken as long as it was.
+const svcSilences = 8
+
+// longestSilence returns the longest silence of the service's PIDs from packet number from
+// (one of their packets) to packet number to, or to-from when it is not known whole (the
+// service's clock began after from, or it forgot some of them).
+func (c *svcClock) longestSilence(from, to int64) int64 {
+	if c.born > from {
+		return to - from
+	}
+	longest := int64(min(lagLimit, to-from)) // those it does not record
+	for k := range svcSilences {
+		if k >= c.nsilences {
+			break
+		}
+		q := c.silences[(c.nsilences-1-k)%svcSilences]
+		if q.to <= from {
+			return longest
+		}
+		if q.to <= to {
+			longest = max(longest, q.n)
+		}
+	}
+	if c.nsilences > svcSilences {
+		return to - from // older ones may fall after from
+	}
+	return longest
+}
+
 // svcClockStarts is how many period starts a service remembers: more than a PID silent over
 // several periods needs.
 const svcClockStarts = 16
 
-func newSvcClock(born int64) *svcClock { return &svcClock{odd: -1, born: born} }
+func newSvcClock(born int64) *svcClock {
+	return &svcClock{odd: -1, born: born, minPeriod: HoldPackets}
+}
 
 // see records that a PID of the service has a scrambled packet at packet number at.
 func (c *svcClock) see(at int64) {
 	if c.seen > 0 {
 		if at-c.seen > lagLimit {
 			c.quietTo = at // a silence of the whole service: a change of key may have gone unseen
+			c.silences[c.nsilences%svcSilences] = silence{to: at, n: at - c.seen}
+			c.nsilences++
 		}
 		c.spanGap = max(c.spanGap, at-c.seen)
 	}
@@ -307,6 +361,7 @@ func (c *svcClock) begin(pid uint16, odd, flip bool, at int64) (length int64) {
 	c.spanGap = at - c.before
 	c.odd = parityBit(odd)
 	c.starts[c.n%svcClockStarts] = at
+	c.restarted[c.n%svcClockStarts] = false
 	c.n++
 	c.by, c.shared, c.sharedFlip = pid, false, false
 	return length
@@ -317,6 +372,7 @@ func (c *svcClock) begin(pid uint16, odd, flip bool, at int64) (length int64) {
 // not known, so nothing placed before it applies after.
 func (c *svcClock) restart(pid uint16, at int64) {
 	c.starts[c.n%svcClockStarts] = at
+	c.restarted[c.n%svcClockStarts] = true
 	c.n++
 	c.by, c.shared, c.sharedFlip = pid, false, false
 }
@@ -333,6 +389,21 @@ func (c *svcClock) retract(pid uint16, at int64) {
 	if c.n == 0 {
 		c.odd = -1
 	}
+}
+
+// changedBetween reports whether one of the service's PIDs changed parity after packet number
+// from and up to packet number to, as far as it remembers.
+func (c *svcClock) changedBetween(from, to int64) bool {
+	for k := range min(c.n, svcClockStarts) {
+		i := (c.n - 1 - k) % svcClockStarts
+		if c.starts[i] <= from {
+			return false
+		}
+		if c.starts[i] <= to && !c.restarted[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // latest returns the packet number at which the service's latest period began, or 0.
@@ -569,7 +640,10 @@ func (t *Tracker) siblingSteps(pk *pidKeys, last int64, was, odd, watched bool) 
 // where a unit start failed prev's key), and returns its index.
 func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, steps int) int32 {
 	s := t.keys
-	p := cryptoPeriod{pid: pid, odd: odd, first: t.now, number: pk.periods + 1, gap: pk.gap, from: prev, steps: int32(steps)}
+	p := cryptoPeriod{pid: pid, odd: odd, first: t.now, number: pk.periods + 1, gap: pk.gap, quiet: pk.gap, from: prev, steps: int32(steps)}
+	if pk.svc != nil && prev >= 0 {
+		p.quiet = pk.svc.longestSilence(t.now-pk.gap, t.now)
+	}
 	switch {
 	case prev >= 0:
 		p.pos = t.periods[prev].pos
@@ -640,7 +714,7 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 		if restart {
 			svc.restart(pid, t.now)
 		} else if n := svc.begin(pid, odd, np.flip, t.now); n > 0 {
-			t.minPeriod = min(t.minPeriod, n)
+			t.learnMinPeriod(svc, n)
 		}
 		// The period is the service's current one if its parity is the service's and it
 		// began in step with the service: the PID came promptly, or the service watched its
@@ -679,11 +753,62 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 // change seen after a silence began earlier, and a silence may have hidden two changes).
 func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	if pk.lastFlip > 0 {
-		if n := p.first - pk.lastFlip; 8*pk.spanGap <= n { // spanGap holds p.gap already
-			t.minPeriod = min(t.minPeriod, n)
+		// Its siblings began no other period meanwhile: none hid in its silences.
+		alone := pk.svc == nil || !pk.svc.changedBetween(pk.lastFlip, p.first-1)
+		if n := p.first - pk.lastFlip; alone && 4*pk.spanGap <= n { // spanGap holds p.gap already
+			t.learnMinPeriod(pk.svc, n-p.gap)
 		}
 	}
 	pk.lastFlip, pk.spanGap = p.first, p.gap
+}
+
+// learnMinPeriod notes a crypto period of n packets seen whole, of service svc (nil: a PID no
+// PMT has described). The periods that wait to know how long a silence of theirs may be
+// (awaitQuiet) are decided once the first of their service is seen: with the key of the
+// period after them when their silence was shorter than half of it, as if they had ended
+// otherwise.
+func (t *Tracker) learnMinPeriod(svc *svcClock, n int64) {
+	t.minPeriod = min(t.minPeriod, n)
+	if svc != nil {
+		svc.minPeriod = min(svc.minPeriod, n)
+	}
+	for _, idx := range t.open {
+		q := &t.periods[idx]
+		if q.state != Open || q.awaitQuiet == 0 {
+			continue
+		}
+		shortest := t.shortestPeriod(q.pid)
+		if shortest >= HoldPackets {
+			continue
+		}
+		quiet := q.awaitQuiet
+		q.awaitQuiet = 0
+		if 2*quiet < shortest {
+			q.pos, q.key = q.awaitPos, t.keys.KeyAt(q.awaitPos)
+			t.decide(q, Fit)
+		} else {
+			t.endNow(idx)
+		}
+	}
+}
+
+// shortestPeriod returns the shortest crypto period seen whole of pid's service, by its own
+// PIDs (another service's clock says nothing of it), or, for a PID no PMT has described yet,
+// of any PID; HoldPackets when none was. A period split off by a silence shorter than half of
+// it is the same crypto period as the one after the silence (decide).
+func (t *Tracker) shortestPeriod(pid uint16) int64 {
+	if svc := t.pk[pid].svc; svc != nil {
+		return svc.minPeriod
+	}
+	return t.minPeriod
+}
+
+// hidesNoPeriod reports whether a silence of pid's service of quiet packets is too short to
+// hold a whole crypto period (and so two changes of key): shorter than half the shortest
+// period seen whole. Nothing says so before a period is seen whole.
+func (t *Tracker) hidesNoPeriod(pid uint16, quiet int64) bool {
+	shortest := t.shortestPeriod(pid)
+	return shortest < HoldPackets && 2*quiet < shortest
 }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
@@ -1078,8 +1203,10 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 			t.cfg.Log(fmt.Sprintf("key sync: "+what, p.key+1, t.keys.NumCWs(), p.pid))
 		}
 	}
-	t.decide(p, Fit)
+	// Before the decision: a period split off before p, which p's decision decides too, is
+	// given p's key when the PID's keys of both parities, p's with them, are one constant CW.
 	pk.fitKey[parityBit(p.odd)] = p.key
+	t.decide(p, Fit)
 }
 
 // siblingsChanged reports whether a sibling of period q's PID began a period of their service
@@ -1088,7 +1215,7 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 // seen only now and then makes too long).
 func (t *Tracker) siblingsChanged(q, p *cryptoPeriod) bool {
 	svc := t.pk[q.pid].svc
-	return svc != nil && svc.since(q.first) > svc.since(p.first-1)
+	return svc != nil && svc.changedBetween(q.first, p.first-1)
 }
 
 // constantKey reports whether the key period p fitted is the one its PID's latest checked
@@ -1119,13 +1246,13 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// the same CW (a constant CW listed once a period).
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
-			case state == Fit && p.silenced && 2*p.gap < t.minPeriod && t.minPeriod < HoldPackets && !t.siblingsChanged(q, p):
+			case state == Fit && p.silenced && t.hidesNoPeriod(p.pid, p.quiet) && !t.siblingsChanged(q, p):
 				// Split off by a silence shorter than half the shortest crypto period seen:
 				// no two changes of key fit in it, and the parity is the same, so it is the
 				// same period, whatever the list's order guessed for the one before.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
-			case state == Fit && q.from < 0 && !q.placed && 2*p.gap < t.minPeriod && t.minPeriod < HoldPackets && !t.siblingsChanged(q, p):
+			case state == Fit && q.from < 0 && !q.placed && t.hidesNoPeriod(p.pid, p.quiet) && !t.siblingsChanged(q, p):
 				// A PID's first period, that only the list's start placed: the key that fits
 				// after a silence too short to hold two changes of key, of the same parity,
 				// is better evidence. After a longer one it may be a later period's.
@@ -1136,6 +1263,12 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// or not, it is this one.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Unchecked)
+			case state == Fit && (p.silenced || q.from < 0 && !q.placed) && t.shortestPeriod(p.pid) >= HoldPackets && !t.siblingsChanged(q, p):
+				// One of the two cases above, before any crypto period was seen whole: how
+				// long a silence may be without hiding two changes of key is not known yet.
+				// It stays open (its packets held) until the stream shows a period whole
+				// (learnMinPeriod), or the hold runs out.
+				q.awaitPos, q.awaitQuiet = p.pos, p.quiet
 			default:
 				t.endNow(p.from)
 			}
@@ -1265,6 +1398,11 @@ func (t *Tracker) compact() {
 		if pk != nil {
 			keep(pk.prev)
 			keep(pk.cur)
+		}
+	}
+	for _, idx := range t.open {
+		if t.periods[idx].state == Open {
+			keep(idx) // one that waits for a period seen whole, not a PID's latest
 		}
 	}
 	kept := make([]cryptoPeriod, len(order))

@@ -424,3 +424,54 @@ func TestPIDJoiningItsSiblingsPeriodIsPlaced(t *testing.T) {
 	s.tr.Finish()
 	s.want(b, period.Unchecked, 5)
 }
+
+func TestSilenceBeforeAnyPeriodSeenWaitsForOne(t *testing.T) {
+	// A period split off by a silence, before any crypto period was seen whole: whether the
+	// silence could hold a whole period is not known yet, so it waits (open, its packets held)
+	// and is decided once a period is seen whole: the same period as the one after the
+	// silence if that silence is shorter than half of it, else left as it came.
+	for _, tc := range []struct {
+		silence int64
+		want    period.State
+	}{{100, period.Fit}, {300, period.Unplaced}} {
+		s := newStream(t, period.Config{Keys: keys.NewList(cws[:6])})
+		s.start(0x100, false, 0)
+		for range 5 {
+			s.data(0x100, false)
+		}
+		s.at += 1000 // back in the other parity after a long silence: where is not known
+		q := s.data(0x100, true)
+		for range 3 {
+			s.data(0x100, true)
+		}
+		s.at += tc.silence
+		p := s.start(0x100, true, 3) // CW 4 fits after the silence; the list said CW 2
+		if q == p {
+			t.Fatalf("silence %d: the packets before the silence and after it are one period", tc.silence)
+		}
+		s.want(p, period.Fit, 3)
+		if s.tr.Decided(q) {
+			st, k := s.tr.Decision(q)
+			t.Fatalf("silence %d: decided (state %d key %d) before a period was seen whole", tc.silence, st, k)
+		}
+		// Two changes of parity 400 packets apart, the PID's packets 10 apart: a period of
+		// about 400 packets seen whole.
+		for _, next := range []struct {
+			odd bool
+			k   int
+		}{{false, 4}, {true, 5}} {
+			for range 40 {
+				s.at += 9
+				s.data(0x100, !next.odd)
+			}
+			s.at += 9
+			s.start(0x100, next.odd, next.k)
+		}
+		s.data(0x100, true) // the change is a change, not a glitch
+		key := 3
+		if tc.want != period.Fit {
+			key = anyKey
+		}
+		s.want(q, tc.want, key)
+	}
+}

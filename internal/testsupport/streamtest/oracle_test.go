@@ -661,8 +661,12 @@ func (s *oracleSchedule) judge(out []byte) oracleVerdict {
 	}
 	type counts struct {
 		checkable             bool
+		firstUnit             int   // the packet of its first checkable unit start
+		notClear              []int // its packets not clear
 		clear, came, wrong, n int
 	}
+	// The scrambled packets of each service, for the silences before a unit start.
+	svcPackets := map[*oracleService][]int{}
 	periods := map[oraclePP]*counts{}
 	var order []oraclePP
 	for i := range s.n {
@@ -698,6 +702,7 @@ func (s *oracleSchedule) judge(out []byte) oracleVerdict {
 			order = append(order, key)
 		}
 		cn.n++
+		svcPackets[svc] = append(svcPackets[svc], i)
 		switch status {
 		case 0:
 			cn.clear++
@@ -706,13 +711,23 @@ func (s *oracleSchedule) judge(out []byte) oracleVerdict {
 		default:
 			cn.wrong++
 		}
-		if svc.pes[pid] && pesStart(s.packet(s.clear, i)) {
-			cn.checkable = true
+		if status != 0 {
+			cn.notClear = append(cn.notClear, i)
+		}
+		if svc.pes[pid] && pesStart(s.packet(s.clear, i)) && !cn.checkable {
+			cn.checkable, cn.firstUnit = true, i
 		}
 	}
 	for _, key := range order {
 		cn := periods[key]
-		if cn.checkable && cn.clear != cn.n {
+		svc := s.serviceOf(key.pid)
+		told := 0 // packets the stream places in the period: those not cut off by a silence
+		for _, i := range cn.notClear {
+			if i >= cn.firstUnit || !s.silenceBetween(svc, svcPackets[svc], i, cn.firstUnit) {
+				told++
+			}
+		}
+		if cn.checkable && told > 0 {
 			svc := s.serviceOf(key.pid)
 			par := "even"
 			if svc.odd(key.period) {
@@ -723,6 +738,47 @@ func (s *oracleSchedule) judge(out []byte) oracleVerdict {
 		}
 	}
 	return v
+}
+
+// silenceBetween reports whether the scrambled packets of svc (in stream order), from packet
+// i to packet u (both among them), have a silence between them of half the shortest crypto
+// period the stream shows of the service, or more. A descrambler knows the periods only as the
+// stream shows them, and a silence as long as half of that may have held a whole period, and
+// so two changes of key: it cannot tell whether packet i is in the period of the unit start u,
+// and rule 2 does not ask it to.
+func (s *oracleSchedule) silenceBetween(svc *oracleService, packets []int, i, u int) bool {
+	shown := s.shortestShown(svc, packets)
+	from, _ := slices.BinarySearch(packets, i)
+	for k := from + 1; k < len(packets) && packets[k-1] < u; k++ {
+		if 2*(packets[k]-packets[k-1]) >= shown {
+			return true
+		}
+	}
+	return false
+}
+
+// shortestShown returns how long the stream shows the shortest crypto period of svc to be:
+// the shortest time from the first to the last of the service's scrambled packets in one of its
+// periods, over the periods it spans half of or more (a period of which the service's packets
+// show less, a silence or a thin PID, shows nothing of its length), or 0 when none does. The
+// first and last periods, cut by the stream's ends, are not counted.
+func (s *oracleSchedule) shortestShown(svc *oracleService, packets []int) int {
+	shown := 0
+	for k := 1; k+1 < len(svc.starts); k++ {
+		lo, _ := slices.BinarySearch(packets, svc.starts[k])
+		hi, _ := slices.BinarySearch(packets, svc.starts[k+1])
+		if hi-lo < 2 {
+			continue
+		}
+		span := packets[hi-1] - packets[lo]
+		if 2*span < svc.starts[k+1]-svc.starts[k] {
+			continue
+		}
+		if shown == 0 || span < shown {
+			shown = span
+		}
+	}
+	return shown
 }
 
 // report describes a verdict compactly.
