@@ -30,6 +30,11 @@
 //	silent while its siblings began periods      as many ring positions on as they began      TestSilentPIDTakesItsSiblingsPeriods
 //	silent, unwatched, for over half a period    a period begins, placed as above             streamtest: TestOracleRandomSchedules
 //	silent for less than half a period          the same period, when its next start fits    streamtest: TestOracleRandomSchedules (1240)
+//	split off by a silence, its next start fitting: the same period if its service (its siblings too) was silent for less
+//	than half the service's own shortest period seen whole, and no sibling showed the other parity
+//	                                             waits (held) until a period is seen whole, and before the tables until
+//	                                             they name its siblings; at the hold's end or the stream's, as if it has none
+//	                                                                                          TestSilenceBeforeAnyPeriodSeenWaitsForOne
 //	its siblings could not follow the list       nothing to check: left as it came            streamtest: TestOracleRandomSchedules (1240)
 //	a first period the list start alone places  left, if another first period fitted elsewhere streamtest: TestOracleRandomSchedules (1059)
 //	one packet of the other parity               a glitch, left as it came                    TestOnePacketOfTheOtherParityIsAGlitch
@@ -79,7 +84,12 @@
 //     crypto period seen, or than lagLimit and eight times what the PID showed of its period,
 //     with no sibling watching; a PID's first period late in the stream) takes a key only from
 //     a unit start or a sibling. Without either its packets are left as they came (unplaced),
-//     which says nothing against the keys.
+//     which says nothing against the keys. A period split off so, with nothing to check, whose
+//     PID's next unit start fits a key, has that key when no whole crypto period fits in the
+//     silence: its service had no silence as long as half the shortest period of its own seen
+//     whole, and no sibling showed the other parity in it. Each PID keeps a short history of
+//     its silences and changes of parity, so that this can be told once a PMT, come later,
+//     names the siblings.
 //   - A parity change that lasts a single packet, inside a period of two packets or more, is
 //     a glitch: that packet is left as it came and the period goes on, unless the PID's
 //     siblings changed periods meanwhile or its unit start fits a key.

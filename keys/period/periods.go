@@ -71,13 +71,10 @@ type cryptoPeriod struct {
 	unplaced  bool  // it began where the key may have changed unseen: only a unit start places it
 	svcN      int32 // the number of its service's period (svcClock.n) it is part of, or 0
 	gap       int64 // the packets from its PID's packet before its first to it
-	// quiet is the longest time within gap without a packet of its service (its PID's
-	// siblings), or gap: how long a change of key may have gone unseen before it.
-	quiet  int64
-	expect int   // the ring position its PID's periods before it lead to
-	from   int32 // the period before it of its PID, or -1: its position is steps after from's
-	steps  int32
-	placed bool // a sibling's key placed it (placeBySiblings)
+	expect    int   // the ring position its PID's periods before it lead to
+	from      int32 // the period before it of its PID, or -1: its position is steps after from's
+	steps     int32
+	placed    bool // a sibling's key placed it (placeBySiblings)
 	// acrossSilence says it went on across a silence of its PID longer than lagLimit since
 	// a unit start last checked its key.
 	acrossSilence bool
@@ -85,18 +82,19 @@ type cryptoPeriod struct {
 	// awaitNumber is the number of the PID's period split off it (where its key may have
 	// changed, before it was checked) whose decision decides it, or 0.
 	awaitNumber int
-	// awaitPos is the ring position it takes, once a period is seen whole, if awaitQuiet,
-	// the silence that split it off the period after it, is short enough (learnMinPeriod);
-	// awaitQuiet is 0 when it does not wait so.
-	awaitPos   int
-	awaitQuiet int64
-	state      State
-	attempts   uint8 // checked unit starts that no key fitted
-	npending   uint8
-	pos        int   // ring position in the schedule: expected, or aligned by a fit
-	key        int   // CW index of pos, or keys.NoKey
-	first      int64 // the stream's packet number of its first packet, from 1
-	number     int   // its number among the PID's periods, from 1
+	// awaitFrom and awaitTo are its PID's packets around the silence that split it off the
+	// period after it, when it waits to know whether that silence hid a crypto period
+	// (settle), else awaitTo is 0; awaitQuiet is its service's longest silence in that time,
+	// -1 until known; awaitPos is the ring position it takes if none hid.
+	awaitFrom, awaitTo, awaitQuiet int64
+	awaitPos                       int
+	state                          State
+	attempts                       uint8 // checked unit starts that no key fitted
+	npending                       uint8
+	pos                            int   // ring position in the schedule: expected, or aligned by a fit
+	key                            int   // CW index of pos, or keys.NoKey
+	first                          int64 // the stream's packet number of its first packet, from 1
+	number                         int   // its number among the PID's periods, from 1
 	// Unit starts of a tentative period, checked when it is confirmed.
 	pending [maxSyncAttempts]unitStart
 	// Unit starts checked before any PMT said what the PID carries, that no key made a PES
@@ -123,7 +121,8 @@ type pidKeys struct {
 	// spanGap is the longest time between two of its packets from the one before lastFlip on:
 	// how late a change may have been seen, and the silences that may have hidden one.
 	spanGap      int64
-	gap          int64     // the packets from its packet before the current one to it
+	gap          int64 // the packets from its packet before the current one to it
+	history      pidHistory
 	svc          *svcClock // its service's periods, or nil
 	cur, prev    int32     // indexes in Tracker.periods of the current period and of the one a tentative period interrupts
 	run, prevRun int64     // packets of cur, and of prev when cur is tentative
@@ -215,6 +214,141 @@ func sectionEnd(head []byte, payloadLen int) int {
 	return end
 }
 
+// pidHistory is what a PID's packets showed lately: its silences longer than lagLimit and its
+// changes of parity, each in a ring of pidRemembers. Its siblings' histories say, once a PMT
+// names them, whether its silence was one of their service, and whether their service changed
+// keys in it, before its service's clock began (quietBetween).
+type pidHistory struct {
+	first, last int64 // the stream's packet numbers of its first and latest packets
+	odd         bool  // the parity of its latest packet
+	silences    [pidRemembers]span
+	nsilences   int
+	changes     [pidRemembers]change
+	nchanges    int
+}
+
+// pidRemembers is how many silences, and changes of parity, a PID's history keeps: more than a
+// PID shows before the PMT, or from its silence to the next unit start.
+const pidRemembers = 32
+
+// change is a packet of another parity than the PID's packet before it (at prev).
+type change struct {
+	at, prev int64
+	odd      bool
+}
+
+// span is the time between two packets (packet numbers), both excluded.
+type span struct{ from, to int64 }
+
+// add records a packet of the PID at packet number at, of parity odd, after its packet at last
+// (0: its first).
+func (h *pidHistory) add(last, at int64, odd bool) {
+	switch {
+	case last == 0:
+		h.first = at
+	case at-last > lagLimit:
+		h.silences[h.nsilences%pidRemembers] = span{last, at}
+		h.nsilences++
+		fallthrough
+	default:
+		if odd != h.odd {
+			h.changes[h.nchanges%pidRemembers] = change{at: at, prev: last, odd: odd}
+			h.nchanges++
+		}
+	}
+	h.last, h.odd = at, odd
+}
+
+// showedOtherParity reports whether the PID had a packet of the other parity than odd after
+// packet number from and before to, or may have had (its history does not reach back so far),
+// other than one that lagged a change to odd at packet number began by up to lagLimit (the
+// PIDs of a service change keys together, give or take the packets in flight).
+func (h *pidHistory) showedOtherParity(from, to, began int64, odd bool) bool {
+	for k := range min(h.nchanges, pidRemembers) {
+		c := h.changes[(h.nchanges-1-k)%pidRemembers]
+		if c.at <= from {
+			return false
+		}
+		if c.at < to && (c.odd != odd || c.prev > max(from, began+lagLimit)) {
+			return true
+		}
+	}
+	return h.nchanges > pidRemembers
+}
+
+// silentIn returns the times within sp in which the PID had no packet, as far as its history
+// tells: before its first packet, after its latest, its silences longer than lagLimit, and
+// whatever its history no longer reaches (gaps up to lagLimit are not kept: it counts as
+// present in them). In order.
+func (h *pidHistory) silentIn(sp span) []span {
+	var out []span
+	keep := func(a, b int64) {
+		a, b = max(a, sp.from), min(b, sp.to)
+		if a < b {
+			out = append(out, span{a, b})
+		}
+	}
+	if h.first == 0 {
+		keep(sp.from, sp.to)
+		return out
+	}
+	keep(sp.from, h.first)
+	n := min(h.nsilences, pidRemembers)
+	if h.nsilences > pidRemembers {
+		keep(h.first, h.silences[(h.nsilences-n)%pidRemembers].from) // forgotten: silent, for all it knows
+	}
+	for k := range n {
+		s := h.silences[(h.nsilences-n+k)%pidRemembers]
+		keep(s.from, s.to)
+	}
+	keep(h.last, sp.to)
+	return out
+}
+
+// intersect returns the times in both a and b, each in order.
+func intersect(a, b []span) []span {
+	var out []span
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		from, to := max(a[i].from, b[j].from), min(a[i].to, b[j].to)
+		if from < to {
+			out = append(out, span{from, to})
+		}
+		if a[i].to < b[j].to {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
+// quietBetween returns the longest time from packet number from to packet number to (the
+// packets of period q's PID around a silence of its own) without a packet of its service, and
+// whether a sibling showed the other parity than q's in it, as their histories tell. A PID
+// with no service is silent alone. Gaps up to lagLimit are not kept, so that is the least it
+// returns.
+func (t *Tracker) quietBetween(q *cryptoPeriod, from, to int64) (quiet int64, changed bool) {
+	pid := q.pid
+	silent := []span{{from, to}}
+	if svc := t.pk[pid].svc; svc != nil {
+		for sib, c := range t.svcOf {
+			sk := t.pk[sib]
+			if c != svc || sib == pid || sk == nil {
+				continue // another service's, or never seen: silent throughout
+			}
+			if sk.history.showedOtherParity(from, to, q.first, q.odd) {
+				return 0, true
+			}
+			silent = intersect(silent, sk.history.silentIn(span{from, to}))
+		}
+	}
+	quiet = min(lagLimit, to-from)
+	for _, sp := range silent {
+		quiet = max(quiet, sp.to-sp.from)
+	}
+	return quiet, false
+}
+
 // pidKeys returns the crypto-period state of a PID, creating it the first time.
 func (t *Tracker) pidKeys(pid uint16) *pidKeys {
 	pk := t.pk[pid]
@@ -247,11 +381,7 @@ type svcClock struct {
 	// quietTo is the packet number at which the latest silence of all its PIDs longer than
 	// lagLimit ended.
 	quietTo int64
-	// silences holds its latest silences longer than lagLimit (a ring, nsilences of them in
-	// all): how long a key change of its PIDs may have gone unseen between two packets.
-	silences  [svcSilences]silence
-	nsilences int
-	before    int64 // that of the one before it
+	before  int64 // that of the one before it
 	// spanGap is the longest time between two of its packets from the one before the latest
 	// period's first on: how late that change may have been seen, and the silences in which a
 	// whole period may have passed unseen.
@@ -282,39 +412,6 @@ func (c *svcClock) placement(n int) (int, bool) {
 	return c.placed[n%svcClockStarts], true
 }
 
-// silence is a time without a packet: to is the packet number that ended it.
-type silence struct{ to, n int64 }
-
-// svcSilences is how many of its silences a service remembers: a PID's silence that more
-// of them fall in is taken as long as it was.
-const svcSilences = 8
-
-// longestSilence returns the longest silence of the service's PIDs from packet number from
-// (one of their packets) to packet number to, or to-from when it is not known whole (the
-// service's clock began after from, or it forgot some of them).
-func (c *svcClock) longestSilence(from, to int64) int64 {
-	if c.born > from {
-		return to - from
-	}
-	longest := int64(min(lagLimit, to-from)) // those it does not record
-	for k := range svcSilences {
-		if k >= c.nsilences {
-			break
-		}
-		q := c.silences[(c.nsilences-1-k)%svcSilences]
-		if q.to <= from {
-			return longest
-		}
-		if q.to <= to {
-			longest = max(longest, q.n)
-		}
-	}
-	if c.nsilences > svcSilences {
-		return to - from // older ones may fall after from
-	}
-	return longest
-}
-
 // svcClockStarts is how many period starts a service remembers: more than a PID silent over
 // several periods needs.
 const svcClockStarts = 16
@@ -328,8 +425,6 @@ func (c *svcClock) see(at int64) {
 	if c.seen > 0 {
 		if at-c.seen > lagLimit {
 			c.quietTo = at // a silence of the whole service: a change of key may have gone unseen
-			c.silences[c.nsilences%svcSilences] = silence{to: at, n: at - c.seen}
-			c.nsilences++
 		}
 		c.spanGap = max(c.spanGap, at-c.seen)
 	}
@@ -442,6 +537,7 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	pk := t.pidKeys(pid)
 	last := pk.last
 	pk.last, pk.gap = t.now, t.now-last
+	pk.history.add(last, t.now, odd)
 	pk.spanGap = max(pk.spanGap, pk.gap)
 	if pk.cur < 0 {
 		if pk.svc != nil {
@@ -640,10 +736,7 @@ func (t *Tracker) siblingSteps(pk *pidKeys, last int64, was, odd, watched bool) 
 // where a unit start failed prev's key), and returns its index.
 func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, steps int) int32 {
 	s := t.keys
-	p := cryptoPeriod{pid: pid, odd: odd, first: t.now, number: pk.periods + 1, gap: pk.gap, quiet: pk.gap, from: prev, steps: int32(steps)}
-	if pk.svc != nil && prev >= 0 {
-		p.quiet = pk.svc.longestSilence(t.now-pk.gap, t.now)
-	}
+	p := cryptoPeriod{pid: pid, odd: odd, first: t.now, number: pk.periods + 1, gap: pk.gap, from: prev, steps: int32(steps)}
 	switch {
 	case prev >= 0:
 		p.pos = t.periods[prev].pos
@@ -746,50 +839,94 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 	return idx
 }
 
-// learnPeriod notes the time from the PID's change of parity before to the one that began
-// period p: the shortest crypto period of the stream bounds how long a PID may be silent
-// before its key may have changed unseen. Only a time the PID showed whole counts: no silence
-// of it from the one change to the other, nor before either, longer than an eighth of it (a
-// change seen after a silence began earlier, and a silence may have hidden two changes).
+// learnPeriod notes how long the period before p lasted at least, from the PID's change of
+// parity before to the one that began p, less the silence before p (the change came in it):
+// the shortest crypto period of a service bounds how long its PIDs may be silent before a key
+// may have changed unseen. Only a period the PID showed whole counts: no silence of it in the
+// period longer than a quarter of it (a silence may have hidden two changes), and no change of
+// parity of a sibling in it (one that did hide two).
 func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	if pk.lastFlip > 0 {
 		// Its siblings began no other period meanwhile: none hid in its silences.
 		alone := pk.svc == nil || !pk.svc.changedBetween(pk.lastFlip, p.first-1)
-		if n := p.first - pk.lastFlip; alone && 4*pk.spanGap <= n { // spanGap holds p.gap already
+		if n := p.first - pk.lastFlip; alone && 4*pk.spanGap <= n { // spanGap holds p.gap
 			t.learnMinPeriod(pk.svc, n-p.gap)
 		}
 	}
-	pk.lastFlip, pk.spanGap = p.first, p.gap
+	// The change may have come any time in the silence before p: the period it began is
+	// longer than p's PID shows, and no shorter than from p's first packet to the packet
+	// before the next change, whatever that silence hid.
+	pk.lastFlip, pk.spanGap = p.first, 0
 }
 
 // learnMinPeriod notes a crypto period of n packets seen whole, of service svc (nil: a PID no
-// PMT has described). The periods that wait to know how long a silence of theirs may be
-// (awaitQuiet) are decided once the first of their service is seen: with the key of the
-// period after them when their silence was shorter than half of it, as if they had ended
-// otherwise.
+// PMT has described): the periods that wait to know how long a silence may be are settled.
 func (t *Tracker) learnMinPeriod(svc *svcClock, n int64) {
 	t.minPeriod = min(t.minPeriod, n)
 	if svc != nil {
 		svc.minPeriod = min(svc.minPeriod, n)
 	}
+	t.settleAll()
+}
+
+// settleAll settles every period that waits to know whether its silence hid a crypto period.
+func (t *Tracker) settleAll() {
 	for _, idx := range t.open {
-		q := &t.periods[idx]
-		if q.state != Open || q.awaitQuiet == 0 {
-			continue
-		}
-		shortest := t.shortestPeriod(q.pid)
-		if shortest >= HoldPackets {
-			continue
-		}
-		quiet := q.awaitQuiet
-		q.awaitQuiet = 0
-		if 2*quiet < shortest {
-			q.pos, q.key = q.awaitPos, t.keys.KeyAt(q.awaitPos)
-			t.decide(q, Fit)
-		} else {
-			t.endNow(idx)
+		if q := &t.periods[idx]; q.state == Open && q.awaitTo > 0 {
+			t.settle(idx, false)
 		}
 	}
+}
+
+// settle decides period idx, split off the period after it by a silence of its PID from packet
+// number awaitFrom to awaitTo, once what decides it is known: the silence of its service in
+// that time (its siblings' packets, once a PMT names them: before the tables, that the PID
+// has none is not known) and whether a sibling changed parity in it, then the shortest
+// period of its service seen whole. A silence of the service shorter than half of that holds
+// no whole period: the period after it has its key. Else (a sibling changed parity, or the
+// silence is longer) it ends with what is its own (endNow). With final (it is open too long,
+// or the stream ends), tables that did not come say nothing: its silence is its own. It
+// reports whether it decided the period.
+func (t *Tracker) settle(idx int32, final bool) bool {
+	q := &t.periods[idx]
+	if q.awaitQuiet < 0 {
+		if t.pk[q.pid].svc == nil && t.tablesPending() && !final {
+			return false // its siblings are not known yet
+		}
+		quiet, changed := t.quietBetween(q, q.awaitFrom, q.awaitTo)
+		if changed {
+			q.awaitTo = 0
+			t.endNow(idx)
+			return true
+		}
+		q.awaitQuiet = quiet
+	}
+	shortest := t.shortestPeriod(q.pid)
+	if shortest >= HoldPackets {
+		return false // no period seen whole yet
+	}
+	q.awaitTo = 0
+	if 2*q.awaitQuiet < shortest {
+		q.pos, q.key = q.awaitPos, t.keys.KeyAt(q.awaitPos)
+		t.decide(q, Fit)
+		return true
+	}
+	t.endNow(idx)
+	return true
+}
+
+// tablesPending reports whether the tables may still name a PID's service: no PAT yet, or a
+// program of the PAT whose PMT has not come.
+func (t *Tracker) tablesPending() bool {
+	if _, ok := t.cfg.Tables.TransportStreamID(); !ok {
+		return true
+	}
+	for _, svc := range t.cfg.Tables.Services() {
+		if !svc.PMTSeen {
+			return true
+		}
+	}
+	return false
 }
 
 // shortestPeriod returns the shortest crypto period seen whole of pid's service, by its own
@@ -801,14 +938,6 @@ func (t *Tracker) shortestPeriod(pid uint16) int64 {
 		return svc.minPeriod
 	}
 	return t.minPeriod
-}
-
-// hidesNoPeriod reports whether a silence of pid's service of quiet packets is too short to
-// hold a whole crypto period (and so two changes of key): shorter than half the shortest
-// period seen whole. Nothing says so before a period is seen whole.
-func (t *Tracker) hidesNoPeriod(pid uint16, quiet int64) bool {
-	shortest := t.shortestPeriod(pid)
-	return shortest < HoldPackets && 2*quiet < shortest
 }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
@@ -890,6 +1019,10 @@ func (t *Tracker) endNow(idx int32) {
 	if p.state != Open {
 		return
 	}
+	if p.awaitTo > 0 && t.settle(idx, true) {
+		return
+	}
+	p.awaitTo = 0
 	if p.tentative {
 		t.confirm(idx)
 		if p.state != Open {
@@ -1246,29 +1379,19 @@ func (t *Tracker) decide(p *cryptoPeriod, state State) {
 				// the same CW (a constant CW listed once a period).
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Fit)
-			case state == Fit && p.silenced && t.hidesNoPeriod(p.pid, p.quiet) && !t.siblingsChanged(q, p):
-				// Split off by a silence shorter than half the shortest crypto period seen:
-				// no two changes of key fit in it, and the parity is the same, so it is the
-				// same period, whatever the list's order guessed for the one before.
-				q.pos, q.key = p.pos, p.key
-				t.decide(q, Fit)
-			case state == Fit && q.from < 0 && !q.placed && t.hidesNoPeriod(p.pid, p.quiet) && !t.siblingsChanged(q, p):
-				// A PID's first period, that only the list's start placed: the key that fits
-				// after a silence too short to hold two changes of key, of the same parity,
-				// is better evidence. After a longer one it may be a later period's.
-				q.pos, q.key = p.pos, p.key
-				t.decide(q, Fit)
 			case state == Fit && t.constantKey(p):
 				// Its PID's key has been constant: whether the key changed in the silence
 				// or not, it is this one.
 				q.pos, q.key = p.pos, p.key
 				t.decide(q, Unchecked)
-			case state == Fit && (p.silenced || q.from < 0 && !q.placed) && t.shortestPeriod(p.pid) >= HoldPackets && !t.siblingsChanged(q, p):
-				// One of the two cases above, before any crypto period was seen whole: how
-				// long a silence may be without hiding two changes of key is not known yet.
-				// It stays open (its packets held) until the stream shows a period whole
-				// (learnMinPeriod), or the hold runs out.
-				q.awaitPos, q.awaitQuiet = p.pos, p.quiet
+			case state == Fit && (p.silenced || q.from < 0 && !q.placed) && !t.siblingsChanged(q, p):
+				// Split off by a silence of its PID alone, or a PID's first period that only
+				// the list's start placed: if no whole crypto period fits in the silence (no
+				// two changes of key), of the same parity, it is the same period as p,
+				// whatever the list's order guessed for it. It waits (open, its packets held)
+				// until that is known (settle).
+				q.awaitPos, q.awaitFrom, q.awaitTo, q.awaitQuiet = p.pos, p.first-p.gap, p.first, -1
+				t.settle(p.from, false)
 			default:
 				t.endNow(p.from)
 			}

@@ -238,6 +238,7 @@ func (t *Tracker) Compact() { t.compact() }
 // together, and unit starts that waited for a PMT to say what their PID carries are checked.
 func (t *Tracker) TablesChanged() {
 	t.refreshServices()
+	t.settleAll()
 	if len(t.deferred) > 0 {
 		t.recheck()
 	}

@@ -34,7 +34,11 @@ package streamtest
 //  1. Every output packet is the clear packet, or exactly the scrambled packet as it came.
 //  2. A PID that has a checkable unit start in a crypto period (a scrambled packet with
 //     payload_unit_start_indicator set, at least 9 payload bytes and a PES header, on a PID
-//     that the PMT lists as carrying PES) comes out clear over that whole period.
+//     that the PMT lists as carrying PES) comes out clear over that whole period, but for its
+//     packets before that unit start that a silence of their service (no scrambled packet of
+//     any of its PIDs) separates from it, of half the shortest crypto period the stream shows
+//     of the service or longer: a whole period, and two changes of key, may have passed in
+//     it for all the stream says (silenceBetween).
 //  3. Every run of one case gives the same bytes, whatever its -workers and -batch.
 //
 // Nothing else is asked: a period with nothing to check may be left as it came. A failure
@@ -894,10 +898,17 @@ func (s *oracleSchedule) unitsDiffering(a, b []byte) int {
 // service given the first's place in one file's lists), 1987 (a unit start after a silence its
 // sibling watched, not checked), 2141 (periods of 51 packets, a PID lagging its sibling),
 // 2435 (a lone T2-MI PID back in the other parity after two periods of silence, before any
-// period was seen whole).
+// period was seen whole), 1998, 2300, 2333, 2577, 2673, and 1947 (a service's silence
+// judged by another service's shortest period). Then sweep seeds that left the packets before
+// a silence and the unit start after it as they came: 1116 (an audio PID whose bursts are too
+// far apart for its periods to count, an eighth), 1115 (a constant CW not known yet when the
+// period before the silence was decided), 1619 (its sibling's packets in its silence), 1716
+// (its siblings' silence taken for a change of key), 1565 (before the tables: its sibling's
+// packets seen before the PMT named it), 3426 (a period seen whole only after a silence: the
+// silence before its first change counted against it).
 var oracleSeeds = []uint64{1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 18, 19, 20, 30, 35, 50, 53, 58,
 	1059, 1149, 1240, 1401, 1434, 1449, 1515, 1372, 1448, 1920, 1946, 1987, 2141, 2435,
-	1998, 2300, 2333, 2577, 2673}
+	1998, 2300, 2333, 2577, 2673, 1947, 1116, 1115, 1619, 1716, 1565, 3426}
 
 // The oracle over a fixed set of seeds; see the comment at the top of the file.
 func TestOracleRandomSchedules(t *testing.T) {
