@@ -27,11 +27,15 @@
 //	nothing to check, list followed in order     the list's next key ("unchecked")            TestNothingToCheckTakesTheListsNextKey
 //	nothing to check, a sibling's key fitted     the sibling's key, same service period       TestSiblingPlacesAPeriodWithNothingToCheck
 //	nothing to check, nothing places it          left as it came, counted ("unplaced")        TestCounterBreakBeginsAPeriod
+//	nothing to check, after a period nothing placed  left as it came: the list's order from there is a guess
+//	                                                                                          TestPeriodAfterAnUnplacedOneIsUnplaced
 //	silent while its siblings began periods      as many ring positions on as they began      TestSilentPIDTakesItsSiblingsPeriods
 //	silent, unwatched, for over half a period    a period begins, placed as above             streamtest: TestOracleRandomSchedules
 //	silent for less than half a period          the same period, when its next start fits    streamtest: TestOracleRandomSchedules (1240)
 //	split off by a silence, its next start fitting: the same period if its service (its siblings too) was silent for less
-//	than half the service's own shortest period seen whole, and no sibling showed the other parity
+//	than half the service's own shortest period seen whole (or than half the longest one of its periods
+//	lasted at most, a PID's changes of parity and the silences before them say, if shorter), and no
+//	sibling showed the other parity                                                           streamtest: TestOracleRandomSchedules (5490)
 //	                                             waits (held) until a period is seen whole, and before the tables until
 //	                                             they name its siblings; at the hold's end or the stream's, as if it has none
 //	                                                                                          TestSilenceBeforeAnyPeriodSeenWaitsForOne

@@ -115,6 +115,7 @@ type pidKeys struct {
 	last     int64 // the stream's packet number of its last scrambled packet
 	prevLast int64 // that of its last packet before its current period began
 	lastFlip int64 // that of the first packet of its latest period begun at a change of parity
+	flipGap  int64 // the silence before that packet, in which the change came
 	inStep   bool  // its periods follow the list in order: from its start, or since a change of parity fitted the list's next key
 	unsure   bool  // the period being started may be more than its ring steps on (startPeriod)
 	silenced bool  // the period being started is split off by a silence alone (startPeriod)
@@ -367,8 +368,8 @@ func (t *Tracker) pidKeys(pid uint16) *pidKeys {
 type svcClock struct {
 	odd    int8                  // parity of its current period (0 even, 1 odd), -1 before its first
 	starts [svcClockStarts]int64 // the stream's packet numbers at which its latest periods began, a ring
-	// restarted says which of them began after a silence of all its PIDs (restart), not
-	// at a change of parity.
+	// restarted says which of them began where no change of parity was seen: its first, and
+	// those after a silence of all its PIDs (restart).
 	restarted [svcClockStarts]bool
 	n         int    // periods begun
 	by        uint16 // the PID whose change began the latest
@@ -393,8 +394,9 @@ type svcClock struct {
 	// offStep says the latest fit of one of its PIDs needed a search: the list's order does
 	// not say where its periods are.
 	offStep bool
-	// minPeriod is the shortest of its crypto periods seen whole, or HoldPackets.
-	minPeriod int64
+	// minPeriod is the shortest of its crypto periods seen whole, or HoldPackets; periodBound
+	// the longest that one of them lasted at most, or HoldPackets.
+	minPeriod, periodBound int64
 }
 
 // place records that a checked unit start of the service's period number n fitted the key at
@@ -417,7 +419,7 @@ func (c *svcClock) placement(n int) (int, bool) {
 const svcClockStarts = 16
 
 func newSvcClock(born int64) *svcClock {
-	return &svcClock{odd: -1, born: born, minPeriod: HoldPackets}
+	return &svcClock{odd: -1, born: born, minPeriod: HoldPackets, periodBound: HoldPackets}
 }
 
 // see records that a PID of the service has a scrambled packet at packet number at.
@@ -454,9 +456,9 @@ func (c *svcClock) begin(pid uint16, odd, flip bool, at int64) (length int64) {
 		}
 	}
 	c.spanGap = at - c.before
+	c.restarted[c.n%svcClockStarts] = c.odd < 0 // its first: no change seen
 	c.odd = parityBit(odd)
 	c.starts[c.n%svcClockStarts] = at
-	c.restarted[c.n%svcClockStarts] = false
 	c.n++
 	c.by, c.shared, c.sharedFlip = pid, false, false
 	return length
@@ -847,6 +849,10 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 // parity of a sibling in it (one that did hide two).
 func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	if pk.lastFlip > 0 {
+		// Some crypto period lasted no longer than from the first packet of the silence
+		// before the change before (the change came in it) to p: the shortest seen whole may
+		// be far longer than the shortest there is (a PID's silences hide the short ones).
+		t.boundMinPeriod(pk.svc, p.first-pk.lastFlip+pk.flipGap)
 		// Its siblings began no other period meanwhile: none hid in its silences.
 		alone := pk.svc == nil || !pk.svc.changedBetween(pk.lastFlip, p.first-1)
 		if n := p.first - pk.lastFlip; alone && 4*pk.spanGap <= n { // spanGap holds p.gap
@@ -856,7 +862,7 @@ func (t *Tracker) learnPeriod(pk *pidKeys, p *cryptoPeriod) {
 	// The change may have come any time in the silence before p: the period it began is
 	// longer than p's PID shows, and no shorter than from p's first packet to the packet
 	// before the next change, whatever that silence hid.
-	pk.lastFlip, pk.spanGap = p.first, 0
+	pk.lastFlip, pk.flipGap, pk.spanGap = p.first, p.gap, 0
 }
 
 // learnMinPeriod notes a crypto period of n packets seen whole, of service svc (nil: a PID no
@@ -867,6 +873,15 @@ func (t *Tracker) learnMinPeriod(svc *svcClock, n int64) {
 		svc.minPeriod = min(svc.minPeriod, n)
 	}
 	t.settleAll()
+}
+
+// boundMinPeriod notes that a crypto period of service svc (nil: a PID no PMT has described)
+// lasted n packets at most.
+func (t *Tracker) boundMinPeriod(svc *svcClock, n int64) {
+	t.periodBound = min(t.periodBound, n)
+	if svc != nil {
+		svc.periodBound = min(svc.periodBound, n)
+	}
 }
 
 // settleAll settles every period that waits to know whether its silence hid a crypto period.
@@ -931,13 +946,20 @@ func (t *Tracker) tablesPending() bool {
 
 // shortestPeriod returns the shortest crypto period seen whole of pid's service, by its own
 // PIDs (another service's clock says nothing of it), or, for a PID no PMT has described yet,
-// of any PID; HoldPackets when none was. A period split off by a silence shorter than half of
-// it is the same crypto period as the one after the silence (decide).
+// of any PID, or the longest that one of its periods lasted at most, if shorter; HoldPackets
+// when no period was seen whole. A period split off by a silence shorter than half of it is
+// the same crypto period as the one after the silence (decide).
 func (t *Tracker) shortestPeriod(pid uint16) int64 {
 	if svc := t.pk[pid].svc; svc != nil {
-		return svc.minPeriod
+		if svc.minPeriod >= HoldPackets {
+			return HoldPackets
+		}
+		return min(svc.minPeriod, svc.periodBound)
 	}
-	return t.minPeriod
+	if t.minPeriod >= HoldPackets {
+		return HoldPackets
+	}
+	return min(t.minPeriod, t.periodBound)
 }
 
 // decideUnchecked decides a period without a check: left as it came on a PID taken for another
@@ -956,6 +978,10 @@ func (t *Tracker) uncheckedState(p *cryptoPeriod, pk *pidKeys) State {
 		return NoFit
 	case p.unplaced && !t.placeBySiblings(p):
 		return Unplaced
+	case t.followsUnplaced(p) && !t.placeBySiblings(p):
+		// Its place is steps after a period whose own place was never known: the list's
+		// order from there would be a guess.
+		return Unplaced
 	case p.from < 0 && !p.placed && p.pos == t.keys.Start(p.odd) && t.startDisputed && !t.keys.Fixed() && t.keys.NumCWs() > 1 && !t.placeBySiblings(p):
 		// A PID's first period, that only the list's start places, where another PID's
 		// first period fitted elsewhere in the list: the start is another service's (two
@@ -968,6 +994,16 @@ func (t *Tracker) uncheckedState(p *cryptoPeriod, pk *pidKeys) State {
 	// two services' lists in one file, a list with lines missing), and that no sibling
 	// places: the list's next key would be a guess.
 	return Unplaced
+}
+
+// followsUnplaced reports whether period p's ring position counts on from a period of its PID
+// that nothing placed: left as it came for that (Unplaced), or open and unplaced still.
+func (t *Tracker) followsUnplaced(p *cryptoPeriod) bool {
+	if p.from < 0 || p.from == forgottenPeriod || p.placed {
+		return false
+	}
+	q := &t.periods[p.from]
+	return q.state == Unplaced || q.state == Open && q.unplaced && !q.placed
 }
 
 // confirm makes a tentative period a real one: the period before it ends, and the unit starts

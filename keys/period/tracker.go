@@ -130,6 +130,10 @@ type Tracker struct {
 	// minPeriod is the shortest crypto period of a service seen whole, in packets: a PID
 	// silent for longer may have missed two changes of key and come back in the same parity.
 	minPeriod int64
+	// periodBound is the longest that one crypto period lasted at most, as a PID's changes of
+	// parity and the silences before them show: a bound on minPeriod when the periods seen
+	// whole are all long ones.
+	periodBound int64
 	// flips counts the changes of parity seen, over all PIDs.
 	flips int
 
@@ -138,7 +142,7 @@ type Tracker struct {
 
 // New returns a Tracker at the start of a stream.
 func New(cfg Config) *Tracker {
-	t := &Tracker{cfg: cfg, ctx: cfg.Ctx, keys: cfg.Keys, pk: newPIDKeysTable(), minPeriod: HoldPackets}
+	t := &Tracker{cfg: cfg, ctx: cfg.Ctx, keys: cfg.Keys, pk: newPIDKeysTable(), minPeriod: HoldPackets, periodBound: HoldPackets}
 	if t.ctx == nil {
 		t.ctx = context.Background()
 	}

@@ -488,3 +488,23 @@ func TestSilenceBeforeAnyPeriodSeenWaitsForOne(t *testing.T) {
 		s.want(q, tc.want, key)
 	}
 }
+
+func TestPeriodAfterAnUnplacedOneIsUnplaced(t *testing.T) {
+	// A PID's first period far into the stream is not placed by the list's start (its unit
+	// start waits for a PMT); the period after it, with nothing to check, is not placed by
+	// the list's order from there while that one is not: it is left as it came.
+	s := newStream(t, period.Config{Keys: keys.NewList(cws[:4])})
+	long := append([]byte{0}, 0x3E, 0xB1, 0x00) // a section of 256 bytes: goes on in the next packet
+	long = append(long, make([]byte, 180)...)
+	s.at += 1000
+	a := s.startAs(0x200, true, 0, psi.CarriageUnknown, long, true)
+	s.data(0x200, true)
+	b := s.data(0x200, false)
+	s.data(0x200, false)
+	s.data(0x200, true) // the next period: b ends, while a still waits for its PMT
+	s.data(0x200, true)
+	if s.tr.Decided(a) {
+		t.Fatal("the first period was decided before a PMT said what its PID carries")
+	}
+	s.want(b, period.Unplaced, anyKey)
+}

@@ -905,10 +905,14 @@ func (s *oracleSchedule) unitsDiffering(a, b []byte) int {
 // period before the silence was decided), 1619 (its sibling's packets in its silence), 1716
 // (its siblings' silence taken for a change of key), 1565 (before the tables: its sibling's
 // packets seen before the PMT named it), 3426 (a period seen whole only after a silence: the
-// silence before its first change counted against it).
+// silence before its first change counted against it), 4861 (its service's clock beginning
+// with the PMT taken for a change of key). And sweep seeds that wrote a wrong packet: 5490 (a
+// service of 78 to 800-packet periods, judged by the long ones seen whole), 6120 (a thin
+// section PID before the tables given the list's next key after a period nothing placed).
 var oracleSeeds = []uint64{1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 18, 19, 20, 30, 35, 50, 53, 58,
 	1059, 1149, 1240, 1401, 1434, 1449, 1515, 1372, 1448, 1920, 1946, 1987, 2141, 2435,
-	1998, 2300, 2333, 2577, 2673, 1947, 1116, 1115, 1619, 1716, 1565, 3426}
+	1998, 2300, 2333, 2577, 2673, 1947, 1116, 1115, 1619, 1716, 1565, 3426,
+	4861, 5490, 6120}
 
 // The oracle over a fixed set of seeds; see the comment at the top of the file.
 func TestOracleRandomSchedules(t *testing.T) {
