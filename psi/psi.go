@@ -176,6 +176,20 @@ func (t *Tracker) Stats() Stats { return t.stats }
 // been read.
 func (t *Tracker) TransportStreamID() (uint16, bool) { return t.tsid, t.havePAT }
 
+// AllPMTsRead reports whether a PAT has been read and the PMT of each of its services: until
+// then a PID's service may still be named.
+func (t *Tracker) AllPMTsRead() bool {
+	if !t.havePAT {
+		return false
+	}
+	for _, s := range t.Services() {
+		if !s.PMTSeen {
+			return false
+		}
+	}
+	return true
+}
+
 // NetworkPID returns the network PID that the PAT in force gives as program 0, the PID of the
 // NIT (0x0010 in DVB), and whether it gives one.
 func (t *Tracker) NetworkPID() (uint16, bool) { return t.netPID, t.hasNet }

@@ -223,7 +223,7 @@ func peekServices(in *input) []psi.Service {
 		tr.Feed(p)
 		if g := tr.Generation(); g != gen {
 			gen = g
-			complete = allPMTsRead(tr)
+			complete = tr.AllPMTsRead()
 		}
 	}
 	fr.Release() // the tracker copied what it kept of the packets
@@ -233,19 +233,6 @@ func peekServices(in *input) []psi.Service {
 		return !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, live.ErrIdle)
 	})
 	return tr.Services()
-}
-
-// allPMTsRead reports whether the tracker has read a PAT and the PMT of each of its services.
-func allPMTsRead(tr *psi.Tracker) bool {
-	if _, ok := tr.TransportStreamID(); !ok {
-		return false
-	}
-	for _, s := range tr.Services() {
-		if !s.PMTSeen {
-			return false
-		}
-	}
-	return true
 }
 
 // idleDeadline gives a live.Reader the read deadline a recorder sets, as an idle timeout.

@@ -905,7 +905,7 @@ func (t *Tracker) settleAll() {
 func (t *Tracker) settle(idx int32, final bool) bool {
 	q := &t.periods[idx]
 	if q.awaitQuiet < 0 {
-		if t.pk[q.pid].svc == nil && t.tablesPending() && !final {
+		if t.pk[q.pid].svc == nil && !t.cfg.Tables.AllPMTsRead() && !final {
 			return false // its siblings are not known yet
 		}
 		quiet, changed := t.quietBetween(q, q.awaitFrom, q.awaitTo)
@@ -928,20 +928,6 @@ func (t *Tracker) settle(idx int32, final bool) bool {
 	}
 	t.endNow(idx)
 	return true
-}
-
-// tablesPending reports whether the tables may still name a PID's service: no PAT yet, or a
-// program of the PAT whose PMT has not come.
-func (t *Tracker) tablesPending() bool {
-	if _, ok := t.cfg.Tables.TransportStreamID(); !ok {
-		return true
-	}
-	for _, svc := range t.cfg.Tables.Services() {
-		if !svc.PMTSeen {
-			return true
-		}
-	}
-	return false
 }
 
 // shortestPeriod returns the shortest crypto period seen whole of pid's service, by its own
