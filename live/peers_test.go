@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ports"
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 )
 
@@ -47,10 +48,7 @@ func readSample(t *testing.T) []byte {
 // freePort returns a UDP port free on 127.0.0.1 a moment ago, for a peer to bind.
 func freePort(t *testing.T) int {
 	t.Helper()
-	r := listenT(t, "udp://@127.0.0.1:0")
-	p := port(r)
-	r.Close()
-	return p
+	return ports.UDP(t)
 }
 
 // waitBound waits until something listens on the UDP port, so that nothing is sent before a

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ports"
 	"github.com/tsdescramble/tsdescramble/live"
 )
 
@@ -27,15 +28,11 @@ const (
 	demoPackets   = 4611
 )
 
-// freeUDPPort returns a UDP port of 127.0.0.1 that was free a moment ago.
+// freeUDPPort returns a UDP port of 127.0.0.1 that was free a moment ago and that no other
+// test of this binary is given.
 func freeUDPPort(t *testing.T) int {
 	t.Helper()
-	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	return ports.UDP(t)
 }
 
 // udpSender returns a UDP socket that sends to port on 127.0.0.1, closed when the test ends.
@@ -273,6 +270,7 @@ func TestLiveTimeoutAndDuration(t *testing.T) {
 
 	// The sender would send a datagram every 2 ms, 1.3 s of it; the run stops after 400 ms,
 	// and the sender once the run has ended.
+	port = freeUDPPort(t) // the first run's port was free for anyone once it ended
 	r = startLive(t, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out, "-cw-file", demoKeys, "-duration", "400ms")
 	waitListening(t, port)
 	sent, stop, stream := make(chan error, 1), make(chan struct{}), readFile(t, demoScrambled)

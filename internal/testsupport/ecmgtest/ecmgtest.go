@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ports"
 )
 
 // XORKey is the fixed key the example ECMG XORs each CW with (dvb_ecmg.c, build_ecm).
@@ -150,10 +152,5 @@ func up(port int) bool {
 }
 
 func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports.TCP(t)
 }
