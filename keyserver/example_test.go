@@ -10,6 +10,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Descrambling a recording with the keys a cs378x server gives for its ECMs.
@@ -29,7 +30,7 @@ func Example() {
 	}
 	defer in.Close()
 	var out bytes.Buffer
-	st, err := pipeline.Run(ctx, in, &out, pipeline.Options{LiveKeys: &pipeline.LiveKeys{
+	st, err := pipeline.Run(ctx, ts.NewSource(in), &out, pipeline.Options{LiveKeys: &pipeline.LiveKeys{
 		Source:    live,
 		Sections:  keyserver.NewECMSink(feeder, keyserver.Choice{}), // every service's first CA system
 		FileInput: true,                                             // read ahead: wait for the server

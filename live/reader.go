@@ -116,6 +116,7 @@ type Reader struct {
 	heldSince   time.Time
 	heldFirst   uint16
 	deadline    time.Time // the read deadline set on the socket
+	redo        atomic.Bool // SetIdleTimeout moved the socket's deadline: deadline is stale
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -238,8 +239,16 @@ func rcvBuf(c *net.UDPConn) int {
 func (r *Reader) LocalAddr() net.Addr { return r.conn.LocalAddr() }
 
 // SetIdleTimeout makes Read return an *IdleError (errors.Is ErrIdle) when no datagram has
-// arrived for d; 0 waits forever, the default.
-func (r *Reader) SetIdleTimeout(d time.Duration) { r.idle.Store(int64(d)) }
+// arrived for d; 0 waits forever, the default. It may be called while a Read waits (a reader
+// that reads ahead in a goroutine of its own): that wait then ends after d at the latest, as
+// if it had begun now.
+func (r *Reader) SetIdleTimeout(d time.Duration) {
+	r.idle.Store(int64(d))
+	if d > 0 {
+		r.redo.Store(true)
+		r.conn.SetReadDeadline(time.Now().Add(d))
+	}
+}
 
 // Stats returns the counts so far.
 func (r *Reader) Stats() Stats {
@@ -307,7 +316,7 @@ func (r *Reader) fill() error {
 			dl = h
 		}
 	}
-	if !dl.Equal(r.deadline) {
+	if r.redo.Swap(false) || !dl.Equal(r.deadline) {
 		if err := r.conn.SetReadDeadline(dl); err != nil && !r.closed.Load() {
 			return fmt.Errorf("%s: %v", r.addr, err)
 		}

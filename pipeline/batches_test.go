@@ -10,6 +10,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/scrambling"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // callShapes counts the processor calls of a run and the calls a processor should never get.
@@ -79,7 +80,7 @@ func TestWorkersCallOneBatch(t *testing.T) {
 	for _, cfg := range []struct{ workers, batch, inLanes, outLanes int }{{1, 1024, 7, 5}, {2, 100, 64, 3}, {3, 1, 2, 1}} {
 		var in, out callShapes
 		var rescrambled bytes.Buffer
-		_, err := Run(context.Background(), bytes.NewReader(scrambled), &rescrambled, Options{
+		_, err := Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &rescrambled, Options{
 			Mode: Rescramble, Keys: keys.NewList(cws), Workers: cfg.workers, Batch: cfg.batch,
 			System: shapedSystem{csa2, cfg.inLanes, &in},
 			Out:    &Output{System: shapedSystem{csa2, cfg.outLanes, &out}, CWs: [][]byte{outCW}},
@@ -107,7 +108,7 @@ func TestWorkersCallOneBatch(t *testing.T) {
 			}
 		}
 		var clear bytes.Buffer
-		if _, err := Run(context.Background(), bytes.NewReader(rescrambled.Bytes()), &clear, Options{Keys: keys.NewList([][]byte{outCW})}); err != nil {
+		if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(rescrambled.Bytes())), &clear, Options{Keys: keys.NewList([][]byte{outCW})}); err != nil {
 			t.Fatalf("%+v: descrambling the rescrambled stream: %v", cfg, err)
 		}
 		if !bytes.Equal(clear.Bytes(), want) {

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/tsdescramble/tsdescramble/internal/synth"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"runtime"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -27,7 +28,7 @@ func BenchmarkRun(b *testing.B) {
 			b.Run(fmt.Sprintf("lanes=%d/workers=%d", lanes, workers), func(b *testing.B) {
 				b.SetBytes(int64(len(stream)))
 				for b.Loop() {
-					_, err := Run(context.Background(), bytes.NewReader(stream), io.Discard, Options{
+					_, err := Run(context.Background(), ts.NewSource(bytes.NewReader(stream)), io.Discard, Options{
 						Keys: keys.NewFixed(cw, cw), Workers: workers, Lanes: lanes,
 					})
 					if err != nil {
@@ -47,7 +48,7 @@ func TestSyntheticStream(t *testing.T) {
 		t.Fatal("not deterministic")
 	}
 	var out bytes.Buffer
-	st, err := Run(context.Background(), bytes.NewReader(stream), &out, Options{Keys: keys.NewFixed(cw, cw)})
+	st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(stream)), &out, Options{Keys: keys.NewFixed(cw, cw)})
 	if err != nil || st.Even != 500 || st.Odd != 500 || st.Descrambled != 1000 || st.KeyChanges != 9 {
 		t.Fatalf("%+v %v", st, err)
 	}
@@ -75,7 +76,7 @@ func BenchmarkModes(b *testing.B) {
 	csaStream := synth.SyntheticStream(20000, 2000, csaKey)
 	// The clear stream: descramble the synthetic one once.
 	var clear bytes.Buffer
-	if _, err := Run(context.Background(), bytes.NewReader(csaStream), &clear, Options{Keys: keys.NewFixed(cw8, cw8)}); err != nil {
+	if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(csaStream)), &clear, Options{Keys: keys.NewFixed(cw8, cw8)}); err != nil {
 		b.Fatal(err)
 	}
 	pids := []uint16{0x100, 0x101} // the synthetic stream has no PSI to find them by
@@ -87,7 +88,7 @@ func BenchmarkModes(b *testing.B) {
 		}
 		out := &Output{System: sys, CWs: [][]byte{cw}, PeriodPackets: 2000}
 		var scrambled bytes.Buffer
-		if _, err := Run(context.Background(), bytes.NewReader(clear.Bytes()), &scrambled, Options{Mode: Scramble, Out: out, PIDs: pids}); err != nil {
+		if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(clear.Bytes())), &scrambled, Options{Mode: Scramble, Out: out, PIDs: pids}); err != nil {
 			b.Fatal(err)
 		}
 		for _, m := range []struct {
@@ -102,7 +103,7 @@ func BenchmarkModes(b *testing.B) {
 			b.Run(name+"/"+m.name, func(b *testing.B) {
 				b.SetBytes(int64(len(m.in)))
 				for b.Loop() {
-					if _, err := Run(context.Background(), bytes.NewReader(m.in), io.Discard, m.opts); err != nil {
+					if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(m.in)), io.Discard, m.opts); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -132,7 +133,7 @@ func BenchmarkKeySearch(b *testing.B) {
 			var out bytes.Buffer
 			for b.Loop() {
 				out.Reset()
-				if _, err := Run(context.Background(), bytes.NewReader(scrambled), &out, Options{Keys: keys.NewList(list)}); err != nil {
+				if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, Options{Keys: keys.NewList(list)}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -3,11 +3,12 @@ package pipeline
 import (
 	"bytes"
 	"context"
-	"github.com/tsdescramble/tsdescramble/internal/synth"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -18,7 +19,7 @@ var damageCW = []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 func runBytes(t *testing.T, in []byte) ([]byte, Stats, error) {
 	t.Helper()
 	var out bytes.Buffer
-	st, err := Run(context.Background(), bytes.NewReader(in), &out, Options{Keys: keys.NewFixed(damageCW, damageCW), Workers: 2, Batch: 5})
+	st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out, Options{Keys: keys.NewFixed(damageCW, damageCW), Workers: 2, Batch: 5})
 	return out.Bytes(), st, err
 }
 
@@ -135,7 +136,7 @@ func TestRunMixedFramings(t *testing.T) {
 	b := makeUnits(10, ts.Framing204, rng)
 	c := makeUnits(10, ts.Framing192, rng)
 	in := append(append(append([]byte{}, a...), b...), c...)
-	st, err := Run(context.Background(), bytes.NewReader(in), io.Discard, Options{Keys: keys.NewFixed(damageCW, damageCW)})
+	st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), io.Discard, Options{Keys: keys.NewFixed(damageCW, damageCW)})
 	if err != nil || st.Packets != 30 {
 		t.Fatalf("%d packets of 30, skipped %d, err %v", st.Packets, st.Skipped, err)
 	}

@@ -23,7 +23,7 @@ func ExamplePeriodFeed() {
 	feed.Start(1, []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF})
 	feed.Start(3, []byte{0x01, 0x02, 0x03, 0x06, 0x09, 0x08, 0x07, 0x18})
 	var out bytes.Buffer
-	_, err := pipeline.Run(context.Background(), bytes.NewReader(in), &out, pipeline.Options{
+	_, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out, pipeline.Options{
 		Mode: pipeline.Scramble, PIDs: []uint16{0x100}, Out: &pipeline.Output{Feed: feed}})
 	for i := 0; i < out.Len(); i += 188 {
 		fmt.Print(ts.TSC(out.Bytes()[i:]), " ")

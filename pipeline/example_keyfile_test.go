@@ -9,6 +9,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Descramble the bundled sample with its CW file, as tsdescramble -cw-file does. The README's
@@ -26,8 +27,11 @@ func ExampleRun_keyFile() {
 	defer in.Close()
 	var out bytes.Buffer // any io.Writer: a file, a pipe, a connection
 
+	// The source frames the input (188, 192 or 204 bytes, resynchronising after garbage).
+	src := ts.NewSource(in)
+	defer src.Close()
 	// Each PID follows its own crypto periods; the list is aligned on the first PES start.
-	st, err := pipeline.Run(context.Background(), in, &out, pipeline.Options{Keys: kf.Schedule()})
+	st, err := pipeline.Run(context.Background(), src, &out, pipeline.Options{Keys: kf.Schedule()})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // chanWriter passes the size of each write on.
@@ -24,7 +25,7 @@ func ExampleRun_latency() {
 	out := make(chanWriter, 16)
 	done := make(chan pipeline.Stats)
 	go func() {
-		st, _ := pipeline.Run(context.Background(), r, out, pipeline.Options{
+		st, _ := pipeline.Run(context.Background(), ts.NewSource(r), out, pipeline.Options{
 			Keys: keys.NewFixed(cw, cw), Latency: 20 * time.Millisecond,
 		})
 		done <- st

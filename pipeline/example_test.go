@@ -36,7 +36,7 @@ func ExampleRun() {
 	scrambled := scrambledStream(cw, 1000, 250) // 1000 packets, 4 crypto periods
 
 	var clear bytes.Buffer
-	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &clear, pipeline.Options{
+	st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &clear, pipeline.Options{
 		Keys: keys.NewFixed(cw, cw),
 	})
 	if err != nil {

@@ -72,7 +72,7 @@ func TestPeriodFeed(t *testing.T) {
 				feed := new(PeriodFeed)
 				r := &feedReader{data: in, size: fr.Size, starts: starts, feed: feed, cut: cut}
 				var out bytes.Buffer
-				_, err := Run(context.Background(), r, &out, Options{Mode: Scramble, PIDs: []uint16{0x100}, Batch: batch, Workers: 2,
+				_, err := Run(context.Background(), ts.NewSource(r), &out, Options{Mode: Scramble, PIDs: []uint16{0x100}, Batch: batch, Workers: 2,
 					Out: &Output{Feed: feed}})
 				if err != nil {
 					t.Fatal(err)
@@ -97,7 +97,7 @@ func TestPeriodFeedRefusedCW(t *testing.T) {
 	feed.Start(11, []byte{1, 2, 3}) // too short for csa2
 	feed.Start(21, []byte{9, 8, 7, 24, 6, 5, 4, 15})
 	var out bytes.Buffer
-	if _, err := Run(context.Background(), bytes.NewReader(in), &out, Options{Mode: Scramble, PIDs: []uint16{0x100}, Out: &Output{Feed: feed}}); err != nil {
+	if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out, Options{Mode: Scramble, PIDs: []uint16{0x100}, Out: &Output{Feed: feed}}); err != nil {
 		t.Fatal(err)
 	}
 	if feed.Err() == nil {
@@ -124,7 +124,7 @@ func TestPeriodFeedNoCW(t *testing.T) {
 	feed.Start(1, []byte{1, 2, 3, 6, 5, 6, 7, 18})
 	feed.Start(11, nil)
 	var out bytes.Buffer
-	if _, err := Run(context.Background(), bytes.NewReader(in), &out, Options{Mode: Scramble, PIDs: []uint16{0x100}, Out: &Output{Feed: feed}}); err != nil {
+	if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out, Options{Mode: Scramble, PIDs: []uint16{0x100}, Out: &Output{Feed: feed}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := feed.Err(); err != nil {

@@ -3,8 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -32,7 +33,7 @@ func FuzzPacket(f *testing.F) {
 		stream := bytes.Repeat(pkt, 4)
 		var out bytes.Buffer
 		cw := []byte{1, 2, 3, 6, 4, 5, 6, 15}
-		st, err := Run(context.Background(), bytes.NewReader(stream), &out, Options{Keys: keys.NewFixed(cw, cw), Workers: 1, Batch: 3})
+		st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(stream)), &out, Options{Keys: keys.NewFixed(cw, cw), Workers: 1, Batch: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +122,7 @@ func FuzzBatchInvariance(f *testing.F) {
 		var firstSt Stats
 		for _, cfg := range []struct{ workers, batch int }{{1, 1}, {3, 7}, {1, 64}, {3, 1024}} {
 			var out bytes.Buffer
-			st, err := Run(context.Background(), bytes.NewReader(stream), &out, Options{Keys: keys.NewList(list), Workers: cfg.workers, Batch: cfg.batch})
+			st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(stream)), &out, Options{Keys: keys.NewList(list), Workers: cfg.workers, Batch: cfg.batch})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -49,7 +49,7 @@ func TestLatencySameOutput(t *testing.T) {
 		scrambled, want, _ := testStream(t, 2000, fr, cws, 150, rng)
 		for _, latency := range []time.Duration{time.Millisecond, 50 * time.Millisecond} {
 			var out flushCounter
-			st, err := Run(context.Background(), &pieceReader{b: scrambled, rng: rng, sleep: 2 * time.Millisecond}, &out,
+			st, err := Run(context.Background(), ts.NewSource(&pieceReader{b: scrambled, rng: rng, sleep: 2 * time.Millisecond}), &out,
 				Options{Keys: keys.NewList(cws), Workers: 2, Batch: 256, Latency: latency})
 			if err != nil {
 				t.Fatalf("%v %v: %v", fr, latency, err)
@@ -128,7 +128,7 @@ func TestLatencyQuietInput(t *testing.T) {
 		out := &flushCounter{}
 		done := make(chan error, 1)
 		go func() {
-			_, err := Run(context.Background(), pr, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: batch,
+			_, err := Run(context.Background(), ts.NewSource(pr), out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: batch,
 				Latency: 20 * time.Millisecond, DecideOnTime: true})
 			done <- err
 		}()
@@ -152,51 +152,31 @@ func TestLatencyQuietInput(t *testing.T) {
 	}
 }
 
-// replayReader returns the bytes it replays, which arrived at old, then reads r, whose bytes
-// arrive with each read: a look-ahead at the start of a live input, replayed. It says so
-// (ts.ArrivalReporter).
-type replayReader struct {
-	replay    []byte
-	old       time.Time
-	r         io.Reader
-	replaying bool
-}
-
-func (r *replayReader) Read(p []byte) (int, error) {
-	if r.replaying = len(r.replay) > 0; r.replaying {
-		n := copy(p, r.replay)
-		r.replay = r.replay[n:]
-		return n, nil
-	}
-	return r.r.Read(p)
-}
-
-func (r *replayReader) ArrivedAt() time.Time {
-	if r.replaying {
-		return r.old
-	}
-	return time.Time{}
-}
-
-// The latency bound counts from when the bytes arrived, when the input can say
-// (ts.ArrivalReporter): bytes replayed from a look-ahead that held them past the bound leave at
-// once, while the input is quiet, not a whole bound after the run read them. The output is the
-// same as without the bound.
+// The latency bound counts from when the packets arrived: packets that a look-ahead at the start
+// of a live input (ts.Source.Peek) held past the bound leave at once, while the input is quiet,
+// not a whole bound after the run read them. The output is the same as without the bound.
 func TestLatencyCountsFromArrival(t *testing.T) {
-	const latency = 2 * time.Second
+	const latency = 400 * time.Millisecond
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}, {9, 8, 7, 24, 6, 5, 4, 15}}
 	replayed := evenPackets(t, cws[0], 5) // only the bound decides their period
 	var want bytes.Buffer
-	if _, err := Run(context.Background(), bytes.NewReader(replayed), &want, Options{Keys: keys.NewList(cws), Workers: 2}); err != nil {
+	if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(replayed)), &want, Options{Keys: keys.NewList(cws), Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
 	for _, batch := range []int{1, 1024} {
 		pr, pw := io.Pipe()
-		in := &replayReader{replay: replayed, old: time.Now().Add(-10 * time.Second), r: pr}
+		go pw.Write(replayed)
+		src := ts.NewSource(pr)
+		var seen int
+		src.Peek(1<<20, 50*time.Millisecond, time.Time{}, func([]byte, ts.Framing) bool { seen++; return true })
+		if seen != len(replayed)/ts.PacketSize {
+			t.Fatalf("the look-ahead saw %d packets", seen)
+		}
+		time.Sleep(latency + latency/4) // the packets are past their bound
 		out := &flushCounter{}
 		done := make(chan error, 1)
 		go func() {
-			_, err := Run(context.Background(), in, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: batch,
+			_, err := Run(context.Background(), src, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: batch,
 				Latency: latency, DecideOnTime: true})
 			done <- err
 		}()
@@ -206,6 +186,7 @@ func TestLatencyCountsFromArrival(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+		src.Close()
 		if !bytes.Equal(out.bytes(), want.Bytes()) {
 			t.Fatalf("batch %d: the output differs from the run's without a latency bound", batch)
 		}
@@ -219,14 +200,14 @@ func TestLatencyKeepsPeriodsUndecided(t *testing.T) {
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}, {9, 8, 7, 24, 6, 5, 4, 15}}
 	in := evenPackets(t, cws[1], 40)
 	var want bytes.Buffer
-	if _, err := Run(context.Background(), bytes.NewReader(in), &want, Options{Keys: keys.NewList(cws)}); err != nil {
+	if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &want, Options{Keys: keys.NewList(cws)}); err != nil {
 		t.Fatal(err)
 	}
 	pr, pw := io.Pipe()
 	out := &flushCounter{}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), pr, out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 4,
+		_, err := Run(context.Background(), ts.NewSource(pr), out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 4,
 			Latency: 5 * time.Millisecond})
 		done <- err
 	}()
@@ -254,7 +235,7 @@ func TestMaxPackets(t *testing.T) {
 	scrambled, want, _ := testStream(t, 3000, ts.Framing188, cws, 500, rng)
 	for _, latency := range []time.Duration{0, 50 * time.Millisecond} {
 		var out bytes.Buffer
-		st, err := Run(context.Background(), bytes.NewReader(scrambled), &out, Options{Keys: keys.NewList(cws), Batch: 100, MaxPackets: 1234, Latency: latency})
+		st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, Options{Keys: keys.NewList(cws), Batch: 100, MaxPackets: 1234, Latency: latency})
 		if err != nil || st.Packets != 1234 || st.BytesIn != 1234*ts.PacketSize || !bytes.Equal(out.Bytes(), want[:1234*ts.PacketSize]) {
 			t.Fatalf("latency %v: %v, %d packets, %d bytes", latency, err, st.Packets, out.Len())
 		}
@@ -272,7 +253,7 @@ func TestLatencyCancelQuiet(t *testing.T) {
 	out := &flushCounter{}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, pr, out, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond, DecideOnTime: true})
+		_, err := Run(ctx, ts.NewSource(pr), out, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond, DecideOnTime: true})
 		done <- err
 	}()
 	pw.Write(scrambled)
@@ -319,7 +300,7 @@ func TestContinuityErrors(t *testing.T) {
 	// PID 0x101: 14 15 0 1, then a discontinuity to 9, then 10: no error. Null packets at random.
 	add(pkt(0x101, 14, true, false), pkt(0x101, 15, true, false), pkt(ts.NullPID, 3, true, false), pkt(0x101, 0, true, false),
 		pkt(0x101, 1, true, false), pkt(0x101, 9, true, true), pkt(ts.NullPID, 9, true, false), pkt(0x101, 10, true, false))
-	st, err := Run(context.Background(), bytes.NewReader(in), io.Discard, Options{Keys: keys.NewFixed([]byte{1, 2, 3, 6, 4, 5, 6, 15}, nil)})
+	st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), io.Discard, Options{Keys: keys.NewFixed([]byte{1, 2, 3, 6, 4, 5, 6, 15}, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +318,7 @@ func TestObserverWhileQuiet(t *testing.T) {
 	var obs Observer
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), pr, io.Discard, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond, DecideOnTime: true,
+		_, err := Run(context.Background(), ts.NewSource(pr), io.Discard, Options{Keys: keys.NewList(cws), Latency: 10 * time.Millisecond, DecideOnTime: true,
 			Observer: &obs})
 		done <- err
 	}()
@@ -393,7 +374,7 @@ func TestRekey(t *testing.T) {
 				ch <- keys.NewList([][]byte{cws[2], cws[3], cws[0], cws[1]})
 			}
 		}}
-		st, err := Run(context.Background(), r, &out, Options{Keys: keys.NewList(cws[:2]), Batch: 10, Workers: 2, Rekey: ch,
+		st, err := Run(context.Background(), ts.NewSource(r), &out, Options{Keys: keys.NewList(cws[:2]), Batch: 10, Workers: 2, Rekey: ch,
 			Log: func(s string) { logs = append(logs, s) }})
 		if err != nil {
 			t.Fatal(err)
@@ -409,33 +390,8 @@ func TestRekey(t *testing.T) {
 	}
 }
 
-// tinyReader returns one byte a read, for ever.
-type tinyReader struct{}
-
-func (tinyReader) Read(p []byte) (int, error) { p[0] = 1; return 1, nil }
-
-// The feed's arrival times stay bounded while the framer holds bytes for long (garbage it
-// skips on a live input that never syncs).
-func TestFeedArrivalsBounded(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f := newFeed(ctx, tinyReader{}, time.Second)
-	buf := make([]byte, 16)
-	for range 3 * maxArrivals {
-		if _, err := f.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := len(f.arrivals); n > 2*maxArrivals+64 {
-		t.Fatalf("%d arrival times kept", n)
-	}
-	if at := f.arrivedAt(0); at.IsZero() {
-		t.Fatal("no arrival time")
-	}
-}
-
-// With a latency bound, no goroutine of a run outlives it when its input ends, when writing
-// fails or when it is cancelled.
+// With a latency bound, no goroutine of a run outlives it and the closing of its source when
+// its input ends, when writing fails or when it is cancelled.
 func TestLatencyLeavesNoGoroutine(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
@@ -443,11 +399,16 @@ func TestLatencyLeavesNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 3 {
 		o := Options{Keys: keys.NewList(cws), Workers: 2, Batch: 50, Latency: 5 * time.Millisecond}
-		Run(context.Background(), bytes.NewReader(scrambled), io.Discard, o)
-		Run(context.Background(), bytes.NewReader(scrambled), &failWriter{n: 5000}, o)
+		run := func(ctx context.Context, w io.Writer) {
+			src := ts.NewSource(bytes.NewReader(scrambled))
+			defer src.Close() // the source's read-ahead is its owner's to stop
+			Run(ctx, src, w, o)
+		}
+		run(context.Background(), io.Discard)
+		run(context.Background(), &failWriter{n: 5000})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		Run(ctx, bytes.NewReader(scrambled), io.Discard, o)
+		run(ctx, io.Discard)
 	}
 	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
 		time.Sleep(10 * time.Millisecond)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // A pipe at the default bound holds a crypto period that the stream has not decided, and then
@@ -22,7 +23,7 @@ func TestLatencyHeldPeriodWaitsQuietly(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), pr, io.Discard, Options{Keys: keys.NewList(cws), Batch: 4, Latency: 5 * time.Millisecond})
+		_, err := Run(context.Background(), ts.NewSource(pr), io.Discard, Options{Keys: keys.NewList(cws), Batch: 4, Latency: 5 * time.Millisecond})
 		done <- err
 	}()
 	pw.Write(in)

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/tsdescramble/tsdescramble/keys/period"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/keys/period"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/ts"
@@ -70,14 +71,14 @@ func TestPacketsOut(t *testing.T) {
 	}
 	opts := Options{Keys: keys.NewFixed(make([]byte, 8), make([]byte, 8)), Batch: 100, Workers: 2}
 	var out bytes.Buffer
-	st, err := Run(context.Background(), bytes.NewReader(in), &out, opts)
+	st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out, opts)
 	if err != nil || !bytes.Equal(out.Bytes(), in) || st.PacketsOut != 1200 || st.Packets != 1200 || st.BytesOut != int64(len(in)) {
 		t.Fatalf("err %v, %d bytes out (equal %v), %d packets in, %d out, %d bytes out",
 			err, out.Len(), bytes.Equal(out.Bytes(), in), st.Packets, st.PacketsOut, st.BytesOut)
 	}
 	for _, limit := range []int{0, 1, 187, 188, 300*188 + 5, 300*188 + 204, 300*188 + 100*204 + 1, 600*188 + 300*204 + 191, len(in) - 1} {
 		w := &shortWriter{limit: limit}
-		st, err := Run(context.Background(), bytes.NewReader(in), w, opts)
+		st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), w, opts)
 		whole := 0
 		for whole < len(ends) && ends[whole] <= limit {
 			whole++

@@ -14,6 +14,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 func liveCWs() [][]byte {
@@ -52,7 +53,7 @@ func TestLiveKeysThroughCS378x(t *testing.T) {
 			srv := camdouble.NewCS378x(t, "u", "p")
 			lk, f := cs378xKeys(t, srv, 2*time.Second)
 			var out bytes.Buffer
-			st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out,
+			st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out,
 				pipeline.Options{LiveKeys: lk, Batch: batch, Workers: 2})
 			if err != nil {
 				t.Fatal(err)
@@ -87,7 +88,7 @@ func TestLiveKeysThroughDVBAPI(t *testing.T) {
 	cl := dvbapi.NewClient(dvbapi.Config{Addr: srv.Addr, Timeout: time.Second, MinBackoff: 10 * time.Millisecond}, live)
 	runBackground(t, func(ctx context.Context) { cl.Run(ctx) })
 	var out bytes.Buffer
-	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out,
+	st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out,
 		pipeline.Options{LiveKeys: &pipeline.LiveKeys{Source: live, Sections: cl, Wait: 2 * time.Second, FileInput: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestLiveKeysNothingToCheckStaysUnchecked(t *testing.T) {
 	srv := camdouble.NewCS378x(t, "u", "p")
 	lk, _ := cs378xKeys(t, srv, 2*time.Second)
 	var out bytes.Buffer
-	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk})
+	st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, pipeline.Options{LiveKeys: lk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestLiveKeysServerStops(t *testing.T) {
 	})
 	lk, _ := cs378xKeys(t, srv, 200*time.Millisecond)
 	var out bytes.Buffer
-	st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk})
+	st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, pipeline.Options{LiveKeys: lk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestLiveKeysDrop(t *testing.T) {
 		lk, _ := cs378xKeys(t, srv, 50*time.Millisecond)
 		lk.Drop = true
 		var out bytes.Buffer
-		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
+		st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +260,7 @@ func TestLiveKeysHeldOnLiveInput(t *testing.T) {
 	lk.FileInput = false
 	var out bytes.Buffer
 	in := &pacedReader{r: bytes.NewReader(scrambled), chunk: 50 * 188, every: 10 * time.Millisecond}
-	st, err := pipeline.Run(context.Background(), in, &out, pipeline.Options{LiveKeys: lk, Batch: 100})
+	st, err := pipeline.Run(context.Background(), ts.NewSource(in), &out, pipeline.Options{LiveKeys: lk, Batch: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestLiveKeysGiveUpMidPeriodCounts(t *testing.T) {
 	var out bytes.Buffer
 	// 100 packets each 20 ms: a period lasts 100 ms, more than three times the wait.
 	in := &pacedReader{r: bytes.NewReader(scrambled), chunk: 100 * 188, every: 20 * time.Millisecond}
-	st, err := pipeline.Run(context.Background(), in, &out, pipeline.Options{LiveKeys: lk, Batch: 50})
+	st, err := pipeline.Run(context.Background(), ts.NewSource(in), &out, pipeline.Options{LiveKeys: lk, Batch: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +367,7 @@ func TestLiveKeysStaleKeyAfterMissingPeriod(t *testing.T) {
 		}
 		lk := &pipeline.LiveKeys{Source: src, Wait: time.Minute, FileInput: true, Log: log}
 		var out bytes.Buffer
-		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
+		st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +402,7 @@ func TestLiveKeysArriveAfterNextPeriodBegan(t *testing.T) {
 		var logs []string
 		lk := &pipeline.LiveKeys{Source: src, Wait: time.Minute, Log: func(s string) { logs = append(logs, s) }}
 		var out bytes.Buffer
-		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
+		st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, pipeline.Options{LiveKeys: lk, Batch: batch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,7 +456,7 @@ func TestLiveKeysConstantCWs(t *testing.T) {
 		lk, _ := cs378xKeys(t, srv, 2*time.Second)
 		var out bytes.Buffer
 		start := time.Now()
-		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk})
+		st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, pipeline.Options{LiveKeys: lk})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -468,7 +469,7 @@ func TestLiveKeysConstantCWs(t *testing.T) {
 		live.Set(0, true, constant[1])
 		var out bytes.Buffer
 		start := time.Now()
-		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out,
+		st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out,
 			pipeline.Options{LiveKeys: &pipeline.LiveKeys{Source: live, Wait: 2 * time.Second, FileInput: true}})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // An Observer gives a run's counts while it goes: here read after the run, where they are its
@@ -17,7 +18,7 @@ import (
 func ExampleObserver() {
 	cw := []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xff}
 	var obs pipeline.Observer
-	_, err := pipeline.Run(context.Background(), bytes.NewReader(scrambledStream(cw, 3000, 1000)), io.Discard, pipeline.Options{
+	_, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambledStream(cw, 3000, 1000))), io.Discard, pipeline.Options{
 		Keys:     keys.NewFixed(cw, cw),
 		Observer: &obs,
 	})
@@ -65,7 +66,7 @@ func TestObserverWhileRunning(t *testing.T) {
 	var obs pipeline.Observer
 	done := make(chan pipeline.Stats)
 	go func() {
-		st, err := pipeline.Run(context.Background(), r, io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Observer: &obs, Batch: batch, Workers: 2})
+		st, err := pipeline.Run(context.Background(), ts.NewSource(r), io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Observer: &obs, Batch: batch, Workers: 2})
 		if err != nil {
 			t.Error(err)
 		}
@@ -205,7 +206,7 @@ func TestObserverContinuityAndLatency(t *testing.T) {
 	stream := scrambledStream(cw, 3000, 1000)
 	stream = append(stream[:500*188:500*188], stream[501*188:]...) // one packet lost
 	var obs pipeline.Observer
-	st, err := pipeline.Run(context.Background(), bytes.NewReader(stream), io.Discard, pipeline.Options{
+	st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(stream)), io.Discard, pipeline.Options{
 		Keys: keys.NewFixed(cw, cw), Observer: &obs, Latency: time.Second, Batch: 100,
 	})
 	if err != nil {
@@ -232,7 +233,7 @@ func TestObserverContinuityAndLatency(t *testing.T) {
 
 	// Without a latency bound no arrival is noted: no latency.
 	var file pipeline.Observer
-	if _, err := pipeline.Run(context.Background(), bytes.NewReader(stream), io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Observer: &file}); err != nil {
+	if _, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(stream)), io.Discard, pipeline.Options{Keys: keys.NewFixed(cw, cw), Observer: &file}); err != nil {
 		t.Fatal(err)
 	}
 	if top := file.Snapshot().LatencyMax; top != 0 {

@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/internal/synth"
@@ -127,7 +128,7 @@ func runMux(t *testing.T, in []byte, sched func() *keys.Schedule) ([]byte, Stats
 	var firstSt Stats
 	for _, cfg := range []struct{ workers, batch int }{{1, 1}, {2, 7}, {3, 64}, {2, 1024}} {
 		var out bytes.Buffer
-		st, err := Run(context.Background(), bytes.NewReader(in), &out, Options{Keys: sched(), Workers: cfg.workers, Batch: cfg.batch})
+		st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out, Options{Keys: sched(), Workers: cfg.workers, Batch: cfg.batch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +280,7 @@ func TestCancelDuringKeySearch(t *testing.T) {
 	var cancelled atomic.Int64 // when cancel was called, in Unix nanoseconds
 	timer := time.AfterFunc(200*time.Millisecond, func() { cancelled.Store(time.Now().UnixNano()); cancel() })
 	var out bytes.Buffer
-	st, err := Run(ctx, bytes.NewReader(scrambled), &out, Options{Keys: keys.NewList(list), Workers: 2, Batch: 64})
+	st, err := Run(ctx, ts.NewSource(bytes.NewReader(scrambled)), &out, Options{Keys: keys.NewList(list), Workers: 2, Batch: 64})
 	timer.Stop()
 	if cancelled.Load() == 0 {
 		t.Skip("the search ended before the cancellation: nothing to measure")

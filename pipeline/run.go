@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tsdescramble/tsdescramble/keys/period"
 	"io"
 	"runtime"
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/tsdescramble/tsdescramble/keys/period"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -257,15 +258,15 @@ func (c *chunk) slot(cs *ciphers, k int) int32 {
 	return int32(len(c.keys) - 1)
 }
 
-// Run processes the transport stream read from r and writes every packet, in input order and
-// framing, to w. To descramble, packets scrambled with TSC 10 (even) or 11 (odd) are
+// Run processes the transport stream of src and writes every packet, in input order and
+// framing, to w. src stays the caller's, to close once Run returns. To descramble, packets scrambled with TSC 10 (even) or 11 (odd) are
 // descrambled with the key that opts.Keys assigns and their TSC bits cleared; to scramble,
 // clear packets of the selected PIDs are scrambled with opts.Out and marked; to rescramble,
 // both. Everything else passes through byte-exact. It returns the run's statistics, and an
 // error if the options are wrong, if reading or writing failed, if the input held no transport
 // stream (ErrNoSync), or if ctx was cancelled; every packet read before the error that could be
 // processed has been written.
-func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, error) {
+func Run(ctx context.Context, src *ts.Source, w io.Writer, opts Options) (Stats, error) {
 	start := time.Now()
 	// Workers and Batch are cut down where they would take more than MaxMemory.
 	workers, batch, nchunks := Limits(opts.Workers, opts.Batch)
@@ -333,17 +334,14 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			cl.finish()
 			dispatch()
 		}
-		// With a latency bound the input comes through a feed (latency.go), whose deadline is
-		// when the oldest packet held is due.
-		var fd *feed
-		var src io.Reader = r
-		if opts.Latency > 0 {
-			fd = newFeed(ctx, r, opts.Latency)
-			src = fd
+		// With a latency bound the source reads ahead, and the deadline of each wait for
+		// input is when the oldest packet held is due (latency.go).
+		timed := opts.Latency > 0
+		src.SetContext(ctx)
+		if timed {
+			src.SetLatency(opts.Latency)
 		}
-		fr := ts.NewFramer(src)
-		defer fr.Release() // every unit read is copied into its chunk
-		stalled := false   // the framer said ts.ErrPending with no packet: wait for more input
+		stalled := false // the framer said ts.ErrPending with no packet: wait for more input
 		var seq int64
 		for {
 			if opts.Rekey != nil {
@@ -408,38 +406,37 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 			seq++
 			var err error
 			for n := 0; n < batch; n++ {
-				if opts.MaxPackets > 0 && fr.Packets() >= opts.MaxPackets {
+				if opts.MaxPackets > 0 && src.Packets() >= opts.MaxPackets {
 					err = io.EOF
 					break
 				}
-				if fd != nil {
-					fd.SetDeadline(due(held, c, fr, fd, stalled, opts.DecideOnTime))
+				if timed {
+					src.SetDeadline(due(held, c, src, opts.Latency, stalled, opts.DecideOnTime))
 				}
 				var unit []byte
-				unit, err = fr.Next()
+				unit, err = src.Next()
 				if err != nil {
 					stalled = err == ts.ErrPending && n == 0
 					break
 				}
 				stalled = false
-				if fd != nil && n == 0 {
-					at := fr.BytesRead() - int64(fr.Buffered()) - int64(len(unit))
-					c.due = fd.arrivedAt(at).Add(opts.Latency)
+				if timed && n == 0 {
+					c.due = src.ArrivedAt().Add(opts.Latency)
 				}
 				if k := len(c.runs); k == 0 || c.runs[k-1].size != len(unit) {
 					c.runs = append(c.runs, unitRun{at: c.n, size: len(unit)})
 				}
 				c.n += copy(c.buf[c.n:], unit)
-				cl.classify(c, c.n-len(unit), fr.Framing())
+				cl.classify(c, c.n-len(unit), src.Framing())
 			}
-			st.BytesIn = fr.BytesRead()
-			if opts.MaxPackets > 0 && fr.Packets() >= opts.MaxPackets {
+			st.BytesIn = src.BytesRead()
+			if opts.MaxPackets > 0 && src.Packets() >= opts.MaxPackets {
 				// The bytes read ahead of the last packet are not the run's.
-				st.BytesIn -= int64(fr.Buffered())
+				st.BytesIn -= int64(src.Buffered())
 			}
-			st.Packets = fr.Packets()
-			st.Skipped, st.Truncated = fr.Skipped(), fr.Truncated()
-			st.Framing = fr.Framing()
+			st.Packets = src.Packets()
+			st.Skipped, st.Truncated = src.Skipped(), src.Truncated()
+			st.Framing = src.Framing()
 			if observed {
 				cl.syncCounts()
 				obs.fromReader(&st, pids, cl.seen, cl.tracker)
@@ -454,12 +451,12 @@ func Run(ctx context.Context, r io.Reader, w io.Writer, opts Options) (Stats, er
 				// Packets are due: the unit of work was cut, and the crypto periods of those
 				// due are decided now.
 				err = nil
-				if fd != nil && opts.DecideOnTime {
-					cl.expireDue(held, fd.Now())
+				if timed && opts.DecideOnTime {
+					cl.expireDue(held, src.Now())
 				}
 			}
-			if fd != nil && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				err = io.EOF // stopped: the feed handed on every block it had read
+			if timed && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				err = io.EOF // stopped: the source handed on every block it had read
 			}
 			if err != nil || ctx.Err() != nil {
 				stop()

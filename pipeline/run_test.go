@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/tsdescramble/tsdescramble/internal/synth"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/synth"
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/keys"
@@ -119,7 +120,7 @@ func TestRunDescrambles(t *testing.T) {
 		scrambled, want, wantSt := testStream(t, n, fr, cws, n/12, rng)
 		for _, cfg := range []struct{ workers, batch int }{{1, 1}, {1, 1024}, {2, 7}, {3, 100}, {4, 4096}} {
 			var out bytes.Buffer
-			st, err := Run(context.Background(), bytes.NewReader(scrambled), &out, Options{
+			st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, Options{
 				Keys: keys.NewList(cws), Workers: cfg.workers, Batch: cfg.batch,
 			})
 			if err != nil {
@@ -154,7 +155,7 @@ func TestRunWriteError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cws := [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}
 	scrambled, _, _ := testStream(t, 20000, ts.Framing188, cws, 1000, rng)
-	_, err := Run(context.Background(), bytes.NewReader(scrambled), &failWriter{n: 100000}, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 64})
+	_, err := Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &failWriter{n: 100000}, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 64})
 	if err == nil || err.Error() != "device full" {
 		t.Fatalf("err %v, want the write error", err)
 	}
@@ -168,7 +169,7 @@ func TestRunCancel(t *testing.T) {
 	var out bytes.Buffer
 	// Cancelled once ten units of work are read.
 	in := &triggerReader{b: scrambled, at: 10 * 100 * ts.PacketSize, f: cancel}
-	_, err := Run(ctx, in, &out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 100})
+	_, err := Run(ctx, ts.NewSource(in), &out, Options{Keys: keys.NewList(cws), Workers: 2, Batch: 100})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
@@ -179,7 +180,7 @@ func TestRunCancel(t *testing.T) {
 }
 
 func TestRunNoSync(t *testing.T) {
-	_, err := Run(context.Background(), bytes.NewReader(bytes.Repeat([]byte{1, 2, 3}, 1000)), io.Discard, Options{Keys: keys.NewFixed([]byte{1, 2, 3, 4, 5, 6, 7, 8}, nil)})
+	_, err := Run(context.Background(), ts.NewSource(bytes.NewReader(bytes.Repeat([]byte{1, 2, 3}, 1000))), io.Discard, Options{Keys: keys.NewFixed([]byte{1, 2, 3, 4, 5, 6, 7, 8}, nil)})
 	if !errors.Is(err, ts.ErrNoSync) {
 		t.Fatalf("err %v", err)
 	}
@@ -192,11 +193,11 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 	scrambled, _, _ := testStream(t, 5000, ts.Framing188, cws, 1000, rng)
 	before := runtime.NumGoroutine()
 	for range 3 {
-		Run(context.Background(), bytes.NewReader(scrambled), io.Discard, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
-		Run(context.Background(), bytes.NewReader(scrambled), &failWriter{n: 5000}, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
+		Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), io.Discard, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
+		Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &failWriter{n: 5000}, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		Run(ctx, bytes.NewReader(scrambled), io.Discard, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
+		Run(ctx, ts.NewSource(bytes.NewReader(scrambled)), io.Discard, Options{Keys: keys.NewList(cws), Workers: 4, Batch: 50})
 	}
 	// Goroutines that have returned may take a moment to be counted out.
 	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
@@ -214,7 +215,7 @@ func TestKeyLog(t *testing.T) {
 	key, _ := csa.NewKey(cw)
 	stream := synth.SyntheticStream(1000, 300, key)
 	var lines []string
-	_, err := Run(context.Background(), bytes.NewReader(stream), io.Discard, Options{Keys: keys.NewList([][]byte{cw, cw}),
+	_, err := Run(context.Background(), ts.NewSource(bytes.NewReader(stream)), io.Discard, Options{Keys: keys.NewList([][]byte{cw, cw}),
 		KeyLog: func(s string) { lines = append(lines, s) }})
 	// One line per crypto period of each PID, when its key is decided: at its first PES start.
 	want := []string{
@@ -258,7 +259,7 @@ func TestRunsInSequence(t *testing.T) {
 	for round := range 4 {
 		for i, s := range streams {
 			var out bytes.Buffer
-			st, err := Run(context.Background(), bytes.NewReader(s.scrambled), &out, Options{Keys: keys.NewList(s.cws), Workers: 1 + round%2})
+			st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(s.scrambled)), &out, Options{Keys: keys.NewList(s.cws), Workers: 1 + round%2})
 			if err != nil {
 				t.Fatalf("round %d, stream %d: %v", round, i, err)
 			}

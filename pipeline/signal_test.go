@@ -3,9 +3,10 @@ package pipeline
 import (
 	"bytes"
 	"context"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"strings"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -146,7 +147,7 @@ func runScramble(t *testing.T, in []byte, fr ts.Framing, o Options) ([][]byte, [
 	var log []string
 	o.Log = func(m string) { log = append(log, m) }
 	var out bytes.Buffer
-	if _, err := Run(context.Background(), bytes.NewReader(in), &out, o); err != nil {
+	if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out, o); err != nil {
 		t.Fatal(err)
 	}
 	if out.Len() != len(in) {
@@ -287,7 +288,7 @@ func TestSignalCSA2ReplacesOnly(t *testing.T) {
 		var log []string
 		o := Options{Mode: Scramble, ScramblingMode: psi.ScramblingCSA2, Log: func(m string) { log = append(log, m) },
 			Out: &Output{System: sys, CWs: [][]byte{{1, 2, 3, 6, 4, 5, 6, 15}}}}
-		if _, err := Run(context.Background(), bytes.NewReader(bytes.Join(in, nil)), &out, o); err != nil {
+		if _, err := Run(context.Background(), ts.NewSource(bytes.NewReader(bytes.Join(in, nil))), &out, o); err != nil {
 			t.Fatal(err)
 		}
 		if len(log) != 0 {

@@ -3,7 +3,6 @@ package scs
 import (
 	"bytes"
 	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -18,12 +17,12 @@ func BenchmarkStage(b *testing.B) {
 	cw := []byte{1, 2, 3, 6, 5, 6, 7, 18}
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
-		s, err := New(context.Background(), bytes.NewReader(in), Config{CPDuration: time.Second,
+		s, err := New(context.Background(), Config{CPDuration: time.Second,
 			NextCW: func() ([]byte, error) { return cw, nil }})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := io.Copy(io.Discard, s); err != nil {
+		if err := drive(s, bytes.NewReader(in), func([]byte) {}); err != nil {
 			b.Fatal(err)
 		}
 	}

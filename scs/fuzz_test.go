@@ -3,7 +3,6 @@ package scs
 import (
 	"bytes"
 	"context"
-	"io"
 	"testing"
 
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -79,12 +78,12 @@ func FuzzStage(f *testing.F) {
 	f.Add(synthStream(0.004, 1000, 5, ts.Framing188, false))
 	f.Add(synthStream(0.003, 1000, 0, ts.Framing204, true))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s, err := New(context.Background(), bytes.NewReader(in), Config{CPDuration: 100e6,
+		s, err := New(context.Background(), Config{CPDuration: 100e6,
 			NextCW: func() ([]byte, error) { return make([]byte, 8), nil }})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := io.ReadAll(s)
+		out, err := driveAll(s, in)
 		if err != nil && err != ts.ErrNoSync {
 			t.Fatal(err)
 		}

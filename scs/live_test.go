@@ -1,21 +1,19 @@
 package scs
 
 import (
-	"io"
+	"bytes"
 	"testing"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/ts"
 )
 
-// TestLiveWallClock: with Live, a Read hands out the packets that have come without waiting
-// for more input or for a PCR, and crypto periods follow the wall clock, on a feed that
+// TestLiveWallClock: with Live, each packet is handed on in the call that brings it, without
+// waiting for more input or for a PCR, and crypto periods follow the wall clock, on a feed that
 // carries no PCR at all (on the PCR clock it would be one period for ever).
 func TestLiveWallClock(t *testing.T) {
-	pr, pw := io.Pipe()
-	defer pr.Close()
 	var starts []int64
-	s, err := New(t.Context(), pr, Config{CPDuration: 100 * time.Millisecond, Live: true,
+	s, err := New(t.Context(), Config{CPDuration: 100 * time.Millisecond, Live: true,
 		NextCW:   func() ([]byte, error) { return make([]byte, 8), nil },
 		OnPeriod: func(n int64, _ []byte) { starts = append(starts, n) }})
 	if err != nil {
@@ -23,54 +21,30 @@ func TestLiveWallClock(t *testing.T) {
 	}
 	pkt := make([]byte, ts.PacketSize)
 	pkt[0], pkt[1], pkt[2], pkt[3] = 0x47, 0x01, 0x00, 0x10 // no adaptation field: no PCR
-	// The Stage is read in a goroutine, so that a Read that waits for more fails the test
-	// rather than hanging it.
-	type read struct {
-		n   int
-		err error
-	}
-	reads := make(chan read, 64)
-	go func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := s.Read(buf)
-			reads <- read{n, err}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	var out ts.Units
 	for i := range 6 {
-		// Five packets, then a pause: each batch comes out before the next is written.
-		go func() {
-			for range 5 {
-				pw.Write(pkt)
+		// Five packets, then a pause: each packet goes on before the next comes.
+		for j := range 5 {
+			if err := s.Packet(pkt, ts.Framing188, &out); err != nil {
+				t.Fatalf("batch %d, packet %d: %v", i, j, err)
 			}
-		}()
-		got := 0
-		timeout := time.After(2 * time.Second)
-		for got < 5*ts.PacketSize {
-			select {
-			case r := <-reads:
-				if r.err != nil {
-					t.Fatalf("batch %d: %v", i, r.err)
-				}
-				got += r.n
-			case <-timeout:
-				t.Fatalf("batch %d: %d bytes out after 2 s, want %d: the Stage waits for more input", i, got, 5*ts.PacketSize)
+			if n := out.Len(); n != 1 {
+				t.Fatalf("batch %d, packet %d: %d units handed on, want the packet: the Stage waits for more input", i, j, n)
+			}
+			if u, _ := out.Take(); !bytes.Equal(u, pkt) {
+				t.Fatalf("batch %d, packet %d: % X handed on", i, j, u[:4])
 			}
 		}
 		time.Sleep(60 * time.Millisecond)
 	}
-	pw.Close()
-	if r := <-reads; r.err != io.EOF {
-		t.Fatalf("at the end: %d, %v", r.n, r.err)
+	if err := s.End(&out); err != nil || out.Len() != 0 {
+		t.Fatalf("at the end: %d units held back, %v", out.Len(), err)
 	}
 	// 6 batches 60 ms apart: 300 ms and more of wall time, periods of 100 ms.
 	if len(starts) < 3 || starts[0] != 1 {
 		t.Fatalf("periods began at packets %v, want 3 or more from packet 1", starts)
 	}
-	if st := s.Stats(); st.PCRs != 0 || st.Periods != int64(len(starts)) {
+	if st := s.Stats(); st.PCRs != 0 || st.Periods != int64(len(starts)) || st.Packets != 30 {
 		t.Fatalf("stats %+v", st)
 	}
 }

@@ -1,10 +1,10 @@
 // Package scs is the stream side of a DVB SimulCrypt scrambler (the SCS of ETSI TS 103 197): a
-// Stage reads a clear transport stream and hands it on with crypto periods on the clock of its
+// Stage is a ts.Stage, which a ts.Source runs between its framer and its reader. It takes the
+// packets of a clear transport stream and hands them on with crypto periods on the clock of its
 // PCRs (on the wall clock for a live input, Config.Live), a control word for each, the ECMs an
 // ECMG builds from them on an ECM PID, and a CA_descriptor naming that PID in the PMT of each
-// scrambled service. The scrambling itself is
-// the pipeline's: the Stage tells it where each period starts through OnPeriod
-// (pipeline.PeriodFeed.Start).
+// scrambled service. The scrambling itself is the pipeline's: the Stage tells it where each
+// period starts through OnPeriod (pipeline.PeriodFeed.Start).
 //
 // Timing follows the ECMG's channel_status: the ECM of crypto period n goes on air delay_start
 // after period n begins (before it, when negative), and repeats every ECM_rep_period; with
@@ -51,24 +51,26 @@ type Config struct {
 	ECMTimeout time.Duration
 	// ECMWait bounds, in wall time, the wait for the first ECM, that is for an ECM carrying
 	// the CW of a period before any packet of it goes out (0: 5 s; negative: no wait). The
-	// input waits meanwhile: a file is not read on, a live input queues in its buffers.
+	// input waits meanwhile, Packet not returning: a file is not read on, a live input queues
+	// in its buffers.
 	ECMWait time.Duration
 	// SendClear says what happens when ECMWait runs out: the packets go out clear, with no
 	// CW, no ECM and no CA_descriptor, until an ECM comes (counted in Stats.Clear); without
-	// it, Read fails with ErrNoECM.
+	// it, Packet fails with ErrNoECM.
 	SendClear bool
 	// Live says the input is a live feed. Its crypto periods follow the wall clock, from the
 	// arrival of the first packet, instead of the PCRs: the time of a packet is known as it
 	// comes, so that no packet waits for the next PCR (which can be 100 ms away, and for ever
-	// on a feed without PCR), and a Read hands out each packet as soon as it has come. An ECM
-	// that is due is waited for briefly, since the feed does not wait meanwhile.
+	// on a feed without PCR), and Packet hands on each packet in the call that brings it. An
+	// ECM that is due is waited for briefly, since the feed does not wait meanwhile.
 	Live bool
 	// Scrambled says whether a service is scrambled: its PMT gets the CA_descriptor.
 	Scrambled func(svc psi.Service) bool
 	// OnPeriod is called when a crypto period begins, at the packet-th packet the Stage hands
-	// out (from 1), before that packet is read from it. The first period is even, and the
-	// parity alternates at each call; cw is nil for a period of no packet that only keeps
-	// the parity of the CP numbers, when the first ECM is one of an odd period.
+	// on (from 1), within the Packet or End call that appends it, so before the Source hands
+	// it on to its reader. The first period is even, and the parity alternates at each call;
+	// cw is nil for a period of no packet that only keeps the parity of the CP numbers, when
+	// the first ECM is one of an odd period.
 	OnPeriod func(packet int64, cw []byte)
 	// CWLog, when set, receives each period's CW as an OSCam .cwl line.
 	CWLog io.Writer
@@ -76,11 +78,11 @@ type Config struct {
 	Log func(string)
 }
 
-// ErrECMPIDInUse is returned by Read when the input carries packets on the ECM PID: ECMs
+// ErrECMPIDInUse is returned by Packet when the input carries packets on the ECM PID: ECMs
 // mixed into another stream would break both.
 var ErrECMPIDInUse = errors.New("the input already carries packets on the ECM PID: choose a PID it does not use")
 
-// ErrNoECM is wrapped by the error of Read when no ECM came within Config.ECMWait and the
+// ErrNoECM is wrapped by the error of Packet when no ECM came within Config.ECMWait and the
 // stream may not go out clear: rather than scramble with a CW no receiver can learn, the
 // stream stops.
 var ErrNoECM = errors.New("no ECM came")
@@ -108,28 +110,25 @@ type Stats struct {
 	ChannelParams simulcrypt.ChannelParams
 }
 
-// Stage is an io.Reader of the stream with ECMs and signalled PMTs, for the pipeline to scramble.
+// Stage is the ts.Stage that puts ECMs and signalled PMTs into the stream, for the pipeline to
+// scramble.
 type Stage struct {
 	cfg    Config
-	fr     *ts.Framer
 	client *simulcrypt.Client
 	params simulcrypt.ChannelParams
 	st     Stats
 
-	out  []byte // processed packet units not yet read
-	pos  int
-	err  error
-	look []byte // packet units waiting for the next PCR
+	look []byte // copies of the packet units waiting for the next PCR: Packet's unit is valid only during the call
 	held []heldUnit
 
 	in        int64       // input packets
-	outN      int64       // packet units handed out or buffered
+	outN      int64       // packet units handed on
 	clk       ts.PCRClock // bridges PCR jumps, so that crypto periods keep their length across a splice
-	live      *liveSource // the reader of a live input (Config.Live), or nil
 	wall      wallClock
 	now       time.Duration
 	fr0       ts.Framing
 	tmpl      []byte        // the current unit, as template for inserted units
+	ecmUnit   []byte        // where emit builds an ECM unit before it is appended
 	period    int64         // current crypto period (CP number), -1 before the first
 	begun     time.Duration // when it began, on the stream clock
 	nextStart time.Duration // when the next may begin: CPDuration after
@@ -169,8 +168,10 @@ type Stage struct {
 	pmt        psi.PMTSignaller // set up at the first PMT to signal
 }
 
-// New connects to the ECMG, if any, and returns a Stage reading r.
-func New(ctx context.Context, r io.Reader, cfg Config) (*Stage, error) {
+var _ ts.Stage = (*Stage)(nil)
+
+// New connects to the ECMG, if any, and returns a Stage, to be handed the packets of the input.
+func New(ctx context.Context, cfg Config) (*Stage, error) {
 	if cfg.CPDuration <= 0 {
 		return nil, fmt.Errorf("scs: crypto period %v", cfg.CPDuration)
 	}
@@ -190,12 +191,7 @@ func New(ctx context.Context, r io.Reader, cfg Config) (*Stage, error) {
 	if cfg.Log == nil {
 		cfg.Log = func(string) {}
 	}
-	var live *liveSource
-	if cfg.Live {
-		s := newLiveSource(r)
-		r, live = s, s
-	}
-	s := &Stage{cfg: cfg, fr: ts.NewFramer(r), live: live, period: -1, heldP: -1, cws: map[int64][]byte{},
+	s := &Stage{cfg: cfg, period: -1, heldP: -1, cws: map[int64][]byte{},
 		ecms: map[int64][]byte{}, provided: map[int64]bool{}, waited: map[int64]bool{}, onAir: -1,
 		tracker: psi.NewTracker(), wanted: map[uint16]bool{}}
 	if cfg.ECMG != nil {
@@ -254,49 +250,25 @@ func (s *Stage) Close() error {
 	return s.client.Close()
 }
 
-// Read hands out the processed stream.
-func (s *Stage) Read(p []byte) (int, error) {
-	for s.pos == len(s.out) {
-		if s.err != nil {
-			return 0, s.err
-		}
-		s.out, s.pos = s.out[:0], 0
-		// Fill up to readSize, so that the reads are few; the pipeline's units of work are
-		// larger anyway.
-		for len(s.out) < readSize && s.err == nil {
-			unit, err := s.fr.Next()
-			if err == ts.ErrPending {
-				// A live input has nothing more for now: hand out what is ready, or wait.
-				if len(s.out) > 0 {
-					break
-				}
-				s.live.wait = true
-				continue
-			}
-			if err != nil {
-				s.err = err
-				if err := s.flush(); err != nil {
-					s.err = err
-				}
-				break
-			}
-			fr := s.fr.Framing()
-			s.held = append(s.held, heldUnit{len(s.look), fr})
-			s.look = append(s.look, unit...)
-			s.in++
-			p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
-			// Packets wait for the next PCR, which places them in time; on a live input, the
-			// time is now.
-			if s.clk.Observe(p, s.in) != ts.NoPCR || len(s.held) >= maxHeld || s.live != nil {
-				if err := s.flush(); err != nil {
-					s.err = err
-				}
-			}
-		}
+// Packet takes the next unit of the input. Units wait for the next PCR, which places them in
+// time, up to maxHeld of them; on a live input the time is now, and each unit is handled in
+// the call that brings it. The units handled, with the ECM units put among them, go on in
+// out. An error ends the stream: the units held after the one that failed are dropped.
+func (s *Stage) Packet(unit []byte, fr ts.Framing, out *ts.Units) error {
+	s.held = append(s.held, heldUnit{len(s.look), fr})
+	s.look = append(s.look, unit...)
+	s.in++
+	p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
+	if s.clk.Observe(p, s.in) != ts.NoPCR || len(s.held) >= maxHeld || s.cfg.Live {
+		return s.flush(out)
 	}
-	n := copy(p, s.out[s.pos:])
-	s.pos += n
-	return n, nil
+	return nil
+}
+
+// End handles the units still held at the end of the input, which no PCR follows: they are
+// placed at the rate of the last PCRs. What goes on is appended to out.
+func (s *Stage) End(out *ts.Units) error {
+	return s.flush(out)
 }
 
 // cw returns the CW of period n, drawing the CWs up to it.
@@ -313,9 +285,6 @@ func (s *Stage) cw(n int64) ([]byte, error) {
 	return cw, nil
 }
 
-// readSize is how much a Read prepares at most before it returns.
-const readSize = 64 << 10
-
 // maxHeld bounds the packets held for want of a PCR; past it they are placed at the rate of
 // the last PCRs.
 const maxHeld = 4096
@@ -325,26 +294,27 @@ type heldUnit struct {
 	fr ts.Framing
 }
 
-// flush handles the packets held, now that their time is known.
-func (s *Stage) flush() error {
+// flush handles the packets held, now that their time is known, and appends what goes on to out.
+func (s *Stage) flush(out *ts.Units) error {
 	first := s.in - int64(len(s.held)) + 1
 	var err error
 	for i, h := range s.held {
 		if err == nil {
-			err = s.packet(s.look[h.at:h.at+h.fr.Size], h.fr, first+int64(i))
+			err = s.packet(s.look[h.at:h.at+h.fr.Size], h.fr, first+int64(i), out)
 		}
 	}
 	s.held, s.look = s.held[:0], s.look[:0]
 	return err
 }
 
-// packet handles input unit idx.
-func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
+// packet handles input unit idx, appending it to out with the ECM units that go before it, or
+// an ECM unit in its place when it is a null packet.
+func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64, out *ts.Units) error {
 	s.fr0 = fr
 	s.tmpl = unit
 	p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
 	pid := ts.PID(p)
-	if s.live != nil {
+	if s.cfg.Live {
 		s.now = s.wall.now()
 	} else {
 		s.now = time.Duration(s.clk.Time(idx) * 1000 / 27) // 27 MHz ticks to ns
@@ -359,7 +329,7 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 		s.flipTo(0)
 		flip = true
 	case s.period < 0:
-		ok, err := s.open()
+		ok, err := s.open(out)
 		if err != nil {
 			return err
 		}
@@ -372,7 +342,7 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 			return err
 		}
 		if s.now >= s.nextStart {
-			if s.ecmFor(s.period + 1) {
+			if s.ecmFor(s.period+1, out) {
 				s.flipTo(s.period + 1)
 				flip = true
 			} else if s.heldP != s.period {
@@ -390,7 +360,7 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 	if pid == ts.NullPID {
 		s.lastNull, s.hadNull = s.now, true
 		if len(s.pending) > 0 {
-			s.emit(s.pending[0][:], true)
+			s.emit(out, s.pending[0][:], true)
 			s.pending = s.pending[1:]
 			s.fresh = s.fresh && len(s.pending) > 0
 			s.outN++
@@ -401,7 +371,7 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 		}
 	}
 	if len(s.pending) > 0 && (!s.hadNull || s.now-s.lastNull > 2*s.repPeriod() || s.now-s.pendAt > s.slack()) {
-		s.emitPending()
+		s.emitPending(out)
 	}
 	if s.cfg.ECMG != nil && s.tracker.Wants(pid) {
 		s.signalPMT(p, pid)
@@ -409,7 +379,7 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64) error {
 	if s.period < 0 {
 		s.st.Clear++
 	}
-	s.out = append(s.out, unit...)
+	out.Append(unit)
 	s.outN++
 	if flip {
 		return s.begin()
@@ -424,7 +394,7 @@ func (s *Stage) flipTo(n int64) {
 	s.period, s.begun, s.nextStart = n, s.now, s.now+s.cfg.CPDuration
 }
 
-// begin starts period s.period at the packet just handed out.
+// begin starts period s.period at the packet just handed on.
 func (s *Stage) begin() error {
 	cw, err := s.cw(s.period)
 	if err != nil {
@@ -493,14 +463,14 @@ func (s *Stage) fits(k, n int64) bool {
 
 // ecmFor reports whether period n may begin at the packet at hand: an ECM carrying its CW is in
 // the stream before it. The ECM on air may carry it; else a received ECM that carries it and
-// fits period n goes on air now, ahead of the packet.
-func (s *Stage) ecmFor(n int64) bool {
+// fits period n goes on air now, ahead of the packet, in out.
+func (s *Stage) ecmFor(n int64, out *ts.Units) bool {
 	if s.cfg.ECMG == nil {
 		return true
 	}
 	if s.onAir >= 0 && s.carries(s.onAir, n) {
 		if s.fresh {
-			s.emitPending() // the ECM still waits for a null packet: it goes first
+			s.emitPending(out) // the ECM still waits for a null packet: it goes first
 		}
 		return true
 	}
@@ -514,7 +484,7 @@ func (s *Stage) ecmFor(n int64) bool {
 			s.cfg.Log(fmt.Sprintf("the ECM of crypto period %d never came: the ECM of period %d follows the one of period %d", s.onAir+1, k, s.onAir))
 		}
 		s.air(k, d)
-		s.emitPending()
+		s.emitPending(out)
 		return true
 	}
 	return false
@@ -524,8 +494,9 @@ func (s *Stage) ecmFor(n int64) bool {
 // after an ECM carrying its CW. It waits for one, the input waiting meanwhile, up to ECMWait of
 // wall time from the first packet; then, with SendClear, the packets go out clear, each looking
 // for the ECM without waiting, and else the stream stops with ErrNoECM. A period the ECMG
-// refuses is given up for the next, whose CW was provided with it.
-func (s *Stage) open() (bool, error) {
+// refuses is given up for the next, whose CW was provided with it. The ECM that opens the
+// stream goes into out.
+func (s *Stage) open(out *ts.Units) (bool, error) {
 	if s.waitFrom.IsZero() {
 		s.waitFrom = time.Now()
 		s.cand = 0
@@ -549,7 +520,7 @@ func (s *Stage) open() (bool, error) {
 				}
 				s.period, s.parityGap = k, k&1 == 1
 				s.air(k, d)
-				s.emitPending() // before the period's first packet
+				s.emitPending(out) // before the period's first packet
 				return true, nil
 			}
 		}
@@ -987,24 +958,24 @@ func (s *Stage) queue(d []byte) {
 }
 
 // emitPending puts every ECM packet waiting into the stream now, before the packet at hand.
-func (s *Stage) emitPending() {
+func (s *Stage) emitPending(out *ts.Units) {
 	for _, q := range s.pending {
-		s.emit(q[:], false)
+		s.emit(out, q[:], false)
 		s.outN++
 	}
 	s.pending = s.pending[:0]
 	s.fresh = false
 }
 
-// emit appends one ECM packet in the framing of the stream. Its header is the SCS's, whatever
-// the ECMG put there: the ECM PID, no transport_error_indicator or priority, TSC 00 (ECMs go
-// clear), and the next continuity_counter; payload_unit_start_indicator and
-// adaptation_field_control stay.
-func (s *Stage) emit(q []byte, replacing bool) {
+// emit appends one ECM packet to out in the framing of the stream, in a unit made from the one
+// at hand so that a prefix (a 192-byte unit's timestamp) is the one of its place in the stream.
+// Its header is the SCS's, whatever the ECMG put there: the ECM PID, no
+// transport_error_indicator or priority, TSC 00 (ECMs go clear), and the next
+// continuity_counter; payload_unit_start_indicator and adaptation_field_control stay.
+func (s *Stage) emit(out *ts.Units, q []byte, replacing bool) {
 	fr := s.fr0
-	start := len(s.out)
-	s.out = append(s.out, s.tmpl...)
-	u := s.out[start:]
+	s.ecmUnit = append(s.ecmUnit[:0], s.tmpl...)
+	u := s.ecmUnit
 	for i := fr.Prefix + ts.PacketSize; i < len(u); i++ {
 		u[i] = 0 // a 204-byte unit's trailer: no parity for a packet made here
 	}
@@ -1017,6 +988,7 @@ func (s *Stage) emit(q []byte, replacing bool) {
 	if p[3]&0x10 != 0 {
 		s.cc = (s.cc + 1) & 0xF
 	}
+	out.Append(u)
 	s.st.ECMPackets++
 	if replacing {
 		s.st.Replaced++

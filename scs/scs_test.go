@@ -92,6 +92,44 @@ type start struct {
 	cw     []byte
 }
 
+// drive does what a ts.Source does with a Stage: it frames in, hands s each unit, and ends s
+// at the end of the input. It passes each unit s hands on to sink, in order, and returns the
+// error that ended the stream: the stage's, else the framer's (io.EOF, the end of the input,
+// excepted).
+func drive(s *Stage, in io.Reader, sink func(unit []byte)) error {
+	fr := ts.NewFramer(in)
+	var units ts.Units
+	pass := func() {
+		for u, ok := units.Take(); ok; u, ok = units.Take() {
+			sink(u)
+		}
+	}
+	for {
+		unit, err := fr.Next()
+		if err != nil {
+			if endErr := s.End(&units); endErr != nil {
+				err = endErr
+			} else if err == io.EOF {
+				err = nil
+			}
+			pass()
+			return err
+		}
+		err = s.Packet(unit, fr.Framing(), &units)
+		pass()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// driveAll drives s over in and returns the units it hands on, one after the other.
+func driveAll(s *Stage, in []byte) ([]byte, error) {
+	var out []byte
+	err := drive(s, bytes.NewReader(in), func(u []byte) { out = append(out, u...) })
+	return out, err
+}
+
 func runStage(t *testing.T, in []byte, cfg Config) ([]byte, *Stage, []start) {
 	t.Helper()
 	var starts []start
@@ -103,11 +141,11 @@ func runStage(t *testing.T, in []byte, cfg Config) ([]byte, *Stage, []start) {
 	}
 	var log strings.Builder
 	cfg.Log = func(s string) { log.WriteString(s + "\n") }
-	s, err := New(context.Background(), bytes.NewReader(in), cfg)
+	s, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := io.ReadAll(s)
+	out, err := driveAll(s, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +250,14 @@ func TestStageNoECMG(t *testing.T) {
 		}
 	}
 	// An ECM PID the input already uses is refused, not mixed in.
-	s, err := New(context.Background(), bytes.NewReader(full), Config{CPDuration: time.Second, ECMPID: esPID,
+	s, err := New(context.Background(), Config{CPDuration: time.Second, ECMPID: esPID,
 		NextCW: func() ([]byte, error) { return make([]byte, 8), nil },
 		ECMG:   &simulcrypt.Config{Addr: fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1}), SuperCASID: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := io.ReadAll(s); !errors.Is(err, ErrECMPIDInUse) {
+	if _, err := driveAll(s, full); !errors.Is(err, ErrECMPIDInUse) {
 		t.Fatalf("ECM PID in use: %v", err)
 	}
 }
@@ -347,13 +385,13 @@ func TestStageECMChecks(t *testing.T) {
 func TestStageFirstECM(t *testing.T) {
 	in := synthStream(1, 1000, 0, ts.Framing188, false)
 	silent := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, Silent: true})
-	s, err := New(context.Background(), bytes.NewReader(in), Config{CPDuration: 100 * time.Millisecond, ECMPID: ecmPID,
+	s, err := New(context.Background(), Config{CPDuration: 100 * time.Millisecond, ECMPID: ecmPID,
 		ECMWait: 200 * time.Millisecond, NextCW: func() ([]byte, error) { return make([]byte, 8), nil },
 		ECMG: &simulcrypt.Config{Addr: silent, SuperCASID: 0x4ADC0000}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := io.ReadAll(s); !errors.Is(err, ErrNoECM) || len(out) != 0 || s.Stats().Periods != 0 {
+	if out, err := driveAll(s, in); !errors.Is(err, ErrNoECM) || len(out) != 0 || s.Stats().Periods != 0 {
 		t.Fatalf("hold: %d bytes, %v, %+v", len(out), err, s.Stats())
 	}
 	s.Close()

@@ -20,7 +20,7 @@ import (
 //
 // Read, SetDeadline, Deadline and Now belong to one goroutine, the reader of the stream.
 type ReadAhead struct {
-	ctx     context.Context
+	ctx     context.Context // ends the waits of Read (SetContext)
 	full    chan *block
 	free    chan *block
 	cur     *block
@@ -33,16 +33,6 @@ type ReadAhead struct {
 	now      time.Time
 }
 
-// ArrivalReporter is a reader that knows when the bytes its last Read returned arrived, when that
-// was before the Read: one that replays bytes read earlier (a look-ahead at the start of a live
-// input, say). A ReadAhead over it stamps each block with that time rather than the time its Read
-// returned, so that a caller bounding the delay it adds counts from the bytes' real arrival.
-type ArrivalReporter interface {
-	// ArrivedAt returns when the bytes the last Read returned arrived, or the zero time when
-	// they arrived with that Read.
-	ArrivedAt() time.Time
-}
-
 // block is one read of the input, with the time it returned.
 type block struct {
 	buf []byte
@@ -53,9 +43,8 @@ type block struct {
 
 // NewReadAhead starts reading r into blocks of blockSize bytes, at most blocks of them ahead of
 // Read. onBlock, if not nil, is called by Read each time it begins to hand on a block, with the
-// block's size and when its read returned (or, when r is an ArrivalReporter, when it says the
-// bytes arrived, if that was earlier): a caller that must know when the bytes it holds arrived
-// keeps that bookkeeping there.
+// block's size and when its read returned: a caller that must know when the bytes it holds
+// arrived keeps that bookkeeping there (Source does).
 //
 // The goroutine ends at the end of the input or at a read error. When ctx ends it stops taking
 // new blocks, but a read it has begun returns only when r's Read does: closing a live input
@@ -68,22 +57,16 @@ func NewReadAhead(ctx context.Context, r io.Reader, blockSize, blocks int, onBlo
 	}
 	a.timer = time.NewTimer(time.Hour)
 	a.timer.Stop()
-	arrivals, _ := r.(ArrivalReporter)
 	go func() {
 		for {
 			var b *block
 			select {
 			case b = <-a.free:
-			case <-ctx.Done():
+			case <-ctx.Done(): // the goroutine's own: SetContext changes only Read's
 				return
 			}
 			b.n, b.err = r.Read(b.buf)
 			b.at = time.Now()
-			if arrivals != nil && b.n > 0 {
-				if at := arrivals.ArrivedAt(); !at.IsZero() && at.Before(b.at) {
-					b.at = at
-				}
-			}
 			a.full <- b // full has room for every block
 			if b.err != nil {
 				return
@@ -92,6 +75,11 @@ func NewReadAhead(ctx context.Context, r io.Reader, blockSize, blocks int, onBlo
 	}()
 	return a
 }
+
+// SetContext replaces the context whose end ends a wait of Read (the one NewReadAhead was given
+// still ends the reading goroutine): a reader of the stream that outlives one run of it, a
+// Source, ties its waits to the run at hand.
+func (a *ReadAhead) SetContext(ctx context.Context) { a.ctx = ctx }
 
 // SetDeadline sets when Read stops waiting for the next block and returns ErrPending. The zero
 // time waits for it without limit; a time already past takes only a block already read.

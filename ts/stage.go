@@ -40,6 +40,15 @@ func (u *Units) Bytes() int {
 	return len(u.buf) - u.start(u.next)
 }
 
+// Take returns the next unit, valid until u next changes, or false when none is left (u then reuses its memory).
+func (u *Units) Take() ([]byte, bool) {
+	if u.Len() == 0 {
+		u.reset()
+		return nil, false
+	}
+	return u.take(), true
+}
+
 // start returns where unit i begins in buf.
 func (u *Units) start(i int) int {
 	if i == 0 {

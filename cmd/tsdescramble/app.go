@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/tsdescramble/tsdescramble/internal/runfiles"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
 	"slices"
@@ -13,6 +11,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/urfave/cli/v2"
 
@@ -178,13 +179,14 @@ func describeKeys(w io.Writer, list [][]byte, show bool) {
 
 // input is the stream a run reads, with a way to end a read that waits on an idle pipe.
 type input struct {
-	io.Reader
-	size   int64        // bytes, or -1 when not known (a pipe)
-	file   *os.File     // the file to close, if this run opened one
-	poll   *os.File     // a pollable descriptor of a pipe, if reads go through one
-	live   *live.Reader // a network input
-	first  atomic.Int64 // when the run got its first bytes, in Unix nanoseconds (0: not yet)
-	closed bool
+	io.Reader              // the bytes: a file, a pipe or a socket
+	src       *ts.Source   // its packets, for the look-ahead and the run (source)
+	size      int64        // bytes, or -1 when not known (a pipe)
+	file      *os.File     // the file to close, if this run opened one
+	poll      *os.File     // a pollable descriptor of a pipe, if reads go through one
+	live      *live.Reader // a network input
+	first     atomic.Int64 // when the run got its first bytes, in Unix nanoseconds (0: not yet)
+	closed    bool
 }
 
 // interrupt makes a read that waits for more input return at once, so that a run that must
@@ -199,11 +201,19 @@ func (in *input) interrupt() {
 	}
 }
 
-// ArrivedAt says when the bytes of the last Read arrived, when the input knows: the bytes a
-// look-ahead replays arrived before the run reads them (see replay).
-func (in *input) ArrivedAt() time.Time { return ts.ArrivedAt(in.Reader) }
+// source returns the one reader of the input's packets, which the look-ahead for the PMTs
+// (peekServices) and the run share: what the look-ahead read, the run reads again from it.
+func (in *input) source() *ts.Source {
+	if in.src == nil {
+		in.src = ts.NewSource(in.Reader, ts.SourceOptions{Interrupt: in.interrupt})
+	}
+	return in.src
+}
 
 func (in *input) Close() {
+	if in.src != nil {
+		in.src.Close()
+	}
 	if in.live != nil {
 		in.live.Close()
 	}

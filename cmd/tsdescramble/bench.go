@@ -15,6 +15,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 func benchCommand(env Env) *cli.Command {
@@ -59,7 +60,7 @@ func bench(c *cli.Context, env Env) error {
 		best := 0.0
 		for range rounds {
 			start := time.Now()
-			_, err := pipeline.Run(context.Background(), &repeatReader{block: block, n: size}, io.Discard, pipeline.Options{
+			_, err := pipeline.Run(context.Background(), ts.NewSource(&repeatReader{block: block, n: size}), io.Discard, pipeline.Options{
 				Keys: keys.NewFixed(cw, cw), Lanes: cfg.lanes, Workers: cfg.workers, Batch: cfg.batch,
 			})
 			if err != nil {

@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/netip"
-	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
-	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Live streams: -in and -out take udp:// and rtp:// addresses beside files (see package live),
@@ -125,38 +120,6 @@ func (n *netOutput) close() error {
 		err = cerr
 	}
 	return err
-}
-
-// ender ends the input of a run as if it had ended there: after -duration, or when a run on a
-// never-ending input is told to stop. Reads after it return io.EOF; a read waiting on an idle
-// pipe or socket is woken.
-type ender struct {
-	in    *input
-	r     io.Reader
-	ended atomic.Bool
-	once  sync.Once
-}
-
-func (e *ender) Read(p []byte) (int, error) {
-	if e.ended.Load() {
-		return 0, io.EOF
-	}
-	n, err := e.r.Read(p)
-	if err != nil && e.ended.Load() && (errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, live.ErrIdle)) {
-		err = io.EOF
-	}
-	return n, err
-}
-
-// ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
-func (e *ender) ArrivedAt() time.Time { return ts.ArrivedAt(e.r) }
-
-// end ends the input.
-func (e *ender) end() {
-	e.once.Do(func() {
-		e.ended.Store(true)
-		e.in.interrupt()
-	})
 }
 
 // collectLive gathers the figures of the run's network ends, or returns nil when it has none.

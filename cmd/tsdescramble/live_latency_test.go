@@ -20,7 +20,6 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/psi"
-	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // TestLiveLatency measures the delay the command adds to a live stream with its default flags
@@ -373,9 +372,9 @@ func liveLines(s string) string {
 // TestLiveLookAheadEndsAtPMT sends a live input its first three packets (SDT, PAT, PMT), a
 // datagram each, and nothing more: the look-ahead must end as the PMT arrives, not wait for the
 // packets after it (its framer's sync look-ahead) until the input falls silent. The silence
-// allowed is a minute, so only the first can end it in time. The run then reads every byte,
-// and, through the readers it wraps the input in, learns that those of the look-ahead arrived
-// before it ended (so that its latency bound counts from then), the others as it reads them.
+// allowed is a minute, so only the first can end it in time. The run then reads every packet
+// from the input's source, and learns that those of the look-ahead arrived before it ended (so
+// that its latency bound counts from then), the others after.
 func TestLiveLookAheadEndsAtPMT(t *testing.T) {
 	defer func(d time.Duration) { peekIdle = d }(peekIdle)
 	peekIdle = time.Minute
@@ -408,20 +407,19 @@ func TestLiveLookAheadEndsAtPMT(t *testing.T) {
 	peekEnd := time.Now()
 	send(3, 20)
 	got := make([]byte, 0, len(stream))
-	buf := make([]byte, 4096)
 	in.live.SetIdleTimeout(5 * time.Second)
-	r := &onFirstBytes{r: &ender{in: in, r: in}, f: func() {}} // as the run reads it
+	src := in.source()           // as the run reads it
+	src.SetDeadline(time.Time{}) // wait for each packet
 	for len(got) < len(stream) {
-		n, err := r.Read(buf)
-		at := ts.ArrivedAt(r)
-		if replayed := len(got) < 3*188; n > 0 && (replayed && (at.IsZero() || at.After(peekEnd)) || !replayed && !at.IsZero()) {
-			t.Fatalf("bytes %d to %d: arrived at %v; the look-ahead ended at %v and read the first %d",
-				len(got), len(got)+n, at, peekEnd, 3*188)
-		}
-		got = append(got, buf[:n]...)
+		unit, err := src.Next()
 		if err != nil {
 			break
 		}
+		at := src.ArrivedAt()
+		if replayed := len(got) < 3*188; replayed && (at.IsZero() || at.After(peekEnd)) || !replayed && at.Before(peekEnd) {
+			t.Fatalf("packet %d: arrived at %v; the look-ahead ended at %v and read the first 3", len(got)/188, at, peekEnd)
+		}
+		got = append(got, unit...)
 	}
 	if !bytes.Equal(got, stream) {
 		t.Fatalf("the run read %d bytes, not the %d sent", len(got), len(stream))

@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"github.com/tsdescramble/tsdescramble/internal/runfiles"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/urfave/cli/v2"
 

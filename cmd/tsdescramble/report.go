@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -15,7 +14,6 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/pipeline"
-	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // progress shows a progress bar on stderr when stderr is a terminal, and costs nothing otherwise.
@@ -95,25 +93,6 @@ func (p *progress) finish() {
 	}
 	p.bar.Finish()
 }
-
-// onFirstBytes reads r and calls f once, when the first bytes come and before they are handed
-// on, so that what f prints comes before anything the run says of them.
-type onFirstBytes struct {
-	r    io.Reader
-	once sync.Once
-	f    func()
-}
-
-func (o *onFirstBytes) Read(p []byte) (int, error) {
-	n, err := o.r.Read(p)
-	if n > 0 {
-		o.once.Do(o.f)
-	}
-	return n, err
-}
-
-// ArrivedAt passes on what the input says of when the bytes of the last Read arrived.
-func (o *onFirstBytes) ArrivedAt() time.Time { return ts.ArrivedAt(o.r) }
 
 // statsEvery rewrites the -stats file every interval with the counts of a run still going, from
 // a goroutine of its own, so that a slow disk never holds the run up, and on time while the

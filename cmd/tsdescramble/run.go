@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -71,7 +70,6 @@ type runState struct {
 	la      *lookahead
 	in      *input
 	out     *output
-	input   io.Reader // the input, through the SimulCrypt stage when there is one
 	simul   *scsRun
 	cleanup []func()
 
@@ -79,7 +77,6 @@ type runState struct {
 	sig   *signals.Signals
 	bar   *progress
 	every *statsEvery
-	end   *ender
 
 	st             pipeline.Stats
 	runErr, scsErr error
@@ -140,12 +137,11 @@ func (r *runState) open() (err error) {
 		return err
 	}
 	r.cleanup = append(r.cleanup, r.in.Close)
-	r.input = r.in
 	if c.scsWanted() {
 		if r.simul, err = startSCS(c, r.in, &r.opts, r.sys, r.keys, r.logf); err != nil {
 			return err
 		}
-		r.input = r.simul.stage
+		r.in.source().SetStage(r.simul.stage)
 	}
 	pace := c.pace
 	if !c.isSet("pace") {
@@ -255,9 +251,8 @@ func (r *runState) configure() {
 		r.every = newStatsEvery(c.stats, d, r.observer(), in, r.out, r.env.Stderr)
 	}
 	// -duration ends the input as its end would.
-	r.end = &ender{in: in, r: r.input}
 	if c.duration > 0 {
-		t := time.AfterFunc(c.duration, r.end.end)
+		t := time.AfterFunc(c.duration, in.source().End)
 		r.cleanup = append(r.cleanup, func() { t.Stop() })
 	}
 }
@@ -323,7 +318,9 @@ func (r *runState) run() {
 			describeKeys(r.env.Stderr, r.keys.cws(), c.showKeys)
 		}
 	}
-	r.st, r.runErr = pipeline.Run(r.ctx, &onFirstBytes{r: r.end, f: printNotes}, r.out.w, r.opts)
+	src := in.source()
+	src.SetOnFirst(printNotes)
+	r.st, r.runErr = pipeline.Run(r.ctx, src, r.out.w, r.opts)
 	if r.every != nil {
 		r.every.end()
 	}

@@ -129,7 +129,7 @@ func startSCS(c *config, in *input, opts *pipeline.Options, sys scrambling.Syste
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stage, err := scs.New(ctx, in, cfg)
+	stage, err := scs.New(ctx, cfg)
 	if err != nil {
 		if run.log != nil {
 			run.log.Close()

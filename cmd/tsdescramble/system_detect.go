@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -188,61 +186,33 @@ func (s signalled) describe() string {
 
 // peekServices reads the start of in, in whatever framing it has, and returns the services of
 // its PAT with their PMTs as read. It stops once every service of the PAT has shown its PMT,
-// after peekLimit bytes, at the end of the input, at a read error, or when a pipe has sent
-// nothing for peekIdle. Afterwards in reads those bytes again, then the rest of the input (or
-// the read error, in its place): the run sees the same bytes whether or not anything looked.
+// after peekLimit bytes, at the end of the input, at a read error, or when a pipe or a network
+// input has sent nothing for peekIdle (a network input: or after peekLive in all). The packets
+// it read stay in the input's source (ts.Source.Peek), which hands them to the run first: the
+// run sees the same packets whether or not anything looked.
 func peekServices(in *input) []psi.Service {
-	rec := ts.NewRecorder(in.Reader, peekLimit)
-	if in.poll != nil {
-		rec.SetDeadline(in.poll, peekIdle)
+	var idle time.Duration
+	var until time.Time
+	if in.poll != nil || in.live != nil {
+		idle = peekIdle
 	}
 	if in.live != nil {
 		// A live feed that never shows its PMTs must not hold its first packets back for long.
-		rec.SetDeadline(idleDeadline{in.live}, peekIdle)
-		rec.Until = time.Now().Add(peekLive)
-		// Nor may the framer's look-ahead hold them: it would wait for four more packets past
-		// the last PMT (80 ms at a packet every 20 ms) before it handed the PMT over.
-		rec.Pending()
+		until = time.Now().Add(peekLive)
 	}
-	fr := ts.NewFramer(rec)
 	tr := psi.NewTracker()
 	var gen uint64
-	for complete := false; !complete; {
-		unit, err := fr.Next()
-		if err == ts.ErrPending {
-			rec.WaitForMore() // the framer gave every whole packet it had
-			continue
-		}
-		if err != nil {
-			break
-		}
-		p := unit[fr.Framing().Prefix:][:psi.PacketSize]
+	in.source().Peek(peekLimit, idle, until, func(unit []byte, fr ts.Framing) bool {
+		p := unit[fr.Prefix:][:psi.PacketSize]
 		if pid := uint16(p[1]&0x1F)<<8 | uint16(p[2]); !tr.Wants(pid) {
-			continue
+			return true
 		}
 		tr.Feed(p)
 		if g := tr.Generation(); g != gen {
 			gen = g
-			complete = tr.AllPMTsRead()
+			return !tr.AllPMTsRead()
 		}
-	}
-	fr.Release() // the tracker copied what it kept of the packets
-	// The bytes read, then the rest: a read error other than the look-ahead's own ends comes
-	// in its place.
-	in.Reader = rec.Replay(in.Reader, func(err error) bool {
-		return !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, live.ErrIdle)
+		return true
 	})
 	return tr.Services()
-}
-
-// idleDeadline gives a live.Reader the read deadline a recorder sets, as an idle timeout.
-type idleDeadline struct{ r *live.Reader }
-
-func (d idleDeadline) SetReadDeadline(t time.Time) error {
-	if t.IsZero() {
-		d.r.SetIdleTimeout(0)
-	} else {
-		d.r.SetIdleTimeout(max(time.Until(t), time.Millisecond))
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // A DVBAPI client gets the keys of a recording's services from OSCam's dvbapi module (a
@@ -29,7 +30,7 @@ func ExampleClient() {
 	}
 	defer in.Close()
 	var out bytes.Buffer
-	st, err := pipeline.Run(ctx, in, &out, pipeline.Options{LiveKeys: &pipeline.LiveKeys{
+	st, err := pipeline.Run(ctx, ts.NewSource(in), &out, pipeline.Options{LiveKeys: &pipeline.LiveKeys{
 		Source:    live,
 		Sections:  client,
 		FileInput: true, // read ahead: wait for the server's answers

@@ -15,6 +15,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // A stream with ECMs scrambled by libdvbcsa, each period with the CW its ECM carries, comes
@@ -49,7 +50,7 @@ func TestKeyServersOnLibdvbcsaStream(t *testing.T) {
 	}
 	run := func(t *testing.T, lk *pipeline.LiveKeys) pipeline.Stats {
 		var out bytes.Buffer
-		st, err := pipeline.Run(context.Background(), bytes.NewReader(scrambled), &out, pipeline.Options{LiveKeys: lk})
+		st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, pipeline.Options{LiveKeys: lk})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -518,7 +518,7 @@ func (s *oracleSchedule) runLibrary(t *testing.T, workers, batch int) oracleRun 
 		o := pipeline.Options{Keys: kf.Schedule(), Workers: workers, Batch: batch}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		var out bytes.Buffer
-		st, err := pipeline.Run(ctx, bytes.NewReader(in), &out, o)
+		st, err := pipeline.Run(ctx, ts.NewSource(bytes.NewReader(in)), &out, o)
 		cancel()
 		if err != nil {
 			t.Fatalf("%s\npipeline.Run, workers %d batch %d: %v", s, workers, batch, err)

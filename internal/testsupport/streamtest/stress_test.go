@@ -6,13 +6,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/tsdescramble/tsdescramble/ts"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
@@ -165,7 +166,7 @@ func TestStressShortReadsInProcess(t *testing.T) {
 		for _, p := range [][2]int{{1, 1}, {4, 3}, {2, pipeline.MaxBatch}} {
 			var out bytes.Buffer
 			in := &shortReader{data: c.scrambled, rng: rand.New(rand.NewPCG(uint64(ci), uint64(p[1])))}
-			st, err := pipeline.Run(context.Background(), in, &out, pipeline.Options{Keys: keys.NewList(testCWs), Workers: p[0], Batch: p[1]})
+			st, err := pipeline.Run(context.Background(), ts.NewSource(in), &out, pipeline.Options{Keys: keys.NewList(testCWs), Workers: p[0], Batch: p[1]})
 			if err != nil {
 				t.Fatalf("%s, workers %d batch %d: %v", c.name, p[0], p[1], err)
 			}

@@ -1,7 +1,6 @@
 package ts_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"time"
@@ -11,7 +10,7 @@ import (
 
 // A live input read ahead: the packets that have come are handed out by the deadline, however
 // long the input then stays quiet, and the end of the input comes after them.
-func ExampleReadAhead() {
+func ExampleSource_SetDeadline() {
 	pr, pw := io.Pipe()
 	quiet := make(chan struct{}) // the input stays quiet until the packets sent are out
 	go func() {
@@ -24,14 +23,14 @@ func ExampleReadAhead() {
 		pw.Write(pkt)
 		pw.Close()
 	}()
-	in := ts.NewReadAhead(context.Background(), pr, 64<<10, 4, nil)
-	fr := ts.NewFramer(in)
+	src := ts.NewSource(pr)
+	defer src.Close()
 	packets := 0
 	for {
 		// A packet waits at most 20 ms for the bytes the framer would like to look at
 		// after it.
-		in.SetDeadline(time.Now().Add(20 * time.Millisecond))
-		_, err := fr.Next()
+		src.SetDeadline(time.Now().Add(20 * time.Millisecond))
+		_, err := src.Next()
 		if err == ts.ErrPending {
 			if packets == 3 {
 				fmt.Println("3 packets out while the input is quiet")
