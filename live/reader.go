@@ -115,7 +115,7 @@ type Reader struct {
 	lastArrival time.Time
 	heldSince   time.Time
 	heldFirst   uint16
-	deadline    time.Time // the read deadline set on the socket
+	deadline    time.Time   // the read deadline set on the socket
 	redo        atomic.Bool // SetIdleTimeout moved the socket's deadline: deadline is stale
 
 	closeOnce sync.Once

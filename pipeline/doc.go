@@ -1,23 +1,29 @@
-// Package pipeline descrambles, scrambles and rescrambles MPEG transport streams: Run reads
-// packets from an io.Reader, runs the ciphers on every core and writes every packet, in input
+// Package pipeline descrambles, scrambles and rescrambles MPEG transport streams: Run takes the
+// packets of a ts.Source, runs the ciphers on every core and writes every packet, in input
 // order and framing, to an io.Writer.
 //
 // # Stages
 //
-//	io.Reader ──► reader, classifier ──► workers ──► ordered writer ──► io.Writer
-//	              (one goroutine:        (Workers    (chunks back
-//	              framer, PID, TSC,      goroutines: in sequence)
-//	              payload; crypto        batcher,
-//	              period and key:        ciphers)
-//	              keys/period)
+// A packet passes these stages, in this order (DESIGN.md has the whole run, the input's
+// side included):
 //
-// One goroutine reads the input into chunks (units of work of Options.Batch packets), frames
-// the packets (188, 192 or 204 bytes, resynchronising after garbage) and classifies each one:
-// its PID, its scrambling control, its payload, and, to descramble, its PID's crypto period.
-// Workers take whole chunks; package batcher cuts each chunk's payloads into batches of one
-// key and the system's width (scrambling.System.Lanes), one processor call each, and an
-// ordered writer puts the chunks back in sequence. Memory is bounded by the chunks in flight,
-// and those within MaxMemory, whatever Workers and Batch ask for (see Limits).
+//	io.Reader ─► ts.Source ──────────► classifier ─────────► workers ─────────► ordered writer ─► io.Writer
+//	             read-ahead (live),     (one goroutine:       (Workers           (chunks back in
+//	             framer, look-ahead     PID, TSC, payload;    goroutines:        sequence; flushed
+//	             replay, stage          tables; crypto        batcher,           when caught up
+//	             (scs), end; when       period and key:       ciphers)           on a bound)
+//	             each unit arrived      keys/period)
+//
+// The source frames the input (188, 192 or 204 bytes, resynchronising after garbage), replays
+// what a look-ahead read, and runs the stage that a SimulCrypt scrambler puts between the
+// framer and the run (package scs); it says when each unit arrived, which the latency bound
+// counts from. One goroutine takes its units into chunks (units of work of Options.Batch
+// packets), the only copy of a unit's bytes the run makes, and classifies each one: its PID, its
+// scrambling control, its payload, and, to descramble, its PID's crypto period. Workers take
+// whole chunks; package batcher cuts each chunk's payloads into batches of one key and the
+// system's width (scrambling.System.Lanes), one processor call each, and an ordered writer puts
+// the chunks back in sequence. Memory is bounded by the chunks in flight, and those within
+// MaxMemory, whatever Workers and Batch ask for (see Limits).
 //
 // # The tables
 //
@@ -53,8 +59,8 @@
 //
 // # Live input: the latency bound
 //
-// With Options.Latency, a run reads its input in a goroutine of its own and takes it with a
-// deadline: when its oldest packet held is due. The unit of work is then cut, however few
+// With Options.Latency, the source reads its input in a goroutine of its own and the run takes
+// its packets with a deadline: when its oldest packet held is due. The unit of work is then cut, however few
 // packets it holds, and the output is flushed when the writer has caught up; that changes no
 // byte of the output. With Options.DecideOnTime (for a live input), the crypto periods still
 // open in the units due are decided with what is known too, as at the 65536-packet bound: such

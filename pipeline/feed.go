@@ -12,8 +12,8 @@ import (
 // goes (on a clock, with a fresh control word each, as a SimulCrypt scrambler does): Start says
 // at which packet of the run's input a period begins and its control word. The first period
 // is even and the parity alternates at each Start. Starts are given in stream order, each
-// before the run reads its packet: a stage that wraps the run's io.Reader calls Start before
-// it returns that packet's bytes.
+// before the run takes its packet: a ts.Stage in the run's source (scs.Stage) calls Start in
+// the call that hands that packet on.
 //
 // A PeriodFeed is safe for one goroutine calling Start while the run reads.
 type PeriodFeed struct {
@@ -37,7 +37,7 @@ type feedStart struct {
 }
 
 // Start says that the next crypto period begins at the packet-th packet unit the run reads
-// (counting from 1, as ts.Framer yields them) and is scrambled with cw. A nil cw begins a
+// (counting from 1, as the run's ts.Source hands them on) and is scrambled with cw. A nil cw begins a
 // period whose packets pass clear: a stage whose first period is odd starts one of no packet
 // before it, to keep the parity of its crypto period numbers.
 func (f *PeriodFeed) Start(packet int64, cw []byte) {

@@ -255,11 +255,17 @@ func (s *Stage) Close() error {
 // the call that brings it. The units handled, with the ECM units put among them, go on in
 // out. An error ends the stream: the units held after the one that failed are dropped.
 func (s *Stage) Packet(unit []byte, fr ts.Framing, out *ts.Units) error {
-	s.held = append(s.held, heldUnit{len(s.look), fr})
-	s.look = append(s.look, unit...)
 	s.in++
 	p := unit[fr.Prefix : fr.Prefix+ts.PacketSize]
-	if s.clk.Observe(p, s.in) != ts.NoPCR || len(s.held) >= maxHeld || s.cfg.Live {
+	dated := s.clk.Observe(p, s.in) != ts.NoPCR || s.cfg.Live
+	if dated && len(s.held) == 0 {
+		// Nothing waits before it: it is handled where it is, without a copy (every unit of
+		// a live input).
+		return s.packet(unit, fr, s.in, out)
+	}
+	s.held = append(s.held, heldUnit{len(s.look), fr})
+	s.look = append(s.look, unit...)
+	if dated || len(s.held) >= maxHeld {
 		return s.flush(out)
 	}
 	return nil

@@ -49,7 +49,8 @@ type Source struct {
 	onFirst func() // called once, when the first bytes have come (SetOnFirst)
 
 	framing Framing
-	at      time.Time // when the last unit Next returned arrived (zero: not known)
+	at      time.Time // when the last unit Next returned arrived (zero: not known), unless atOff
+	atOff   int64     // the input offset of the last unit, when its arrival is to be looked up; -1: at
 	packets int64
 }
 
@@ -88,7 +89,7 @@ type SourceOptions struct {
 
 // NewSource returns a Source of the packets of r.
 func NewSource(r io.Reader, opts ...SourceOptions) *Source {
-	s := &Source{ctx: context.Background()}
+	s := &Source{ctx: context.Background(), atOff: -1}
 	s.in.r = r
 	if len(opts) > 0 {
 		s.in.interrupt = opts[0].Interrupt
@@ -286,7 +287,7 @@ func (s *Source) nextFramed() ([]byte, error) {
 		unit := s.peeked.take()
 		s.framing, _ = FramingOf(len(unit))
 		r := &s.peekAt[0]
-		s.at = r.at
+		s.at, s.atOff = r.at, -1
 		if r.n--; r.n == 0 {
 			s.peekAt = s.peekAt[1:]
 		}
@@ -303,7 +304,11 @@ func (s *Source) nextFramed() ([]byte, error) {
 	}
 	s.framing = s.fr.Framing()
 	if s.ra != nil {
-		s.at = s.arrivedAt(s.fr.BytesRead() - int64(s.fr.Buffered()) - int64(len(unit)))
+		// Looked up when asked (ArrivedAt): a run asks for the first unit of each unit of
+		// work only.
+		s.atOff = s.fr.BytesRead() - int64(s.fr.Buffered()) - int64(len(unit))
+	} else {
+		s.at, s.atOff = time.Time{}, -1
 	}
 	return unit, nil
 }
@@ -330,7 +335,7 @@ func (s *Source) nextStaged() ([]byte, error) {
 			continue
 		}
 		if s.stagedAt.IsZero() {
-			s.stagedAt = s.at
+			s.stagedAt = s.ArrivedAt()
 		}
 		if serr := s.stage.Packet(unit, s.framing, &s.staged); serr != nil {
 			s.stageErr = serr
@@ -338,7 +343,7 @@ func (s *Source) nextStaged() ([]byte, error) {
 	}
 	unit := s.staged.take()
 	s.framing, _ = FramingOf(len(unit))
-	s.at = s.stagedAt
+	s.at, s.atOff = s.stagedAt, -1
 	if s.staged.Len() == 0 {
 		s.stagedAt = time.Time{}
 	}
@@ -409,7 +414,12 @@ func (s *Source) Framing() Framing {
 
 // ArrivedAt returns when the last unit Next returned arrived, as the read-ahead saw it: the
 // zero time without one (a regular file, read as fast as it goes).
-func (s *Source) ArrivedAt() time.Time { return s.at }
+func (s *Source) ArrivedAt() time.Time {
+	if s.atOff >= 0 {
+		s.at, s.atOff = s.arrivedAt(s.atOff), -1
+	}
+	return s.at
+}
 
 // HeldSince returns when the oldest byte of the input that the source holds and Next has not
 // returned yet arrived (in the look-ahead, the stage or the framer's buffer), and false when it
