@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // Writer to Reader on loopback, both families, both schemes, writes cut at random sizes.
@@ -311,5 +313,42 @@ func TestListenDialErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.says) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line saying %q", c.addr, err, c.says)
 		}
+	}
+}
+
+// ReadBlock hands over the bytes Read would give, in order, trading buffers with its caller (a
+// ts.ReadAhead) rather than copying; a Read that left a part behind is handed on first.
+func TestReadBlock(t *testing.T) {
+	stream := makeStream(3000, 20, 2_000_000)
+	r := listenT(t, "rtp://@127.0.0.1:0")
+	w := dialT(t, "rtp://127.0.0.1:"+itoa(port(r))+"?ssrc=7")
+	if _, err := w.Write(stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.SetIdleTimeout(time.Second)
+	part := make([]byte, 100)
+	n, err := r.Read(part) // a Read leaves the rest of its batch behind
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append([]byte(nil), part[:n]...)
+	var _ ts.BlockReader = r
+	buf := make([]byte, 0, 64<<10)
+	for len(got) < len(stream) {
+		b, err := r.ReadBlock(buf)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", len(got), err)
+		}
+		if len(b) == 0 {
+			t.Fatal("ReadBlock returned no byte and no error")
+		}
+		got = append(got, b...)
+		buf = b // handed back: the reader may fill it next
+	}
+	if string(got) != string(stream) {
+		t.Fatalf("received stream differs: %s", firstDiff(got, stream))
 	}
 }

@@ -295,6 +295,32 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 }
 
+// ReadBlock is Read without the copy out, for a reader that reads ahead into blocks of its own
+// (ts.BlockReader): it returns the bytes of the datagrams it took in the buffer it took them
+// into, and takes buf, emptied, as the buffer it fills next.
+func (r *Reader) ReadBlock(buf []byte) ([]byte, error) {
+	for {
+		if r.off < len(r.ready) {
+			if r.off > 0 {
+				// Cannot happen to a reader that reads by blocks alone: a Read left a part.
+				out := append(buf[:0], r.ready[r.off:]...)
+				r.ready, r.off = r.ready[:0], 0
+				return out, nil
+			}
+			out := r.ready
+			r.ready = buf[:0]
+			return out, nil
+		}
+		r.ready, r.off = r.ready[:0], 0
+		if r.eof {
+			return buf[:0], io.EOF
+		}
+		if err := r.fill(); err != nil {
+			return buf[:0], err
+		}
+	}
+}
+
 // fill receives one batch of datagrams into r.ready, or handles the timeout or close that ends
 // the wait. It returns an error only for the caller: the idle timeout or a socket failure.
 func (r *Reader) fill() error {

@@ -33,6 +33,15 @@ type ReadAhead struct {
 	now      time.Time
 }
 
+// BlockReader is an input that can hand its bytes over in a buffer of its own rather than copy
+// them into the caller's: a live.Reader, which gathers datagrams into a buffer anyway. A
+// ReadAhead over one trades buffers with it, a copy fewer per byte.
+type BlockReader interface {
+	// ReadBlock returns the next bytes of the input, at least one unless it returns an error,
+	// and takes buf (its contents no longer needed) as a buffer of its own.
+	ReadBlock(buf []byte) ([]byte, error)
+}
+
 // block is one read of the input, with the time it returned.
 type block struct {
 	buf []byte
@@ -57,6 +66,7 @@ func NewReadAhead(ctx context.Context, r io.Reader, blockSize, blocks int, onBlo
 	}
 	a.timer = time.NewTimer(time.Hour)
 	a.timer.Stop()
+	br, _ := r.(BlockReader)
 	go func() {
 		for {
 			var b *block
@@ -65,7 +75,12 @@ func NewReadAhead(ctx context.Context, r io.Reader, blockSize, blocks int, onBlo
 			case <-ctx.Done(): // the goroutine's own: SetContext changes only Read's
 				return
 			}
-			b.n, b.err = r.Read(b.buf)
+			if br != nil {
+				b.buf, b.err = br.ReadBlock(b.buf[:0])
+				b.n = len(b.buf)
+			} else {
+				b.n, b.err = r.Read(b.buf[:cap(b.buf)])
+			}
 			b.at = time.Now()
 			a.full <- b // full has room for every block
 			if b.err != nil {

@@ -216,3 +216,39 @@ func TestReadAheadFramer(t *testing.T) {
 	}
 	close(r.chunks)
 }
+
+// swapReader is a BlockReader that hands over chunks in buffers of its own (larger, some of
+// them, than the read-ahead's blocks).
+type swapReader struct {
+	chunks [][]byte
+	given  int
+}
+
+func (r *swapReader) ReadBlock(buf []byte) ([]byte, error) {
+	if len(r.chunks) == 0 {
+		return buf[:0], io.EOF
+	}
+	c := r.chunks[0]
+	r.chunks = r.chunks[1:]
+	r.given++
+	return c, nil
+}
+
+func (r *swapReader) Read([]byte) (int, error) { panic("a ReadAhead reads a BlockReader by blocks") }
+
+// A ReadAhead over a BlockReader hands on the blocks it is given, in order, without reading
+// them into its own.
+func TestReadAheadBlockReader(t *testing.T) {
+	var want []byte
+	r := &swapReader{}
+	for i := range 50 {
+		c := bytes.Repeat([]byte{byte(i)}, 1+i*37%500)
+		r.chunks = append(r.chunks, c)
+		want = append(want, c...)
+	}
+	a := NewReadAhead(context.Background(), r, 64, 3, nil)
+	got, err := readAhead(t, a, 10*time.Second)
+	if err != io.EOF || !bytes.Equal(got, want) || r.given != 50 {
+		t.Fatalf("%d bytes of %d, %v, %d blocks given", len(got), len(want), err, r.given)
+	}
+}

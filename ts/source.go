@@ -136,6 +136,24 @@ func (e *endable) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadBlock hands the input's own buffer over when the input can (BlockReader), so that the
+// read-ahead over a live input copies nothing; otherwise it reads into buf.
+func (e *endable) ReadBlock(buf []byte) ([]byte, error) {
+	br, ok := e.r.(BlockReader)
+	if !ok {
+		n, err := e.Read(buf[:cap(buf)])
+		return buf[:n], err
+	}
+	if e.ended.Load() {
+		return buf[:0], io.EOF
+	}
+	out, err := br.ReadBlock(buf)
+	if err != nil && e.ended.Load() {
+		err = io.EOF // the read End cut short
+	}
+	return out, err
+}
+
 // End ends the input as its end would: after a time limit, or when a run on a never-ending
 // input must stop. What was read before goes on; reads after it return io.EOF, and a read
 // waiting on an idle input is woken (SourceOptions.Interrupt). Safe for any goroutine.
@@ -261,6 +279,16 @@ func (s *Source) compact() {
 // ErrPending when the deadline passed with no whole packet at hand; io.EOF at the end of the
 // input; ErrNoSync when the input holds no transport stream; or the input's read error.
 func (s *Source) Next() ([]byte, error) {
+	if s.stage == nil && s.onFirst == nil && s.ra == nil && s.peeked.Len() == 0 {
+		// A file, once its first bytes are told of: the framer's unit as it is.
+		unit, err := s.fr.Next()
+		if err != nil {
+			return nil, err
+		}
+		s.framing = s.fr.framing
+		s.packets++
+		return unit, nil
+	}
 	var unit []byte
 	var err error
 	if s.stage != nil {
