@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"testing"
+	"time"
 )
 
 // FuzzFramer feeds arbitrary bytes to the framer: it must never panic, every unit it returns must
@@ -144,4 +146,74 @@ func FuzzFramerChanges(f *testing.F) {
 			}
 		}
 	})
+}
+
+// cutReader returns its bytes in reads of the sizes cuts gives, in turn.
+type cutReader struct {
+	b    []byte
+	cuts []byte
+	i    int
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := 1 + int(r.cuts[r.i%len(r.cuts)])*7
+	r.i++
+	n = copy(p[:min(len(p), n)], r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// FuzzSourcePeek: whatever the bytes, however the reads are cut and however far a look-ahead
+// went, a Source hands on the units, framings and counts of a framer alone: a run sees the same
+// packets whether or not anything looked.
+func FuzzSourcePeek(f *testing.F) {
+	one := make([]byte, 188)
+	one[0] = SyncByte
+	f.Add(bytes.Repeat(one, 9), []byte{3}, uint16(4))
+	f.Add(append([]byte{1, 2, 3}, bytes.Repeat(append(make([]byte, 4), one...), 6)...), []byte{0, 200, 7}, uint16(2))
+	f.Add(append(bytes.Repeat(one, 4), bytes.Repeat(append(append([]byte{}, one...), make([]byte, 16)...), 4)...), []byte{30}, uint16(5))
+	f.Fuzz(checkSourcePeek)
+}
+
+func checkSourcePeek(t *testing.T, in, cuts []byte, look uint16) {
+	if len(cuts) == 0 {
+		cuts = []byte{255}
+	}
+	fr := NewFramer(bytes.NewReader(in))
+	var want []byte
+	var wantFr []Framing
+	var werr error
+	for {
+		u, err := fr.Next()
+		if err != nil {
+			werr = err
+			break
+		}
+		want = append(want, u...)
+		wantFr = append(wantFr, fr.Framing())
+	}
+	s := NewSource(&cutReader{b: in, cuts: cuts})
+	defer s.Close()
+	seen := 0
+	s.Peek(1<<20, 0, time.Time{}, func([]byte, Framing) bool { seen++; return seen < int(look) })
+	var got []byte
+	var gotFr []Framing
+	var err error
+	for {
+		var u []byte
+		if u, err = s.Next(); err != nil {
+			break
+		}
+		got = append(got, u...)
+		gotFr = append(gotFr, s.Framing())
+	}
+	if !bytes.Equal(got, want) || !slices.Equal(gotFr, wantFr) || err != werr {
+		t.Fatalf("look %d: %d bytes in %d units, %v; a framer alone: %d bytes in %d units, %v", look, len(got), len(gotFr), err, len(want), len(wantFr), werr)
+	}
+	if s.Skipped() != fr.Skipped() || s.Truncated() != fr.Truncated() || s.Packets() != fr.Packets() || s.BytesRead() != fr.BytesRead() {
+		t.Fatal("the counts differ from a framer's alone")
+	}
 }

@@ -60,9 +60,11 @@ func bench(c *cli.Context, env Env) error {
 		best := 0.0
 		for range rounds {
 			start := time.Now()
-			_, err := pipeline.Run(context.Background(), ts.NewSource(&repeatReader{block: block, n: size}), io.Discard, pipeline.Options{
+			src := ts.NewSource(&repeatReader{block: block, n: size})
+			_, err := pipeline.Run(context.Background(), src, io.Discard, pipeline.Options{
 				Keys: keys.NewFixed(cw, cw), Lanes: cfg.lanes, Workers: cfg.workers, Batch: cfg.batch,
 			})
+			src.Close()
 			if err != nil {
 				return 0, err
 			}
