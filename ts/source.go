@@ -18,7 +18,7 @@ import (
 //	io.Reader ──► [read-ahead] ──► framer ──► [look-ahead replay] ──► [stage] ──► Next
 //
 // Next, Peek, SetDeadline and the counters belong to one goroutine, the reader of the stream;
-// End and Close may come from any.
+// End may come from any; Close comes once the reader is done.
 type Source struct {
 	in     endable    // the input, with its end as End makes it
 	ra     *ReadAhead // reads in a goroutine of its own once a deadline is asked for; nil before
@@ -38,13 +38,13 @@ type Source struct {
 	// they arrived, in runs of units that came together.
 	peeked  Units
 	peekAt  []arrivalRun
-	peeking bool
+	peeking bool // a Peek with an idle bound is under way: a read waits for one block at most
 
 	stage    Stage
 	staged   Units     // what the stage handed on and Next has not returned yet
 	stagedAt time.Time // when the oldest unit the stage was given since it last handed on arrived
-	stageErr error     // what ended the stage: its error, or the input's end once End was called
-	stageEnd bool
+	stageErr error     // what ended the stage's stream: its error, or the input's end or error
+	stageEnd bool      // the stage's End was called
 
 	onFirst func() // called once, when the first bytes have come (SetOnFirst)
 
