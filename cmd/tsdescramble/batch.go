@@ -17,7 +17,6 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/batch"
 	"github.com/tsdescramble/tsdescramble/internal/clihelp"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
-	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -409,7 +408,7 @@ func newBatchJob(index, line int, c *config, statsDir bool) *batch.Job {
 	j := &batch.Job{Index: index, Line: line, In: c.in, Out: c.out, Stats: c.stats, StatsDir: statsDir, Hide: looksLikeKey}
 	for _, ff := range fileFlags {
 		p := ff.get(c)
-		if p == "" || ff.stdio && (p == "-" || live.IsAddress(p)) {
+		if p == "" || ff.stdio && (p == "-" || isNetwork(p)) {
 			continue
 		}
 		j.Files = append(j.Files, batch.File{Flag: ff.name, Path: p, What: ff.describe(), Writes: ff.output(), Output: ff.name == "out"})

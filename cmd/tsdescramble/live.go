@@ -10,6 +10,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/relay"
 )
 
 // Live streams: -in and -out take udp:// and rtp:// addresses beside files (see package live),
@@ -84,9 +85,11 @@ func openLiveInput(path string) (*input, error) {
 	return &input{Reader: r, size: -1, live: r}, nil
 }
 
-// netOutput is a network output: the Writer, and the Pacer before it when the run paces.
+// netOutput is a network output: the Writer (a UDP or RTP destination) or the relay (HTTP
+// clients), and the Pacer before it when the run paces.
 type netOutput struct {
 	w     *live.Writer
+	relay *relay.Server
 	pacer *live.Pacer
 }
 
@@ -110,13 +113,19 @@ func openLiveOutput(path string, pace bool) (*output, error) {
 	return o, nil
 }
 
-// close sends what waits and closes the socket.
+// close sends what waits and closes the socket, or ends the clients' responses.
 func (n *netOutput) close() error {
 	var err error
 	if n.pacer != nil {
 		err = n.pacer.Flush()
 	}
-	if cerr := n.w.Close(); err == nil {
+	var cerr error
+	if n.w != nil {
+		cerr = n.w.Close()
+	} else {
+		cerr = n.relay.Close()
+	}
+	if err == nil {
 		err = cerr
 	}
 	return err
@@ -139,12 +148,16 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report
 			ls.InputBitrate = float64(st.BytesIn) * 8 / d.Seconds()
 		}
 	}
-	if out.net != nil {
+	if out.net != nil && out.net.w != nil {
 		s := out.net.w.Stats()
 		ls.Out = &s
-		if out.net.pacer != nil && final {
-			ls.PaceResets = out.net.pacer.Resets()
-		}
+	}
+	if out.net != nil && out.net.relay != nil {
+		s := out.net.relay.Stats()
+		ls.Relay = &s
+	}
+	if out.net != nil && out.net.pacer != nil && final {
+		ls.PaceResets = out.net.pacer.Resets()
 	}
 	return ls
 }

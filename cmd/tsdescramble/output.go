@@ -82,6 +82,9 @@ func openOutput(path string, env Env, pace bool) (*output, error) {
 	if live.IsAddress(path) {
 		return openLiveOutput(path, pace)
 	}
+	if isHTTP(path) {
+		return openRelayOutput(path, env, pace)
+	}
 	if path == "-" {
 		return stdoutOutput("stdout", env), nil
 	}

@@ -72,6 +72,9 @@ func checkPaths(c *config) error {
 		if p == "" || f.stdio && p == "-" {
 			continue
 		}
+		if f.stdio && isHTTP(p) {
+			continue // a URL (http.go): no file to compare
+		}
 		if f.stdio && live.IsAddress(p) {
 			// A network address (live.go): no file to compare.
 			a, err := checkAddress(f.name, p)

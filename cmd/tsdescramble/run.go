@@ -146,14 +146,14 @@ func (r *runState) open() (err error) {
 	pace := c.pace
 	if !c.isSet("pace") {
 		// A file sent to a network output is paced by its PCR.
-		pace = r.in.size >= 0 && live.IsAddress(c.out)
+		pace = r.in.size >= 0 && isNetwork(c.out)
 	}
 	if r.out, err = openOutput(c.out, r.env, pace); err != nil {
 		return err
 	}
 	r.cleanup = append(r.cleanup, func() {
 		if r.out.net != nil {
-			r.out.net.w.Close() // a run that ended early; close after close is harmless
+			r.out.net.close() // a run that ended early; close after close is harmless
 		}
 	})
 	return nil

@@ -138,8 +138,8 @@ func checkLive(c *config, _ Env) error {
 		return usageErr("-timeout: want a duration above 0 (5s, 1m)")
 	case c.isSet("stats-interval") && (c.statsInterval <= 0 || c.stats == ""):
 		return usageErr("-stats-interval: want a duration above 0 (10s, 1m), with -stats FILE to write to")
-	case c.pace && c.isSet("pace") && !live.IsAddress(c.out):
-		return usageErr("-pace paces a network output: give -out udp://HOST:PORT or rtp://HOST:PORT, or leave -pace out")
+	case c.pace && c.isSet("pace") && !isNetwork(c.out):
+		return usageErr("-pace paces a network output: give -out udp://HOST:PORT, rtp://HOST:PORT or http://[HOST]:PORT/PATH, or leave -pace out")
 	case c.timeout > 0 && !live.IsAddress(c.in):
 		return usageErr("-timeout watches a network input: give -in udp://@:PORT or rtp://@:PORT, or leave -timeout out")
 	}

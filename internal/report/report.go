@@ -17,6 +17,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/relay"
 )
 
 // Summary writes the short summary of a run to w.
@@ -151,6 +152,8 @@ func WriteStats(path string, st *pipeline.Stats, ls *Live, status int, files *ru
 type Live struct {
 	In  *live.Stats       `json:"input,omitempty"`
 	Out *live.WriterStats `json:"output,omitempty"`
+	// Relay is the HTTP output's (-out http://…): clients served, dropped, refused.
+	Relay *relay.Stats `json:"http_output,omitempty"`
 	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
 	InputBitrate float64 `json:"input_bitrate,omitempty"`
 	PaceResets   int64   `json:"pace_resets,omitempty"`
@@ -189,6 +192,13 @@ func PrintLive(w io.Writer, ls *Live) {
 	}
 	if s := ls.Out; s != nil {
 		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
+		if ls.PaceResets > 0 {
+			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
+		}
+		fmt.Fprintln(w)
+	}
+	if s := ls.Relay; s != nil {
+		fmt.Fprintf(w, "  HTTP output: %d clients served, %d dropped as too slow to keep up, %d refused, %.1f MB sent", s.Served, s.Dropped, s.Refused, float64(s.BytesOut)/1e6)
 		if ls.PaceResets > 0 {
 			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
 		}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/relay"
+)
+
+// HTTP transports: -out http://[HOST]:PORT/PATH serves the output stream to any number of
+// clients (package relay).
+
+// isHTTP reports whether a -in or -out value is an http:// or https:// URL.
+func isHTTP(s string) bool {
+	i := strings.Index(s, "://")
+	return i > 0 && (strings.EqualFold(s[:i], "http") || strings.EqualFold(s[:i], "https"))
+}
+
+// isNetwork reports whether a -in or -out value names a network end rather than a file: an
+// address (live.go) or a URL.
+func isNetwork(s string) bool { return live.IsAddress(s) || isHTTP(s) }
+
+// relayAddress parses -out http://[HOST]:PORT/PATH: the address to listen on and the path the
+// stream is served at ("/" when none is given).
+func relayAddress(s string) (addr, path string, err error) {
+	u, perr := url.Parse(s)
+	switch {
+	case perr == nil && strings.EqualFold(u.Scheme, "https"):
+		return "", "", usageErr("-out %s: the stream is served over plain HTTP only: write http://[HOST]:PORT/PATH (a TLS proxy in front serves https)", u.Redacted())
+	case perr != nil || u.Port() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return "", "", usageErr("-out %s: want http://[HOST]:PORT/PATH, the address and path to serve the stream at (http://:PORT/PATH listens on every interface)", redactURL(s))
+	}
+	path = u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return net.JoinHostPort(u.Hostname(), u.Port()), path, nil
+}
+
+// redactURL returns s with a password in it replaced, for a message.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	if i, j := strings.Index(s, "://"), strings.LastIndex(s, "@"); i > 0 && j > i {
+		return s[:i+3] + "xxxxx" + s[j:]
+	}
+	return s
+}
+
+// openRelayOutput serves the output stream at -out http://[HOST]:PORT/PATH: a client joins at
+// the next PAT, and one too slow to keep up is dropped rather than slow the run. From a
+// regular file the stream is paced by its PCR, as to a network address.
+func openRelayOutput(path string, env Env, pace bool) (*output, error) {
+	addr, p, err := relayAddress(path)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := relay.Listen(addr, p, relay.Options{Log: func(msg string) {
+		fmt.Fprintln(env.Stderr, "tsdescramble: -out: "+msg)
+	}})
+	if err != nil {
+		return nil, failErr("cannot open the output: %v", err)
+	}
+	o := &output{net: &netOutput{relay: srv}}
+	var dst io.Writer = srv
+	if pace {
+		// Bursts of 7 packets, as a datagram of a network output carries.
+		o.net.pacer = live.NewPacer(srv, 7)
+		dst = o.net.pacer
+	}
+	o.w = namedWriter{path, dst, o}
+	return o, nil
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ports"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
+)
+
+// waitTCP waits until something accepts connections on the TCP port of 127.0.0.1.
+func waitTCP(t *testing.T, port int) {
+	t.Helper()
+	for range 200 {
+		if c, err := net.Dial("tcp4", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on TCP port %d", port)
+}
+
+// indexOfPacket returns where the first 188-byte packet of got is in want, or -1.
+func indexOfPacket(got, want []byte) int {
+	if len(got) < 188 {
+		return -1
+	}
+	for i := 0; i+188 <= len(want); i += 188 {
+		if bytes.Equal(want[i:i+188], got[:188]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestHTTPRelayOutput serves a descrambled live feed over HTTP to curl, a client nobody here
+// wrote: curl gets the clear stream from a PAT on, byte for byte, and its response ends when
+// the run does; the summary counts it.
+func TestHTTPRelayOutput(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (Debian package curl): the HTTP output is tested with it")
+	}
+	in, out := freeUDPPort(t), ports.TCP(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d/live.ts", out)
+	r := startLive(t, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in), "-out", url, "-cw-file", demoKeys,
+		"-packets", strconv.Itoa(demoPackets))
+	waitListening(t, in)
+	waitTCP(t, out)
+	got := filepath.Join(t.TempDir(), "got.ts")
+	c := proc.Start(t, 60*time.Second, "curl", "-s", "-S", "--max-time", "50", "-o", got, url)
+	time.Sleep(200 * time.Millisecond) // curl connects; a client that comes later joins at a later PAT
+	sendUDP(t, fmt.Sprintf("udp://127.0.0.1:%d", in), readFile(t, demoScrambled), 2*time.Millisecond)
+	res := r.wait(t, 30*time.Second)
+	if res.code != 0 {
+		t.Fatal(describe(res))
+	}
+	c.WaitOK(t, 30*time.Second)
+	b, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear := readFile(t, demoClear)
+	at := indexOfPacket(b, clear)
+	if at < 0 || len(b) < 1000*188 {
+		t.Fatalf("curl got %d bytes, from packet %d of the clear stream", len(b), at/188)
+	}
+	if pid := uint16(b[1]&0x1F)<<8 | uint16(b[2]); pid != 0 {
+		t.Fatalf("curl's stream starts with PID %#x, not a PAT", pid)
+	}
+	sameBytes(t, "what curl got", b, clear[at:], 188)
+	summaryHas(t, res.stderr, `HTTP output: 1 clients served, 0 dropped`)
+}
+
+// An HTTP output names the address and path to serve at, over plain HTTP, and a password in a
+// URL never shows in a message.
+func TestHTTPOutputUsage(t *testing.T) {
+	for _, c := range []struct{ out, want string }{
+		{"https://127.0.0.1:8443/s.ts", "plain HTTP only"},
+		{"http://127.0.0.1/s.ts", "want http://[HOST]:PORT/PATH"},
+		{"http://user:secret@127.0.0.1:8080/s.ts", "want http://[HOST]:PORT/PATH"},
+	} {
+		r := run(t, nil, "-in", demoScrambled, "-out", c.out, "-cw-file", demoKeys)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "secret") {
+			t.Errorf("-out %s: %s", c.out, describe(r))
+		}
+		oneLine(t, r.stderr)
+	}
+}
