@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/asticode/go-astits v1.13.0
+	github.com/grafov/m3u8 v0.12.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/net v0.62.0

@@ -1,0 +1,25 @@
+// Package web reads a transport stream from an http:// or https:// URL: a stream or a file
+// served over HTTP, or an HLS playlist (RFC 8216) whose segments are MPEG-TS.
+//
+// Open returns a Reader, an io.Reader of TS bytes shaped like live.Reader: Read returns bytes
+// as soon as some have come, Close ends it from any goroutine, SetIdleTimeout makes a Read
+// that waits too long return an error for which errors.Is(err, live.ErrIdle) holds, and Stats
+// counts what came. The bytes are passed on as the server sends them; the framer downstream
+// (ts.Source) finds the packets and resyncs where a reconnection or a lost segment cut one.
+//
+// A response with a Content-Length is a file: read whole, it ends the input. A response
+// without one is a live stream: when it ends or fails, the Reader connects again, with backoff,
+// and gives up once the server has failed for 30 seconds in a row (Options.GiveUpAfter).
+//
+// A playlist is parsed with github.com/grafov/m3u8. From a master playlist the variant of the
+// highest BANDWIDTH is read, or the one a variant=N query parameter names. A VOD playlist is
+// read segment by segment to its end; a live one is reloaded as RFC 8216 6.3.4 says, each new
+// segment read once, in media-sequence order, starting three target durations from its end
+// as 6.3.3 asks, and segments that left the playlist before they were read are counted, not
+// fetched. Encrypted segments (EXT-X-KEY) and fragmented MP4 (EXT-X-MAP) are refused: they are
+// not TS. Renditions in a playlist of their own (EXT-X-MEDIA, such as a separate audio track)
+// are not read; only the variant's own segments are.
+//
+// Credentials in the URL (user:password@) are sent as basic authentication, to the host they
+// name, and never printed: String and every error show the URL redacted.
+package web

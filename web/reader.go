@@ -1,0 +1,499 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/live"
+)
+
+const (
+	// chunkSize is the most one read from the network passes on. A read returns what the
+	// connection holds, so a slow stream passes its bytes on as they come.
+	chunkSize = 64 << 10
+	// chunks is how many chunks may wait for Read: the read-ahead stays at 512 KiB, and a
+	// reader busy for a moment does not stall the connection.
+	chunks = 8
+
+	// firstBackoff and maxBackoff bound the wait before a reconnection or a retry; the wait
+	// doubles from one to the other while the server keeps failing.
+	firstBackoff = 100 * time.Millisecond
+	maxBackoff   = 5 * time.Second
+	// defaultGiveUp is how long a live input may fail in a row before Read returns the error:
+	// long enough for a server to restart, short enough that a run does not hang on a
+	// server that is gone.
+	defaultGiveUp = 30 * time.Second
+	// headerTimeout bounds the wait for a response's header. A stream's body may take any
+	// time (a quiet stream, a slow segment); a server that accepts and never answers is a
+	// failure to retry.
+	headerTimeout = 15 * time.Second
+)
+
+// Options says how a Reader fetches; the zero value is the default.
+type Options struct {
+	// Client makes the requests. Nil: a client of the package's own, which follows up to 10
+	// redirects, bounds the wait for a response's header, and does not ask for compressed
+	// bodies (TS does not compress, and a decompressed body loses its Content-Length).
+	Client *http.Client
+	// GiveUpAfter is how long a live input (a stream without Content-Length, a live
+	// playlist) may fail in a row, connection refused, errors and playlists that do not load,
+	// before Read returns the error. Zero: 30 seconds.
+	GiveUpAfter time.Duration
+}
+
+// Stats counts what a Reader received.
+type Stats struct {
+	Bytes int64 `json:"bytes"` // TS bytes received (passed on to Read, or waiting for it)
+
+	// Reconnects counts the times a live stream that ended or failed was connected again and
+	// sent bytes; GapTime is the time without data those reconnections took, from the drop
+	// to the first byte after it.
+	Reconnects int64         `json:"reconnects"`
+	GapTime    time.Duration `json:"gap_time_ns"`
+
+	Segments        int64 `json:"segments"`         // HLS segments read whole
+	SegmentsMissed  int64 `json:"segments_missed"`  // HLS segments never read: gone from a live playlist before their turn, or failing to download
+	PlaylistReloads int64 `json:"playlist_reloads"` // loads of a live media playlist after the first
+}
+
+// IdleError is the error Read returns when no byte has come for the idle timeout
+// (SetIdleTimeout). errors.Is(err, live.ErrIdle) holds for it, as for a network input's. The
+// Reader stays usable: a later Read waits again.
+type IdleError struct {
+	URL  string        // the input, redacted
+	Idle time.Duration // the timeout that passed
+}
+
+func (e *IdleError) Error() string {
+	return fmt.Sprintf("no data from %s for %v; check that the server is still sending", e.URL, e.Idle)
+}
+
+// Unwrap makes errors.Is(err, live.ErrIdle) true.
+func (e *IdleError) Unwrap() error { return live.ErrIdle }
+
+// Timeout reports true, as a net.Error timeout does.
+func (e *IdleError) Timeout() bool { return true }
+
+// Reader reads a transport stream from an http:// or https:// URL (see the package doc). A
+// goroutine of its own fetches, and hands what comes to Read. Read must be called from one
+// goroutine at a time; Stats, SetIdleTimeout, String and Close may be called from any.
+type Reader struct {
+	name   string // the URL redacted, for String and messages
+	client *http.Client
+	giveUp time.Duration
+	cancel context.CancelFunc
+
+	data   chan []byte   // chunks the fetcher read, in order; closed when it ends
+	free   chan []byte   // chunk buffers Read is done with
+	closed chan struct{} // closed by Close
+	kick   chan struct{} // SetIdleTimeout tells a waiting Read to start its wait again
+	end    error         // why the fetcher ended (io.EOF: the input's end); read once data is closed
+
+	cur  []byte // the rest of the chunk Read is returning
+	buf  []byte // cur's buffer, to give back to free
+	done error  // what Read returns from now on, once data is closed and drained
+
+	idle        atomic.Int64 // time.Duration; 0 = wait forever
+	lastArrival atomic.Int64 // unix nanoseconds of the last bytes that came
+
+	closeOnce sync.Once
+
+	mu sync.Mutex // guards st
+	st Stats
+}
+
+// IsURL reports whether s is written as an http:// or https:// URL rather than a file path or
+// a udp:// or rtp:// address, so that a command can tell them apart before opening.
+func IsURL(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
+}
+
+// Open connects to rawURL and returns a Reader of the stream it serves. It fails at once, with
+// an error naming the URL redacted, when the URL is not http:// or https://, the server cannot
+// be reached or answers other than 2xx, or a playlist cannot be read (a bad one, a variant
+// out of range, encrypted or fMP4 segments). A query parameter variant=N picks a master
+// playlist's variant; it is taken out of the URL before fetching. The Reader ends (Read
+// returns io.EOF after what already came) when ctx is done or Close is called.
+func Open(ctx context.Context, rawURL string, opts ...Options) (*Reader, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || !IsURL(rawURL) || u.Host == "" {
+		name := rawURL
+		if err == nil {
+			name = u.Redacted()
+		} else if i := strings.LastIndexByte(rawURL, '@'); i >= 0 && IsURL(rawURL) {
+			// A URL too broken to parse may still hold a password: hide what precedes the host.
+			name = rawURL[:strings.Index(rawURL, "//")+2] + "xxxxx" + rawURL[i:]
+		}
+		return nil, fmt.Errorf("%s: not an http:// or https:// URL with a host", name)
+	}
+	name := u.Redacted() // as given: the variant asked for tells two inputs of one master apart
+	variant, hasVariant, err := takeVariant(u)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{
+		name:   name,
+		client: o.Client,
+		giveUp: o.GiveUpAfter,
+		data:   make(chan []byte, chunks),
+		free:   make(chan []byte, chunks),
+		closed: make(chan struct{}),
+		kick:   make(chan struct{}, 1),
+	}
+	if r.client == nil {
+		r.client = defaultClient
+	}
+	if r.giveUp <= 0 {
+		r.giveUp = defaultGiveUp
+	}
+	for range chunks {
+		r.free <- make([]byte, chunkSize)
+	}
+
+	resp, err := r.get(ctx, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	var run func(context.Context) error
+	if isPlaylist(u, resp) {
+		h, err := r.openHLS(ctx, u, resp, variant, hasVariant)
+		if err != nil {
+			return nil, err
+		}
+		run = h.run
+	} else {
+		if hasVariant {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: variant= picks a variant of an HLS master playlist, and this is not a playlist", r.name)
+		}
+		s := &stream{r: r, u: u, resp: resp}
+		run = s.run
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	r.lastArrival.Store(time.Now().UnixNano())
+	go r.fetch(rctx, run)
+	return r, nil
+}
+
+// defaultClient is http.DefaultTransport with a bound on the wait for a header and no
+// compression asked for; the client follows redirects as net/http does (10 at most).
+var defaultClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = headerTimeout
+	t.DisableCompression = true
+	return &http.Client{Transport: t}
+}()
+
+// takeVariant takes the query parameter variant=N out of u and returns N. It edits the raw
+// query rather than re-encoding it, so that the other parameters (a CDN's signed token) reach
+// the server byte for byte as given.
+func takeVariant(u *url.URL) (n int, ok bool, err error) {
+	if u.RawQuery == "" {
+		return 0, false, nil
+	}
+	var kept []string
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "variant" {
+			kept = append(kept, kv)
+			continue
+		}
+		n, err = strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, false, fmt.Errorf("%s: variant=%s: want the 0-based index of a variant in the master playlist", u.Redacted(), v)
+		}
+		ok = true
+	}
+	u.RawQuery = strings.Join(kept, "&")
+	u.ForceQuery = false
+	return n, ok, nil
+}
+
+// isPlaylist reports whether a response is an HLS playlist: by the path of the URL asked for
+// or answered, or by the Content-Type.
+func isPlaylist(u *url.URL, resp *http.Response) bool {
+	if strings.HasSuffix(strings.ToLower(u.Path), ".m3u8") || strings.HasSuffix(strings.ToLower(resp.Request.URL.Path), ".m3u8") {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(mt) {
+	case "application/vnd.apple.mpegurl", "application/x-mpegurl", "audio/mpegurl":
+		return true
+	}
+	return false
+}
+
+// get requests u and returns a 2xx response; any other status is an error naming it. prepare,
+// when not nil, adds to the request (a Range header). Errors name the URL redacted.
+func (r *Reader) get(ctx context.Context, u *url.URL, prepare func(*http.Request)) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", u.Redacted(), err)
+	}
+	if prepare != nil {
+		prepare(req)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", u.Redacted(), bareError(err))
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		resp.Body.Close()
+		return nil, &StatusError{URL: u.Redacted(), Status: resp.Status, Code: resp.StatusCode}
+	}
+	return resp, nil
+}
+
+// StatusError is the error for a response whose status is not 2xx.
+type StatusError struct {
+	URL    string // redacted
+	Status string // as the server gave it, "404 Not Found"
+	Code   int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: server answered %s", e.URL, e.Status)
+}
+
+// bareError drops the *url.Error net/http wraps its errors in: it repeats the method and the
+// URL (with the user name), which the caller names once, redacted.
+func bareError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		err = ue.Err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return fmt.Errorf("%s: %w", op.Op, op.Err)
+	}
+	return err
+}
+
+// fetch runs the fetcher of the input and records why it ended: io.EOF when the input ended,
+// or when ctx did (Close, or the caller's context).
+func (r *Reader) fetch(ctx context.Context, run func(context.Context) error) {
+	err := run(ctx)
+	if ctx.Err() != nil || err == nil {
+		err = io.EOF
+	}
+	r.end = err
+	close(r.data)
+}
+
+// buffer returns an empty chunk buffer, waiting for Read to give one back.
+func (r *Reader) buffer(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-r.free:
+		return b[:cap(b)], nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// pass hands b, bytes just received into a buffer from r.buffer, to Read.
+func (r *Reader) pass(ctx context.Context, b []byte) error {
+	r.lastArrival.Store(time.Now().UnixNano())
+	r.mu.Lock()
+	r.st.Bytes += int64(len(b))
+	r.mu.Unlock()
+	select {
+	case r.data <- b:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// copyBody passes body's bytes to Read as they come, until it ends, and returns how many it
+// passed; the error is body's (io.EOF at its end).
+func (r *Reader) copyBody(ctx context.Context, body io.Reader) (int64, error) {
+	var n int64
+	for {
+		b, err := r.buffer(ctx)
+		if err != nil {
+			return n, err
+		}
+		m, err := body.Read(b)
+		if m > 0 {
+			n += int64(m)
+			if perr := r.pass(ctx, b[:m]); perr != nil {
+				return n, perr
+			}
+		} else {
+			r.free <- b
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// count updates the Stats under their lock.
+func (r *Reader) count(f func(*Stats)) {
+	r.mu.Lock()
+	f(&r.st)
+	r.mu.Unlock()
+}
+
+// Read reads TS bytes. It returns what has come as soon as something has, waiting otherwise
+// until bytes come, the idle timeout passes (an *IdleError), or the input ends: io.EOF at
+// the end of a file or a VOD playlist and after Close, or the error that ended it.
+func (r *Reader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var timer *time.Timer
+	var timeout <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	idleFrom := time.Time{} // when the wait began, for a timeout set while it waits
+	for {
+		if len(r.cur) > 0 {
+			n := copy(p, r.cur)
+			r.cur = r.cur[n:]
+			if len(r.cur) == 0 {
+				r.free <- r.buf
+				r.cur, r.buf = nil, nil
+			}
+			return n, nil
+		}
+		if r.done != nil {
+			return 0, r.done
+		}
+		select {
+		case b, ok := <-r.data:
+			r.take(b, ok)
+			continue
+		default:
+		}
+		idle := time.Duration(r.idle.Load())
+		if idle > 0 && timer == nil {
+			// No byte for idle: counted from the last that came, unless the caller was busy
+			// longer than that (then the bytes were waiting, not missing): from now.
+			dl := time.Unix(0, r.lastArrival.Load()).Add(idle)
+			if !idleFrom.IsZero() {
+				dl = idleFrom.Add(idle)
+			}
+			if now := time.Now(); dl.Before(now) {
+				dl = now.Add(idle)
+			}
+			timer = time.NewTimer(time.Until(dl))
+			timeout = timer.C
+		}
+		select {
+		case b, ok := <-r.data:
+			r.take(b, ok)
+		case <-r.closed:
+			// What already came is returned, then io.EOF, without waiting for the fetcher.
+			select {
+			case b, ok := <-r.data:
+				r.take(b, ok)
+			default:
+				r.done = io.EOF
+			}
+		case <-r.kick:
+			if timer != nil {
+				timer.Stop()
+				timer, timeout = nil, nil
+			}
+			idleFrom = time.Now()
+		case <-timeout:
+			timer, timeout = nil, nil
+			select {
+			case b, ok := <-r.data: // came as the timer fired: not idle
+				r.take(b, ok)
+				continue
+			default:
+			}
+			if d := time.Duration(r.idle.Load()); d > 0 {
+				return 0, &IdleError{URL: r.name, Idle: d}
+			}
+		}
+	}
+}
+
+// take takes a chunk from the data channel, or the fetcher's end when it is closed.
+func (r *Reader) take(b []byte, ok bool) {
+	if !ok {
+		r.done = r.end
+		return
+	}
+	r.cur, r.buf = b, b
+}
+
+// SetIdleTimeout makes Read return an *IdleError (errors.Is live.ErrIdle) when no byte has
+// come for d; 0 waits forever, the default. It may be called while a Read waits (a reader that
+// reads ahead in a goroutine of its own): that wait then ends after d at the latest, as if it
+// had begun now.
+func (r *Reader) SetIdleTimeout(d time.Duration) {
+	r.idle.Store(int64(d))
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Stats returns the counts so far.
+func (r *Reader) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.st
+}
+
+// String returns the URL, its password redacted.
+func (r *Reader) String() string { return r.name }
+
+// Close stops the Reader: the connection is closed, and Read returns the bytes that already
+// came, then io.EOF. It is safe from any goroutine, and more than once.
+func (r *Reader) Close() error {
+	r.closeOnce.Do(func() {
+		close(r.closed)
+		r.cancel()
+	})
+	return nil
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// backoff returns the wait before retry number i (0 for the first): firstBackoff, doubling, at
+// most maxBackoff.
+func backoff(i int) time.Duration {
+	d := firstBackoff
+	for ; i > 0 && d < maxBackoff; i-- {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
