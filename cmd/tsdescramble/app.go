@@ -14,6 +14,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/ts"
+	"github.com/tsdescramble/tsdescramble/web"
 
 	"github.com/urfave/cli/v2"
 
@@ -184,7 +185,8 @@ type input struct {
 	size      int64        // bytes, or -1 when not known (a pipe)
 	file      *os.File     // the file to close, if this run opened one
 	poll      *os.File     // a pollable descriptor of a pipe, if reads go through one
-	live      *live.Reader // a network input
+	live      *live.Reader // a network input: UDP or RTP
+	web       *web.Reader  // a network input: HTTP or HLS
 	first     atomic.Int64 // when the run got its first bytes, in Unix nanoseconds (0: not yet)
 	closed    bool
 }
@@ -196,8 +198,25 @@ func (in *input) interrupt() {
 		// Read returns what the socket gave, then the end of the input.
 		in.live.Close()
 	}
+	if in.web != nil {
+		in.web.Close() // likewise
+	}
 	if in.poll != nil {
 		in.poll.SetReadDeadline(time.Now())
+	}
+}
+
+// network reports whether the input is a network end (UDP, RTP, HTTP, HLS): its packets come
+// at the pace of the source, which a run must keep up with and never hold back for long.
+func (in *input) network() bool { return in.live != nil || in.web != nil }
+
+// setIdleTimeout makes the input fail when its source sends nothing for d (-timeout).
+func (in *input) setIdleTimeout(d time.Duration) {
+	if in.live != nil {
+		in.live.SetIdleTimeout(d)
+	}
+	if in.web != nil {
+		in.web.SetIdleTimeout(d)
 	}
 }
 
@@ -217,6 +236,9 @@ func (in *input) Close() {
 	if in.live != nil {
 		in.live.Close()
 	}
+	if in.web != nil {
+		in.web.Close()
+	}
 	if in.poll != nil {
 		in.poll.Close()
 	}
@@ -228,6 +250,9 @@ func (in *input) Close() {
 func openInput(path string, env Env) (*input, error) {
 	if live.IsAddress(path) {
 		return openLiveInput(path)
+	}
+	if web.IsURL(path) {
+		return openWebInput(path)
 	}
 	in := &input{Reader: env.Stdin, size: -1}
 	f, ok := env.Stdin.(*os.File)

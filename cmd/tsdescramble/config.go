@@ -85,7 +85,7 @@ func (c *config) readGiven(ctx *cli.Context, flags []cli.Flag) {
 // ioFlags, selectionFlags and tuningFlags are shared by the descrambler and the scrambler.
 func ioFlags(c *config) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", Destination: &c.in, TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..."},
+		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", Destination: &c.in, TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..., or read it from http(s)://... (a stream, or an HLS playlist: .m3u8, ?variant=N)"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", Destination: &c.out, TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal), or send it to udp://HOST:PORT, rtp://HOST:PORT (?ttl=N&pkts=N&iface=NAME...), or serve it to HTTP clients at http://[HOST]:PORT/PATH (http://:PORT/PATH: on every interface)"},
 	}
 }

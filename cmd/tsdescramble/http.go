@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,10 +10,22 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/relay"
+	"github.com/tsdescramble/tsdescramble/web"
 )
 
-// HTTP transports: -out http://[HOST]:PORT/PATH serves the output stream to any number of
-// clients (package relay).
+// HTTP transports: -in http(s)://… reads a stream or follows an HLS playlist (package web);
+// -out http://[HOST]:PORT/PATH serves the output stream to any number of clients (package
+// relay).
+
+// openWebInput opens an HTTP stream or an HLS playlist. A live source that drops the
+// connection is reconnected, the gap counted; the URL's password never shows in a message.
+func openWebInput(path string) (*input, error) {
+	r, err := web.Open(context.Background(), path)
+	if err != nil {
+		return nil, failErr("cannot open the input: %v", err)
+	}
+	return &input{Reader: r, size: -1, web: r}, nil
+}
 
 // isHTTP reports whether a -in or -out value is an http:// or https:// URL.
 func isHTTP(s string) bool {

@@ -95,3 +95,48 @@ func TestHTTPOutputUsage(t *testing.T) {
 		oneLine(t, r.stderr)
 	}
 }
+
+// TestHTTPInput reads the scrambled sample from Python's http.server, a server nobody here
+// wrote: as a file, and cut into TS segments behind an HLS playlist. Both come out as the file
+// path's output, byte for byte, exit 0.
+func TestHTTPInput(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is missing (Debian package python3): the HTTP input is tested against its http.server")
+	}
+	dir := t.TempDir()
+	scrambled := readFile(t, demoScrambled)
+	if err := os.WriteFile(filepath.Join(dir, "demo.ts"), scrambled, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Six segments at packet boundaries, a VOD media playlist over them.
+	playlist := "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+	per := (demoPackets + 5) / 6 * 188
+	for i := 0; i*per < len(scrambled); i++ {
+		seg := scrambled[i*per : min((i+1)*per, len(scrambled))]
+		name := fmt.Sprintf("seg%d.ts", i)
+		if err := os.WriteFile(filepath.Join(dir, name), seg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		playlist += "#EXTINF:3.3,\n" + name + "\n"
+	}
+	playlist += "#EXT-X-ENDLIST\n"
+	if err := os.WriteFile(filepath.Join(dir, "index.m3u8"), []byte(playlist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := ports.TCP(t)
+	proc.Start(t, 60*time.Second, "python3", "-m", "http.server", "--bind", "127.0.0.1", strconv.Itoa(port), "--directory", dir)
+	waitTCP(t, port)
+	want := readFile(t, demoClear)
+	for _, name := range []string{"demo.ts", "index.m3u8"} {
+		out := filepath.Join(t.TempDir(), "out.ts")
+		r := run(t, nil, "-in", fmt.Sprintf("http://127.0.0.1:%d/%s", port, name), "-out", out, "-cw-file", demoKeys)
+		if r.code != 0 {
+			t.Fatalf("%s: %s", name, describe(r))
+		}
+		sameBytes(t, name, readFile(t, out), want, 188)
+		summaryHas(t, r.stderr, `HTTP input: .*0 reconnections`)
+		if name == "index.m3u8" {
+			summaryHas(t, r.stderr, `HLS: 6 segments read, 0 missed`)
+		}
+	}
+}

@@ -134,13 +134,17 @@ func (n *netOutput) close() error {
 // collectLive gathers the figures of the run's network ends, or returns nil when it has none.
 // While the run goes on (final false) it leaves out the pacer's, which only the run may read.
 func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report.Live {
-	if in.live == nil && out.net == nil {
+	if !in.network() && out.net == nil {
 		return nil
 	}
 	ls := &report.Live{}
 	if in.live != nil {
 		s := in.live.Stats()
 		ls.In = &s
+	}
+	if in.web != nil {
+		s := in.web.Stats()
+		ls.Web = &s
 	}
 	// The bitrate counts from the first bytes: a live run may wait long for its feed.
 	if first := in.first.Load(); first > 0 {

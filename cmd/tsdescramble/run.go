@@ -220,9 +220,9 @@ func (r *runState) configure() {
 	}
 	// A network input, or a latency the user asked for, decides a crypto period on time when the
 	// stream has not decided it by the bound; a pipe at the default bound keeps the file's bytes.
-	r.opts.DecideOnTime = in.live != nil || c.isSet("latency")
+	r.opts.DecideOnTime = in.network() || c.isSet("latency")
 	if c.timeout > 0 {
-		in.live.SetIdleTimeout(c.timeout)
+		in.setIdleTimeout(c.timeout)
 	}
 	if r.metrics != nil {
 		var w *live.Writer
@@ -267,7 +267,7 @@ func (r *runState) hangup() func() {
 	if r.ksrv != nil && r.ksrv.Follows() {
 		return func() { r.ksrv.Reread(r.logf) }
 	}
-	if r.in.live == nil || r.opts.Mode == pipeline.Scramble || c.keys.file == "" || r.opts.LiveKeys != nil {
+	if !r.in.network() || r.opts.Mode == pipeline.Scramble || c.keys.file == "" || r.opts.LiveKeys != nil {
 		return nil
 	}
 	rekey := make(chan *keys.Schedule, 1)
@@ -304,7 +304,7 @@ func (r *runState) run() {
 	if r.ksrv != nil {
 		// -ecm-xor answers from the stream itself, at once: a pipe runs ahead of real time as a
 		// file does, and its reading may wait for the answers.
-		r.ksrv.Start(r.ctx, in.size >= 0 || r.ksrv.AnswersAtOnce() && in.live == nil, r.logf)
+		r.ksrv.Start(r.ctx, in.size >= 0 || r.ksrv.AnswersAtOnce() && !in.network(), r.logf)
 	}
 	// The notes (the key file read, the system the PMT names) come with the first bytes of the
 	// input: before a usage error, an input that cannot be opened or an empty one they would

@@ -64,7 +64,7 @@ type scsRun struct {
 func startSCS(c *config, in *input, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
 	// A network input's periods follow the wall clock (see scs.Config.Live); a pipe's, like a
 	// file's, its PCRs, so that the same bytes scramble the same way.
-	cfg := scs.Config{CPDuration: c.cpDuration, Log: logf, Live: in.live != nil}
+	cfg := scs.Config{CPDuration: c.cpDuration, Log: logf, Live: in.network()}
 	run := &scsRun{ecmg: c.ecmg, cp: cfg.CPDuration, live: cfg.Live}
 	if c.ecmg != "" {
 		// The flags were read by checkECMG.

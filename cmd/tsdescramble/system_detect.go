@@ -115,7 +115,7 @@ func chooseSystem(c *config, env Env, notes *[]string) (scrambling.System, *look
 		// back the usage errors that come after (a missing key, say).
 		return sys, la, nil
 	}
-	if c.isSet("cipher") && in.live != nil {
+	if c.isSet("cipher") && in.network() {
 		// -cipher names the system, so the look-ahead could only add a note: on a live input
 		// it is not worth holding the first packets back for (the latency bound holds from the
 		// first packet on).
@@ -193,10 +193,10 @@ func (s signalled) describe() string {
 func peekServices(in *input) []psi.Service {
 	var idle time.Duration
 	var until time.Time
-	if in.poll != nil || in.live != nil {
+	if in.poll != nil || in.network() {
 		idle = peekIdle
 	}
-	if in.live != nil {
+	if in.network() {
 		// A live feed that never shows its PMTs must not hold its first packets back for long.
 		until = time.Now().Add(peekLive)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/livekeys"
-	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
@@ -140,8 +139,8 @@ func checkLive(c *config, _ Env) error {
 		return usageErr("-stats-interval: want a duration above 0 (10s, 1m), with -stats FILE to write to")
 	case c.pace && c.isSet("pace") && !isNetwork(c.out):
 		return usageErr("-pace paces a network output: give -out udp://HOST:PORT, rtp://HOST:PORT or http://[HOST]:PORT/PATH, or leave -pace out")
-	case c.timeout > 0 && !live.IsAddress(c.in):
-		return usageErr("-timeout watches a network input: give -in udp://@:PORT or rtp://@:PORT, or leave -timeout out")
+	case c.timeout > 0 && !isNetwork(c.in):
+		return usageErr("-timeout watches a network input: give -in udp://@:PORT, rtp://@:PORT or http(s)://…, or leave -timeout out")
 	}
 	return nil
 }

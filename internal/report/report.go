@@ -18,6 +18,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/relay"
+	"github.com/tsdescramble/tsdescramble/web"
 )
 
 // Summary writes the short summary of a run to w.
@@ -152,6 +153,8 @@ func WriteStats(path string, st *pipeline.Stats, ls *Live, status int, files *ru
 type Live struct {
 	In  *live.Stats       `json:"input,omitempty"`
 	Out *live.WriterStats `json:"output,omitempty"`
+	// Web is the HTTP or HLS input's (-in http://…): reconnections, segments.
+	Web *web.Stats `json:"http_input,omitempty"`
 	// Relay is the HTTP output's (-out http://…): clients served, dropped, refused.
 	Relay *relay.Stats `json:"http_output,omitempty"`
 	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
@@ -194,6 +197,13 @@ func PrintLive(w io.Writer, ls *Live) {
 		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
 		if ls.PaceResets > 0 {
 			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
+		}
+		fmt.Fprintln(w)
+	}
+	if s := ls.Web; s != nil {
+		fmt.Fprintf(w, "  HTTP input: %.2f Mbit/s; %d reconnections, %v without data", ls.InputBitrate/1e6, s.Reconnects, s.GapTime.Round(time.Millisecond))
+		if s.Segments > 0 || s.SegmentsMissed > 0 {
+			fmt.Fprintf(w, "; HLS: %d segments read, %d missed (gone from the playlist or failed), %d playlist reloads", s.Segments, s.SegmentsMissed, s.PlaylistReloads)
 		}
 		fmt.Fprintln(w)
 	}
