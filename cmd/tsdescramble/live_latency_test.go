@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,6 +95,71 @@ func TestLiveLatency(t *testing.T) {
 	}
 }
 
+// TestHTTPInputLatency measures the delay through the command from an HTTP input, a chunked
+// live stream at 2 Mbit/s (7 packets a chunk, each flushed as it is written), to a UDP output,
+// as TestLiveLatency does from UDP: p99 within four times the bound after the startup.
+func TestHTTPInputLatency(t *testing.T) {
+	needLong(t, "sends for 5 s to measure the latency")
+	bin := buildBinary(t, "")
+	stream := readFile(t, demoScrambled)
+	const mbit2 = time.Duration(7 * 188 * 8 * float64(time.Second) / 2e6)
+	chunks := make(chan []byte, 64)
+	connected := make(chan struct{})
+	var once sync.Once
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "video/mp2t")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		once.Do(func() { close(connected) })
+		for {
+			select {
+			case d, ok := <-chunks:
+				if !ok {
+					return
+				}
+				if _, err := w.Write(d); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	defer close(chunks)
+	ready := func() {
+		select {
+		case <-connected:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the command did not connect")
+		}
+	}
+	send := func(d []byte) error {
+		chunks <- append([]byte(nil), d...)
+		return nil
+	}
+	delays, sent := measureLatencyFrom(t, bin, "http://"+ln.Addr().String()+"/live.ts", ready, send, stream, 7, mbit2, 7*900)
+	var steady []time.Duration
+	for i, d := range delays {
+		if sent[i].Sub(sent[0]) >= startup {
+			steady = append(steady, d)
+		}
+	}
+	p50, p99, top := percentiles(delays)
+	s50, s99, stop := percentiles(steady)
+	t.Logf("HTTP in, 2 Mbit/s: all %d packets: delay p50 %v, p99 %v, max %v; after the first %v: p50 %v, p99 %v, max %v (CPU %s)",
+		len(delays), p50, p99, top, startup, s50, s99, stop, cpuName())
+	if s99 > 4*defaultLatency {
+		t.Errorf("p99 %v after the first %v: the latency bound of %v does not hold", s99, startup, defaultLatency)
+	}
+}
+
 // startup is the part of a latency measurement counted apart.
 const startup = 500 * time.Millisecond
 
@@ -110,17 +176,26 @@ func percentiles(delays []time.Duration) (p50, p99, top time.Duration) {
 // delay through it, and when it was sent.
 func measureLatency(t *testing.T, bin string, stream []byte, pkts int, gap time.Duration, packets int, flags ...string) (delays []time.Duration, sent []time.Time) {
 	t.Helper()
+	in := freeUDPPort(t)
+	sc := udpSender(t, in)
+	return measureLatencyFrom(t, bin, fmt.Sprintf("udp://@127.0.0.1:%d", in), func() { waitListening(t, in) },
+		func(d []byte) error { _, err := sc.Write(d); return err }, stream, pkts, gap, packets, flags...)
+}
+
+// measureLatencyFrom is measureLatency with the input the command reads (-in), what waits
+// until it is ready, and how a datagram's worth of packets is sent to it.
+func measureLatencyFrom(t *testing.T, bin, input string, ready func(), send func([]byte) error, stream []byte, pkts int, gap time.Duration, packets int, flags ...string) (delays []time.Duration, sent []time.Time) {
+	t.Helper()
 	rc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
 	rc.SetReadBuffer(8 << 20)
-	in := freeUDPPort(t)
-	tsd := proc.Start(t, time.Minute, bin, append([]string{"-q", "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
+	tsd := proc.Start(t, time.Minute, bin, append([]string{"-q", "-in", input,
 		"-out", fmt.Sprintf("udp://127.0.0.1:%d", rc.LocalAddr().(*net.UDPAddr).Port),
 		"-cw-file", demoKeys, "-packets", fmt.Sprint(packets)}, flags...)...)
-	waitListening(t, in)
+	ready()
 
 	// The receiver notes when each packet came out.
 	arrived := make([]time.Time, 0, packets)
@@ -141,7 +216,6 @@ func measureLatency(t *testing.T, bin string, stream []byte, pkts int, gap time.
 		}
 	}()
 
-	sc := udpSender(t, in)
 	sent = make([]time.Time, 0, packets)
 	next := time.Now()
 	for i := 0; len(sent) < packets; i++ {
@@ -149,7 +223,7 @@ func measureLatency(t *testing.T, bin string, stream []byte, pkts int, gap time.
 		d := stream[off:min(off+pkts*188, len(stream))]
 		time.Sleep(time.Until(next))
 		now := time.Now()
-		if _, err := sc.Write(d); err != nil {
+		if err := send(d); err != nil {
 			t.Fatal(err)
 		}
 		for range len(d) / 188 {
