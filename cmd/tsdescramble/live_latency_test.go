@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ports"
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -216,22 +217,7 @@ func measureLatencyFrom(t *testing.T, bin, input string, ready func(), send func
 		}
 	}()
 
-	sent = make([]time.Time, 0, packets)
-	next := time.Now()
-	for i := 0; len(sent) < packets; i++ {
-		off := (i * pkts * 188) % len(stream)
-		d := stream[off:min(off+pkts*188, len(stream))]
-		time.Sleep(time.Until(next))
-		now := time.Now()
-		if err := send(d); err != nil {
-			t.Fatal(err)
-		}
-		for range len(d) / 188 {
-			sent = append(sent, now)
-		}
-		next = next.Add(gap)
-	}
-	sent = sent[:packets]
+	sent = paceSend(t, send, stream, pkts, gap, packets)
 	if code := tsd.Wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, tsd.Output())
 	}
@@ -248,6 +234,108 @@ func measureLatencyFrom(t *testing.T, bin, input string, ready func(), send func
 		delays[i] = arrived[i].Sub(sent[i])
 	}
 	return delays, sent
+}
+
+// paceSend sends packets of stream, pkts at a time every gap (the stream over again when it
+// ends), and returns when each packet was sent.
+func paceSend(t *testing.T, send func([]byte) error, stream []byte, pkts int, gap time.Duration, packets int) []time.Time {
+	t.Helper()
+	sent := make([]time.Time, 0, packets)
+	next := time.Now()
+	for i := 0; len(sent) < packets; i++ {
+		off := (i * pkts * 188) % len(stream)
+		d := stream[off:min(off+pkts*188, len(stream))]
+		time.Sleep(time.Until(next))
+		now := time.Now()
+		if err := send(d); err != nil {
+			t.Fatal(err)
+		}
+		for range len(d) / 188 {
+			sent = append(sent, now)
+		}
+		next = next.Add(gap)
+	}
+	return sent[:packets]
+}
+
+// TestHTTPOutputLatency measures the delay through the command from a UDP input at 2 Mbit/s (7
+// packets a datagram) to a client of its HTTP output, which joins at the stream's first PAT
+// (its second packet): each packet's delay is the time from its datagram's send to the read
+// of the response that brought it.
+func TestHTTPOutputLatency(t *testing.T) {
+	needLong(t, "sends for 5 s to measure the latency")
+	bin := buildBinary(t, "")
+	stream := readFile(t, demoScrambled)
+	const (
+		mbit2   = time.Duration(7 * 188 * 8 * float64(time.Second) / 2e6)
+		packets = 7 * 900
+	)
+	in, out := freeUDPPort(t), ports.TCP(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d/live.ts", out)
+	tsd := proc.Start(t, time.Minute, bin, "-q", "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in), "-out", url,
+		"-cw-file", demoKeys, "-packets", fmt.Sprint(packets))
+	waitListening(t, in)
+	waitTCP(t, out)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var arrived []time.Time
+	var first []byte
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		held := 0 // bytes of a packet cut by the end of a read
+		for {
+			n, err := resp.Body.Read(buf[held:])
+			now := time.Now()
+			total := held + n
+			if first == nil && total >= 188 {
+				first = append([]byte(nil), buf[:188]...)
+			}
+			for range total / 188 {
+				arrived = append(arrived, now)
+			}
+			held = copy(buf, buf[total/188*188:total])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	sc := udpSender(t, in)
+	time.Sleep(100 * time.Millisecond) // the client is in before the first PAT goes out
+	sent := paceSend(t, func(d []byte) error { _, err := sc.Write(d); return err }, stream, 7, mbit2, packets)
+	if code := tsd.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.Output())
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client's response did not end")
+	}
+	skip := indexOfPacket(first, readFile(t, demoClear)) / 188
+	if skip != 1 || len(arrived) != packets-skip {
+		t.Fatalf("the client got %d packets from packet %d on, of %d", len(arrived), skip, packets)
+	}
+	delays := make([]time.Duration, len(arrived))
+	for i := range delays {
+		delays[i] = arrived[i].Sub(sent[i+skip])
+	}
+	var steady []time.Duration
+	for i, d := range delays {
+		if sent[i+skip].Sub(sent[0]) >= startup {
+			steady = append(steady, d)
+		}
+	}
+	p50, p99, top := percentiles(delays)
+	s50, s99, stop := percentiles(steady)
+	t.Logf("HTTP out, 2 Mbit/s: all %d packets: delay p50 %v, p99 %v, max %v; after the first %v: p50 %v, p99 %v, max %v (CPU %s)",
+		len(delays), p50, p99, top, startup, s50, s99, stop, cpuName())
+	if s99 > 4*defaultLatency {
+		t.Errorf("p99 %v after the first %v: the latency bound of %v does not hold", s99, startup, defaultLatency)
+	}
 }
 
 // cpuName is the model name /proc/cpuinfo gives, to stand beside a measured figure.
