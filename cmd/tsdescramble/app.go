@@ -110,8 +110,11 @@ moves to the next, cyclically; the list is aligned to the stream on its first PE
 // runError turns an error of the pipeline into the message and exit status of the contract.
 func runError(err error, inPath string, out *output) error {
 	name := inPath
-	if name == "-" {
+	switch {
+	case name == "-":
 		name = "stdin"
+	case isHTTP(name):
+		name = redactURL(name) // a password in the URL is never printed
 	}
 	saved := ""
 	if out.partial() != "" {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,6 +139,32 @@ func TestHTTPInput(t *testing.T) {
 		summaryHas(t, r.stderr, `HTTP input: .*0 reconnections`)
 		if name == "index.m3u8" {
 			summaryHas(t, r.stderr, `HLS: 6 segments read, 0 missed`)
+		}
+	}
+}
+
+// A password in an input URL is sent and never printed: not when the server fails the request,
+// nor when it cuts the stream short.
+func TestHTTPInputHidesPassword(t *testing.T) {
+	scrambled := readFile(t, demoScrambled)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pass, _ := r.BasicAuth(); pass != "s3cret" {
+			t.Errorf("the server got password %q", pass)
+		}
+		switch r.URL.Path {
+		case "/cut.ts":
+			w.Header().Set("Content-Length", strconv.Itoa(len(scrambled)))
+			w.Write(scrambled[:len(scrambled)/2]) // a file cut short: a read error
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for _, path := range []string{"/missing.ts", "/cut.ts"} {
+		url := strings.Replace(srv.URL, "http://", "http://viewer:s3cret@", 1) + path
+		r := run(t, nil, "-in", url, "-out", filepath.Join(t.TempDir(), "out.ts"), "-cw-file", demoKeys)
+		if r.code != exitFail || strings.Contains(r.stderr, "s3cret") || !strings.Contains(r.stderr, "viewer") {
+			t.Errorf("%s: %s", path, describe(r))
 		}
 	}
 }
