@@ -73,16 +73,7 @@ func TestLiveLatency(t *testing.T) {
 			}
 			// The first packets also wait for the look-ahead that reads the PMT to choose the
 			// system (at most a second): the steady state is counted from startup on.
-			var steady []time.Duration
-			for i, d := range delays {
-				if sent[i].Sub(sent[0]) >= startup {
-					steady = append(steady, d)
-				}
-			}
-			p50, p99, top := percentiles(delays)
-			s50, s99, stop := percentiles(steady)
-			t.Logf("%s: all %d packets: delay p50 %v, p99 %v, max %v; after the first %v: p50 %v, p99 %v, max %v (CPU %s)",
-				c.name, len(delays), p50, p99, top, startup, s50, s99, stop, cpuName())
+			p99, s99 := logLatency(t, c.name, delays, sent)
 			// The target is the bound + 10 ms; on a machine shared with other work the
 			// scheduler adds tens of milliseconds now and then, so the test fails only where
 			// the bound is lost altogether (full units of work take seconds at these rates).
@@ -146,6 +137,18 @@ func TestHTTPInputLatency(t *testing.T) {
 		return nil
 	}
 	delays, sent := measureLatencyFrom(t, bin, "http://"+ln.Addr().String()+"/live.ts", ready, send, stream, 7, mbit2, 7*900)
+	if _, s99 := logLatency(t, "HTTP in, 2 Mbit/s", delays, sent); s99 > 4*defaultLatency {
+		t.Errorf("p99 %v after the first %v: the latency bound of %v does not hold", s99, startup, defaultLatency)
+	}
+}
+
+// startup is the part of a latency measurement counted apart.
+const startup = 500 * time.Millisecond
+
+// logLatency logs the median, 99th percentile and largest of delays, of all packets and of those
+// sent after the startup, and returns both 99th percentiles.
+func logLatency(t *testing.T, name string, delays []time.Duration, sent []time.Time) (p99, steady99 time.Duration) {
+	t.Helper()
 	var steady []time.Duration
 	for i, d := range delays {
 		if sent[i].Sub(sent[0]) >= startup {
@@ -154,15 +157,10 @@ func TestHTTPInputLatency(t *testing.T) {
 	}
 	p50, p99, top := percentiles(delays)
 	s50, s99, stop := percentiles(steady)
-	t.Logf("HTTP in, 2 Mbit/s: all %d packets: delay p50 %v, p99 %v, max %v; after the first %v: p50 %v, p99 %v, max %v (CPU %s)",
-		len(delays), p50, p99, top, startup, s50, s99, stop, cpuName())
-	if s99 > 4*defaultLatency {
-		t.Errorf("p99 %v after the first %v: the latency bound of %v does not hold", s99, startup, defaultLatency)
-	}
+	t.Logf("%s: all %d packets: delay p50 %v, p99 %v, max %v; after the first %v: p50 %v, p99 %v, max %v (CPU %s)",
+		name, len(delays), p50, p99, top, startup, s50, s99, stop, cpuName())
+	return p99, s99
 }
-
-// startup is the part of a latency measurement counted apart.
-const startup = 500 * time.Millisecond
 
 // percentiles returns the median, the 99th percentile and the largest of delays.
 func percentiles(delays []time.Duration) (p50, p99, top time.Duration) {
@@ -319,21 +317,12 @@ func TestHTTPOutputLatency(t *testing.T) {
 	if skip != 1 || len(arrived) != packets-skip {
 		t.Fatalf("the client got %d packets from packet %d on, of %d", len(arrived), skip, packets)
 	}
+	sent = sent[skip:]
 	delays := make([]time.Duration, len(arrived))
 	for i := range delays {
-		delays[i] = arrived[i].Sub(sent[i+skip])
+		delays[i] = arrived[i].Sub(sent[i])
 	}
-	var steady []time.Duration
-	for i, d := range delays {
-		if sent[i+skip].Sub(sent[0]) >= startup {
-			steady = append(steady, d)
-		}
-	}
-	p50, p99, top := percentiles(delays)
-	s50, s99, stop := percentiles(steady)
-	t.Logf("HTTP out, 2 Mbit/s: all %d packets: delay p50 %v, p99 %v, max %v; after the first %v: p50 %v, p99 %v, max %v (CPU %s)",
-		len(delays), p50, p99, top, startup, s50, s99, stop, cpuName())
-	if s99 > 4*defaultLatency {
+	if _, s99 := logLatency(t, "HTTP out, 2 Mbit/s", delays, sent); s99 > 4*defaultLatency {
 		t.Errorf("p99 %v after the first %v: the latency bound of %v does not hold", s99, startup, defaultLatency)
 	}
 }
