@@ -168,3 +168,31 @@ func TestHTTPInputHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// A run started at a terminal reads the PMTs of a network input all the same: only an input
+// typed at the terminal (stdin) is not looked ahead into. The stream signals atis-idsa in its
+// PMT, which the run must find.
+func TestHTTPInputLookAheadFromATerminal(t *testing.T) {
+	clear := detStream(100, false, 0, detService1)
+	r := run(t, frame(clear, 188), "scramble", "-q", "-cipher", "atis-idsa", "-cw", cw128)
+	if r.code != 0 {
+		t.Fatal(describe(r))
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(r.stdout))) // a file: it ends
+		w.Write([]byte(r.stdout))
+	}))
+	defer srv.Close()
+	tty, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var stdout, stderr bytes.Buffer
+	out := filepath.Join(t.TempDir(), "o.ts")
+	code := runEnv(t, Env{Stdin: tty, Stdout: &stdout, Stderr: &stderr, IsTerminal: func(*os.File) bool { return true }},
+		"-in", srv.URL+"/s.ts", "-out", out, "-cw", cw128)
+	if code != 0 || !strings.Contains(stderr.String(), "service 1: atis-idsa") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}

@@ -110,7 +110,7 @@ func chooseSystem(c *config, env Env, notes *[]string) (scrambling.System, *look
 		return sys, nil, nil // the run opens it again and says what is wrong, in its place
 	}
 	la := &lookahead{in: in}
-	if f, ok := env.Stdin.(*os.File); ok && in.file == nil && env.IsTerminal != nil && env.IsTerminal(f) {
+	if f, ok := env.Stdin.(*os.File); ok && in.file == nil && !in.network() && env.IsTerminal != nil && env.IsTerminal(f) {
 		// Input typed at a terminal is no transport stream, and waiting for it here would hold
 		// back the usage errors that come after (a missing key, say).
 		return sys, la, nil
