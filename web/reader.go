@@ -362,6 +362,45 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if err := r.wait(); err != nil {
+		return 0, err
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	if len(r.cur) == 0 {
+		r.free <- r.buf
+		r.cur, r.buf = nil, nil
+	}
+	return n, nil
+}
+
+// ReadBlock is Read without the copy out, for a reader that reads ahead into blocks of its own
+// (ts.BlockReader): it returns a chunk as it came, in the buffer it came in, and takes buf in
+// exchange, for the chunks to come.
+func (r *Reader) ReadBlock(buf []byte) ([]byte, error) {
+	if err := r.wait(); err != nil {
+		return buf[:0], err
+	}
+	if len(r.cur) < len(r.buf) {
+		// The rest of a chunk a Read began: copied out, its buffer kept.
+		out := append(buf[:0], r.cur...)
+		r.free <- r.buf
+		r.cur, r.buf = nil, nil
+		return out, nil
+	}
+	out := r.cur
+	r.cur, r.buf = nil, nil
+	if cap(buf) < chunkSize {
+		buf = make([]byte, chunkSize)
+	}
+	// One buffer out, one in: the buffers in use stay as many as free has room for.
+	r.free <- buf[:0]
+	return out, nil
+}
+
+// wait returns once r.cur holds bytes, or with the error Read is to return: the idle
+// timeout, the end of the input or the error that ended it.
+func (r *Reader) wait() error {
 	var timer *time.Timer
 	var timeout <-chan time.Time
 	defer func() {
@@ -372,16 +411,10 @@ func (r *Reader) Read(p []byte) (int, error) {
 	idleFrom := time.Time{} // when the wait began, for a timeout set while it waits
 	for {
 		if len(r.cur) > 0 {
-			n := copy(p, r.cur)
-			r.cur = r.cur[n:]
-			if len(r.cur) == 0 {
-				r.free <- r.buf
-				r.cur, r.buf = nil, nil
-			}
-			return n, nil
+			return nil
 		}
 		if r.done != nil {
-			return 0, r.done
+			return r.done
 		}
 		select {
 		case b, ok := <-r.data:
@@ -429,7 +462,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 			default:
 			}
 			if d := time.Duration(r.idle.Load()); d > 0 {
-				return 0, &IdleError{URL: r.name, Idle: d}
+				return &IdleError{URL: r.name, Idle: d}
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/ts"
 )
 
 // packets returns n TS packets whose bytes after the sync byte count up from seed, so that a
@@ -382,5 +383,46 @@ func TestCredentialsRedacted(t *testing.T) {
 		if strings.Contains(m, pass) {
 			t.Errorf("message shows the password: %s", m)
 		}
+	}
+}
+
+// ReadBlock hands the chunks over in their own buffers, a Read between them included: the
+// bytes are Read's, in order, and the buffers given back are used for the chunks after.
+func TestReadBlock(t *testing.T) {
+	var _ ts.BlockReader = (*Reader)(nil)
+	want := packets(3000, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		http.ServeContent(w, req, "f.ts", time.Time{}, bytes.NewReader(want))
+	}))
+	t.Cleanup(srv.Close)
+	r := open(t, srv.URL+"/f.ts")
+	var got []byte
+	small := make([]byte, 100)
+	buf := make([]byte, 0, 1000) // smaller than a chunk: the Reader makes its own
+	for i := 0; ; i++ {
+		if i%3 == 0 {
+			n, err := r.Read(small) // leaves the rest of a chunk for ReadBlock
+			got = append(got, small[:n]...)
+			if err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := r.ReadBlock(buf)
+		got = append(got, b...)
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		buf = b[:0] // handed back next time
+		if i > 10000 {
+			t.Fatal("no end")
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want the %d served", len(got), len(want))
 	}
 }
