@@ -568,10 +568,18 @@ func FuzzPMTSignallerSections(f *testing.F) {
 			return
 		}
 		// Every section that went in is there, in order, as AppendScramblingMode makes it
-		// when wanted and valid, and stuffing follows.
+		// when wanted and valid, and stuffing follows. A last section that runs on into a
+		// next packet (a section in place before it can change: a descriptor replaced at its
+		// size) keeps the bytes this packet holds of it as they came.
 		q := 5 + len(tail)
 		for _, sec := range secs {
 			want := sec
+			if q+len(sec) > PacketSize {
+				if !bytes.Equal(pkt[q:], in[q:]) {
+					t.Fatalf("the section at %d runs on into a next packet, and its bytes here changed:\n% x\nwere\n% x", q, pkt[q:], in[q:])
+				}
+				return
+			}
 			if s.wants(be16(sec[3:])) {
 				if out, ok := AppendScramblingMode(nil, sec, s.Mode); ok {
 					want = out
