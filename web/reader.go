@@ -113,6 +113,19 @@ type Reader struct {
 	st Stats
 }
 
+// Redacted returns s, a URL as given, with its password hidden, for a message: as
+// url.URL.Redacted does, and for a URL too broken to parse, with everything before the host
+// hidden, since it may still hold a password.
+func Redacted(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	if i, j := strings.Index(s, "//"), strings.LastIndexByte(s, '@'); i >= 0 && j > i {
+		return s[:i+2] + "xxxxx" + s[j:]
+	}
+	return s
+}
+
 // IsURL reports whether s is written as an http:// or https:// URL rather than a file path or
 // a udp:// or rtp:// address, so that a command can tell them apart before opening.
 func IsURL(s string) bool {
@@ -133,14 +146,7 @@ func Open(ctx context.Context, rawURL string, opts ...Options) (*Reader, error) 
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || !IsURL(rawURL) || u.Host == "" {
-		name := rawURL
-		if err == nil {
-			name = u.Redacted()
-		} else if i := strings.LastIndexByte(rawURL, '@'); i >= 0 && IsURL(rawURL) {
-			// A URL too broken to parse may still hold a password: hide what precedes the host.
-			name = rawURL[:strings.Index(rawURL, "//")+2] + "xxxxx" + rawURL[i:]
-		}
-		return nil, fmt.Errorf("%s: not an http:// or https:// URL with a host", name)
+		return nil, fmt.Errorf("%s: not an http:// or https:// URL with a host", Redacted(rawURL))
 	}
 	name := u.Redacted() // as given: the variant asked for tells two inputs of one master apart
 	variant, hasVariant, err := takeVariant(u)

@@ -113,8 +113,8 @@ func runError(err error, inPath string, out *output) error {
 	switch {
 	case name == "-":
 		name = "stdin"
-	case isHTTP(name):
-		name = redactURL(name) // a password in the URL is never printed
+	case web.IsURL(name):
+		name = web.Redacted(name) // a password in the URL is never printed
 	}
 	saved := ""
 	if out.partial() != "" {

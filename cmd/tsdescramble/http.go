@@ -27,15 +27,9 @@ func openWebInput(path string) (*input, error) {
 	return &input{Reader: r, size: -1, web: r}, nil
 }
 
-// isHTTP reports whether a -in or -out value is an http:// or https:// URL.
-func isHTTP(s string) bool {
-	i := strings.Index(s, "://")
-	return i > 0 && (strings.EqualFold(s[:i], "http") || strings.EqualFold(s[:i], "https"))
-}
-
 // isNetwork reports whether a -in or -out value names a network end rather than a file: an
 // address (live.go) or a URL.
-func isNetwork(s string) bool { return live.IsAddress(s) || isHTTP(s) }
+func isNetwork(s string) bool { return live.IsAddress(s) || web.IsURL(s) }
 
 // relayAddress parses -out http://[HOST]:PORT/PATH: the address to listen on and the path the
 // stream is served at ("/" when none is given).
@@ -45,24 +39,13 @@ func relayAddress(s string) (addr, path string, err error) {
 	case perr == nil && strings.EqualFold(u.Scheme, "https"):
 		return "", "", usageErr("-out %s: the stream is served over plain HTTP only: write http://[HOST]:PORT/PATH (a TLS proxy in front serves https)", u.Redacted())
 	case perr != nil || u.Port() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		return "", "", usageErr("-out %s: want http://[HOST]:PORT/PATH, the address and path to serve the stream at (http://:PORT/PATH listens on every interface)", redactURL(s))
+		return "", "", usageErr("-out %s: want http://[HOST]:PORT/PATH, the address and path to serve the stream at (http://:PORT/PATH listens on every interface)", web.Redacted(s))
 	}
 	path = u.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
 	return net.JoinHostPort(u.Hostname(), u.Port()), path, nil
-}
-
-// redactURL returns s with a password in it replaced, for a message.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
-	}
-	if i, j := strings.Index(s, "://"), strings.LastIndex(s, "@"); i > 0 && j > i {
-		return s[:i+3] + "xxxxx" + s[j:]
-	}
-	return s
 }
 
 // openRelayOutput serves the output stream at -out http://[HOST]:PORT/PATH: a client joins at

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/web"
 )
 
 // writeError names the output that failed.
@@ -82,7 +83,7 @@ func openOutput(path string, env Env, pace bool) (*output, error) {
 	if live.IsAddress(path) {
 		return openLiveOutput(path, pace)
 	}
-	if isHTTP(path) {
+	if web.IsURL(path) {
 		return openRelayOutput(path, env, pace)
 	}
 	if path == "-" {

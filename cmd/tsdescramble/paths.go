@@ -8,6 +8,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/web"
 )
 
 // fileFlag is a flag whose value names a file the run reads or writes.
@@ -72,7 +73,7 @@ func checkPaths(c *config) error {
 		if p == "" || f.stdio && p == "-" {
 			continue
 		}
-		if f.stdio && isHTTP(p) {
+		if f.stdio && web.IsURL(p) {
 			continue // a URL (http.go): no file to compare
 		}
 		if f.stdio && live.IsAddress(p) {
