@@ -159,7 +159,9 @@ type Live struct {
 	Relay *relay.Stats `json:"http_output,omitempty"`
 	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
 	InputBitrate float64 `json:"input_bitrate,omitempty"`
-	PaceResets   int64   `json:"pace_resets,omitempty"`
+	// PaceResets counts the restarts of the PCR pacing's schedule: each after the output fell
+	// more than live.DefaultMaxLate behind it (a source slower than the stream plays).
+	PaceResets int64 `json:"pace_resets,omitempty"`
 }
 
 // PrintLive writes the live figures of the summary.
@@ -196,7 +198,7 @@ func PrintLive(w io.Writer, ls *Live) {
 	if s := ls.Out; s != nil {
 		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
 		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
+			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %d times", ls.PaceResets)
 		}
 		fmt.Fprintln(w)
 	}
@@ -210,7 +212,7 @@ func PrintLive(w io.Writer, ls *Live) {
 	if s := ls.Relay; s != nil {
 		fmt.Fprintf(w, "  HTTP output: %d clients served, %d dropped as too slow to keep up, %d refused, %.1f MB sent", s.Served, s.Dropped, s.Refused, float64(s.BytesOut)/1e6)
 		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
+			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %d times", ls.PaceResets)
 		}
 		fmt.Fprintln(w)
 	}
