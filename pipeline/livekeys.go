@@ -57,6 +57,8 @@ type LiveKeys struct {
 	// Drop drops the packets of a period whose key did not come in time, instead of passing
 	// them as they came (every other packet keeps its place and bytes).
 	Drop bool
+	// Origin names the keys' source in the log's lines (default "the key server").
+	Origin string
 }
 
 // LiveKeyStats counts what waiting for keys did.
@@ -138,7 +140,7 @@ func newSectionFeed(lk *LiveKeys) *sectionFeed {
 // liveConfig is the tracker's side of LiveKeys.
 func liveConfig(lk *LiveKeys) *period.Live {
 	l := &period.Live{Source: lk.Source, Wait: lk.Wait, FileInput: lk.FileInput, Log: lk.Log,
-		ShowKeys: lk.ShowKeys, Drop: lk.Drop}
+		ShowKeys: lk.ShowKeys, Drop: lk.Drop, Origin: lk.Origin}
 	if lk.Sections != nil {
 		l.Busy = lk.Sections.Busy
 	}

@@ -80,7 +80,7 @@ func TestJobReadsAsTheCommandLine(t *testing.T) {
 			continue
 		}
 		want := appConfig(t, tc.command, args)
-		want.cmdline = nil
+		want.cmdline, want.commands, want.flags = nil, nil, nil // of a command line only
 		if len(want.args) == 0 {
 			want.args = nil
 		}

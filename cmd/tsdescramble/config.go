@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,10 @@ type config struct {
 	given   map[string]bool // the flags given, by their first name
 	args    []string        // what is left after the flags: nothing, when the command line is right
 	cmdline []string        // the command line without the program's name, for messages
+	// commands and flags are the app's command names and the command's flags, to suggest one
+	// for a mistyped argument.
+	commands []string
+	flags    []cli.Flag
 
 	checked // what validate reads the flags as
 }
@@ -80,6 +85,14 @@ func (c *config) readGiven(ctx *cli.Context, flags []cli.Flag) {
 	}
 	c.args = ctx.Args().Slice()
 	c.cmdline, _ = ctx.App.Metadata[argsKey].([]string)
+	c.flags = flags
+	if !ctx.App.HideVersion {
+		c.flags = append(slices.Clip(flags), cli.VersionFlag)
+	}
+	c.commands = c.commands[:0]
+	for _, cmd := range ctx.App.VisibleCommands() {
+		c.commands = append(c.commands, cmd.Name)
+	}
 }
 
 // ioFlags, selectionFlags and tuningFlags are shared by the descrambler and the scrambler.
@@ -92,8 +105,8 @@ func ioFlags(c *config) []cli.Flag {
 
 func liveFlags(c *config) []cli.Flag {
 	return []cli.Flag{
-		&cli.DurationFlag{Name: "latency", Value: defaultLatency, Destination: &c.latency, Category: catLive,
-			Usage: "a packet leaves at most `DURATION` after it came in, in a partial unit of work and datagram if need be (default 50ms; for a regular file 0: full units only)"},
+		&cli.DurationFlag{Name: "latency", Value: defaultLatency, Destination: &c.latency, Category: catLive, DefaultText: "50ms; for a regular file 0, full units only",
+			Usage: "a packet leaves at most `DURATION` after it came in, in a partial unit of work and datagram if need be"},
 		&cli.BoolFlag{Name: "pace", Destination: &c.pace, Category: catLive,
 			Usage: "send at the rate the stream's PCR says it plays (default: on from a regular file to an address; -pace=false sends as fast as it reads)"},
 		&cli.DurationFlag{Name: "duration", Destination: &c.duration, Category: catLive, Usage: "end the run, as at the end of the input, after `DURATION` (a live input never ends)"},

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -65,6 +66,10 @@ func TestBadInvocations(t *testing.T) {
 		{"batch 0", []string{"-cw", cwA, "-batch", "0"}, s.input(), 2, []string{"-batch"}},
 		{"batch too large", []string{"-cw", cwA, "-batch", "10000000"}, s.input(), 2, []string{"-batch"}},
 		{"stray argument", []string{"-cw", cwA, ts}, nil, 2, []string{ts, "-in"}},
+		{"mistyped command", []string{"prob", ts}, nil, 2, []string{"unknown command prob", "did you mean probe?"}},
+		{"command for a flag", []string{"version"}, nil, 2, []string{"unknown command version", "did you mean the flag -version?"}},
+		{"duration without unit", []string{"-cw", cwA, "-latency", "5"}, s.input(), 2, []string{"-latency wants a duration with its unit"}},
+		{"missing-key value before its source", []string{"-cw", cwA, "-missing-key", "skip"}, s.input(), 2, []string{"-missing-key: want pass", "or drop"}},
 
 		// Runtime failures: exit 1.
 		{"input missing", []string{"-q", "-cw", cwA, "-in", missing}, nil, 1, []string{missing}},
@@ -138,6 +143,10 @@ func TestHelp(t *testing.T) {
 			if !strings.Contains(r.stdout, w) {
 				t.Errorf("%v: help does not mention %q", args, w)
 			}
+		}
+		// A duration flag's default is shown as the others' are.
+		if !regexp.MustCompile(`(?s)-key-wait DURATION.*?\(default: 2s\)`).MatchString(r.stdout) {
+			t.Errorf("%v: help does not give -key-wait's default", args)
 		}
 	}
 }

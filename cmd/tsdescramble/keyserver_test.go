@@ -173,7 +173,7 @@ func TestKeyServerRejectedCW(t *testing.T) {
 			if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
 				t.Fatal(err)
 			}
-			summary := strings.Contains(r.stderr, "; 1 CWs rejected (they did not fit their crypto period's first unit start)")
+			summary := strings.Contains(r.stderr, "; CWs rejected, each not fitting its crypto period's first unit start: 1")
 			switch st.LiveKeys.NotFitting {
 			case 0:
 				if summary {
@@ -360,5 +360,33 @@ func TestFollowPartialLineAtStart(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "live.cwl:2") {
 		t.Errorf("the half line was reported as a bad line: %s", stderr.String())
+	}
+}
+
+// A period that gets no key from a followed log says so of the CW log, not of a key server,
+// and has no server's answer to speak of.
+func TestFollowMessagesNameTheLog(t *testing.T) {
+	t.Parallel()
+	const cw, period = "11223366445566FF", 300
+	_, scrambled, _ := camdouble.ECMStream(camdouble.StreamSpec{Packets: period, PeriodPackets: period, CWs: [][]byte{mustCW(t, cw)}})
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "live.cwl")
+	if err := os.WriteFile(logPath, []byte("# OSCam control word log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, dir, "in.ts", scrambled)
+	var stderr bytes.Buffer
+	code := runWithin(t, 30*time.Second, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr},
+		"-cw-file", logPath, "-follow", "-cipher", "csa2", "-key-wait", "100ms", "-in", in, "-out", filepath.Join(dir, "out.ts"))
+	if code != exitNoFit {
+		t.Fatalf("exit %d, want %d: %s", code, exitNoFit, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "no key from the CW log for PID") {
+		t.Errorf("no line names the CW log: %s", stderr.String())
+	}
+	for _, s := range []string{"from the key server", "answer pending"} {
+		if strings.Contains(stderr.String(), s) {
+			t.Errorf("a line says %q of a CW log: %s", s, stderr.String())
+		}
 	}
 }

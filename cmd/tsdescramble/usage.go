@@ -81,6 +81,25 @@ func strayArgument(args, cmdline []string) error {
 	return usageErr("argument%s is neither a flag nor a flag's value: quote a value that holds spaces, and give the input with -in FILE", pos)
 }
 
+// mistypedCommand is the usage error for a first argument that is no flag but is close to the
+// name of a command (prob: probe) or of a flag without its dash (version: -version), or nil.
+// Neither a file nor key material is ever taken for one.
+func mistypedCommand(arg string, commands []string, flags []cli.Flag) error {
+	if looksLikeKey(arg) || strings.ContainsAny(arg, "./\\") {
+		return nil
+	}
+	if _, err := os.Stat(arg); err == nil {
+		return nil
+	}
+	if name := clihelp.SimilarName(arg, commands); name != "" {
+		return usageErr("unknown command %s: did you mean %s? (tsdescramble -h lists the commands)", arg, name)
+	}
+	if name := clihelp.SimilarFlag(arg, flags); name != "" {
+		return usageErr("unknown command %s: did you mean the flag -%s?", arg, name)
+	}
+	return nil
+}
+
 // isTerminal reports whether f is an *os.File on a terminal, as the Env's hook says.
 func isTerminal(env Env, f any) bool {
 	file, ok := f.(*os.File)

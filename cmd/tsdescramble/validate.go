@@ -49,6 +49,11 @@ func validate(c *config, env Env) error {
 // explicitly still use it).
 func checkCommandLine(c *config, env Env) error {
 	if len(c.args) > 0 {
+		if len(c.args) == len(c.cmdline) {
+			if err := mistypedCommand(c.args[0], c.commands, c.flags); err != nil {
+				return err
+			}
+		}
 		return strayArgument(c.args, c.cmdline)
 	}
 	switch {
@@ -234,6 +239,12 @@ func checkKeyServer(c *config, _ Env) error {
 		}
 		raw, flag = v, "-key-server-env "+name
 	}
+	// A value no key source could take is named first, whatever else is missing.
+	if c.givenWaitFlag() != "" {
+		if err := checkWaitFlags(c); err != nil {
+			return err
+		}
+	}
 	switch {
 	case c.follow:
 		return checkFollow(c, raw != "")
@@ -252,9 +263,6 @@ func checkKeyServer(c *config, _ Env) error {
 	u, err := livekeys.ParseURL(flag, raw)
 	if err != nil {
 		return usageErr("%v", err)
-	}
-	if err := checkWaitFlags(c); err != nil {
-		return err
 	}
 	if c.ecmXor != "" {
 		return usageErr("-ecm-xor and -key-server are two sources of the same CWs: give one")

@@ -161,6 +161,13 @@ func defaultText(f cli.Flag) string {
 		if f.Value != 0 {
 			return strconv.Itoa(f.Value)
 		}
+	case *cli.DurationFlag:
+		if f.DefaultText != "" {
+			return f.DefaultText
+		}
+		if f.Value != 0 {
+			return f.Value.String()
+		}
 	}
 	return ""
 }

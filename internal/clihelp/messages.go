@@ -51,6 +51,8 @@ func ParseMessage(err error, flags []cli.Flag, secret func(string) bool) string 
 			return fmt.Sprintf("-%s wants a whole number", name)
 		case *cli.BoolFlag:
 			return fmt.Sprintf("-%s is a switch: give it alone, without a value", name)
+		case *cli.DurationFlag:
+			return fmt.Sprintf("-%s wants a duration with its unit: 50ms, 2s, 1m30s", name)
 		}
 		return fmt.Sprintf("-%s: not a valid value", name)
 	}
@@ -92,6 +94,18 @@ func SimilarFlag(name string, flags []cli.Flag) string {
 			if d < bestDist {
 				best, bestDist = n, d
 			}
+		}
+	}
+	return best
+}
+
+// SimilarName returns the name of names that name is probably a misspelling of (at most two
+// edits away, and not the whole of a name of three letters or fewer), or "".
+func SimilarName(name string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		if d := editDistance(name, n); d < bestDist && d < len(n) {
+			best, bestDist = n, d
 		}
 	}
 	return best

@@ -136,6 +136,9 @@ func ECMXor() *URL { return &URL{scheme: "ecm-xor"} }
 func NewECM(url *URL, ans keyserver.Answerer, choice keyserver.Choice, o Options) *Source {
 	ks := newSource(o)
 	ks.url = url
+	if url.scheme == "ecm-xor" {
+		ks.lk.Origin = "the stream's ECMs"
+	}
 	ks.feeder = keyserver.NewFeeder(ks.live, ans)
 	ks.verbose = o.Verbose
 	if o.Service != 0 {
@@ -170,6 +173,7 @@ func Follow(path string, o Options) (*Source, error) {
 	}
 	ks := newSource(o)
 	ks.follow = path
+	ks.lk.Origin = "the CW log"
 	// Its bad lines go to the run's log, which start sets before the follower runs; those of the
 	// first read, before that, wait for it.
 	ks.fl = keys.NewFollower(path, keys.CWSize, ks.live, func(err error) {

@@ -54,7 +54,7 @@ func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, 
 			fmt.Fprintf(w, "  left as they came for want of evidence: %d scrambled packets of %d crypto periods that began where the key may have changed unseen (a silence, packets lost) and that no unit start placed\n",
 				st.Unplaced, st.PeriodsUnplaced)
 		}
-		fmt.Fprintf(w, "  crypto periods (per PID): %d, %d of them left scrambled", st.Periods, st.PeriodsLeft)
+		fmt.Fprintf(w, "  crypto periods, summed over the scrambled PIDs: %d, %d of them left scrambled", st.Periods, st.PeriodsLeft)
 		if st.ParityGlitches > 0 {
 			fmt.Fprintf(w, "; %d single packets of the other parity inside a period left as they came", st.ParityGlitches)
 		}
@@ -73,7 +73,7 @@ func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, 
 		fmt.Fprintf(w, "  continuity errors (packets lost or out of place before the input): %d (%s)\n", st.CCErrors, strings.Join(pids, ", "))
 	}
 	if st.KeySyncs > 0 {
-		fmt.Fprintf(w, "  key list aligned or realigned %d times\n", st.KeySyncs)
+		fmt.Fprintf(w, "  key list aligned or realigned %s\n", plural(st.KeySyncs, "time", "times"))
 	}
 	if st.PESGood+st.PESBad > 0 {
 		fmt.Fprintf(w, "  unit-start checks after descrambling (PES headers, section CRCs): %d good, %d bad\n", st.PESGood, st.PESBad)
@@ -198,7 +198,7 @@ func PrintLive(w io.Writer, ls *Live) {
 	if s := ls.Out; s != nil {
 		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
 		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %d times", ls.PaceResets)
+			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", plural(ls.PaceResets, "time", "times"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -212,7 +212,7 @@ func PrintLive(w io.Writer, ls *Live) {
 	if s := ls.Relay; s != nil {
 		fmt.Fprintf(w, "  HTTP output: %d clients served, %d dropped as too slow to keep up, %d refused, %.1f MB sent", s.Served, s.Dropped, s.Refused, float64(s.BytesOut)/1e6)
 		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %d times", ls.PaceResets)
+			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", plural(ls.PaceResets, "time", "times"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -235,26 +235,26 @@ func KeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 			fmt.Fprintf(w, "tsdescramble: key server CWs applied: %s\n", strings.Join(parts, ", "))
 		}
 	}
-	line := fmt.Sprintf("tsdescramble: %d crypto periods waited for their key (%d packets held, the longest %s); %d got none in time (%d packets passed scrambled, %d dropped)",
-		lk.Waited, lk.Held, ms(lk.HeldMax), lk.GaveUp, lk.PassedNoKey, lk.Dropped)
+	line := fmt.Sprintf("tsdescramble: %s for their key (%s held, the longest %s); %d got none in time (%s passed scrambled, %d dropped)",
+		plural(lk.Waited, "crypto period waited", "crypto periods waited"), plural(lk.Held, "packet", "packets"), ms(lk.HeldMax), lk.GaveUp, plural(lk.PassedNoKey, "packet", "packets"), lk.Dropped)
 	if lk.NotFitting > 0 {
 		// A CW that failed the trial decryption says the server answered with a wrong or
 		// stale key: a user who sees periods wait or go without a key needs to know that.
-		line += fmt.Sprintf("; %d CWs rejected (they did not fit their crypto period's first unit start)", lk.NotFitting)
+		line += fmt.Sprintf("; CWs rejected, each not fitting its crypto period's first unit start: %d", lk.NotFitting)
 	}
 	fmt.Fprintln(w, line)
 }
 
 // printServerLine prints the key server's counts.
 func printServerLine(w io.Writer, s *pipeline.KeyServer) {
-	line := fmt.Sprintf("tsdescramble: key server (%s): %d ECMs sent", s.Protocol, s.Sent)
+	line := fmt.Sprintf("tsdescramble: key server (%s): %s sent", s.Protocol, plural(s.Sent, "ECM", "ECMs"))
 	if s.Protocol == "ecm-xor" {
 		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.Sent)
 	}
 	if s.Protocol == "cs378x" {
 		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
 	}
-	line += fmt.Sprintf("; %d CWs", s.CWs)
+	line += "; " + plural(s.CWs, "CW", "CWs")
 	if s.RTTMax > 0 {
 		line += fmt.Sprintf("; ECM round trip median %s, max %s", ms(s.RTTMedian), ms(s.RTTMax))
 	}
@@ -427,4 +427,12 @@ func LimitsNote(workers, batch int) string {
 	}
 	return fmt.Sprintf("-workers %d -batch %d would take more than %d MiB of memory: running with -workers %d -batch %d",
 		workers, batch, pipeline.MaxMemory>>20, w, b)
+}
+
+// plural is n followed by the word that fits it: "1 time", "2 times", "0 times".
+func plural[N ~int | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -53,6 +53,9 @@ func newLiveState(cfg *Live, sizes []int) *liveState {
 	if l.cfg.Wait <= 0 {
 		l.cfg.Wait = 2 * time.Second
 	}
+	if l.cfg.Origin == "" {
+		l.cfg.Origin = "the key server"
+	}
 	return l
 }
 
@@ -207,7 +210,7 @@ func (t *Tracker) liveReject(idx int32) {
 	}
 	l.st.NotFitting++
 	if l.cfg.Log != nil {
-		l.cfg.Log(fmt.Sprintf("the key server's CW for PID %#04x crypto period %d (%s) does not fit its first unit start: not used",
+		l.cfg.Log(fmt.Sprintf("the CW from %s for PID %#04x crypto period %d (%s) does not fit its first unit start: not used", l.cfg.Origin,
 			p.pid, p.number, parityName(p.odd)))
 	}
 	rejected := p.key
@@ -418,7 +421,10 @@ func (t *Tracker) liveGiveUp(idx int32, why giveUpReason) {
 		case giveUpWait:
 			when = fmt.Sprintf("after -key-wait %v", l.cfg.Wait)
 		case giveUpEnded:
-			when = "when the period ended, no answer pending"
+			when = "when the period ended"
+			if l.cfg.Busy != nil {
+				when += ", no answer pending" // only a key server has answers to wait for
+			}
 		case giveUpRejected:
 			when = "other than the CW that did not fit"
 		case giveUpInputEnd:
@@ -426,7 +432,7 @@ func (t *Tracker) liveGiveUp(idx int32, why giveUpReason) {
 		case giveUpNone:
 			when = "(the key source has none for it)"
 		}
-		l.cfg.Log(fmt.Sprintf("no key from the key server for PID %#04x crypto period %d (%s) %s: its packets are %s",
+		l.cfg.Log(fmt.Sprintf("no key from %s for PID %#04x crypto period %d (%s) %s: its packets are %s", l.cfg.Origin,
 			p.pid, p.number, parityName(p.odd), when, what))
 	}
 	t.decide(p, NoFit)
@@ -468,11 +474,11 @@ func (t *Tracker) liveDecided(p *cryptoPeriod) {
 	what := ""
 	switch {
 	case p.state == NoFit:
-		what = "no key from the key server in time: left scrambled"
+		what = "no key from " + t.live.cfg.Origin + " in time: left scrambled"
 	case p.key == keys.NoKey:
 		what = "no key"
 	default:
-		what = fmt.Sprintf("key server CW %d", p.key+1)
+		what = fmt.Sprintf("CW %d from %s", p.key+1, t.live.cfg.Origin)
 		if t.live.cfg.ShowKeys {
 			what += fmt.Sprintf(" (%X)", t.live.cfg.Source.CW(p.key))
 		}

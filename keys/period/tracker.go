@@ -56,6 +56,9 @@ type Live struct {
 	ShowKeys bool
 	// Drop says that the packets of a period whose key did not come are dropped, not passed.
 	Drop bool
+	// Origin names where the keys come from in the log's lines: "the key server" when empty,
+	// "the CW log" for a log that another program writes.
+	Origin string
 }
 
 // Waits counts what waiting for keys from a Source did.
