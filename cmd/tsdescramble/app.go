@@ -191,6 +191,10 @@ type input struct {
 	live      *live.Reader // a network input: UDP or RTP
 	web       *web.Reader  // a network input: HTTP or HLS
 	first     atomic.Int64 // when the run got its first bytes, in Unix nanoseconds (0: not yet)
+	// With -end-on-idle: when the last bytes came, in Unix nanoseconds, and whether the
+	// input ended on a silence, which the input bitrate leaves out.
+	last      atomic.Int64
+	idleEnded atomic.Bool
 	closed    bool
 }
 
@@ -250,6 +254,16 @@ func (in *input) Close() {
 	}
 }
 
+// openRunInput opens the input of a run: with -end-on-idle, a network input's silence reads
+// as its end.
+func openRunInput(c *config, env Env) (*input, error) {
+	in, err := openInput(c.in, env)
+	if err == nil && c.endOnIdle > 0 && in.network() {
+		in.endOnIdle()
+	}
+	return in, err
+}
+
 func openInput(path string, env Env) (*input, error) {
 	if live.IsAddress(path) {
 		return openLiveInput(path)
@@ -292,4 +306,50 @@ func pathReason(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// endOnIdle makes the idle error of a network input (-end-on-idle, set by setIdleTimeout) read
+// as the end of the input, so that the run ends as a file's does: everything written, exit 0.
+// The source must not have been made yet.
+func (in *input) endOnIdle() {
+	e := idleEnd{r: in.Reader, in: in}
+	if br, ok := in.Reader.(ts.BlockReader); ok {
+		in.Reader = &idleEndBlocks{e, br}
+		return
+	}
+	in.Reader = &e
+}
+
+// idleEnd is an input whose silence is its end (input.endOnIdle).
+type idleEnd struct {
+	r  io.Reader
+	in *input
+}
+
+func (e *idleEnd) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	return n, e.end(n, err)
+}
+
+// end notes when bytes came, and turns the idle error into io.EOF.
+func (e *idleEnd) end(n int, err error) error {
+	if n > 0 {
+		e.in.last.Store(time.Now().UnixNano())
+	}
+	if errors.Is(err, live.ErrIdle) {
+		e.in.idleEnded.Store(true)
+		return io.EOF
+	}
+	return err
+}
+
+// idleEndBlocks is an idleEnd over an input that hands over its own buffers.
+type idleEndBlocks struct {
+	idleEnd
+	br ts.BlockReader
+}
+
+func (e *idleEndBlocks) ReadBlock(buf []byte) ([]byte, error) {
+	b, err := e.br.ReadBlock(buf)
+	return b, e.end(len(b), err)
 }

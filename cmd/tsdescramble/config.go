@@ -23,6 +23,7 @@ type config struct {
 
 	in, out                    string
 	latency, duration, timeout time.Duration
+	endOnIdle                  time.Duration
 	pace                       bool
 	packets                    int64
 
@@ -112,6 +113,7 @@ func liveFlags(c *config) []cli.Flag {
 		&cli.DurationFlag{Name: "duration", Destination: &c.duration, Category: catLive, Usage: "end the run, as at the end of the input, after `DURATION` (a live input never ends)"},
 		&cli.Int64Flag{Name: "packets", Destination: &c.packets, Category: catLive, Usage: "end the run, as at the end of the input, after `N` packets"},
 		&cli.DurationFlag{Name: "timeout", Destination: &c.timeout, Category: catLive, Usage: "fail (exit 1) when the input sends nothing for `DURATION` (default: wait for ever)"},
+		&cli.DurationFlag{Name: "end-on-idle", Destination: &c.endOnIdle, Category: catLive, Usage: "end the run as at the end of the input (exit 0) when a network input sends nothing for `DURATION`: a feed that stops when it is done; the input bitrate leaves that silence out"},
 	}
 }
 

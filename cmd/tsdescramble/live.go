@@ -148,7 +148,11 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report
 	}
 	// The bitrate counts from the first bytes: a live run may wait long for its feed.
 	if first := in.first.Load(); first > 0 {
-		if d := time.Since(time.Unix(0, first)); d > 0 {
+		end := time.Now()
+		if last := in.last.Load(); last > 0 && in.idleEnded.Load() {
+			end = time.Unix(0, last) // -end-on-idle: the silence that ended the input is left out
+		}
+		if d := end.Sub(time.Unix(0, first)); d > 0 {
 			ls.InputBitrate = float64(st.BytesIn) * 8 / d.Seconds()
 		}
 	}

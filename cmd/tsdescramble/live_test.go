@@ -557,3 +557,43 @@ func TestLiveShortDatagrams(t *testing.T) {
 		})
 	}
 }
+
+// -end-on-idle ends a live run on a silence as at the end of a file: every packet written, the
+// output in its place (no .partial), exit 0, and the input bitrate that of the feed, the
+// silence left out.
+func TestLiveEndOnIdle(t *testing.T) {
+	t.Parallel()
+	port := freeUDPPort(t)
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "stats.json")
+	r := startLive(t, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", out, "-cw-file", demoKeys,
+		"-end-on-idle", "1s", "-stats", stats)
+	waitListening(t, port)
+	stream := readFile(t, demoScrambled)
+	// 659 datagrams, one every 0.5 ms or more (the timer's resolution on a busy machine).
+	t0 := time.Now()
+	if err := trySendUDP(fmt.Sprintf("udp://127.0.0.1:%d", port), stream, 500*time.Microsecond, make(chan struct{})); err != nil {
+		t.Fatal(err)
+	}
+	sending := time.Since(t0)
+	res := r.wait(t, 15*time.Second)
+	if res.code != 0 {
+		t.Fatalf("want exit 0 at the silence; %s", describe(res))
+	}
+	sameBytes(t, "output", readFile(t, out), readFile(t, demoClear), 188)
+	var st struct {
+		Live struct {
+			InputBitrate float64 `json:"input_bitrate"`
+		} `json:"live"`
+	}
+	if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
+		t.Fatal(err)
+	}
+	// With the second of silence counted, the rate would be that over sending + 1 s.
+	feed := float64(len(stream)*8) / sending.Seconds()
+	withSilence := float64(len(stream)*8) / (sending + time.Second).Seconds()
+	t.Logf("sent in %v: %.2f Mbit/s; reported %.2f Mbit/s", sending, feed/1e6, st.Live.InputBitrate/1e6)
+	if st.Live.InputBitrate < (feed+withSilence)/2 {
+		t.Errorf("input bitrate %.2f Mbit/s, the feed's %.2f: the silence that ended the input seems counted", st.Live.InputBitrate/1e6, feed/1e6)
+	}
+}

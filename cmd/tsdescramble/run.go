@@ -133,7 +133,7 @@ func (r *runState) open() (err error) {
 	if c.verbose {
 		r.opts.KeyLog = r.logf
 	}
-	if r.in, err = r.la.open(c.in, r.env); err != nil {
+	if r.in, err = r.la.open(c, r.env); err != nil {
 		return err
 	}
 	r.cleanup = append(r.cleanup, r.in.Close)
@@ -223,6 +223,9 @@ func (r *runState) configure() {
 	r.opts.DecideOnTime = in.network() || c.isSet("latency")
 	if c.timeout > 0 {
 		in.setIdleTimeout(c.timeout)
+	}
+	if c.endOnIdle > 0 {
+		in.setIdleTimeout(c.endOnIdle) // read as the end of the input (openRunInput)
 	}
 	if r.metrics != nil {
 		var w *live.Writer

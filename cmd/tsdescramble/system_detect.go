@@ -74,13 +74,13 @@ type lookahead struct{ in *input }
 
 // open returns the input the look-ahead opened, which replays the bytes it read, or opens it
 // now when there was none.
-func (l *lookahead) open(path string, env Env) (*input, error) {
+func (l *lookahead) open(c *config, env Env) (*input, error) {
 	if l != nil && l.in != nil {
 		in := l.in
 		l.in = nil
 		return in, nil
 	}
-	return openInput(path, env)
+	return openRunInput(c, env)
 }
 
 // close closes the input if the run never took it (a usage error came first).
@@ -105,7 +105,7 @@ func chooseSystem(c *config, env Env, notes *[]string) (scrambling.System, *look
 	if err != nil || c.mode != pipeline.Descramble {
 		return sys, nil, err
 	}
-	in, err := openInput(c.in, env)
+	in, err := openRunInput(c, env)
 	if err != nil {
 		return sys, nil, nil // the run opens it again and says what is wrong, in its place
 	}
