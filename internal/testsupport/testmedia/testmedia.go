@@ -48,3 +48,22 @@ func TwoPrograms(t testing.TB, seconds int, size, title2 string) []byte {
 		"-program", "program_num=2:title="+title2+":st=2:st=3",
 		"-f", "mpegts")
 }
+
+// Programs returns a transport stream of the given length in seconds with n programs
+// (numbered 1 to n, titled "svc1" …), each an MPEG-2 video at 176x144 and an MP2 audio, muxed
+// by ffmpeg with an SDT naming each. It skips the test when ffmpeg is not installed or under
+// -short.
+func Programs(t testing.TB, n, seconds int) []byte {
+	t.Helper()
+	args := []string{"-f", "lavfi", "-i", "testsrc2=size=176x144:rate=25", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000",
+		"-t", strconv.Itoa(seconds)}
+	for range n {
+		args = append(args, "-map", "0:v", "-map", "1:a")
+	}
+	args = append(args, "-c:v", "mpeg2video", "-b:v", "300k", "-c:a", "mp2", "-b:a", "64k")
+	for i := range n {
+		args = append(args, "-program", "program_num="+strconv.Itoa(i+1)+":title=svc"+strconv.Itoa(i+1)+
+			":st="+strconv.Itoa(2*i)+":st="+strconv.Itoa(2*i+1))
+	}
+	return Make(t, "programs.ts", append(args, "-f", "mpegts")...)
+}
