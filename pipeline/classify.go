@@ -196,6 +196,8 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		if cl.mode == Scramble {
 			cl.signal.packet(p, pid)
 			cl.scramble(c, at, fr, p, pid, ps)
+		} else if cl.mode == Descramble {
+			cl.signal.packet(p, pid) // the scrambling_descriptor of a service that goes out clear
 		}
 		return
 	case ts.Reserved:

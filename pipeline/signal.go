@@ -24,6 +24,7 @@ type signaller struct {
 	pids       *[8192]bool  // Options.PIDs, nil when none: programs with one of these PIDs
 	wanted     [1024]uint64 // bit set of the program numbers whose PMT takes the descriptor
 	system     string       // the output system's name, for the log
+	remove     bool         // a descrambling run's: the descriptor is taken out, not written
 	log        func(string)
 
 	// signalled counts the PMT sections that left carrying the descriptor, left those that
@@ -35,6 +36,14 @@ type signaller struct {
 // newSignaller returns the signaller of a run, or nil when it has nothing to signal: the run
 // does not scramble, or Options.ScramblingMode is 0.
 func newSignaller(o *Options, tables *psi.Tracker) *signaller {
+	if o.Mode == Descramble {
+		// The services a descrambling run selects go out clear: the scrambling_descriptor
+		// would have the next reader take them for scrambled with the system it names.
+		s := &signaller{tracker: tables, log: o.Log, remove: true}
+		s.selection(o)
+		s.rw.Remove = true
+		return s
+	}
 	if o.Mode != Scramble || o.ScramblingMode == 0 {
 		return nil
 	}
@@ -42,8 +51,18 @@ func newSignaller(o *Options, tables *psi.Tracker) *signaller {
 	if o.Out != nil && o.Out.System != nil {
 		s.system = o.Out.System.Name()
 	}
-	// The classifier's selection: a service when one is given (it wins over PIDs), else the
-	// PIDs, else every elementary stream.
+	s.selection(o)
+	s.rw.Mode = o.ScramblingMode
+	s.rw.Want = s.wants
+	// A PMT without the descriptor means the DVB-CSA cipher already: for csa2 only a
+	// descriptor left from an earlier scrambling is changed, and none added.
+	s.rw.ReplaceOnly = o.ScramblingMode == psi.ScramblingCSA2
+	return s
+}
+
+// selection takes the classifier's: a service when one is given (it wins over PIDs), else the
+// PIDs, else every elementary stream.
+func (s *signaller) selection(o *Options) {
 	switch {
 	case o.Service > 0:
 		s.service = uint16(o.Service)
@@ -53,12 +72,6 @@ func newSignaller(o *Options, tables *psi.Tracker) *signaller {
 			s.pids[pid&0x1FFF] = true
 		}
 	}
-	s.rw.Mode = o.ScramblingMode
-	s.rw.Want = s.wants
-	// A PMT without the descriptor means the DVB-CSA cipher already: for csa2 only a
-	// descriptor left from an earlier scrambling is changed, and none added.
-	s.rw.ReplaceOnly = o.ScramblingMode == psi.ScramblingCSA2
-	return s
 }
 
 // wants reports whether the PMT of program carries the descriptor.
@@ -92,6 +105,10 @@ func (s *signaller) packet(p []byte, pid uint16) {
 		svc := fmt.Sprintf("service %d", r.Program)
 		if r.Program == 0 {
 			svc = "a service"
+		}
+		if s.remove {
+			s.log(fmt.Sprintf("the PMT of %s (PID %#04x) is followed in its packet by a section that runs on: it keeps its scrambling_descriptor, though the service goes out clear (this is the only such note)", svc, pid))
+			return
 		}
 		s.log(fmt.Sprintf("the PMT of %s (PID %#04x) %s: it goes out without a scrambling_descriptor, so descramblers must be told -cipher %s (this is the only such note)",
 			svc, pid, why, s.system))

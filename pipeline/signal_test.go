@@ -269,9 +269,11 @@ func TestSignalOff(t *testing.T) {
 	if len(log) != 0 {
 		t.Errorf("log %q", log)
 	}
-	if newSignaller(&Options{Mode: Descramble, ScramblingMode: psi.ScramblingDFC}, psi.NewTracker()) != nil ||
-		newSignaller(&Options{Mode: Rescramble, ScramblingMode: psi.ScramblingDFC}, psi.NewTracker()) != nil {
-		t.Error("a signaller outside Scramble runs")
+	if newSignaller(&Options{Mode: Rescramble, ScramblingMode: psi.ScramblingDFC}, psi.NewTracker()) != nil {
+		t.Error("a signaller in a Rescramble run")
+	}
+	if s := newSignaller(&Options{Mode: Descramble}, psi.NewTracker()); s == nil || !s.rw.Remove || s.rw.Mode != 0 {
+		t.Error("a Descramble run's signaller does not take the descriptor out")
 	}
 }
 

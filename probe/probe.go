@@ -85,6 +85,15 @@ type Service struct {
 	PCRPID   *uint16  `json:"pcr_pid,omitempty"` // nil without PMT; 0x1FFF for a service without PCR
 	CA       []CA     `json:"ca"`                // program-level CA descriptors (they cover every stream)
 	Streams  []Stream `json:"streams"`
+	// Scrambling is the scrambling_descriptor of the PMT (ETSI EN 300 468 6.2.32), the system
+	// a descrambler without -cipher takes; nil when the PMT has none (DVB-CSA by default).
+	Scrambling *Scrambling `json:"scrambling,omitempty"`
+}
+
+// Scrambling is a scrambling_descriptor: its scrambling_mode and what that names.
+type Scrambling struct {
+	Mode uint8  `json:"mode"`
+	Name string `json:"name"`
 }
 
 // Stream is an elementary stream of a service.

@@ -249,6 +249,9 @@ func (t *tables) fill(rep *Report) {
 			pcr := pmt.PCRPID
 			s.PCRPID = &pcr
 			s.CA = caList(pmt.CA)
+			if m, ok := pmt.ScramblingMode(); ok {
+				s.Scrambling = &Scrambling{Mode: uint8(m), Name: m.String()}
+			}
 			for _, es := range pmt.Streams {
 				s.Streams = append(s.Streams, Stream{
 					PID:        es.PID,

@@ -80,6 +80,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 			pf(", PCR PID 0x%04X", *s.PCRPID)
 		}
 		pf("\n")
+		if s.Scrambling != nil {
+			pf("  scrambling_descriptor 0x%02X: %s\n", s.Scrambling.Mode, s.Scrambling.Name)
+		}
 		for _, ca := range s.CA {
 			pf("  CA %s (0x%04X), ECM PID 0x%04X%s\n", ca.SystemName, ca.SystemID, ca.ECMPID, absent(ca.ECMPID))
 		}

@@ -30,6 +30,11 @@ type PMTSignaller struct {
 	// while one left from an earlier scrambling would name the wrong system. Without CA,
 	// sections without one, or that span packets, are then neither signalled nor left.
 	ReplaceOnly bool
+	// Remove, with Mode 0 and no CA, takes every scrambling_descriptor out of the wanted
+	// sections (AppendWithoutScrambling), for a descrambler whose output is clear. A section
+	// shrinks, and the stuffing at the end of its packet grows to fill its place; a section
+	// followed in its packet by one that runs into the next packet cannot shrink, and is left.
+	Remove bool
 
 	out [PacketSize]byte
 	sec [maxSection + 3]byte // a section with its scrambling_mode
@@ -122,19 +127,22 @@ func (s *PMTSignaller) Packet(pkt []byte) SignalResult {
 		w += copy(s.out[w:], sec)
 	}
 	// q is where the tail starts: stuffing, or a section that runs into the next packet. The
-	// sections before it grew by w-q bytes, which only stuffing can give.
+	// sections before it grew by w-q bytes, which only stuffing can give; or shrank, which
+	// only stuffing can fill, as a section that runs on must keep its bytes where they are.
 	if grow := w - q; fits && grow > 0 {
 		fits = !spans && PacketSize-q >= grow
 		for i := q; fits && i < PacketSize; i++ {
 			fits = pkt[i] == tableIDEnd
 		}
+	} else if grow < 0 && spans {
+		fits = false
 	}
 	if !fits || r.Spans {
 		r.Left, r.Program = wanted, first
 		return r
 	}
 	r.Signalled = wanted
-	if w == q { // nothing grew (no descriptor is ever taken out)
+	if w == q { // nothing grew or shrank
 		copy(s.out[w:], pkt[q:])
 	} else {
 		for i := w; i < PacketSize; i++ {
@@ -162,7 +170,7 @@ func (s *PMTSignaller) takes(sec []byte) bool {
 	if s.changesAll() {
 		return true
 	}
-	if s.Mode == 0 {
+	if s.Mode == 0 && !s.Remove {
 		return false
 	}
 	_, has := PMTScramblingMode(sec)
@@ -174,6 +182,12 @@ func (s *PMTSignaller) takes(sec []byte) bool {
 // came, never given a CRC_32 that would make it look right.
 func (s *PMTSignaller) edit(sec []byte) ([]byte, bool) {
 	ok := true
+	if s.Remove && s.Mode == 0 && s.CA == nil {
+		if sec, ok = AppendWithoutScrambling(s.sec[:0], sec); !ok {
+			return nil, false
+		}
+		return sec, true
+	}
 	if s.Mode != 0 {
 		if sec, ok = appendScramblingMode(s.sec[:0], sec, s.Mode, !s.ReplaceOnly); !ok {
 			return nil, false

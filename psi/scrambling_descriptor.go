@@ -217,6 +217,68 @@ func appendScramblingMode(dst, s []byte, mode ScramblingMode, add bool) ([]byte,
 	return append(dst, byte(c>>24), byte(c>>16), byte(c>>8), byte(c)), true
 }
 
+// AppendWithoutScrambling appends to dst the TS_program_map_section s without its
+// scrambling_descriptors, of the program_info loop and of every ES_info loop, and returns the
+// extended slice: what a descrambler writes of a service whose output is clear, so that the
+// next reader does not take it for scrambled with the system the descriptor named. The loop
+// lengths and section_length shrink by 3 bytes a descriptor, the CRC_32 is computed again, and
+// version_number stays as it is (see AppendScramblingMode). A section without one is appended
+// unchanged; ok is false, and dst returned unchanged, when s is not one whole PMT section with a
+// good CRC_32 and consistent lengths.
+func AppendWithoutScrambling(dst, s []byte) ([]byte, bool) {
+	if !isPMTSection(s) {
+		return dst, false
+	}
+	var drop []int // offsets of the descriptors to take out
+	if !walkPMT(s, len(s)-4, func(at int, _ bool) {
+		if s[at] == TagScrambling {
+			drop = append(drop, at)
+		}
+	}) {
+		return dst, false
+	}
+	if len(drop) == 0 {
+		return append(dst, s...), true
+	}
+	start := len(dst)
+	// Copy the section without the descriptors, then fix each loop length on the copy: the
+	// program_info_length at 10, and the ES_info_length of each ES entry.
+	prev := 0
+	for _, at := range drop {
+		dst = append(dst, s[prev:at]...)
+		prev = at + 2 + int(s[at+1])
+	}
+	dst = append(dst, s[prev:len(s)-4]...)
+	out := dst[start:]
+	removedBefore := func(lo, hi int) int { // bytes dropped from s[lo:hi]
+		n := 0
+		for _, at := range drop {
+			if at >= lo && at < hi {
+				n += 2 + int(s[at+1])
+			}
+		}
+		return n
+	}
+	info := int(be16(s[10:]) & 0x0FFF)
+	newInfo := info - removedBefore(12, 12+info)
+	out[10], out[11] = out[10]&0xF0|byte(newInfo>>8), byte(newInfo)
+	// Walk the ES loop of s, and write each entry's new length where that entry sits in out.
+	shift := info - newInfo
+	for p := 12 + info; p+5 <= len(s)-4; {
+		esInfo := int(be16(s[p+3:]) & 0x0FFF)
+		gone := removedBefore(p+5, p+5+esInfo)
+		q := p - shift
+		n := esInfo - gone
+		out[q+3], out[q+4] = out[q+3]&0xF0|byte(n>>8), byte(n)
+		shift += gone
+		p += 5 + esInfo
+	}
+	n := len(out) + 4 - 3
+	out[1], out[2] = out[1]&0xF0|byte(n>>8), byte(n)
+	c := CRC32(out)
+	return append(dst, byte(c>>24), byte(c>>16), byte(c>>8), byte(c)), true
+}
+
 // ScramblingMode returns the scrambling_mode the PMT of the service signals, as
 // PMTScramblingMode reads it from the section: the first scrambling_descriptor of the
 // program_info loop, or else the first of the ES_info loops. ok is false while the PMT has not

@@ -645,3 +645,50 @@ func TestPMTSignallerCA(t *testing.T) {
 		t.Errorf("no room: %+v", r)
 	}
 }
+
+// A descrambler's PMT: every scrambling_descriptor out, of the program and of each component,
+// every other descriptor and field kept, the lengths and CRC_32 right, and the packet's
+// stuffing grown by what the section lost.
+func TestRemoveScrambling(t *testing.T) {
+	scr := []byte{TagScrambling, 1, byte(ScramblingDFC)}
+	lang := []byte{0x0A, 4, 'e', 'n', 'g', 0}
+	with := pmt(7, 3, 0x101, append(append(caDesc(0x0B00, 0x1FF0), scr...), lang...),
+		es{0x1B, 0x101, scr},
+		es{0x0F, 0x102, append(append([]byte(nil), lang...), scr...)},
+		es{0x06, 0x103, nil})
+	want := pmt(7, 3, 0x101, append(caDesc(0x0B00, 0x1FF0), lang...),
+		es{0x1B, 0x101, nil},
+		es{0x0F, 0x102, lang},
+		es{0x06, 0x103, nil})
+	got, ok := AppendWithoutScrambling(nil, with)
+	if !ok || !bytes.Equal(got, want) {
+		t.Fatalf("without the scrambling_descriptors:\n got %x\nwant %x", got, want)
+	}
+	if again, ok := AppendWithoutScrambling(nil, got); !ok || !bytes.Equal(again, got) {
+		t.Errorf("a section without one changed: %x", again)
+	}
+	bad := bytes.Clone(with)
+	bad[len(bad)-1] ^= 1
+	if out, ok := AppendWithoutScrambling([]byte{1}, bad); ok || !bytes.Equal(out, []byte{1}) {
+		t.Errorf("a section with a bad CRC_32 was rewritten")
+	}
+
+	pkt := pmtPacket(0x100, 5, with)
+	s := &PMTSignaller{Remove: true}
+	r := s.Packet(pkt)
+	if !r.Changed || r.Signalled != 1 || !bytes.Equal(sectionIn(t, pkt), want) {
+		t.Fatalf("packet: %+v, section %x", r, sectionIn(t, pkt))
+	}
+	if !bytes.Equal(pkt, pmtPacket(0x100, 5, want)) {
+		t.Errorf("the packet's tail is not stuffing")
+	}
+
+	// A section followed by one that runs into the next packet keeps its bytes: the next
+	// section's start cannot move.
+	long := pmt(8, 0, 0x201, nil, es{0x1B, 0x201, make([]byte, 150)})
+	pkt = append([]byte{0x47, 0x41, 0x00, 0x15, 0}, append(bytes.Clone(with), long...)...)[:PacketSize]
+	in := bytes.Clone(pkt)
+	if r := s.Packet(pkt); r.Changed || r.Left != 1 || !bytes.Equal(pkt, in) {
+		t.Errorf("before a section that runs on: %+v, changed bytes: %v", r, !bytes.Equal(pkt, in))
+	}
+}
