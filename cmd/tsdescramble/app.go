@@ -32,6 +32,11 @@ const (
 	exitFail  = 1 // runtime failure: I/O, input that is not a transport stream
 	exitUsage = 2 // bad flag, bad key, unreadable key file
 	exitNoFit = 3 // the keys do not fit the stream: no scrambled PES start decrypted to a valid header
+	// exitJob is a batch's alone: a job's own values are wrong (a key file or input that is not
+	// there, a bad CW, an index past the manifest's end), while the manifest and the batch's flags
+	// are right. On the command line the same mistakes are usage errors (2); in a batch, 2 would
+	// stop every job of the manifest for one line's mistake.
+	exitJob = 4
 )
 
 // Env is what the command touches of the process, so tests can run it in-process.

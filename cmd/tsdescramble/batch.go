@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/batch"
 	"github.com/tsdescramble/tsdescramble/internal/clihelp"
+	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
 // batch runs a manifest of jobs (internal/batch), one descrambling or scrambling run each:
@@ -33,7 +36,7 @@ func batchCommand(env Env) *cli.Command {
 	return &cli.Command{
 		Name:      "batch",
 		Usage:     "run the jobs of a manifest: all, or the one a scheduler's index names",
-		UsageText: "tsdescramble batch [flags]   (-manifest FILE [-index N] [-jobs J] [-stats-dir DIR])",
+		UsageText: "tsdescramble batch [flags]   (-manifest FILE [-index N] [-jobs J] [-stats-dir DIR]; -count -manifest FILE)",
 		Description: `Runs the jobs a manifest lists, one JSON object per line whose keys are the flags of the
 command without the dash and whose values are theirs ("command": "scramble" for the scrambler):
    {"in": "rec1.ts", "out": "clear/rec1.ts", "cw-file": "rec1.cwl"}
@@ -44,16 +47,23 @@ job runs, -jobs at a time, each with its share of the workers (without -jobs: on
 CPUs, or one per CPU with one worker each when most inputs are under 128 MiB). With -stats-dir
 each job's statistics go to DIR/N.json, and a job whose output exists and whose statistics say
 it succeeded on the same input is skipped. A manifest in which a job's output or statistics
-would replace a job's input, key file, output or statistics is refused before any job runs. The
-exit status is the job's with -index; for a whole manifest it is 0 when every job succeeded or
-was skipped, else 1 when a job failed in a way a retry may mend (I/O), else 2 (a job's usage
-error), else 3 (keys that do not fit).
+would replace a job's input, key file, output or statistics is refused before any job runs, as
+is one with a line that is not an object of known flags: exit 2, for every index. A value wrong
+for one job (a key file or an input that is not there, a bad CW) fails that job alone with
+exit 4, and so does an index past the manifest's end; their statistics say why. Without -index
+the values of every job are checked before the first runs, each job refused named on a line of
+its own, and the others run. The exit status is the job's with -index; for a whole manifest it
+is 0 when every job succeeded or was skipped, else 1 when a job failed in a way a retry may
+mend (I/O), else 4 (a job's values), else 3 (keys that do not fit). -count prints the number
+of jobs (blank lines are none), the completions of an Indexed Job, and runs none.
 Examples:
    tsdescramble batch -manifest jobs.jsonl -stats-dir stats
-   JOB_COMPLETION_INDEX=4 tsdescramble batch -manifest /data/jobs.jsonl -stats-dir /data/stats`,
+   JOB_COMPLETION_INDEX=4 tsdescramble batch -manifest /data/jobs.jsonl -stats-dir /data/stats
+   tsdescramble batch -count -manifest jobs.jsonl`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "manifest", Destination: &b.manifest, TakesFile: true, Category: catIO, Usage: "the jobs: a JSON Lines `FILE`, one object of flags per job"},
 			&cli.IntFlag{Name: "index", Destination: &b.index, Category: catIO, Usage: "run job `N` only (from 0; absent: $" + indexEnv + " if set, else every job)"},
+			&cli.BoolFlag{Name: "count", Destination: &b.count, Category: catIO, Usage: "print the number of jobs the manifest lists and run none: an Indexed Job's completions"},
 			&cli.IntFlag{Name: "jobs", Value: batch.DefaultJobs(), Destination: &b.jobs, DefaultText: "one per 4 CPUs; one per CPU when most inputs are under " + strconv.Itoa(batch.SmallInput>>20) + " MiB", Category: catTuning, Usage: "`J` jobs at a time, each with its share of the workers"},
 			&cli.StringFlag{Name: "stats-dir", Destination: &b.statsDir, TakesFile: true, Category: catReporting, Usage: "write each job's statistics to `DIR`/N.json, and skip the jobs they say are done"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &b.quiet, Category: catReporting, Usage: "print nothing but errors (and give each job -quiet)"},
@@ -76,6 +86,7 @@ type batchFlags struct {
 	manifest, statsDir, logFormat string
 	index, jobs                   int
 	indexSet, jobsSet, quiet      bool
+	count                         bool
 	profile                       config // its profile files only
 	args, cmdline                 []string
 }
@@ -293,7 +304,8 @@ func setFlag(f cli.Flag, v any) error {
 	return nil
 }
 
-// jobIndex returns the one job to run, or -1 for all of them.
+// jobIndex returns the one job to run, or -1 for all of them. An index past the manifest's
+// end is returned as it is: it fails alone (pastEnd).
 func jobIndex(b *batchFlags, n int) (int, error) {
 	var i int
 	switch {
@@ -307,16 +319,54 @@ func jobIndex(b *batchFlags, n int) (int, error) {
 	default:
 		return -1, nil
 	}
-	if i < 0 || i >= n {
-		return 0, usageErr("job %d: the manifest lists jobs 0 to %d", i, n-1)
+	if i < 0 {
+		return 0, usageErr("job %d: want a job number from 0 (the manifest lists jobs 0 to %d)", i, n-1)
 	}
 	return i, nil
 }
 
+// pastEnd is the exit of the pod of an index past the manifest's end: that index fails alone,
+// with a job's exit status and statistics that say why, and the indexes the manifest lists run.
+// The manifest is the same for every pod; a Job with more completions than the manifest has
+// jobs (completions counted with wc -l, over blank lines) is wrong only in those indexes.
+func pastEnd(b *batchFlags, i, n int, own *batch.FileSet, stderr io.Writer) error {
+	msg := fmt.Sprintf("job %d: the manifest lists jobs 0 to %d: give the Job %d completions (tsdescramble batch -count -manifest FILE)", i, n-1, n)
+	if b.statsDir != "" {
+		path := filepath.Join(b.statsDir, strconv.Itoa(i)+".json")
+		if own.Has(path) {
+			// A file a job names is never written but by that job.
+			return &exitError{code: exitJob, msg: msg}
+		}
+		if err := report.WriteOutcome(path, exitJob, msg, nil); err != nil {
+			fmt.Fprintf(stderr, "tsdescramble: cannot write the statistics: %v\n", runfiles.UnwrapPath(err))
+		}
+	}
+	return &exitError{code: exitJob, msg: msg}
+}
+
+// countJobs prints the number of jobs of the manifest, as a batch counts them.
+func countJobs(b *batchFlags, env Env, files batch.Files) error {
+	if b.indexSet {
+		return usageErr("-count runs no job: give it without -index")
+	}
+	jobs, err := manifestJobs(b, files)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, len(jobs))
+	return nil
+}
+
 func runBatch(b *batchFlags, env Env, files batch.Files) error {
+	if b.count {
+		return countJobs(b, env, files)
+	}
 	jobs, index, parallel, own, err := loadJobs(b, env, files)
 	if err != nil {
 		return err
+	}
+	if index >= len(jobs) {
+		return pastEnd(b, index, len(jobs), own, env.Stderr)
 	}
 	if index >= 0 {
 		jobs, parallel = jobs[index:index+1], 1
@@ -348,20 +398,10 @@ func runBatch(b *batchFlags, env Env, files batch.Files) error {
 // loadJobs reads and checks the manifest and the batch's flags: the jobs, the one to run (or
 // -1), how many run at a time, and the jobs' files.
 func loadJobs(b *batchFlags, env Env, files batch.Files) (jobs []*job, index, parallel int, own *batch.FileSet, err error) {
-	if len(b.args) > 0 {
-		return nil, 0, 0, nil, strayArgument(b.args, b.cmdline)
-	}
-	path := b.manifest
-	if path == "" {
-		return nil, 0, 0, nil, usageErr("batch needs -manifest FILE: one JSON object of flags per job, per line")
-	}
-	data, err := files.ReadFile(path)
-	if err != nil {
-		return nil, 0, 0, nil, usageErr("cannot read the manifest: %v", runfiles.UnwrapPath(err))
-	}
-	if jobs, err = readManifest(path, data); err != nil {
+	if jobs, err = manifestJobs(b, files); err != nil {
 		return nil, 0, 0, nil, err
 	}
+	path := b.manifest
 	parallel = b.jobs
 	if parallel < 1 || parallel > 1024 {
 		return nil, 0, 0, nil, usageErr("-jobs: want a number from 1 to 1024")
@@ -387,7 +427,7 @@ func loadJobs(b *batchFlags, env Env, files batch.Files) (jobs []*job, index, pa
 			j.cfg.stats = filepath.Join(b.statsDir, strconv.Itoa(j.Index)+".json")
 			j.cfg.given["stats"] = true
 		}
-		j.Job = newBatchJob(j.Index, j.Line, j.cfg, b.statsDir != "")
+		j.Job = newBatchJob(j.Index, j.Line, j.cfg, b.statsDir != "", fmt.Sprintf("%s line %d", path, j.Line))
 		run[i] = j.Job
 	}
 	// Every job's files, before anything is created or removed, even with -index: the pods of
@@ -398,13 +438,30 @@ func loadJobs(b *batchFlags, env Env, files batch.Files) (jobs []*job, index, pa
 	return jobs, index, parallel, own, makeStatsDir(b.statsDir, files)
 }
 
+// manifestJobs reads the manifest -manifest names into its jobs.
+func manifestJobs(b *batchFlags, files batch.Files) ([]*job, error) {
+	if len(b.args) > 0 {
+		return nil, strayArgument(b.args, b.cmdline)
+	}
+	path := b.manifest
+	if path == "" {
+		return nil, usageErr("batch needs -manifest FILE: one JSON object of flags per job, per line")
+	}
+	data, err := files.ReadFile(path)
+	if err != nil {
+		return nil, usageErr("cannot read the manifest: %v", runfiles.UnwrapPath(err))
+	}
+	return readManifest(path, data)
+}
+
 // batchJobStarts, when not nil, is called as each job of a batch begins its run, with its
 // number and its config: tests see through it how the jobs were spread.
 var batchJobStarts func(index int, c *config)
 
-// newBatchJob is what the batch needs of a job: its files, and how to run it (process, in
-// this process, with the job's config).
-func newBatchJob(index, line int, c *config, statsDir bool) *batch.Job {
+// newBatchJob is what the batch needs of a job: its files, how to check its values (checkJob)
+// and how to run it (process, in this process, with the job's config). where names its line in
+// the messages of the check, which a user reads to mend the manifest.
+func newBatchJob(index, line int, c *config, statsDir bool, where string) *batch.Job {
 	j := &batch.Job{Index: index, Line: line, In: c.in, Out: c.out, Stats: c.stats, StatsDir: statsDir, Hide: looksLikeKey}
 	for _, ff := range fileFlags {
 		p := ff.get(c)
@@ -413,14 +470,149 @@ func newBatchJob(index, line int, c *config, statsDir bool) *batch.Job {
 		}
 		j.Files = append(j.Files, batch.File{Flag: ff.name, Path: p, What: ff.describe(), Writes: ff.output(), Output: ff.name == "out"})
 	}
+	j.Check = func(stderr io.Writer) int {
+		if err := checkJob(c); err != nil {
+			return jobFailed(c, fmt.Errorf("%s: %s", where, errorMessage(err)), stderr)
+		}
+		return exitOK
+	}
 	j.Run = func(stderr io.Writer) int {
 		if batchJobStarts != nil {
 			batchJobStarts(index, c)
 		}
 		env := Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr}
-		return errorStatus(process(c, env), env)
+		err := process(c, env)
+		if errorCode(err) == exitUsage {
+			// The manifest and the batch's flags were checked before any job ran: what the run
+			// refuses is its line's values (a key of the wrong size for the system its PMT names).
+			return jobFailed(c, err, stderr)
+		}
+		code := errorStatus(err, env)
+		if code != exitOK && c.stats != "" {
+			if _, serr := os.Lstat(c.stats); errors.Is(serr, fs.ErrNotExist) {
+				// Failed before its statistics (an input that could not be read): the batch
+				// removed those of an earlier run, and these say how this one ended.
+				writeOutcome(c, code, errorMessage(err), stderr)
+			}
+		}
+		return code
 	}
 	return j
+}
+
+// jobFailed ends a job whose own values are wrong: its message, its statistics, exit 4.
+func jobFailed(c *config, err error, stderr io.Writer) int {
+	msg := errorMessage(err)
+	fmt.Fprintln(stderr, "tsdescramble: "+msg)
+	writeOutcome(c, exitJob, msg, stderr)
+	return exitJob
+}
+
+// writeOutcome writes the statistics of a job that ended before its run, if it has any.
+func writeOutcome(c *config, code int, msg string, stderr io.Writer) {
+	if c.stats == "" {
+		return
+	}
+	files := &runfiles.Records{In: runfiles.RecordOf(c.in, true)}
+	if err := report.WriteOutcome(c.stats, code, msg, files); err != nil {
+		fmt.Fprintf(stderr, "tsdescramble: cannot write the statistics: %v\n", runfiles.UnwrapPath(err))
+	}
+}
+
+// errorMessage is the message of the error a run ended with, as errorStatus prints it.
+func errorMessage(err error) string {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.msg
+	}
+	return err.Error()
+}
+
+// checkJob finds what is wrong with a job's own values before any job of the batch runs: what
+// validate refuses, keys that cannot be read, a file the job reads that is not there. It reads
+// no stream. Without -cipher, the PMT of a descrambling run's input names the system, and with
+// it the size of a key: the key passes if a system takes it, and the run checks it against the
+// system it finds. What the check cannot tell (an I/O error) is left to the run, whose exit 1 a
+// retry may mend.
+func checkJob(c *config) error {
+	cc := *c // validate keeps in the config what it reads: the run reads it afresh
+	env := Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
+	if err := validate(&cc, env); err != nil {
+		return err
+	}
+	if err := checkJobKeys(&cc); err != nil {
+		return err
+	}
+	return checkJobInputs(&cc)
+}
+
+// checkJobKeys reads a job's keys as its run would (openKeys), where they come from its flags.
+func checkJobKeys(c *config) error {
+	switch {
+	case c.ksURL != nil || c.follow || c.ecmXor != "":
+		// Keys that come while the stream runs, or from its ECMs: nothing to read before.
+	case c.mode == pipeline.Scramble && c.scsWanted() && !c.anyKeyFlag():
+		// Random CWs, logged as they are made.
+	default:
+		sys, err := lookupSystem("cipher", c.cipher, c.lanes)
+		if err != nil {
+			return err
+		}
+		if _, err = readKeys(&c.keys, "", sys); err != nil {
+			if c.mode != pipeline.Descramble || c.isSet("cipher") || !anySystemReads(c) {
+				return err
+			}
+		}
+	}
+	if c.outSys != nil {
+		_, err := readKeys(&c.rekeys, "rescramble-", c.outSys)
+		return err
+	}
+	return nil
+}
+
+// anySystemReads reports whether a system other than -cipher's takes the keys of c's flags.
+func anySystemReads(c *config) bool {
+	for _, name := range scrambling.Names() {
+		if name == c.cipher {
+			continue
+		}
+		if sys, err := lookupSystem("cipher", name, c.lanes); err == nil {
+			if _, err := readKeys(&c.keys, "", sys); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkJobInputs refuses a job whose input, or another file it reads, is not there or may not
+// be read. Only a regular file is opened: opening a named pipe would wait for its writer.
+func checkJobInputs(c *config) error {
+	for _, f := range fileFlags {
+		p := f.get(c)
+		if f.output() || p == "" || f.stdio && (p == "-" || isNetwork(p)) {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err == nil && fi.IsDir() {
+			return usageErr("-%s %s is a directory: name the %s", f.name, p, f.describe())
+		}
+		if err == nil && fi.Mode().IsRegular() {
+			var fh *os.File
+			if fh, err = os.Open(p); err == nil {
+				fh.Close()
+			}
+		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			if looksLikeKey(p) {
+				// A control word given where the file's name belongs: not shown.
+				return usageErr("-%s names no file that can be read", f.name)
+			}
+			return usageErr("cannot open the %s: %v", f.describe(), runfiles.UnwrapPath(err))
+		}
+	}
+	return nil
 }
 
 // makeStatsDir makes -stats-dir and checks that it takes files.

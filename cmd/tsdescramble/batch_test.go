@@ -236,12 +236,22 @@ func TestBatchFailingJobBesidePassingOnes(t *testing.T) {
 		}
 	}
 
-	// A job that cannot read its input (exit 1) is what a retry may mend: the batch says 1.
+	// A job whose input is not there (exit 4) is its line's mistake, which a retry does not
+	// mend; it ranks above keys that do not fit.
 	m.WriteString(manifestLine(t, map[string]any{"in": filepath.Join(dir, "missing.ts"), "out": filepath.Join(dir, "out3.ts"), "cw": cwA}))
 	writeFile(t, dir, "m.jsonl", []byte(m.String()))
 	r = run(t, nil, "batch", "-manifest", path, "-stats-dir", stats)
-	if r.code != exitFail || !strings.Contains(r.stderr, "job 3 (exit 1)") || !strings.Contains(r.stderr, "2 skipped") {
-		t.Errorf("exit %d, want 1 with job 3 failed and two skipped: %s", r.code, describe(r))
+	if r.code != exitJob || !strings.Contains(r.stderr, "job 3 (exit 4)") || !strings.Contains(r.stderr, "2 skipped") {
+		t.Errorf("exit %d, want 4 with job 3 failed and two skipped: %s", r.code, describe(r))
+	}
+	// One whose input holds no transport stream (exit 1) is a failure of the run: the batch
+	// says 1, which a scheduler retries.
+	junk := writeFile(t, dir, "junk.ts", bytes.Repeat([]byte("not a stream "), 1000))
+	m.WriteString(manifestLine(t, map[string]any{"in": junk, "out": filepath.Join(dir, "out4.ts"), "cw": cwA}))
+	writeFile(t, dir, "m.jsonl", []byte(m.String()))
+	r = run(t, nil, "batch", "-manifest", path, "-stats-dir", stats)
+	if r.code != exitFail || !strings.Contains(r.stderr, "job 3 (exit 4), job 4 (exit 1)") || !strings.Contains(r.stderr, "2 skipped") {
+		t.Errorf("exit %d, want 1 with jobs 3 and 4 failed and two skipped: %s", r.code, describe(r))
 	}
 }
 
@@ -269,7 +279,7 @@ func TestBatchManifestErrors(t *testing.T) {
 		{`["in"]`, nil, "not a JSON object"},
 		{job("") + job(""), nil, "more than one JSON object"},
 		{"\n\n", nil, "lists no job"},
-		{job(""), []string{"-index", "1"}, "job 1: the manifest lists jobs 0 to 0"},
+		{job(""), []string{"-index", "-1"}, "job -1: want a job number from 0"},
 		{job(`, "stats": "s.json"`), []string{"-stats-dir", dir}, `"stats" and -stats-dir`},
 		{job(`, "1122334455667788": 1`), nil, "unknown a key"},
 		{job(`, "metrics": ":9400"`), nil, `key "metrics": jobs that run side by side`},
@@ -295,10 +305,10 @@ func TestBatchManifestErrors(t *testing.T) {
 	if r := run(t, nil, "batch"); r.code != exitUsage || !strings.Contains(r.stderr, "-manifest FILE") {
 		t.Errorf("no manifest: %s", describe(r))
 	}
-	// A job's own usage error (a bad key) is its exit 2, found when it runs.
+	// A job's own bad key is that job's exit 4, not the manifest's 2 (TestBatchBadLine).
 	os.Unsetenv(indexEnv)
 	path = writeFile(t, dir, "m.jsonl", []byte(fmt.Sprintf(`{"in": %q, "out": %q, "cw": "11223344"}`, in, filepath.Join(dir, "o.ts"))))
-	if r := run(t, nil, "batch", "-manifest", path); r.code != exitUsage || !strings.Contains(r.stderr, "job 0: -cw:") {
+	if r := run(t, nil, "batch", "-manifest", path); r.code != exitJob || !strings.Contains(r.stderr, "job 0: "+path+" line 1: -cw:") {
 		t.Errorf("a bad key: %s", describe(r))
 	}
 }

@@ -46,6 +46,9 @@
 //	       or no scrambled unit start descrambled to a valid header. The output is written all
 //	       the same; when one of the usual mistakes (even and odd swapped, -reduce-entropy on
 //	       or off, a CW's bytes reversed) would make the keys fit, the message says which
+//	4      batch only: a job's own values are wrong (a key file or an input that is not there,
+//	       a bad CW, an index past the manifest's end) while the manifest is right; that job
+//	       alone fails, and its statistics (-stats-dir) say why
 //
 //	128+N  stopped by signal N, after writing every packet already processed: 129 for SIGHUP,
 //	       130 for SIGINT, 143 for SIGTERM; a second signal, SIGQUIT (131), or a stop that the
@@ -53,7 +56,10 @@
 //	       reader of stdout goes away, as for any Unix filter
 //
 // A batch with -index (or JOB_COMPLETION_INDEX) exits with its job's status; a batch of every
-// job with 0 when each succeeded or was skipped, else 1 if a job failed with 1 (a retry may
-// mend it; finished jobs are skipped), else 2 if one failed with 2, else 3. A scheduler retries
-// 1 and never 2 or 3: see the README's "Running at scale".
+// job checks the values of all jobs before the first runs, names each job it refuses, runs the
+// others, and exits 0 when each succeeded or was skipped, else 1 if a job failed with 1 (a
+// retry may mend it; finished jobs are skipped), else 4, else 3. A manifest that is wrong for
+// every job (a line that is not an object of known flags, jobs that write each other's files)
+// is 2 before any job runs. A scheduler retries 1 and never 2, 3 or 4: see the README's
+// "Running at scale".
 package main

@@ -19,6 +19,7 @@ const (
 	exitFail  = 1 // I/O: may be retried
 	exitUsage = 2 // never retried: the whole Job is wrong
 	exitNoFit = 3 // never retried: that recording's keys do not fit
+	exitJob   = 4 // never retried: that job's line names a file that is not there, or a bad key
 )
 
 // decode reads a manifest of deploy/kubernetes strictly: an unknown or misspelt field, or a
@@ -84,7 +85,7 @@ func TestIndexedJob(t *testing.T) {
 		t.Errorf("restartPolicy %q: a podFailurePolicy needs Never", s.Template.Spec.RestartPolicy)
 	}
 
-	// The failure policy: 2 fails the Job, 3 fails its index, 1 is left to the retries.
+	// The failure policy: 2 fails the Job, 3 and 4 fail their index, 1 is left to the retries.
 	if s.PodFailurePolicy == nil {
 		t.Fatal("no podFailurePolicy")
 	}
@@ -106,6 +107,7 @@ func TestIndexedJob(t *testing.T) {
 	for code, want := range map[int32]batchv1.PodFailurePolicyAction{
 		exitUsage: batchv1.PodFailurePolicyActionFailJob,
 		exitNoFit: batchv1.PodFailurePolicyActionFailIndex,
+		exitJob:   batchv1.PodFailurePolicyActionFailIndex,
 	} {
 		if action[code] != want {
 			t.Errorf("exit %d: action %q, want %q", code, action[code], want)

@@ -34,6 +34,7 @@ const (
 	exitFail  = 1
 	exitUsage = 2
 	exitNoFit = 3
+	exitJob   = 4
 )
 
 // Job is one job of a manifest: where its files are, and how to run it.
@@ -47,6 +48,10 @@ type Job struct {
 	Files []File
 	// Hide reports whether a path must not be shown (a control word put where a path goes).
 	Hide func(path string) bool
+	// Check, if not nil, checks the job's own values (the files it reads, its keys) before any
+	// job of the batch runs, says on stderr what is wrong and returns the job's exit status:
+	// 0 lets the job run.
+	Check func(stderr io.Writer) int
 	// Run runs the job with its messages on stderr and returns its exit status.
 	Run func(stderr io.Writer) int
 }
@@ -78,7 +83,8 @@ type File struct {
 // (CheckFiles).
 func Run(jobs []*Job, parallel int, one, quiet bool, files Files, own *FileSet, stderr io.Writer) (int, string) {
 	b := &batchRun{stderr: stderr, files: files, quiet: quiet, status: make([]int, len(jobs)), skipped: make([]bool, len(jobs)),
-		leftovers: findLeftovers(jobs, files, own)}
+		refused: make([]bool, len(jobs)), leftovers: findLeftovers(jobs, files, own)}
+	b.checkAll(jobs, one)
 	b.runAll(jobs, parallel)
 	return b.result(jobs, one)
 }
@@ -242,18 +248,54 @@ type batchRun struct {
 	mu      sync.Mutex // serializes the lines of the jobs' messages
 	status  []int      // by position in the batch's job list
 	skipped []bool
+	refused []bool                    // by their Check: not run
 	stopped atomic.Pointer[os.Signal] // the signal that stopped the batch before every job ran
 	// leftovers are the files earlier runs left beside each job's output, by job number:
 	// removed once the job's output is in place (files.go).
 	leftovers map[int][]leftover
 }
 
+// prefixed returns the writer of a job's messages: each line with the job's number.
+func (b *batchRun) prefixed(j *Job) *linePrefixer {
+	return &linePrefixer{w: b.stderr, mu: &b.mu, prefix: fmt.Sprintf("job %d: ", j.Index)}
+}
+
+// checkAll finds the jobs done before, and checks the values of the others (Job.Check), in
+// the manifest's order, before any job runs. A value wrong for one job (a key file or an input
+// that is not there, a bad CW) fails that job alone, with exit 4, as it fails that index alone
+// in an Indexed Job; the others run. A batch of a whole archive on one machine names every such
+// job at its start, not one at a time over hours, and does not hold back the recordings whose
+// lines are right: once the lines are mended, the same batch with -stats-dir runs only those.
+func (b *batchRun) checkAll(jobs []*Job, one bool) {
+	refused := 0
+	for i, j := range jobs {
+		if b.done(j) {
+			b.skipped[i] = true
+			continue
+		}
+		if j.Check == nil {
+			continue
+		}
+		stderr := b.prefixed(j)
+		if b.status[i] = j.Check(stderr); b.status[i] != exitOK {
+			b.refused[i] = true
+			refused++
+		}
+		stderr.flush()
+	}
+	if refused > 0 && !one && !b.quiet {
+		fmt.Fprintf(b.stderr, "tsdescramble: %d of %d jobs cannot run as their lines stand (exit %d, said above); the others run\n", refused, len(jobs), exitJob)
+	}
+}
+
 // run runs one job (or skips it) and records its exit status.
 func (b *batchRun) run(i int, j *Job) {
-	stderr := &linePrefixer{w: b.stderr, mu: &b.mu, prefix: fmt.Sprintf("job %d: ", j.Index)}
+	stderr := b.prefixed(j)
 	defer stderr.flush()
-	if b.done(j) {
-		b.skipped[i] = true
+	if b.refused[i] {
+		return
+	}
+	if b.skipped[i] {
 		if !b.quiet {
 			fmt.Fprintf(stderr, "tsdescramble: skipped: %s exists and %s says it was written from %s\n", j.Out, j.Stats, j.In)
 		}
@@ -341,7 +383,9 @@ func (b *batchRun) result(jobs []*Job, one bool) (int, string) {
 	var ok, skipped int
 	var failed []string
 	code := exitOK
-	rank := map[int]int{exitFail: 3, exitUsage: 2, exitNoFit: 1}
+	// 1 first: a retry of the batch may mend it, and skips what is done; then the statuses
+	// that only a change to the manifest, its files or the keys mends.
+	rank := map[int]int{exitFail: 4, exitUsage: 3, exitJob: 2, exitNoFit: 1}
 	for i, j := range jobs {
 		switch s := b.status[i]; {
 		case b.skipped[i]:

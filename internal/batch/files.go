@@ -74,8 +74,8 @@ type FileSet struct {
 	keys map[string]bool
 }
 
-// has reports whether path is one of the jobs' files.
-func (s *FileSet) has(path string) bool {
+// Has reports whether path is one of the jobs' files.
+func (s *FileSet) Has(path string) bool {
 	key, ok := s.fk.Key(path)
 	return ok && s.keys[key]
 }
@@ -203,7 +203,7 @@ func findLeftovers(jobs []*Job, files Files, own *FileSet) map[int][]leftover {
 			}
 			path := filepath.Join(dir, e.Name())
 			fi, err := e.Info()
-			if err != nil || own.has(path) {
+			if err != nil || own.Has(path) {
 				continue
 			}
 			found[j.Index] = append(found[j.Index], leftover{path, fi.Size(), fi.ModTime()})

@@ -98,6 +98,7 @@ type document struct {
 	MBPerSecond float64           `json:"mb_per_second"`
 	Live        *Live             `json:"live,omitempty"`
 	ExitStatus  *int              `json:"exit_status,omitempty"`
+	Error       string            `json:"error,omitempty"` // why a job ended before its run (WriteOutcome)
 	Files       *runfiles.Records `json:"files,omitempty"`
 }
 
@@ -110,10 +111,24 @@ const GoingOn = -1
 // while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
 // leaves none that a later run could take for complete.
 func WriteStats(path string, st *pipeline.Stats, ls *Live, status int, files *runfiles.Records) error {
-	doc := document{st, st.MBPerSecond(), ls, nil, files}
+	doc := document{Stats: st, MBPerSecond: st.MBPerSecond(), Live: ls, Files: files}
 	if status != GoingOn {
 		doc.ExitStatus = &status
 	}
+	return writeDocument(path, &doc)
+}
+
+// WriteOutcome writes the statistics of a run that ended before its first packet (a job of a
+// batch whose key file or input is not there): the same document as WriteStats, its figures
+// zero, with the exit status and the message the run ended with, so that a scheduler's
+// failed index has its reason beside the statistics of the others.
+func WriteOutcome(path string, status int, msg string, files *runfiles.Records) error {
+	doc := document{Stats: &pipeline.Stats{}, ExitStatus: &status, Error: msg, Files: files}
+	return writeDocument(path, &doc)
+}
+
+// writeDocument writes doc to path, replacing a regular file at once (WriteStats).
+func writeDocument(path string, doc *document) error {
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
