@@ -101,8 +101,9 @@ fi
 
 # The live Deployment, played by podman as a node would run it: its Secret, then the manifest
 # with its multicast groups turned to loopback ports (a host's groups may not loop back here)
-# and its metrics port to a free one. Its ports list goes: podman maps ports only on a network of
-# its own, where Kubernetes reads it, with hostNetwork, as a note. A sender on the host feeds it
+# and its metrics address, the pod's IP from the downward API, to a free loopback port (podman
+# 4.3 refuses the fieldRef status.podIP). Its ports list goes: podman maps ports only on a
+# network of its own, where Kubernetes reads it, with hostNetwork, as a note. A sender on the host feeds it
 # the sample, scrambled with the Secret's CW; /healthz must turn ready and /metrics count what
 # came, and the descrambled stream must come out at the output address.
 if ! command -v catatonit >/dev/null && ! [ -x /usr/libexec/podman/catatonit ]; then
@@ -120,9 +121,11 @@ cw=11223366445566ff
 # base64 (podman takes neither a Kubernetes Secret object nor its "stringData" there).
 printf '{"cw": "%s"}' "$(printf %s "$cw" | base64)" >"$work/secret.json"
 sed -e "s|udp://@239.1.1.1:1234|udp://@127.0.0.1:$inport|" -e "s|udp://239.1.2.1:1234|udp://127.0.0.1:$outport|" \
-	-e "s|- :9400|- 127.0.0.1:$mport|" -e "s|port: 9400|port: $mport|" -e '/^ *ports:$/,/containerPort:/d' \
+	-e "s|- \$(POD_IP):9400|- 127.0.0.1:$mport|" -e '/- name: POD_IP$/,/fieldPath: status.podIP$/d' \
+	-e "s|port: 9400|port: $mport|" -e '/^ *ports:$/,/containerPort:/d' \
 	deploy/kubernetes/deployment.yaml >"$work/deployment.yaml"
-grep -q "udp://@127.0.0.1:$inport" "$work/deployment.yaml" && grep -q "127.0.0.1:$mport" "$work/deployment.yaml" ||
+grep -q "udp://@127.0.0.1:$inport" "$work/deployment.yaml" && grep -q "127.0.0.1:$mport" "$work/deployment.yaml" &&
+	! grep -q 'status.podIP' "$work/deployment.yaml" ||
 	{ echo "FAIL: the Deployment's addresses were not found to rewrite"; exit 1; }
 podman tag "$image" localhost/tsdescramble:latest
 sender=""

@@ -6,11 +6,13 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
@@ -35,11 +37,18 @@ func decode(t *testing.T, name string, into any) {
 	}
 }
 
-// hardened checks what every pod of ours must be: an unprivileged user and a read-only root.
+// hardened checks what every pod of ours must be: an unprivileged user, a read-only root, the
+// runtime's seccomp filter, and no service account token (the command never calls the API).
 func hardened(t *testing.T, what string, pod *corev1.PodSpec, c *corev1.Container) {
 	t.Helper()
 	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
 		t.Errorf("%s: the pod does not run as a non-root user", what)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: the pod's seccompProfile is not RuntimeDefault", what)
+	}
+	if a := pod.AutomountServiceAccountToken; a == nil || *a {
+		t.Errorf("%s: automountServiceAccountToken is not false: the pod would hold a token it never uses", what)
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
@@ -50,6 +59,48 @@ func hardened(t *testing.T, what string, pod *corev1.PodSpec, c *corev1.Containe
 	}
 	if sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
 		t.Errorf("%s: capabilities are not dropped", what)
+	}
+}
+
+// workersFollowLimit checks that the container has a CPU limit and that GOMAXPROCS, which
+// -workers defaults to, is that limit: either from the limit through the downward API, or set by
+// the Go runtime itself (Go 1.25 and later, for a module that says go 1.25 or later), which
+// takes the limit rounded up and at least 2, so only a whole limit of 2 or more is met exactly.
+func workersFollowLimit(t *testing.T, what string, c *corev1.Container) {
+	t.Helper()
+	limit, ok := c.Resources.Limits[corev1.ResourceCPU]
+	if !ok || limit.Sign() <= 0 {
+		t.Errorf("%s: no CPU limit: the pod may use, and run workers for, every CPU of the node", what)
+		return
+	}
+	for _, e := range c.Env {
+		if e.Name != "GOMAXPROCS" {
+			continue
+		}
+		r := (*corev1.ResourceFieldSelector)(nil)
+		if e.ValueFrom != nil {
+			r = e.ValueFrom.ResourceFieldRef
+		}
+		one := resource.MustParse("1")
+		if r == nil || r.Resource != "limits.cpu" || r.ContainerName != "" && r.ContainerName != c.Name || !r.Divisor.IsZero() && r.Divisor.Cmp(one) != 0 {
+			t.Errorf("%s: $GOMAXPROCS does not come from the container's limits.cpu with divisor 1", what)
+		}
+		return
+	}
+	if limit.MilliValue()%1000 != 0 || limit.Value() < 2 {
+		t.Errorf("%s: CPU limit %s: Go's own GOMAXPROCS would be %d; give a whole limit of 2 or more, or GOMAXPROCS from the limit",
+			what, limit.String(), max(2, (limit.MilliValue()+999)/1000))
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go 1\.(\d+)`).FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("go.mod has no go line")
+	}
+	if minor, _ := strconv.Atoi(string(m[1])); minor < 25 {
+		t.Errorf("%s: go.mod says a Go before 1.25, whose runtime does not read the CPU limit: set GOMAXPROCS from it", what)
 	}
 }
 
@@ -80,6 +131,12 @@ func TestIndexedJob(t *testing.T) {
 	}
 	if s.BackoffLimitPerIndex == nil || *s.BackoffLimitPerIndex < 1 {
 		t.Errorf("backoffLimitPerIndex must let an index that failed on I/O (exit 1) be retried")
+	}
+	if s.ActiveDeadlineSeconds == nil || *s.ActiveDeadlineSeconds <= 0 {
+		t.Errorf("no activeDeadlineSeconds: a pod stalled on its volume would hold the Job for ever")
+	}
+	if ttl := s.TTLSecondsAfterFinished; ttl == nil || *ttl < 3600 {
+		t.Errorf("ttlSecondsAfterFinished %v: want one, of an hour or more, so that the failed indexes can be read before the Job goes", ttl)
 	}
 	if s.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("restartPolicy %q: a podFailurePolicy needs Never", s.Template.Spec.RestartPolicy)
@@ -120,6 +177,7 @@ func TestIndexedJob(t *testing.T) {
 	pod := &s.Template.Spec
 	c := container(t, pod)
 	hardened(t, "job", pod, c)
+	workersFollowLimit(t, "job", c)
 	if len(c.Args) < 3 || c.Args[0] != "batch" || !slices.Contains(c.Args, "-manifest") || !slices.Contains(c.Args, "-stats-dir") {
 		t.Errorf("args %q: want batch -manifest FILE -stats-dir DIR (the index comes from JOB_COMPLETION_INDEX)", c.Args)
 	}
@@ -135,6 +193,30 @@ func TestIndexedJob(t *testing.T) {
 	}
 	if len(c.VolumeMounts) == 0 || len(mounted) > 0 {
 		t.Errorf("volume mounts %v: want the data volume, declared in the pod", c.VolumeMounts)
+	}
+	var claims []string
+	for _, v := range pod.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	var pvc corev1.PersistentVolumeClaim
+	decode(t, "pvc.yaml", &pvc)
+	if pvc.Kind != "PersistentVolumeClaim" || pvc.APIVersion != "v1" {
+		t.Errorf("pvc.yaml: kind %s %s", pvc.APIVersion, pvc.Kind)
+	}
+	if !slices.Contains(claims, pvc.Name) {
+		t.Errorf("the Job mounts the claims %q; pvc.yaml describes %q", claims, pvc.Name)
+	}
+	// Pods side by side on any node all write the outputs.
+	if *s.Parallelism > 1 && !slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) {
+		t.Errorf("pvc.yaml: access modes %v: pods of parallelism %d on several nodes need ReadWriteMany", pvc.Spec.AccessModes, *s.Parallelism)
+	}
+	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; !ok || q.Sign() <= 0 {
+		t.Errorf("pvc.yaml: no storage request")
+	}
+	if m := pvc.Spec.VolumeMode; m != nil && *m != corev1.PersistentVolumeFilesystem {
+		t.Errorf("pvc.yaml: volumeMode %s: the jobs read and write files", *m)
 	}
 	for i, a := range c.Args {
 		if (a == "-manifest" || a == "-stats-dir") && i+1 < len(c.Args) && !underMount(c.Args[i+1], c.VolumeMounts) {
@@ -168,6 +250,7 @@ func TestLiveDeployment(t *testing.T) {
 	}
 	c := container(t, pod)
 	hardened(t, "deployment", pod, c)
+	workersFollowLimit(t, "deployment", c)
 
 	// The key: -cw-env names a variable filled from a Secret; no control word in the args.
 	arg := func(flag string) string {
@@ -209,6 +292,23 @@ func TestLiveDeployment(t *testing.T) {
 	m := regexp.MustCompile(`:(\d+)$`).FindStringSubmatch(addr)
 	if m == nil {
 		t.Fatalf("-metrics %q: want [HOST]:PORT", addr)
+	}
+	// On the host's network a wildcard address is every interface of the node, public ones too:
+	// the host is the pod's IP, from the downward API.
+	host := strings.Trim(strings.TrimSuffix(addr, ":"+m[1]), "[]")
+	if v, ok := strings.CutPrefix(host, "$("); !ok || !strings.HasSuffix(v, ")") {
+		t.Errorf("-metrics %q: on the host's network, want $(VAR):PORT with VAR the pod's IP", addr)
+	} else {
+		v = strings.TrimSuffix(v, ")")
+		var podIP bool
+		for _, e := range c.Env {
+			if e.Name == v {
+				podIP = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP"
+			}
+		}
+		if !podIP {
+			t.Errorf("-metrics %q: $%s does not come from the downward API's status.podIP", addr, v)
+		}
 	}
 	port, _ := strconv.Atoi(m[1])
 	ann := d.Spec.Template.Annotations
