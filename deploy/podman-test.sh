@@ -3,12 +3,24 @@
 # Job's pods would be run: one container per index with JOB_COMPLETION_INDEX, two at a time, on a
 # volume, with a read-only root file system and the image's unprivileged user. Checks every
 # output byte for byte, the exit statuses a podFailurePolicy acts on, the skipping of finished
-# jobs, and the image's size. Where containers cannot run it says why and exits 0.
-#   deploy/podman-test.sh
+# jobs, and the image's size. Where containers cannot run it says why and exits 0, unless it
+# must run: with --require, or CI set (CI=1, CI=true), a test that cannot run fails, so that a
+# CI machine that lost podman or runc does not pass it unnoticed.
+#   deploy/podman-test.sh [--require]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-skip() { echo "podman test skipped: $*"; exit 0; }
+require=""
+case "${CI:-}" in "" | 0 | false) ;; *) require="CI=$CI" ;; esac
+case "${1:-}" in
+--require) require="--require" ;;
+"") ;;
+*) echo "usage: deploy/podman-test.sh [--require]" >&2; exit 2 ;;
+esac
+skip() {
+	if [ -n "$require" ]; then echo "FAIL: podman test cannot run ($require): $*"; exit 1; fi
+	echo "podman test skipped: $*"; exit 0
+}
 command -v podman >/dev/null || skip "podman is not installed (Debian: apt-get install podman runc)"
 runc=$(command -v runc || true)
 [ -n "$runc" ] || skip "runc is not installed (Debian: apt-get install runc)"
@@ -46,6 +58,8 @@ cat >"$data/jobs.jsonl" <<'JOBS'
 {"in": "demo-biss.ts", "out": "clear/1.ts", "biss": "112233445566"}
 {"command": "scramble", "in": "demo-clear.ts", "out": "clear/2.ts", "cw-file": "demo-keys.txt", "cp-packets": 800}
 {"in": "demo-scrambled.ts", "out": "clear/3.ts", "cw": "a1b2c3d4e5f60718"}
+
+{"in": "demo-scrambled.ts", "out": "clear/4.ts", "cw-file": "missing-keys.txt"}
 JOBS
 chmod -R a+rwX "$data" # the image's user writes there
 
@@ -56,9 +70,10 @@ pod() { # index: runs that index's pod as a Job would, and prints its exit statu
 	echo "$status"
 }
 
-# Two at a time, as parallelism: 2 would run them.
+# Two at a time, as parallelism: 2 would run them. Index 4's key file is not there and index 5 is
+# past the manifest's end (the blank line is no job): each fails alone.
 declare -A status
-for pair in "0 1" "2 3"; do
+for pair in "0 1" "2 3" "4 5"; do
 	set -- $pair
 	pod "$1" >"$work/status$1" &
 	a=$!
@@ -69,9 +84,10 @@ for pair in "0 1" "2 3"; do
 	status[$2]=$(cat "$work/status$2")
 done
 fail=0
-for i in 0 1 2 3; do
+for i in 0 1 2 3 4 5; do
 	want=0
 	[ "$i" = 3 ] && want=3 # no key fits: the status a podFailurePolicy sends to FailIndex
+	[ "$i" -ge 4 ] && want=4 # the job's own values: FailIndex too
 	if [ "${status[$i]}" != "$want" ]; then
 		echo "FAIL: index $i exited ${status[$i]}, want $want"; cat "$work/pod$i.log"; fail=1
 	fi
@@ -92,6 +108,10 @@ check "$data/clear/0.ts" samples/demo-clear.ts
 check "$data/clear/1.ts" "$work/biss-clear.ts"
 check "$data/clear/2.ts" "$host/clear/2.ts"
 grep -q '"exit_status": 3' "$data/stats/3.json" || { echo "FAIL: job 3's statistics do not say exit 3"; fail=1; }
+for i in 4 5; do
+	grep -q '"exit_status": 4' "$data/stats/$i.json" && grep -q '"error": ' "$data/stats/$i.json" ||
+		{ echo "FAIL: job $i's statistics do not say exit 4 and why"; fail=1; }
+done
 
 # A retried pod skips its finished job.
 again=$(pod 0)
@@ -103,13 +123,13 @@ fi
 # with its multicast groups turned to loopback ports (a host's groups may not loop back here)
 # and its metrics address, the pod's IP from the downward API, to a free loopback port (podman
 # 4.3 refuses the fieldRef status.podIP). Its ports list goes: podman maps ports only on a
-# network of its own, where Kubernetes reads it, with hostNetwork, as a note. A sender on the host feeds it
-# the sample, scrambled with the Secret's CW; /healthz must turn ready and /metrics count what
-# came, and the descrambled stream must come out at the output address.
+# network of its own, where Kubernetes reads it, with hostNetwork, as a note. A sender on the
+# host feeds it the sample, scrambled with the Secret's CW; /healthz must turn ready and /metrics
+# count what came, and the descrambled stream must come out at the output address.
 if ! command -v catatonit >/dev/null && ! [ -x /usr/libexec/podman/catatonit ]; then
 	# A pod's infra container runs catatonit, which podman builds its pause image from.
 	if [ "$fail" != 0 ]; then exit 1; fi
-	echo "podman test passed: 4 indexes, 2 at a time, outputs identical, exit statuses 0 and 3, finished job skipped"
+	echo "podman test passed: 6 indexes, 2 at a time, outputs identical, exit statuses 0, 3 and 4, finished job skipped"
 	skip "the live Deployment: podman kube play needs catatonit (Debian: apt-get install catatonit)"
 fi
 free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); t=socket.socket(); t.bind(("127.0.0.1", s.getsockname()[1])); print(s.getsockname()[1])'; }
@@ -173,4 +193,4 @@ else
 fi
 
 if [ "$fail" != 0 ]; then exit 1; fi
-echo "podman test passed: 4 indexes, 2 at a time, outputs identical, exit statuses 0 and 3, finished job skipped; the live Deployment ready, its metrics counting"
+echo "podman test passed: 6 indexes, 2 at a time, outputs identical, exit statuses 0, 3 and 4, finished job skipped; the live Deployment ready, its metrics counting"
