@@ -4,7 +4,9 @@
 // A control word (CW) is given in hex; spaces, ':' and '-' may separate its digits (ParseCW), as a
 // BISS-1 session word of 12 or 16 digits (ParseBISS), or in an environment variable (FromEnv).
 // Key files (ReadKeyFile) hold one CW per line (TSDuck's form), EVEN ODD pairs per line, or an
-// OSCam .cwl log; the format is told from the content. A Schedule turns them into a cycle of
+// OSCam .cwl log; the format is told from the content. An ECM cache (ReadECMCache,
+// AppendECMCache) holds a key server's answers, one line per distinct ECM, so that a recording
+// that carries its ECMs can be descrambled later without the server. A Schedule turns them into a cycle of
 // crypto periods: the first CW applies to the first crypto period and every change of
 // scrambling parity moves to the next, cyclically; the cycle is immutable, so each PID of a
 // stream can follow it on its own (Start, Next, KeyAt); Sync tries the other periods' keys,
