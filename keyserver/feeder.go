@@ -4,6 +4,9 @@
 // which the descrambler asks at each crypto period. The protocols live in the packages below
 // (cs378x, dvbapi); this package holds what they share: the ECM, the errors a server answers,
 // how a client connects again after a failure (Redial), and the counts a run reports (Stats).
+// A Recorder takes the server's answers with their ECMs (Recording, for any Answerer), to
+// append them to an ECM cache (CacheWriter); a Cache answers ECMs from one, at once, without a
+// server.
 package keyserver
 
 import (
@@ -46,6 +49,14 @@ type Answerer interface {
 	Answer(ctx context.Context, ecm ECM) (even, odd []byte, err error)
 }
 
+// AtOnce is implemented by an Answerer that answers from what it holds, without a round trip
+// to a server (an ECM cache), when AnswersAtOnce says so. A Feeder asks it as each ECM is
+// offered, so that the ECM's CWs are in the key source before the stream's next packet is
+// read, and a reader never waits for them.
+type AtOnce interface {
+	AnswersAtOnce() bool
+}
+
 // MaxQueue bounds the ECMs waiting to be sent: a server slower than the stream's ECMs loses
 // the oldest, which are the least useful.
 const MaxQueue = 64
@@ -55,9 +66,10 @@ const rememberECMs = 256
 
 // Feeder sends a stream's ECMs to a key server and puts the answers in a keys.Live source.
 type Feeder struct {
-	live *keys.Live
-	ans  Answerer
-	seed maphash.Seed
+	live   *keys.Live
+	ans    Answerer
+	atOnce bool // ans answers at once: Offer asks it
+	seed   maphash.Seed
 
 	mu      sync.Mutex
 	queue   []ECM
@@ -105,7 +117,11 @@ type Stats struct {
 // NewFeeder returns a Feeder that answers ECMs through ans and sets their CWs in live, in key
 // slot 0 (a DVBAPI server's key slots come with its own messages).
 func NewFeeder(live *keys.Live, ans Answerer) *Feeder {
-	return &Feeder{live: live, ans: ans, seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
+	f := &Feeder{live: live, ans: ans, seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
+	if a, ok := ans.(AtOnce); ok {
+		f.atOnce = a.AnswersAtOnce()
+	}
+	return f
 }
 
 // SetLog makes the Feeder report, in one line each, the ECMs the server answered without a key
@@ -113,7 +129,8 @@ func NewFeeder(live *keys.Live, ans Answerer) *Feeder {
 func (f *Feeder) SetLog(log func(string)) { f.log = log }
 
 // Offer hands the Feeder an ECM section of the stream; it copies what it keeps and never
-// blocks. An ECM identical to one already sent (or waiting) is not sent again, unless it failed.
+// blocks on a server: an Answerer that answers at once (AtOnce) is asked here, any other by
+// Run. An ECM identical to one already sent (or waiting) is not sent again, unless it failed.
 func (f *Feeder) Offer(e ECM) {
 	h := maphash.Bytes(f.seed, e.Section)
 	f.mu.Lock()
@@ -131,6 +148,15 @@ func (f *Feeder) Offer(e ECM) {
 		f.st.Dropped++
 	}
 	e.Section = bytes.Clone(e.Section)
+	if f.atOnce {
+		// Answered here, on the reader's goroutine: the ECM's keys are in the key source
+		// before the stream's next packet is read, however fast it is read.
+		f.busy++
+		f.mu.Unlock()
+		f.serve(context.Background(), e)
+		f.mu.Lock()
+		return
+	}
 	f.queue = append(f.queue, e)
 	select {
 	case f.wake <- struct{}{}:
@@ -146,7 +172,8 @@ func (f *Feeder) Pending() int {
 	return len(f.queue) + f.busy
 }
 
-// Run sends the ECMs offered, one at a time, until ctx is done.
+// Run sends the ECMs offered, one at a time, until ctx is done. A Feeder whose Answerer
+// answers at once (AtOnce) has answered each in Offer, and Run only waits for ctx.
 func (f *Feeder) Run(ctx context.Context) {
 	for {
 		f.mu.Lock()
@@ -162,69 +189,76 @@ func (f *Feeder) Run(ctx context.Context) {
 		e := f.queue[0]
 		f.queue = f.queue[1:]
 		f.busy++
-		f.st.Sent++
 		f.mu.Unlock()
-
-		start := time.Now()
-		even, odd, err := f.ans.Answer(ctx, e)
-		rtt := time.Since(start)
-
-		// The keys are set before the ECM stops counting as pending: a reader that sees
-		// Pending fall to 0 must find them (else it gives up on a period whose key came).
-		cws, keyed := 0, false
-		if err == nil {
-			for i, cw := range [][]byte{even, odd} {
-				if len(cw) == 0 || allZero(cw) {
-					continue
-				}
-				keyed = true
-				if f.live.Set(0, i == 1, cw) {
-					cws++
-				}
-			}
-		}
-
-		f.mu.Lock()
-		f.busy--
-		f.st.CWs += int64(cws)
-		switch {
-		case err == nil && keyed:
-			f.st.Answers++
-			f.rtts.Add(rtt)
-		case err == nil:
-			// All-zero CWs are the server saying it has none: not an answer with keys.
-			f.st.NoKeys++
-			f.st.NotFound++
-			f.rtts.Add(rtt)
-		case errors.Is(err, ErrNotFound):
-			f.st.NotFound++
-			f.rtts.Add(rtt)
-		case errors.Is(err, ErrNoCard):
-			f.st.NoCard++
-			f.rtts.Add(rtt)
-		case ctx.Err() != nil:
-			// No answer came in time for the run: a timeout, of its own kind.
-			f.st.Unanswered++
-			f.st.Timeouts++
-		case errors.Is(err, ErrTimeout):
-			f.st.Timeouts++
-			f.forget(e)
-		default:
-			f.st.Errors++
-			f.forget(e)
-		}
-		if err != nil {
-			f.lastErr = err
-		}
-		log := f.log
-		f.mu.Unlock()
-		if err != nil && log != nil && ctx.Err() == nil {
-			log(fmt.Sprintf("ECM of service %d on PID %#04x (table %#02x, CA system %#04x): %v after %v",
-				e.ServiceID, e.PID, e.Section[0], e.CAID, err, rtt.Round(time.Microsecond)))
-		}
+		f.serve(ctx, e)
 		if ctx.Err() != nil {
 			return
 		}
+	}
+}
+
+// serve asks the Answerer for one ECM's CWs and sets them; the ECM counts as busy (f.busy)
+// until they are set.
+func (f *Feeder) serve(ctx context.Context, e ECM) {
+	f.mu.Lock()
+	f.st.Sent++
+	f.mu.Unlock()
+	start := time.Now()
+	even, odd, err := f.ans.Answer(ctx, e)
+	rtt := time.Since(start)
+
+	// The keys are set before the ECM stops counting as pending: a reader that sees
+	// Pending fall to 0 must find them (else it gives up on a period whose key came).
+	cws, keyed := 0, false
+	if err == nil {
+		for i, cw := range [][]byte{even, odd} {
+			if len(cw) == 0 || allZero(cw) {
+				continue
+			}
+			keyed = true
+			if f.live.Set(0, i == 1, cw) {
+				cws++
+			}
+		}
+	}
+
+	f.mu.Lock()
+	f.busy--
+	f.st.CWs += int64(cws)
+	switch {
+	case err == nil && keyed:
+		f.st.Answers++
+		f.rtts.Add(rtt)
+	case err == nil:
+		// All-zero CWs are the server saying it has none: not an answer with keys.
+		f.st.NoKeys++
+		f.st.NotFound++
+		f.rtts.Add(rtt)
+	case errors.Is(err, ErrNotFound):
+		f.st.NotFound++
+		f.rtts.Add(rtt)
+	case errors.Is(err, ErrNoCard):
+		f.st.NoCard++
+		f.rtts.Add(rtt)
+	case ctx.Err() != nil:
+		// No answer came in time for the run: a timeout, of its own kind.
+		f.st.Unanswered++
+		f.st.Timeouts++
+	case errors.Is(err, ErrTimeout):
+		f.st.Timeouts++
+		f.forget(e)
+	default:
+		f.st.Errors++
+		f.forget(e)
+	}
+	if err != nil {
+		f.lastErr = err
+	}
+	log := f.log
+	f.mu.Unlock()
+	if err != nil && log != nil && ctx.Err() == nil {
+		log(fmt.Sprintf("ECM of service %d on PID %#04x (table %#02x, CA system %#04x): %v after %v",
+			e.ServiceID, e.PID, e.Section[0], e.CAID, err, rtt.Round(time.Microsecond)))
 	}
 }
 

@@ -12,6 +12,10 @@ type Choice struct {
 	ServiceID uint16 // only this service's (0: every service with a CA descriptor)
 	CAID      uint16 // only ECMs of this CA system (0: the first CA descriptor of each service)
 	ECMPID    uint16 // only this ECM PID (0: as the CA descriptors say)
+	// Prefer, when set, picks among the CA descriptors the other fields allow: a service's
+	// ECMs are those of the first it accepts, else of the first allowed (an ECM cache prefers
+	// the ECM PIDs its answers were recorded from).
+	Prefer func(caid, pid uint16) bool
 }
 
 // ECMSink takes a stream's tables and sections, as the descrambling pipeline hands them over
@@ -33,7 +37,7 @@ func NewECMSink(f *Feeder, choice Choice) *ECMSink {
 }
 
 // Tables implements pipeline.SectionSink: each service's ECM PID is the first CA descriptor's
-// of its program, else of its streams, that the choice allows.
+// of its program, else of its streams, that the choice allows (and prefers, with Prefer).
 func (s *ECMSink) Tables(services []psi.Service) {
 	pids := map[uint16]ecmPID{}
 	for _, svc := range services {
@@ -44,14 +48,27 @@ func (s *ECMSink) Tables(services []psi.Service) {
 		for _, es := range svc.Streams {
 			cas = append(cas, es.CA...)
 		}
-		for _, ca := range cas {
+		chosen := -1
+		for i, ca := range cas {
 			if s.choice.CAID != 0 && ca.SystemID != s.choice.CAID || s.choice.ECMPID != 0 && ca.PID != s.choice.ECMPID {
 				continue
 			}
+			if chosen < 0 {
+				chosen = i
+			}
+			if s.choice.Prefer == nil {
+				break
+			}
+			if s.choice.Prefer(ca.SystemID, ca.PID) {
+				chosen = i
+				break
+			}
+		}
+		if chosen >= 0 {
+			ca := cas[chosen]
 			if _, ok := pids[ca.PID]; !ok {
 				pids[ca.PID] = ecmPID{service: svc.Number, caid: ca.SystemID}
 			}
-			break
 		}
 	}
 	s.mu.Lock()
