@@ -7,7 +7,8 @@
 // A Client is a pipeline.SectionSink: the pipeline gives it the services of the PMTs (Tables)
 // and the sections of the PIDs it wants (Section), and it sets the keys the server sends in a
 // keys.Live. Only DVB-CSA2 keys are used; a server that asks for another descrambling mode is
-// refused, with one line to Config.Log, and counted in Stats.
+// refused, with one line to Config.Log, and counted in Stats. Config.Recorder, when set, is given
+// each ECM the server answered with the CWs of its answer, for an ECM cache.
 package dvbapi
 
 import (
@@ -42,6 +43,13 @@ type Config struct {
 	// Log, when set, receives one line for each thing a user should know: a refused
 	// descrambling mode, a lost connection. Never keys.
 	Log func(string)
+	// Recorder, when set, is given each ECM the server answered with a key, with the CWs its
+	// descrambler index holds once the answer is applied: a server sends CA_SET_DESCR only for
+	// the parity whose CW changed, so the other is the one the index held, which the ECM
+	// carries as well. An answer is the CA_SET_DESCR messages that name the ECM's
+	// FILTER_DATA by its message id, in a row; an ECM answered by none (no change, or an id
+	// that names no ECM sent) is not recorded.
+	Recorder keyserver.Recorder
 }
 
 // Stats counts what a Client did: the counts every key server client keeps, with those of
@@ -74,10 +82,20 @@ const maxFilters = 256
 // maxPendingECMs bounds the ECMs remembered as waiting for their answer.
 const maxPendingECMs = 64
 
-// sentECM is an ECM section sent to the server: its message id, and when.
+// sentECM is an ECM section sent to the server: its message id, and when; and, for
+// Config.Recorder, the ECM.
 type sentECM struct {
 	msgID uint32
 	at    time.Time
+	ecm   *keyserver.ECM
+}
+
+// answer is an ECM answered with CA_SET_DESCR on a descrambler index, for Config.Recorder.
+type answer struct {
+	msgID     uint32
+	index     int32
+	ecm       *keyserver.ECM
+	even, odd [8]byte // the CWs the index holds once the answer is applied
 }
 
 type filterKey struct{ demux, filter uint8 }
@@ -109,9 +127,14 @@ type Client struct {
 	st      Stats
 	ecmSent time.Time
 	pending []sentECM // the ECMs sent that no CA_SET_DESCR answered yet, oldest first
-	svcsSet time.Time // when setServices last changed the services
-	rtts    roundtrip.Times
-	lastErr error
+	// For Config.Recorder: the CWs each descrambler index holds, the answer being applied,
+	// and the answers whose CWs are known, to record.
+	held     map[int32]*[2][8]byte
+	answer   *answer
+	toRecord []answer
+	svcsSet  time.Time // when setServices last changed the services
+	rtts     roundtrip.Times
+	lastErr  error
 }
 
 // NewClient returns a client for cfg that sets the keys it receives in live. Run connects it.
@@ -293,7 +316,11 @@ func (c *Client) through(k filterKey, f *filter, section []byte) bool {
 		if len(c.pending) >= maxPendingECMs {
 			c.pending = c.pending[1:]
 		}
-		c.pending = append(c.pending, sentECM{msgID: c.msgID, at: now})
+		e := sentECM{msgID: c.msgID, at: now}
+		if c.cfg.Recorder != nil {
+			e.ecm = &keyserver.ECM{Section: bytes.Clone(section), PID: f.pid, CAID: c.caidOf(f.pid)}
+		}
+		c.pending = append(c.pending, e)
 	}
 	return true
 }
@@ -394,6 +421,7 @@ func (c *Client) session(ctx context.Context) error {
 		close(out)
 		<-werr
 	}()
+	defer c.record()
 	for {
 		m, err := rd.Next()
 		if err != nil {
@@ -402,6 +430,10 @@ func (c *Client) session(ctx context.Context) error {
 		if err := c.handle(&m); err != nil {
 			return err
 		}
+		if br.Buffered() == 0 {
+			// The server's messages so far are read: an answer's CA_SET_DESCR come together.
+			c.record()
+		}
 	}
 }
 
@@ -409,6 +441,9 @@ func (c *Client) session(ctx context.Context) error {
 func (c *Client) handle(m *wire.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if a := c.answer; a != nil && (m.Opcode != wire.OpCASetDescr || m.MsgID != a.msgID || m.Index != a.index) {
+		c.answerDone() // another message than the answer's next CA_SET_DESCR: the answer is whole
+	}
 	switch m.Opcode {
 	case wire.OpDMXSetFilter:
 		c.st.Filters++
@@ -444,13 +479,14 @@ func (c *Client) handle(m *wire.Message) error {
 			c.rtts.Add(time.Since(c.ecmSent))
 			c.ecmSent = time.Time{}
 		}
-		c.answered(m.MsgID)
+		ecm := c.answered(m.MsgID)
 		if c.refused[m.Index] || m.Parity > 1 || m.Index < 0 || m.CW == [8]byte{} {
 			c.st.KeysRefused++
 			break
 		}
 		if c.live.Set(int(m.Index), m.Parity == 1, m.CW[:]) {
 			c.st.CWs++
+			c.hold(m, ecm)
 		} else {
 			c.st.KeysRefused++
 		}
@@ -467,17 +503,92 @@ func (c *Client) handle(m *wire.Message) error {
 	return nil
 }
 
-// answered forgets the ECMs a CA_SET_DESCR answers; c.mu is held. A server of protocol
-// version 3 answers with the message id of the FILTER_DATA that carried the ECM, and answers
-// in order: that ECM and those before it are done, the later ones still wait. An id that
-// names no ECM sent (a server that does not repeat them) answers them all.
-func (c *Client) answered(msgID uint32) {
+// answered forgets the ECMs a CA_SET_DESCR answers, and returns the one it names, for
+// Config.Recorder (nil without one); c.mu is held. A server of protocol version 3 answers with
+// the message id of the FILTER_DATA that carried the ECM, and answers in order: that ECM and
+// those before it are done, the later ones still wait. An id that names no ECM sent (a server
+// that does not repeat them) answers them all; which ECM it answers is not known. The second
+// CA_SET_DESCR of an answer names an ECM the first made done: the answer being applied has it.
+func (c *Client) answered(msgID uint32) *keyserver.ECM {
 	i := slices.IndexFunc(c.pending, func(e sentECM) bool { return e.msgID == msgID })
 	if i < 0 {
 		c.pending = c.pending[:0]
+		if a := c.answer; a != nil && a.msgID == msgID {
+			return a.ecm
+		}
+		return nil
+	}
+	ecm := c.pending[i].ecm
+	c.pending = c.pending[:copy(c.pending, c.pending[i+1:])]
+	return ecm
+}
+
+// hold notes a CW set on a descrambler index by a CA_SET_DESCR that answers ecm (nil: none
+// known), for Config.Recorder; c.mu is held.
+func (c *Client) hold(m *wire.Message, ecm *keyserver.ECM) {
+	if c.cfg.Recorder == nil {
 		return
 	}
-	c.pending = c.pending[:copy(c.pending, c.pending[i+1:])]
+	if c.held == nil {
+		c.held = map[int32]*[2][8]byte{}
+	}
+	h := c.held[m.Index]
+	if h == nil {
+		if len(c.held) >= maxFilters {
+			return // a server that names indexes without end
+		}
+		h = new([2][8]byte)
+		c.held[m.Index] = h
+	}
+	h[m.Parity] = m.CW
+	if ecm != nil && c.answer == nil {
+		c.answer = &answer{msgID: m.MsgID, index: m.Index, ecm: ecm}
+	}
+}
+
+// answerDone takes the CWs of the answer being applied, which is whole, to record; c.mu is
+// held.
+func (c *Client) answerDone() {
+	a := c.answer
+	c.answer = nil
+	if h := c.held[a.index]; h != nil && len(c.toRecord) < maxPendingECMs {
+		a.even, a.odd = h[0], h[1]
+		c.toRecord = append(c.toRecord, *a)
+	}
+}
+
+// record gives Config.Recorder the answers that are whole, the one being applied included: it
+// is called when the server's messages read so far are all applied.
+func (c *Client) record() {
+	c.mu.Lock()
+	if c.answer != nil {
+		c.answerDone()
+	}
+	done := c.toRecord
+	c.toRecord = nil
+	c.mu.Unlock()
+	for _, a := range done {
+		c.cfg.Recorder.Record(*a.ecm, a.even[:], a.odd[:])
+	}
+}
+
+// caidOf returns the CA system of the services' CA descriptor that names ECM PID pid, or 0;
+// c.mu is held.
+func (c *Client) caidOf(pid uint16) uint16 {
+	for _, svc := range c.services {
+		loops := [][]byte{svc.CA}
+		for _, es := range svc.Streams {
+			loops = append(loops, es.CA)
+		}
+		for _, loop := range loops {
+			for tag, body := range psi.EachDescriptor(loop) {
+				if tag == 0x09 && len(body) >= 4 && uint16(body[2]&0x1F)<<8|uint16(body[3]) == pid {
+					return uint16(body[0])<<8 | uint16(body[1])
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func algoName(a uint32) string {

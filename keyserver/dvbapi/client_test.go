@@ -3,6 +3,7 @@ package dvbapi_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
 	wire "github.com/tsdescramble/tsdescramble/internal/wire/dvbapi"
 	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
@@ -219,5 +221,64 @@ func TestClientSendsTheECMThatCameBeforeTheFilter(t *testing.T) {
 	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
 	if st := cl.Stats(); st.ECMs != 1 {
 		t.Fatalf("a repeat was sent again: %+v", st)
+	}
+}
+
+// recorder keeps what Config.Recorder is given.
+type recorder struct {
+	mu  sync.Mutex
+	got []string // "table seq caid pid: even odd", CWs in hex
+}
+
+func (r *recorder) Record(e keyserver.ECM, even, odd []byte) {
+	seq, _ := camdouble.ECMSeq(e.Section)
+	r.mu.Lock()
+	r.got = append(r.got, fmt.Sprintf("%#02x %d %04X %#04x: %X %X", e.Section[0], seq, e.CAID, e.PID, even, odd))
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []string { r.mu.Lock(); defer r.mu.Unlock(); return slices.Clone(r.got) }
+
+// Each ECM the server answered is recorded once, with both CWs of its descrambler index: the
+// one the answer changed and the other, which the index held; an ECM that changed no key is
+// answered by no message and not recorded. A server that answers as OSCam does (a CA_SET_DESCR
+// per changed half, then ECM_INFO) is recorded the same.
+func TestClientRecordsAnswers(t *testing.T) {
+	for _, oscam := range []bool{false, true} {
+		t.Run(fmt.Sprintf("oscam=%v", oscam), func(t *testing.T) {
+			srv := camdouble.NewDVBAPI(t)
+			srv.SetOSCam(oscam)
+			live := keys.NewLive()
+			var rec recorder
+			cl := dvbapi.NewClient(dvbapi.Config{Addr: srv.Addr, Timeout: time.Second, Recorder: &rec}, live)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { cl.Run(ctx); close(done) }()
+			cl.Tables([]psi.Service{service()})
+			until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
+			zero := make([]byte, 8)
+			ecms := [][]byte{
+				camdouble.ECM(0x80, cws[0], zero, 0),
+				camdouble.ECM(0x81, cws[0], cws[1], 1),
+				camdouble.ECM(0x80, cws[2], cws[1], 2),
+				camdouble.ECM(0x81, cws[2], cws[0], 3),
+			}
+			for i, e := range ecms {
+				cl.Section(camdouble.ECMPID, e)
+				until(t, "the key", func() bool { return cl.Stats().CWs == int64(i+1) })
+			}
+			until(t, "the answers recorded", func() bool { return len(rec.all()) == len(ecms) })
+			cancel()
+			<-done
+			want := []string{
+				"0x80 0 0B00 0x0500: 11223366445566FF 0000000000000000",
+				"0x81 1 0B00 0x0500: 11223366445566FF A1B2C316D4E5F6AF",
+				"0x80 2 0B00 0x0500: 010203060405060F A1B2C316D4E5F6AF",
+				"0x81 3 0B00 0x0500: 010203060405060F 11223366445566FF",
+			}
+			if got := rec.all(); !slices.Equal(got, want) {
+				t.Fatalf("recorded\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
 	}
 }
