@@ -50,6 +50,10 @@ type LiveKeys struct {
 	// busy (answers that never come, a connection replayed again and again) does not keep a
 	// file's run from ending.
 	FileInput bool
+	// AtOnce says that Sections answers each ECM as it is handed over (an ECM cache): with
+	// FileInput, no period waits for its key in time, and the output does not depend on the
+	// machine's speed (keys/period's Live.AtOnce).
+	AtOnce bool
 	// Log, when set, receives a line when a period gives up waiting.
 	Log func(string)
 	// ShowKeys puts each period's CW in the lines of Options.KeyLog (keys are secrets).
@@ -139,7 +143,7 @@ func newSectionFeed(lk *LiveKeys) *sectionFeed {
 
 // liveConfig is the tracker's side of LiveKeys.
 func liveConfig(lk *LiveKeys) *period.Live {
-	l := &period.Live{Source: lk.Source, Wait: lk.Wait, FileInput: lk.FileInput, Log: lk.Log,
+	l := &period.Live{Source: lk.Source, Wait: lk.Wait, FileInput: lk.FileInput, AtOnce: lk.AtOnce, Log: lk.Log,
 		ShowKeys: lk.ShowKeys, Drop: lk.Drop, Origin: lk.Origin}
 	if lk.Sections != nil {
 		l.Busy = lk.Sections.Busy

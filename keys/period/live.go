@@ -59,6 +59,10 @@ func newLiveState(cfg *Live, sizes []int) *liveState {
 	return l
 }
 
+// fromStream reports whether the keys of a file input come with its sections alone, answered
+// as they are read (Live.AtOnce): no key arrives while the reader waits, so none is waited for.
+func (l *liveState) fromStream() bool { return l.cfg.AtOnce && l.cfg.FileInput }
+
 // busy reports whether the key server has ECMs to answer.
 func (l *liveState) busy() bool { return l.cfg.Busy != nil && l.cfg.Busy() }
 
@@ -247,7 +251,7 @@ func (t *Tracker) livePoll() {
 	if len(l.waiting) == 0 {
 		return
 	}
-	if l.cfg.FileInput && l.cfg.Busy != nil {
+	if l.cfg.FileInput && l.cfg.Busy != nil && !l.fromStream() {
 		start := time.Now()
 		arrived := l.cfg.Source.Arrived()
 		// The oldest period waiting says how long: -key-wait from its first packet, in all.
@@ -323,7 +327,7 @@ func (t *Tracker) liveAwaitServer(pid uint16, number int) {
 // Live.Wait at most: a period never waits longer in all.
 func (t *Tracker) liveAwait(done func() bool) {
 	l := t.live
-	if !l.cfg.FileInput || l.cfg.Busy == nil {
+	if !l.cfg.FileInput || l.cfg.Busy == nil || l.fromStream() {
 		return
 	}
 	start := time.Now()
@@ -376,7 +380,7 @@ func (t *Tracker) liveResolve(expire bool) bool {
 				continue
 			}
 		}
-		if expire && now.Sub(w.since) > l.cfg.Wait {
+		if expire && !l.fromStream() && now.Sub(w.since) > l.cfg.Wait {
 			t.liveEnd(w.idx, giveUpWait)
 			continue
 		}
@@ -442,7 +446,7 @@ func (t *Tracker) liveGiveUp(idx int32, why giveUpReason) {
 // the packet bound decides them, as passed for want of a key.
 func (t *Tracker) liveFinish() {
 	l := t.live
-	if l.cfg.FileInput && t.ctx.Err() == nil {
+	if l.cfg.FileInput && !l.fromStream() && t.ctx.Err() == nil {
 		// The end of a file comes before the key server's answers: wait for them, as long as
 		// the server is busy, or the wait.
 		start := time.Now()

@@ -50,6 +50,12 @@ type Live struct {
 	// FileInput says that the input runs ahead of real time: while a period waits and the
 	// key server is busy, the tracker waits for it, within Wait.
 	FileInput bool
+	// AtOnce says that the keys come only with the stream's own sections, each answered as it
+	// is read (an ECM cache): on a file input nothing can arrive while the reader stands
+	// still, so no period waits in time; one without its key is decided by the stream alone
+	// (its end, the packet bound, the end of the input), and the run's output does not depend
+	// on how fast the machine reads.
+	AtOnce bool
 	// Log, when set, receives a line when a period gives up waiting.
 	Log func(string)
 	// ShowKeys puts each period's CW in the key log (keys are secrets).
