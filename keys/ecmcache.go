@@ -304,6 +304,7 @@ type ECMCacheWriter struct {
 	name    string
 	held    map[[sha256.Size]byte]string // the CWs of each ECM the file holds, as their hex
 	newline bool                         // the file may end in a line cut short: start a new one
+	created bool                         // AppendECMCache created the file
 	st      ECMCacheStats
 }
 
@@ -313,15 +314,24 @@ type ECMCacheWriter struct {
 // is not written again. A file that is not an ECM cache gives an error wrapping ErrNotECMCache
 // and is left as it was.
 func AppendECMCache(path string) (*ECMCacheWriter, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	created := true
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		created = false
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	}
 	if err != nil {
 		return nil, err
 	}
 	w, err := newCacheWriter(f, path)
 	if err != nil {
 		f.Close()
+		if created {
+			os.Remove(path)
+		}
 		return nil, err
 	}
+	w.created = created
 	return w, nil
 }
 
@@ -411,9 +421,15 @@ func (w *ECMCacheWriter) Stats() ECMCacheStats {
 	return w.st
 }
 
-// Close closes the file.
+// Close closes the file. A cache the writer created and wrote no answer to is removed: a run
+// that failed, or whose server answered nothing, leaves no file behind that would read as a
+// cache with nothing in it.
 func (w *ECMCacheWriter) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.f.Close()
+	err := w.f.Close()
+	if w.created && w.st.Appended == 0 {
+		os.Remove(w.name)
+	}
+	return err
 }

@@ -275,3 +275,20 @@ func FuzzParseECMCacheLine(f *testing.F) {
 		}
 	})
 }
+
+// A cache created by a writer that appended nothing is removed when it closes; one that
+// existed stays.
+func TestECMCacheCreatedEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.ecm")
+	appendAll(t, path)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a new cache without an answer is left behind: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(ecmCacheFirstLine), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, path)
+	if got := string(readAll(t, path)); got != ecmCacheFirstLine {
+		t.Fatalf("an existing cache became %q", got)
+	}
+}
