@@ -72,6 +72,9 @@ type LiveKeyStats struct {
 	// Server is what the key server did, when the caller that runs its client says
 	// (SetServer).
 	Server *KeyServer `json:"key_server,omitempty"`
+	// ECMCache is what an ECM cache did, when the caller that keeps it says: the answers it
+	// gave (without a key server) or those it recorded (with one).
+	ECMCache *keys.ECMCacheStats `json:"ecm_cache,omitempty"`
 }
 
 // KeyServer is a key server's part in a run: the counts its client keeps, the protocol it
