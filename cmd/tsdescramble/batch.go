@@ -464,6 +464,7 @@ var batchJobStarts func(index int, c *config)
 func newBatchJob(index, line int, c *config, statsDir bool, where string) *batch.Job {
 	j := &batch.Job{Index: index, Line: line, In: c.in, Out: c.out, Stats: c.stats, StatsDir: statsDir, Hide: looksLikeKey}
 	for _, ff := range fileFlags {
+		ff = ff.of(c)
 		p := ff.get(c)
 		if p == "" || ff.stdio && (p == "-" || isNetwork(p)) {
 			continue

@@ -11,8 +11,10 @@
 // -cw-file (a CW list, EVEN ODD pairs or an OSCam .cwl log), or while the stream runs from a
 // key server that answers its ECMs (-key-server cs378x://USER:PASS@HOST:PORT or
 // dvbapi://HOST:PORT, -key-server-env NAME, -key-wait), or from a CW log that grows
-// (-cw-file FILE -follow). Each PID follows its own crypto
-// periods, and a period no key fits is left as it came. Messages go to stderr, one line each;
+// (-cw-file FILE -follow). With a key server, -ecm-cache FILE appends each ECM it answers and
+// its CWs to an ECM cache; without one, -ecm-cache FILE descrambles a recording that carries
+// those ECMs from the cache, at the speed of the file, an ECM not in it having no key. Each PID
+// follows its own crypto periods, and a period no key fits is left as it came. Messages go to stderr, one line each;
 // stdout carries TS data when it is the output, else only what was asked for (help, -version,
 // bench results, probe reports).
 //
@@ -42,8 +44,9 @@
 //	       that went out without its first ECM (-ecm-wait)
 //	2      usage error: a bad flag, a bad key, an unreadable key file, an output that names
 //	       an input
-//	3      the keys do not fit the stream: crypto periods, or every PID, were left scrambled,
-//	       or no scrambled unit start descrambled to a valid header. The output is written all
+//	3      the keys do not fit the stream: crypto periods, or every PID, were left scrambled
+//	       (with a key server or an ECM cache: got no key from it), or no scrambled unit
+//	       start descrambled to a valid header. The output is written all
 //	       the same; when one of the usual mistakes (even and odd swapped, -reduce-entropy on
 //	       or off, a CW's bytes reversed) would make the keys fit, the message says which
 //	4      batch only: a job's own values are wrong (a key file or an input that is not there,

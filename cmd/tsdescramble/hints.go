@@ -29,6 +29,10 @@ func keySourceOf(k *cwFlags, ks *keySet) keyhint.Source {
 // parentheses: the change that makes the keys fit the first scrambled unit starts when a
 // usual mistake explains the failure, else where to look.
 func keyAdvice(c *config, st *pipeline.Stats, sys scrambling.System, ks *keySet) string {
+	if c.ecmCache != "" && !c.keyServerGiven() {
+		// No key was given to get wrong: the cache holds the answers to other ECMs.
+		return " (an ECM cache answers the ECMs it was recorded from: record this stream's with -key-server URL -ecm-cache FILE)"
+	}
 	if h := keyhint.Hint(st.Samples, sys, keyhint.Keys{Sched: ks.sched, Given: ks.given}, keySourceOf(&c.keys, ks)); h != "" {
 		return " (" + h + ")"
 	}

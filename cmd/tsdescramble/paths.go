@@ -23,6 +23,17 @@ type fileFlag struct {
 	// before the run starts rather than found out at the end.
 	late bool
 	get  func(*config) string // the flag's value
+	// readOnly, when set, says when the run only reads a file it writes in other runs: then
+	// it is an input (see of).
+	readOnly func(*config) bool
+}
+
+// of returns the flag as the run of c uses it: an input when it only reads the file.
+func (f fileFlag) of(c *config) fileFlag {
+	if f.readOnly != nil && f.readOnly(c) {
+		f.what = ""
+	}
+	return f
 }
 
 func (f fileFlag) output() bool { return f.what != "" }
@@ -36,6 +47,8 @@ func (f fileFlag) describe() string {
 		return "input"
 	case f.name == "rescramble-cw-file":
 		return "key file of the rescrambling"
+	case f.name == "ecm-cache":
+		return "ECM cache"
 	}
 	return "key file"
 }
@@ -51,6 +64,8 @@ var fileFlags = []fileFlag{
 	// Written from the start of a SimulCrypt run, in place (O_TRUNC): named after an input, it
 	// would empty it.
 	{name: "cw-log", what: "CW log", get: func(c *config) string { return c.cwLog }},
+	// Appended to while a key server answers, in place; read without one.
+	{name: "ecm-cache", what: "ECM cache", get: func(c *config) string { return c.ecmCache }, readOnly: func(c *config) bool { return !c.keyServerGiven() }},
 	{name: "stats", what: "statistics", late: true, get: func(c *config) string { return c.stats }},
 	{name: "cpuprofile", what: "CPU profile", get: func(c *config) string { return c.profile.cpu }},
 	{name: "memprofile", what: "heap profile", late: true, get: func(c *config) string { return c.profile.mem }},
@@ -69,6 +84,7 @@ func checkPaths(c *config) error {
 	var files []given
 	addrs := map[string]*live.Address{}
 	for _, f := range fileFlags {
+		f = f.of(c)
 		p := f.get(c)
 		if p == "" || f.stdio && p == "-" {
 			continue

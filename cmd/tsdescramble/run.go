@@ -167,9 +167,15 @@ func (r *runState) openKeys() (err error) {
 		return err
 	}
 	r.cleanup = append(r.cleanup, r.la.close)
-	if r.ksrv, err = newKeyServer(c); err != nil {
+	var ksNotes []string
+	var ksDone func()
+	if r.ksrv, ksNotes, ksDone, err = newKeyServer(c); err != nil {
 		return err
 	}
+	if ksDone != nil {
+		r.cleanup = append(r.cleanup, ksDone)
+	}
+	r.notes = append(r.notes, ksNotes...)
 	r.keys = &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
 	switch {
 	case r.ksrv != nil:

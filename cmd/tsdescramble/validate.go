@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"slices"
@@ -10,6 +13,9 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/livekeys"
+	"github.com/tsdescramble/tsdescramble/internal/report"
+	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/scrambling"
 )
@@ -252,8 +258,12 @@ func checkKeyServer(c *config, _ Env) error {
 		}
 	}
 	switch {
+	case c.follow && c.ecmCache != "":
+		return usageErr("-ecm-cache records a key server's answers, or gives them without one: not with -follow, whose keys come from a log")
 	case c.follow:
 		return checkFollow(c, raw != "")
+	case raw == "" && c.ecmCache != "":
+		return checkECMCache(c)
 	case raw == "":
 		// -ecm-xor takes them too, and says itself when it does not (ecmKeys).
 		if name := c.givenWaitFlag(); name != "" && c.ecmXor == "" {
@@ -276,6 +286,25 @@ func checkKeyServer(c *config, _ Env) error {
 	c.ksURL, c.ksFlag = u, flag
 	return nil
 }
+
+// checkECMCache checks -ecm-cache FILE without a key server: the keys are the answers the
+// cache holds, and nothing else.
+func checkECMCache(c *config) error {
+	if name := c.givenKeyFlag(""); name != "" {
+		return usageErr("give one key source: -ecm-cache or -%s, not both", name)
+	}
+	if c.ecmXor != "" {
+		return usageErr("-ecm-xor and -ecm-cache are two sources of the same CWs: give one")
+	}
+	if c.in != "-" && !isNetwork(c.in) && runfiles.SameFile(c.in, c.ecmCache) {
+		return usageErr("-in and -ecm-cache name the same file %s: the ECM cache is the key server's answers, the input the recording", c.ecmCache)
+	}
+	return checkWaitFlags(c)
+}
+
+// keyServerGiven reports whether a key server is named (by -key-server or -key-server-env):
+// with one, -ecm-cache is written; without, read.
+func (c *config) keyServerGiven() bool { return c.keyServer != "" || c.keyServerEnv != "" }
 
 // checkFollow checks -cw-file FILE -follow: keys from a log that grows while the run reads.
 func checkFollow(c *config, server bool) error {
@@ -342,23 +371,64 @@ func (c *config) givenWaitFlag() string {
 }
 
 // newKeyServer returns the source of the keys that come while the stream runs, as the flags
-// name it (a key server, checked by checkKeyServer, or -follow's log), or nil.
-func newKeyServer(c *config) (*livekeys.Source, error) {
-	if !c.follow && c.ksURL == nil {
-		return nil, nil
+// name it (a key server, checked by checkKeyServer, an ECM cache without one, or -follow's
+// log), or nil; with notes to tell, and what to close once the run is over.
+func newKeyServer(c *config) (ks *livekeys.Source, notes []string, done func(), err error) {
+	if !c.follow && c.ksURL == nil && c.ecmCache == "" {
+		return nil, nil, nil, nil
 	}
 	o, err := liveKeyOptions(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	if c.ksURL != nil {
-		return livekeys.Dial(c.ksURL, o), nil
+	switch {
+	case c.ksURL != nil && c.ecmCache != "":
+		w, err := keys.AppendECMCache(c.ecmCache)
+		if err != nil {
+			return nil, nil, nil, cacheError(c.ecmCache, err)
+		}
+		st := w.Stats()
+		notes = append(notes, fmt.Sprintf("%s: the key server's answers are appended to this ECM cache (it holds %s)", c.ecmCache, report.Plural(st.Entries, "answer")))
+		o.Record = w
+		return livekeys.Dial(c.ksURL, o), notes, func() { w.Close() }, nil
+	case c.ksURL != nil:
+		return livekeys.Dial(c.ksURL, o), nil, nil, nil
+	case c.ecmCache != "":
+		cache, err := keys.LoadECMCache(c.ecmCache)
+		if err != nil {
+			return nil, nil, nil, cacheError(c.ecmCache, err)
+		}
+		if cache.Len() == 0 {
+			return nil, nil, nil, usageErr("-ecm-cache %s holds no answer: record one first, with -key-server URL -ecm-cache %s", c.ecmCache, c.ecmCache)
+		}
+		var pids []string
+		for _, p := range cache.ECMPIDs() {
+			pids = append(pids, fmt.Sprintf("%#04x (CA system %04X)", p.PID, p.CAID))
+		}
+		notes = append(notes, fmt.Sprintf("%s: ECM cache of %s, from ECM PID %s", c.ecmCache, report.Plural(cache.Len(), "answer"), strings.Join(pids, ", ")))
+		if cache.Skipped > 0 {
+			// A torn last line is what a crash leaves: said, and not a reason to stop.
+			notes = append(notes, fmt.Sprintf("%s (%s not read in all; an ECM on such a line has no key)",
+				cache.FirstSkipped, report.Plural(cache.Skipped, "line")))
+		}
+		return livekeys.FromCache(cache, o), notes, nil, nil
 	}
-	ks, err := livekeys.Follow(c.keys.file, o)
+	ks, err = livekeys.Follow(c.keys.file, o)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, nil, nil, usageErr("%v", err)
 	}
-	return ks, nil
+	return ks, nil, nil, nil
+}
+
+// cacheError is the usage error for an ECM cache that cannot be read or appended to.
+func cacheError(path string, err error) error {
+	if errors.Is(err, keys.ErrNotECMCache) {
+		return usageErr("-ecm-cache %s is not an ECM cache (its first line is not %q): name a new file, or one a run with -key-server -ecm-cache wrote", path, keys.ECMCacheHeader)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return usageErr("-ecm-cache: cannot read %v: record the ECM cache first, with -key-server URL -ecm-cache FILE", runfiles.UnwrapPath(err))
+	}
+	return usageErr("-ecm-cache: %v", runfiles.UnwrapPath(err))
 }
 
 // liveKeyOptions reads -key-wait and -missing-key, and what a key source says.

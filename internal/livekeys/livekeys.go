@@ -1,7 +1,8 @@
 // Package livekeys is the source of keys that come while the stream runs: a key server that
-// answers the stream's ECMs (cs378x, DVBAPI), the stream's own ECMs of a test CA system, or a
-// key log that another program is still writing; it feeds the pipeline's LiveKeys and counts
-// what the server did.
+// answers the stream's ECMs (cs378x, DVBAPI), the stream's own ECMs of a test CA system, an ECM
+// cache that answers them as a server did when it was recorded, or a key log that another
+// program is still writing; it feeds the pipeline's LiveKeys and counts what the server (or
+// the cache) did. A key server's answers may be appended to an ECM cache as they come.
 package livekeys
 
 import (
@@ -28,7 +29,7 @@ import (
 
 // URL is a parsed -key-server URL.
 type URL struct {
-	scheme         string // cs378x or dvbapi (ecm-xor: the stream's own ECMs)
+	scheme         string // cs378x or dvbapi (ecm-xor: the stream's own ECMs; ecm-cache: a cache's answers)
 	user, password string
 	addr           string
 	choice         keyserver.Choice
@@ -98,6 +99,9 @@ type Source struct {
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
 	verbose bool // -v: a line for each ECM answered without a key
+
+	cache    *keys.ECMCache       // the ECM cache that answers the ECMs, or nil
+	recorder *keys.ECMCacheWriter // the ECM cache the server's answers are appended to, or nil
 }
 
 // Options say how a period waits for its key (-key-wait, -missing-key) and what the source
@@ -107,6 +111,8 @@ type Options struct {
 	Drop, ShowKeys bool
 	Verbose        bool   // a line for each ECM answered without a key
 	Service        uint16 // the service whose ECMs are asked for, 0 for the first one found
+	// Record, when set, is the ECM cache each answer of the key server is appended to.
+	Record *keys.ECMCacheWriter
 }
 
 // Dial returns the client of the key server at u: nothing connects before Start.
@@ -121,8 +127,35 @@ func Dial(u *URL, o Options) *Source {
 	}
 	ks := newSource(o)
 	ks.url = u
-	ks.dv = dvbapi.NewClient(dvbapi.Config{Addr: u.addr, Timeout: timeout, ServiceID: o.Service}, ks.live)
+	cfg := dvbapi.Config{Addr: u.addr, Timeout: timeout, ServiceID: o.Service}
+	if o.Record != nil {
+		cfg.Recorder = ks.cacheWriter(o.Record)
+	}
+	ks.dv = dvbapi.NewClient(cfg, ks.live)
 	ks.lk.Sections = ks.dv
+	return ks
+}
+
+// cacheWriter returns the Recorder that appends the server's answers to the ECM cache w, its
+// failures said in the run's log.
+func (ks *Source) cacheWriter(w *keys.ECMCacheWriter) keyserver.Recorder {
+	ks.recorder = w
+	return &keyserver.CacheWriter{W: w, Log: func(s string) {
+		if ks.logf != nil {
+			ks.logf(s)
+		}
+	}}
+}
+
+// FromCache returns the key source of a run whose ECMs the ECM cache c answers, as the key
+// server did when c was recorded, without a server: each ECM is answered as it is read, so a
+// file is read at its own speed, and a period whose ECM the cache does not hold has no key,
+// known at once. A service's ECMs are taken from the ECM PID the cache was recorded from, if
+// its PMT names it, else from its first CA descriptor.
+func FromCache(c *keys.ECMCache, o Options) *Source {
+	ks := NewECM(&URL{scheme: "ecm-cache"}, keyserver.Cache{C: c}, keyserver.Choice{Prefer: c.Holds}, o)
+	ks.cache = c
+	ks.lk.AtOnce, ks.lk.Origin = true, "the ECM cache"
 	return ks
 }
 
@@ -138,6 +171,10 @@ func NewECM(url *URL, ans keyserver.Answerer, choice keyserver.Choice, o Options
 	ks.url = url
 	if url.scheme == "ecm-xor" {
 		ks.lk.Origin = "the stream's ECMs"
+	}
+	if o.Record != nil {
+		// Whatever the protocol: each answer, with its ECM, goes to the cache too.
+		ans = keyserver.Recording(ans, ks.cacheWriter(o.Record))
 	}
 	ks.feeder = keyserver.NewFeeder(ks.live, ans)
 	ks.verbose = o.Verbose
@@ -197,8 +234,11 @@ func (ks *Source) LiveKeys() *pipeline.LiveKeys { return ks.lk }
 // Follows reports whether the source follows a growing log, which SIGHUP rereads (Reread).
 func (ks *Source) Follows() bool { return ks.fl != nil }
 
-// AnswersAtOnce reports whether the source answers from the stream itself (-ecm-xor), at once.
-func (ks *Source) AnswersAtOnce() bool { return ks.url != nil && ks.url.scheme == "ecm-xor" }
+// AnswersAtOnce reports whether the source answers from the stream itself (-ecm-xor) or from an
+// ECM cache, at once.
+func (ks *Source) AnswersAtOnce() bool {
+	return ks.url != nil && (ks.url.scheme == "ecm-xor" || ks.url.scheme == "ecm-cache")
+}
 
 // loadWholeLines reads the key file at path as far as its last newline: the line after it is
 // still being written by the program that keeps the log, and the follower reads it once whole.
@@ -269,6 +309,14 @@ func (ks *Source) Stop(st *pipeline.Stats) {
 		counts = ks.dv.Stats().Stats
 	}
 	st.LiveKeys.SetServer(ks.url.scheme, counts)
+	switch {
+	case ks.cache != nil:
+		cs := ks.cache.Stats()
+		st.LiveKeys.ECMCache = &cs
+	case ks.recorder != nil:
+		cs := ks.recorder.Stats()
+		st.LiveKeys.ECMCache = &cs
+	}
 }
 
 // lastError returns why the key server gave no key, if it said.
@@ -297,10 +345,28 @@ func (ks *Source) Judge(st *pipeline.Stats) report.Verdict {
 	if ks.lk.Drop {
 		what = fmt.Sprintf("%d packets dropped, %d passed scrambled", lk.Dropped, lk.PassedNoKey)
 	}
+	if ks.cache != nil {
+		return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key from the ECM cache %s: %s; %s",
+			lk.GaveUp, ks.cache.Name, what, cacheMisses(ks.cache.Stats()))}
+	}
 	source := "the key server"
 	if ks.url == nil {
 		source = ks.follow
 	}
 	return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key from %s within -key-wait %s: %s%s",
 		lk.GaveUp, source, ks.lk.Wait, what, why)}
+}
+
+// cacheMisses says what the stream's ECMs found in an ECM cache, for a run in which periods
+// got no key from it.
+func cacheMisses(cs keys.ECMCacheStats) string {
+	switch {
+	case cs.Hits == 0 && cs.Misses == 0:
+		return "the stream carried no ECM on the ECM PIDs of its CA descriptors"
+	case cs.Hits == 0:
+		return fmt.Sprintf("it holds none of the stream's %s: it was recorded from another stream (or service), or the ECMs were not answered then",
+			report.Plural(int(cs.Misses), "distinct ECM"))
+	}
+	return fmt.Sprintf("%d of the stream's %d distinct ECMs are not in it (not answered with a key when it was recorded, or a line torn)",
+		cs.Misses, cs.Hits+cs.Misses)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/internal/units"
+	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/relay"
@@ -240,8 +241,13 @@ func KeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 	if lk == nil {
 		return
 	}
+	if c := lk.ECMCache; c != nil {
+		printCacheLine(w, c, lk.Server)
+	}
 	if s := lk.Server; s != nil {
-		printServerLine(w, s)
+		if s.Protocol != "ecm-cache" {
+			printServerLine(w, s)
+		}
 		if verbose && len(s.Applied) > 0 {
 			var parts []string
 			for _, a := range s.Applied {
@@ -275,6 +281,26 @@ func printServerLine(w io.Writer, s *pipeline.KeyServer) {
 	}
 	if s.Refused > 0 {
 		line += fmt.Sprintf("; %d refused", s.Refused)
+	}
+	fmt.Fprintln(w, line)
+}
+
+// printCacheLine prints what an ECM cache did: the answers it gave (s, the counts of the
+// source that asked it) or those it recorded.
+func printCacheLine(w io.Writer, c *keys.ECMCacheStats, s *pipeline.KeyServer) {
+	var line string
+	if c.Mode == "read" {
+		line = fmt.Sprintf("tsdescramble: ECM cache %s (%s): %d distinct ECMs of the stream, %d found in it, %d not",
+			c.File, Plural(c.Entries, "answer"), c.Hits+c.Misses, c.Hits, c.Misses)
+		if s != nil {
+			line += fmt.Sprintf("; %d CWs", s.CWs)
+		}
+	} else {
+		line = fmt.Sprintf("tsdescramble: ECM cache %s: %d answers appended, %d held already, %d could not be written (it held %s before)",
+			c.File, c.Appended, c.Hits, c.WriteErrors, Plural(c.Entries, "answer"))
+	}
+	if c.SkippedLines > 0 {
+		line += fmt.Sprintf("; %s of it not read (torn or wrong)", Plural(c.SkippedLines, "line"))
 	}
 	fmt.Fprintln(w, line)
 }
