@@ -324,3 +324,43 @@ func TestBatchWithECMCache(t *testing.T) {
 		t.Errorf("a cache one job writes and another reads: %s", describe(r))
 	}
 }
+
+// Servers that answer as OSCam does: a constant-CW reader (the same pair for every ECM; over
+// DVBAPI each CW is written once and every later ECM gets no message, so only the first is
+// recorded), and a card whose ECMs, sent after their period began, carry the current and the
+// next key. The run from the cache gives the live run's bytes, the clear stream, with exit 0,
+// however few of the ECMs the cache holds.
+func TestECMCacheOSCamAnswers(t *testing.T) {
+	a, b, c := mustCW(t, "11223366445566FF"), mustCW(t, "A1B2C316D4E5F6AF"), mustCW(t, "0102030604050610")
+	for _, shape := range []struct {
+		name   string
+		lag    int
+		cws    [][]byte
+		answer camdouble.AnswerFunc
+	}{
+		{"constant", 0, [][]byte{a, b}, camdouble.ConstantCW(a, b)},
+		{"current-and-next", 120, [][]byte{a, b, c}, camdouble.CurrentAndNext([][]byte{a, b, c})},
+	} {
+		clear, _, in := oscamStream(t, shape.lag, shape.cws...)
+		for _, srv := range oscamServers() {
+			t.Run(shape.name+"/"+srv.name, func(t *testing.T) {
+				url, _ := srv.start(t, shape.answer, 0)
+				dir := t.TempDir()
+				cache, live, off := filepath.Join(dir, "c.ecm"), filepath.Join(dir, "live.ts"), filepath.Join(dir, "off.ts")
+				// A server that stays silent for an ECM whose answer changes nothing keeps the
+				// run's end waiting for it, up to -key-wait.
+				if r := run(t, nil, "-key-server", url, "-key-wait", "500ms", "-ecm-cache", cache, "-in", in, "-out", live); r.code != 0 {
+					t.Fatalf("recording: %s", describe(r))
+				}
+				r := run(t, nil, "-ecm-cache", cache, "-in", in, "-out", off)
+				if r.code != 0 {
+					t.Fatalf("from the cache: %s", describe(r))
+				}
+				sameBytes(t, "the live run", readFile(t, live), clear, 188)
+				sameBytes(t, "the run from the cache", readFile(t, off), readFile(t, live), 188)
+				c, _ := keys.LoadECMCache(cache)
+				t.Logf("%d of the stream's ECMs in the cache", c.Len())
+			})
+		}
+	}
+}

@@ -291,8 +291,17 @@ func (ks *Source) Reread(logf func(string)) {
 	})
 }
 
-// Stop ends the client and fills in its counts.
+// Stop ends the client and fills in its counts; a client whose answers go to an ECM cache first
+// waits, up to the key wait, for the answers to the ECMs it has sent.
 func (ks *Source) Stop(st *pipeline.Stats) {
+	if ks.recorder != nil && ks.lk.Sections != nil {
+		// The ECMs of the input's end are still with the server when a file has been read:
+		// their answers belong in the cache too, as a live stream's would have come. The
+		// wait is bounded as a period's is.
+		for start := time.Now(); ks.lk.Sections.Busy() && time.Since(start) < ks.lk.Wait; {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	ks.cancel()
 	ks.wg.Wait()
 	if ks.cs != nil {
