@@ -550,8 +550,9 @@ func checkJob(c *config) error {
 // checkJobKeys reads a job's keys as its run would (openKeys), where they come from its flags.
 func checkJobKeys(c *config) error {
 	switch {
-	case c.ksURL != nil || c.follow || c.ecmXor != "":
-		// Keys that come while the stream runs, or from its ECMs: nothing to read before.
+	case c.ksURL != nil || c.follow || c.ecmXor != "" || c.ecmCache != "":
+		// Keys that come while the stream runs, or from its ECMs (an ECM cache's answers
+		// too): nothing to read before; the run says what is wrong, as this job's.
 	case c.mode == pipeline.Scramble && c.scsWanted() && !c.anyKeyFlag():
 		// Random CWs, logged as they are made.
 	default:
