@@ -9,11 +9,15 @@ import (
 // tsPacketSize is what a scrambled payload stands for in the input: a whole TS packet.
 const tsPacketSize = 188
 
-// BenchmarkSystems measures each system on a batch of Lanes() full 184-byte payloads, in MB/s
+// BenchmarkSystems measures each system, and each key-slot mode, on a batch of Lanes() full 184-byte payloads, in MB/s
 // of TS packets (188 bytes per payload).
 func BenchmarkSystems(b *testing.B) {
+	var systems []scrambling.System
 	for _, name := range scrambling.Names() {
-		s := lookup(b, name)
+		systems = append(systems, lookup(b, name))
+	}
+	for _, s := range append(systems, modeSystems(b)...) {
+		name := s.Name()
 		k, err := s.NewKey(testKey(name, s.KeySizes()[0]))
 		if err != nil {
 			b.Fatal(err)

@@ -41,7 +41,8 @@ type multiBlock interface {
 // chainSystem is a 128-bit block cipher in CBC over the full blocks of each payload, restarted
 // from a fixed IV for every payload, with one of two rules for the bytes after the last full
 // block (and for payloads shorter than a block): leave them clear (DVB-CISSA), or scramble
-// them as DVS-042 does (ATIS-IDSA, DFC, Serpent).
+// them as DVS-042 does (ATIS-IDSA, DFC, Serpent). With ecb, the full blocks are ciphered each
+// on its own, with no chaining and no IV (aes-128-ecb), the rest left clear.
 type chainSystem struct {
 	name  string
 	sizes []int
@@ -50,6 +51,7 @@ type chainSystem struct {
 	// cipher of the last ciphertext block, and a payload shorter than a block with the forward
 	// cipher of the IV. Otherwise both stay clear.
 	dvs042    bool
+	ecb       bool
 	newCipher func(key []byte) (multiBlock, error)
 }
 
@@ -57,8 +59,8 @@ func (s *chainSystem) Name() string    { return s.name }
 func (s *chainSystem) KeySizes() []int { return append([]int(nil), s.sizes...) }
 func (s *chainSystem) Lanes() int      { return passLanes }
 
-// MinPayload is one block for CBC with a clear residue, one byte for DVS-042 chaining, whose
-// short-payload rule scrambles payloads under a block too.
+// MinPayload is one block for CBC (and ECB) with a clear residue, one byte for DVS-042
+// chaining, whose short-payload rule scrambles payloads under a block too.
 func (s *chainSystem) MinPayload() int {
 	if s.dvs042 {
 		return 1
@@ -127,6 +129,10 @@ func (p *chainProcessor) scratch(n int) []byte {
 // key stream is the encryption of block i-1, the ciphertext step i-1 has just produced.
 func (p *chainProcessor) Encrypt(k Key, payloads [][]byte) {
 	key := p.key(k)
+	if key.sys.ecb {
+		p.blocks(key, payloads, true)
+		return
+	}
 	// A batcher's batch is one pass; a longer call is cut here, one pass at a time.
 	for len(payloads) > 0 {
 		n := min(len(payloads), passLanes)
@@ -213,6 +219,10 @@ func (p *chainProcessor) encrypt(key *chainKey, payloads [][]byte) {
 // last ciphertext blocks they need are still in place.
 func (p *chainProcessor) Decrypt(k Key, payloads [][]byte) {
 	key := p.key(k)
+	if key.sys.ecb {
+		p.blocks(key, payloads, false)
+		return
+	}
 	for len(payloads) > 0 {
 		n := min(len(payloads), passLanes)
 		p.decrypt(key, payloads[:n])
@@ -253,6 +263,37 @@ func (p *chainProcessor) decrypt(key *chainKey, payloads [][]byte) {
 		}
 		if n > 0 {
 			xor16(b, d, iv)
+		}
+	}
+}
+
+// blocks ciphers the full blocks of every payload each on its own (ECB): they are gathered
+// into one multi-block call per pass of passLanes payloads and scattered back.
+func (p *chainProcessor) blocks(key *chainKey, payloads [][]byte, encrypt bool) {
+	for len(payloads) > 0 {
+		n := min(len(payloads), passLanes)
+		pass := payloads[:n]
+		payloads = payloads[n:]
+		total := 0
+		for _, b := range pass {
+			total += len(b) / blockSize * blockSize
+		}
+		if total == 0 {
+			continue
+		}
+		all := p.scratch(padded(total/blockSize) * blockSize)
+		off := 0
+		for _, b := range pass {
+			off += copy(all[off:], b[:len(b)/blockSize*blockSize])
+		}
+		if encrypt {
+			key.c.EncryptBlocks(all, all)
+		} else {
+			key.c.DecryptBlocks(all, all)
+		}
+		off = 0
+		for _, b := range pass {
+			off += copy(b[:len(b)/blockSize*blockSize], all[off:])
 		}
 	}
 }

@@ -42,6 +42,8 @@ func DecryptPrefix(s System, cw []byte, payload, dst []byte) error {
 		return nil
 	case *chainSystem:
 		return s.decryptPrefix(cw, payload, dst)
+	case *desSystem:
+		return s.decryptPrefix(cw, payload, dst)
 	}
 	return decryptPrefixAny(s, cw, payload, dst)
 }
@@ -84,11 +86,15 @@ func (s *chainSystem) decryptPrefix(cw []byte, payload, dst []byte) error {
 		buf := make([]byte, n)
 		c.DecryptBlocks(buf, payload[:n])
 		for t := 0; t < lim; t += blockSize {
+			out := dst[t:min(t+blockSize, lim)]
+			if s.ecb {
+				copy(out, buf[t:])
+				continue
+			}
 			prev := s.iv[:]
 			if t > 0 {
 				prev = payload[t-blockSize : t]
 			}
-			out := dst[t:min(t+blockSize, lim)]
 			for j := range out {
 				out[j] = buf[t+j] ^ prev[j]
 			}

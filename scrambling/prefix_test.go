@@ -23,7 +23,7 @@ type prefixCase struct {
 
 func prefixCases(t testing.TB) []prefixCase {
 	var out []prefixCase
-	for _, s := range systemsUnderTest(t) {
+	for _, s := range append(systemsUnderTest(t), modeSystems(t)...) {
 		for _, ks := range s.KeySizes() {
 			out = append(out, prefixCase{s, ks})
 		}

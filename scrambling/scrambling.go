@@ -21,6 +21,13 @@
 //   - atis-idsa, dfc, serpent: CBC with a zero IV over the full blocks; the residue is XORed with
 //     the forward cipher of the last ciphertext block, and a payload shorter than one block with
 //     the forward cipher of the IV, so every byte is scrambled.
+//
+// Beside the systems Lookup names, AESECB, NewAESCBC, DESECB and NewDESCBC return the
+// descrambler modes a key server sets per key slot (OSCam's DVBAPI CA_SET_DESCR_MODE: DES or
+// AES-128, in ECB or CBC, with the slot's IV). They follow tvheadend's software descrambler:
+// the whole blocks only, the residue and payloads shorter than a block clear (modes.go says
+// where each rule comes from). Lookup does not name them: no DVB scrambling_descriptor value
+// signals them in a PMT, and the CBC modes need an IV that only a key server gives.
 package scrambling
 
 import (
