@@ -3,6 +3,8 @@ package keys
 import (
 	"bytes"
 	"sync"
+
+	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
 // Source is a set of key slots, as a DVB descrambler's, filled while the stream runs (a key
@@ -29,6 +31,16 @@ type Source interface {
 	Arrived() <-chan struct{}
 }
 
+// SystemSource is a Source whose CWs may each be for a scrambling system of their own: a key
+// server that sets a descrambling mode per key slot (OSCam's DVBAPI CA_SET_DESCR_MODE: DVB-CSA,
+// DES or AES-128, ECB or CBC, and the slot's IV). The one who decides which CW a period takes
+// (package keys/period) checks a CW with its own system, and the pipeline descrambles with it.
+type SystemSource interface {
+	Source
+	// System returns the system of CW i, or nil for the run's input system.
+	System(i int) scrambling.System
+}
+
 // Arrival is a CW a key slot received for one parity.
 type Arrival struct {
 	CW   int    // its index (Source.CW)
@@ -53,7 +65,9 @@ const MaxSlotCWs = 64
 
 // Live is a Source whose control words arrive while the stream runs, from a key server that
 // answers the stream's ECMs. CWs are set per key slot and parity (Set); each PID uses slot 0
-// unless MapPID says otherwise (a DVBAPI server's CA_SET_PID).
+// unless MapPID says otherwise (a DVBAPI server's CA_SET_PID). A CW set with SetFor is for the
+// system given, so that one slot may change its descrambling mode between keys and each parity
+// keep the system its key came with: Live is a SystemSource.
 //
 // A slot holds the last CW of each parity until another replaces it, as a DVB descrambler's
 // key slot does: a key server may send a CW again with every answer (a constant-CW reader, a
@@ -63,9 +77,9 @@ const MaxSlotCWs = 64
 // of its parity came.
 type Live struct {
 	mu      sync.Mutex
-	cws     map[int][]byte        // the CWs kept, by CW index (in order of arrival, never reused)
+	cws     map[int]liveEntry     // the CWs kept, by CW index (in order of arrival, never reused)
 	nextCW  int                   // the index the next new CW takes
-	index   map[string]int        // CW bytes to index
+	index   map[liveCW]int        // CW and its system to index
 	slots   map[int]*[2][]Arrival // slot to the CWs received per parity (0 even, 1 odd), oldest first
 	seq     uint64                // CWs received so far, repeats included: the arrival number of the latest
 	pidSlot map[uint16]int
@@ -75,11 +89,24 @@ type Live struct {
 	received int64
 }
 
+// liveCW is a CW of a Live source with the system it is for (nil: the run's input system): the
+// same bytes for two systems are two CWs.
+type liveCW struct {
+	sys scrambling.System
+	cw  string
+}
+
+// liveEntry is a CW kept, with its bytes as CW returns them.
+type liveEntry struct {
+	id liveCW
+	cw []byte
+}
+
 // NewLive returns a Live source without keys.
 func NewLive() *Live {
 	return &Live{
-		index:   make(map[string]int),
-		cws:     make(map[int][]byte),
+		index:   make(map[liveCW]int),
+		cws:     make(map[int]liveEntry),
 		slots:   make(map[int]*[2][]Arrival),
 		pidSlot: make(map[uint16]int),
 		arrived: make(chan struct{}, 1),
@@ -88,23 +115,31 @@ func NewLive() *Live {
 
 // Set stores cw as slot's latest control word of the given parity and signals Arrived. It
 // returns false, and keeps nothing, for a slot out of range, an empty CW or one of more than
-// 16 bytes. The CW is copied.
+// 16 bytes. The CW is copied. It is for the run's input system.
 func (l *Live) Set(slot int, odd bool, cw []byte) bool {
+	return l.SetFor(slot, odd, nil, cw)
+}
+
+// SetFor is Set for a CW of the given system (nil: the run's input system), which the CW keeps
+// whatever the slot receives after. Systems compare as values: scrambling's constructors give
+// one value per mode and IV.
+func (l *Live) SetFor(slot int, odd bool, sys scrambling.System, cw []byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if slot < 0 || slot >= MaxLiveSlots || len(cw) == 0 || len(cw) > 16 {
 		l.refused++
 		return false
 	}
-	idx, ok := l.index[string(cw)]
+	id := liveCW{sys: sys, cw: string(cw)}
+	idx, ok := l.index[id]
 	if !ok {
 		if len(l.cws) >= MaxLiveCWs {
 			l.forget()
 		}
 		idx = l.nextCW
 		l.nextCW++
-		l.cws[idx] = bytes.Clone(cw)
-		l.index[string(cw)] = idx
+		l.cws[idx] = liveEntry{id: id, cw: bytes.Clone(cw)}
+		l.index[id] = idx
 	}
 	l.received++
 	sl := l.slots[slot]
@@ -183,7 +218,14 @@ func (l *Live) Held(pid uint16, odd bool) int {
 func (l *Live) CW(i int) []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.cws[i]
+	return l.cws[i].cw
+}
+
+// System implements SystemSource: the system CW i was set for (SetFor), or nil.
+func (l *Live) System(i int) scrambling.System {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cws[i].id.sys
 }
 
 // forget drops the CWs that no slot remembers (its last MaxSlotCWs CWs of each parity) and
@@ -198,9 +240,9 @@ func (l *Live) forget() {
 			}
 		}
 	}
-	for i, cw := range l.cws {
+	for i, e := range l.cws {
 		if !keep[i] && i < l.nextCW-keepLatestCWs {
-			delete(l.index, string(cw))
+			delete(l.index, e.id)
 			delete(l.cws, i)
 		}
 	}

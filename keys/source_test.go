@@ -3,6 +3,8 @@ package keys
 import (
 	"bytes"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
 // A slot keeps the CWs of each parity in order of arrival: a repeat of the CW it holds is
@@ -90,5 +92,32 @@ func TestLiveSlotsAndBounds(t *testing.T) {
 	}
 	if l.CW(2) != nil {
 		t.Fatal("an odd CW no slot remembers, among the oldest, was kept")
+	}
+}
+
+// A CW set for a system keeps it: the same bytes for another system are another CW, and the
+// same bytes for the same system sent again are the CW the slot holds.
+func TestLiveCWSystems(t *testing.T) {
+	var l Source = NewLive()
+	live := l.(*Live)
+	ss, ok := l.(SystemSource)
+	if !ok {
+		t.Fatal("Live is not a SystemSource")
+	}
+	cw := []byte{1, 2, 3, 6, 4, 5, 6, 15}
+	des := scrambling.DESECB()
+	live.Set(0, false, cw)
+	plain := live.Held(0x100, false)
+	live.SetFor(0, false, des, cw)
+	k := live.Held(0x100, false)
+	if k == plain || ss.System(k) != des || ss.System(plain) != nil || !bytes.Equal(live.CW(k), cw) {
+		t.Fatalf("CW %d (system %v) and %d (system %v) for the same bytes", plain, ss.System(plain), k, ss.System(k))
+	}
+	live.SetFor(0, false, des, cw)
+	if h := live.AppendSlot(nil, 0x100, false, 0); len(h) != 2 || h[1].CW != k || h[1].Last != 3 {
+		t.Fatalf("the DES CW sent again is not the one the slot holds: %+v", h)
+	}
+	if live.NumCWs() != 2 || ss.System(99) != nil {
+		t.Fatalf("%d CWs kept; System of an unknown CW: %v", live.NumCWs(), ss.System(99))
 	}
 }

@@ -66,6 +66,7 @@
 //	a key server's slot CW fits                  the period has it, used before or not        TestLiveSlotCWFitsWhetherUsedBeforeOrNot
 //	a slot CW that does not fit                  the period waits for the next of its parity  TestLiveStaleCWWaitsForItsOwn
 //	no key within Live.Wait, in all              passed as it came (or dropped)               TestLiveNoKeyWithinWaitPassesAsCame
+//	a slot CW for a mode of its own (DES, AES)   checked with its system, not the input's     TestLiveCWCheckedWithItsOwnSystem
 //
 // The tests named alone are this package's, driving a Tracker packet by packet; the others run
 // whole streams through package pipeline, or through libdvbcsa and the command
@@ -117,7 +118,10 @@
 // its PID's next period has begun. Keys are not searched, the server says which key applies,
 // but each is checked before it is used, as a key list's expected key is: it must fit the
 // period's first checkable unit start, and one that does not (the previous period's key, not
-// replaced yet) is not used, the period waiting for the next.
+// replaced yet) is not used, the period waiting for the next. A source whose CWs may each be
+// for a system of their own (keys.SystemSource: a DVBAPI server sets a descrambling mode per
+// key slot) has each CW checked, and sized, with its system; a unit start shorter than that
+// system changes (a payload it leaves clear) checks nothing.
 //
 // A decision depends only on the packets in stream order (and, with Live, on when the keys
 // came), never on how a caller cuts the stream into units of work: that keeps a descrambled

@@ -35,9 +35,12 @@ import (
 
 // liveState is the tracker's state for Live.
 type liveState struct {
-	cfg     Live
-	slots   *slotKeys // which of the source's CWs each period takes
-	sizes   []int
+	cfg   Live
+	slots *slotKeys // which of the source's CWs each period takes
+	sizes []int     // the key sizes of the input system
+	// systems is the source when its CWs may each name their system (a key server's
+	// descrambling modes), else nil: all are the input system's.
+	systems keys.SystemSource
 	waiting []liveWait
 	packets map[int32]int64 // packets of each waiting period so far
 	st      Waits
@@ -50,6 +53,7 @@ type liveWait struct {
 
 func newLiveState(cfg *Live, sizes []int) *liveState {
 	l := &liveState{cfg: *cfg, slots: newSlotKeys(cfg.Source), sizes: sizes, packets: map[int32]int64{}}
+	l.systems, _ = cfg.Source.(keys.SystemSource)
 	if l.cfg.Wait <= 0 {
 		l.cfg.Wait = 2 * time.Second
 	}
@@ -62,6 +66,18 @@ func newLiveState(cfg *Live, sizes []int) *liveState {
 // fromStream reports whether the keys of a file input come with its sections alone, answered
 // as they are read (Live.AtOnce): no key arrives while the reader waits, so none is waited for.
 func (l *liveState) fromStream() bool { return l.cfg.AtOnce && l.cfg.FileInput }
+
+// liveSizeFits reports whether CW k of the source has a size its system takes: the system the
+// source names for it, else the input system.
+func (t *Tracker) liveSizeFits(k int) bool {
+	n := len(t.live.cfg.Source.CW(k))
+	if l := t.live; l.systems != nil {
+		if sys := l.systems.System(k); sys != nil {
+			return slices.Contains(sys.KeySizes(), n)
+		}
+	}
+	return slices.Contains(t.live.sizes, n)
+}
 
 // busy reports whether the key server has ECMs to answer.
 func (l *liveState) busy() bool { return l.cfg.Busy != nil && l.cfg.Busy() }
@@ -110,13 +126,12 @@ func (t *Tracker) livePeriodOf(pid uint16, odd bool) int32 {
 }
 
 // liveOffer makes CW k of the source period idx's candidate key; late says it came after the
-// period's first packet. A CW of a size the input system cannot take decides the period
-// without a key; another is checked at once if the period's first unit start is known.
+// period's first packet. A CW of a size its system cannot take decides the period without a
+// key; another is checked at once if the period's first unit start is known.
 func (t *Tracker) liveOffer(idx int32, k int, late bool) {
 	p := &t.periods[idx]
-	l := t.live
 	p.late = late
-	if !slices.Contains(l.sizes, len(l.cfg.Source.CW(k))) {
+	if !t.liveSizeFits(k) {
 		t.liveAccept(idx, k, false)
 		return
 	}
@@ -232,7 +247,7 @@ func (t *Tracker) liveReject(idx int32) {
 // k fitted the period's first checkable unit start, which makes the period one that fits.
 func (t *Tracker) liveDecide(idx int32, k int, checked bool) {
 	p := &t.periods[idx]
-	if k != keys.NoKey && !slices.Contains(t.live.sizes, len(t.live.cfg.Source.CW(k))) {
+	if k != keys.NoKey && !t.liveSizeFits(k) {
 		t.live.st.BadSize++
 		k, checked = keys.NoKey, false
 	}
@@ -483,6 +498,11 @@ func (t *Tracker) liveDecided(p *cryptoPeriod) {
 		what = "no key"
 	default:
 		what = fmt.Sprintf("CW %d from %s", p.key+1, t.live.cfg.Origin)
+		if l := t.live; l.systems != nil {
+			if sys := l.systems.System(p.key); sys != nil {
+				what += " for " + sys.Name() // the slot's mode, when not the input system
+			}
+		}
 		if t.live.cfg.ShowKeys {
 			what += fmt.Sprintf(" (%X)", t.live.cfg.Source.CW(p.key))
 		}

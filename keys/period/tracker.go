@@ -91,7 +91,8 @@ type Config struct {
 	Keys *keys.Schedule
 	// Live, when set, takes each period's CW from a Source instead.
 	Live *Live
-	// System is the input system, that key trials descramble with.
+	// System is the input system, that key trials descramble with (a key source's CW for
+	// another system, keys.SystemSource, with its own).
 	System scrambling.System
 	// Tables is the stream's PAT and PMTs: what each PID carries, and the services whose PIDs
 	// change keys together.
@@ -347,12 +348,19 @@ func (t *Tracker) carriage(pid uint16) psi.Carriage { return t.cfg.Tables.Carria
 // PID's carriage expects. Only the bytes the check reads are descrambled: a key search may try
 // millions of CWs.
 func (t *Tracker) trial(k int, payload []byte, carriage psi.Carriage) Check {
+	sys := t.system(k)
+	if len(payload) < sys.MinPayload() {
+		// The system leaves such a payload clear: any key would seem to fit it. The caller
+		// marks such payloads of the input system clear before they get here; a key server's
+		// key of another system (a mode of its own) may come with a longer shortest payload.
+		return CheckUnknown
+	}
 	// The start code prefix first: three bytes, one block to decipher, reject nearly every
 	// wrong key (all but one in 2^24).
-	head := t.decryptPrefix(k, payload, 3)
+	head := t.decryptPrefix(sys, k, payload, 3)
 	pes := head[0] == 0 && head[1] == 0 && head[2] == 1
 	if pes {
-		head = t.decryptPrefix(k, payload, min(len(payload), trialBytes))
+		head = t.decryptPrefix(sys, k, payload, min(len(payload), trialBytes))
 	}
 	switch carriage {
 	case psi.CarriagePES:
@@ -371,16 +379,27 @@ func (t *Tracker) trial(k int, payload []byte, carriage psi.Carriage) Check {
 		if need <= len(head) {
 			break
 		}
-		head = t.decryptPrefix(k, payload, need)
+		head = t.decryptPrefix(sys, k, payload, need)
 	}
 	return CheckUnitStart(head, len(payload), carriage)
 }
 
-// decryptPrefix returns the first n bytes of payload descrambled with CW k, leaving payload as
-// it is.
-func (t *Tracker) decryptPrefix(k int, payload []byte, n int) []byte {
+// system returns the scrambling system of CW k: the one a key source names for it (a key
+// server's descrambling mode for the slot it came to), else the input system.
+func (t *Tracker) system(k int) scrambling.System {
+	if t.live != nil && t.live.systems != nil {
+		if sys := t.live.systems.System(k); sys != nil {
+			return sys
+		}
+	}
+	return t.cfg.System
+}
+
+// decryptPrefix returns the first n bytes of payload descrambled with CW k of system sys,
+// leaving payload as it is.
+func (t *Tracker) decryptPrefix(sys scrambling.System, k int, payload []byte, n int) []byte {
 	dst := t.trialBuf[:n]
-	if err := scrambling.DecryptPrefix(t.cfg.System, t.CW(k), payload, dst); err != nil {
+	if err := scrambling.DecryptPrefix(sys, t.CW(k), payload, dst); err != nil {
 		// The control words were all checked before the run (a source's, as they come).
 		panic("period: " + err.Error())
 	}

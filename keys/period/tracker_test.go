@@ -391,6 +391,57 @@ func TestLiveNoKeyWithinWaitPassesAsCame(t *testing.T) {
 	}
 }
 
+// A key source's CW for a system of its own (a key server's descrambling mode for its slot) is
+// checked with that system, whatever the input system: an AES-128 key and a DES one fit the
+// starts they scrambled, a slot that goes back to the input system's keys mid-stream is checked
+// with it again, and a start shorter than the system changes tells nothing.
+func TestLiveCWCheckedWithItsOwnSystem(t *testing.T) {
+	src := liveSource(t)
+	s := newStream(t, period.Config{Live: &period.Live{Source: src, Wait: time.Second}})
+	start := func(odd bool, sys scrambling.System, cw, clear []byte) period.ID {
+		k, err := sys.NewKey(cw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := append([]byte(nil), clear...)
+		sys.NewProcessor().Encrypt(k, [][]byte{p})
+		s.at++
+		id := s.tr.Packet(s.at, 0x100, odd, false)
+		id = s.tr.UnitStart(id, p, psi.CarriagePES, true)
+		s.tr.Expire()
+		return id
+	}
+	aesKey := []byte("0123456789abcdef")
+	ecb, des := scrambling.AESECB(), scrambling.DESECB()
+	src.SetFor(0, false, ecb, aesKey)
+	a := start(false, ecb, aesKey, pesStart()[:12]) // under a block: AES leaves it clear
+	if s.tr.Decided(a) {
+		t.Fatal("a start that AES leaves clear decided its period")
+	}
+	start(false, ecb, aesKey, pesStart())
+	s.want(a, period.Fit, anyKey)
+
+	src.SetFor(0, true, des, cws[1])
+	b := start(true, des, cws[1], pesStart())
+	s.want(b, period.Fit, anyKey)
+	if _, k := s.tr.Decision(b); string(s.tr.CW(k)) != string(cws[1]) {
+		t.Fatalf("CW %X, want %X", s.tr.CW(k), cws[1])
+	}
+
+	// The slot goes back to the input system (CSA2) for the next even period: the AES key it
+	// still holds does not fit a CSA2 start, the CSA2 key that comes does.
+	c := s.start(0x100, false, 0)
+	if s.tr.Decided(c) {
+		t.Fatal("a CSA2 start took the AES key")
+	}
+	src.Set(0, false, cws[0])
+	s.tr.Poll()
+	s.want(c, period.Fit, anyKey)
+	if w := s.tr.Waits(); w.BadSize != 0 || w.Stale != 1 {
+		t.Fatalf("%d CWs of a bad size, %d stale; want 0 and 1", w.BadSize, w.Stale)
+	}
+}
+
 // skip stands for n packets of the stream that are not scrambled (or of other PIDs): a silence
 // of the PIDs the test follows.
 func (s *stream) skip(n int64) { s.at += n }
