@@ -27,6 +27,9 @@ type ciphers struct {
 	inLanes    int // payloads per processor call of the input system
 	outLanes   int
 	checkStart bool // PES starts can be checked after descrambling
+	// systems is the live key source when its CWs may each be for a system of their own (a
+	// DVBAPI server's mode per key slot), else nil: every input key is the input system's.
+	systems keys.SystemSource
 }
 
 // newCiphers checks the options and expands every key once, before the run starts.
@@ -59,6 +62,7 @@ func newCiphers(o *Options) (*ciphers, error) {
 		cs.sched, cs.inKeys, cs.cw = o.Keys, make(map[int]scrambling.Key), o.Keys.CW
 		if o.LiveKeys != nil {
 			cs.cw = o.LiveKeys.Source.CW
+			cs.systems, _ = o.LiveKeys.Source.(keys.SystemSource)
 		}
 		if err := checkSizes(cs.in, o.Keys); err != nil {
 			return nil, err
@@ -101,7 +105,7 @@ func (cs *ciphers) inKey(k int) scrambling.Key {
 			clear(cs.inKeys)
 		}
 		var err error
-		if key, err = cs.in.NewKey(cs.cw(k)); err != nil {
+		if key, err = cs.system(k).NewKey(cs.cw(k)); err != nil {
 			panic("pipeline: " + err.Error()) // newCiphers (or liveDecide) checked every control word's size
 		}
 		cs.inKeys[k] = key
@@ -109,11 +113,31 @@ func (cs *ciphers) inKey(k int) scrambling.Key {
 	return key
 }
 
+// system returns the scrambling system of input CW k: the one the live key source names for
+// it, else the input system.
+func (cs *ciphers) system(k int) scrambling.System {
+	if cs.systems != nil {
+		if sys := cs.systems.System(k); sys != nil {
+			return sys
+		}
+	}
+	return cs.in
+}
+
 // worker is one cipher goroutine's state: a processor per system and a batcher.
 type worker struct {
 	cs      *ciphers
 	in, out scrambling.Processor
-	b       *batcher.Batcher
+	// others are the processors of the input keys of other systems than the input system's
+	// (a key server's modes), made when first needed, one per system name: a processor takes
+	// the keys of every system of its name.
+	others []namedProcessor
+	b      *batcher.Batcher
+}
+
+type namedProcessor struct {
+	name string
+	p    scrambling.Processor
 }
 
 func (cs *ciphers) newWorker() *worker {
@@ -149,14 +173,21 @@ func (w *worker) done() {
 	if w.out != nil {
 		scrambling.Release(w.out)
 	}
-	w.in, w.out = nil, nil
+	for _, o := range w.others {
+		scrambling.Release(o.p)
+	}
+	w.in, w.out, w.others = nil, nil, nil
 }
 
 // process runs the ciphers over the payloads of a chunk, one batch of the batcher per call.
 func (w *worker) process(c *chunk) {
 	if w.in != nil {
-		for _, b := range w.batches(c, false) {
-			w.in.Decrypt(c.keys[b.Key], b.Payloads)
+		if c.mixed {
+			w.decryptMixed(c)
+		} else {
+			for _, b := range w.batches(c, false) {
+				w.in.Decrypt(c.keys[b.Key], b.Payloads)
+			}
 		}
 		checkUnitStarts(c)
 	}
@@ -169,6 +200,44 @@ func (w *worker) process(c *chunk) {
 			w.out.Encrypt(keys[b.Key], b.Payloads)
 		}
 	}
+}
+
+// decryptMixed descrambles a chunk whose input keys are of more than one system (a key server
+// that sets a mode per key slot): the payloads of each system's keys are batched to its lane
+// width and shortest payload, and go to a processor of that system. Each payload stands alone,
+// so the order of the systems changes nothing in the output.
+func (w *worker) decryptMixed(c *chunk) {
+	for i, sys := range c.systems {
+		if slices.Contains(c.systems[:i], sys) {
+			continue // done with the first key of its system
+		}
+		w.b.Start(sys.Lanes(), sys.MinPayload())
+		for ji := range c.jobs {
+			if j := &c.jobs[ji]; j.key >= 0 && c.systems[j.key] == sys {
+				w.b.Add(j.key, c.buf[j.off:j.end])
+			}
+		}
+		p := w.processor(sys)
+		for _, b := range w.b.Flush() {
+			p.Decrypt(c.keys[b.Key], b.Payloads)
+		}
+	}
+}
+
+// processor returns the worker's processor for the keys of sys.
+func (w *worker) processor(sys scrambling.System) scrambling.Processor {
+	if sys == w.cs.in {
+		return w.in
+	}
+	name := sys.Name()
+	for _, o := range w.others {
+		if o.name == name {
+			return o.p
+		}
+	}
+	p := sys.NewProcessor()
+	w.others = append(w.others, namedProcessor{name, p})
+	return p
 }
 
 // batches cuts the payloads of a chunk into the batches of the input system, or of the output

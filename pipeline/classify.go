@@ -238,8 +238,11 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 	}
 	switch n := ts.PacketSize - off; {
 	case n < cl.cs.minIn:
-		// Clear by definition: the input system leaves such payloads as they are.
-		j.flags |= jobShort
+		// Clear by definition: the input system leaves such payloads as they are. A key
+		// source's key may be for a system of its own, whose shortest payload resolve applies.
+		if cl.cs.systems == nil {
+			j.flags |= jobShort
+		}
 	case ts.PUSI(p) && n >= minPESCheck:
 		// A unit start long enough to show its header tells a right key from a wrong one.
 		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
@@ -353,6 +356,9 @@ func (cl *classifier) resolve(c *chunk) {
 			ps.NoKey++
 			j.flags &^= jobCheck
 			continue
+		}
+		if cl.cs.systems != nil && int(j.end-j.off) < c.systems[c.slot(cl.cs, key)].MinPayload() {
+			j.flags |= jobShort // clear by definition under its key's system
 		}
 		pkt := c.buf[j.pkt : j.pkt+ts.PacketSize]
 		ts.SetTSC(pkt, ts.Clear)

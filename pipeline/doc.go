@@ -55,7 +55,11 @@
 // keys.Source (a key server's answers, a CW log that grows), as package keys/period decides:
 // a period whose key has not come is held until it does, or until LiveKeys.Wait. The sections of the PIDs the key
 // server wants (ECMs, EMMs) go to LiveKeys.Sections, with the services of the PAT and PMTs
-// (livekeys.go).
+// (livekeys.go). A source whose CWs may each be for a system of their own (keys.SystemSource:
+// a DVBAPI server sets a mode per key slot, DES or AES-128, ECB or CBC) has each period
+// descrambled with its CW's system: a unit of work whose keys are of several systems is batched
+// per system, to its width and shortest payload, on a processor of that system in each
+// worker; one whose keys are all the input system's takes the path of a key list.
 //
 // # Live input: the latency bound
 //

@@ -39,7 +39,8 @@ type SectionSink interface {
 // LiveKeys configures descrambling with control words that arrive while the stream runs.
 type LiveKeys struct {
 	// Source is the key slots the CWs arrive in (a *keys.Live, typically); package
-	// keys/period decides which of them each crypto period takes.
+	// keys/period decides which of them each crypto period takes. A keys.SystemSource's CW
+	// for a system of its own is checked and descrambled with it, not Options.System.
 	Source keys.Source
 	// Sections, when set, receives the sections of the PIDs it wants and the services.
 	Sections SectionSink

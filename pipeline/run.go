@@ -211,9 +211,13 @@ type chunk struct {
 	n     int
 	jobs  []job
 	ready int // jobs[:ready] belong to decided crypto periods
-	// The input keys of the jobs: job.key indexes keys; cws holds their CW indexes.
-	keys []scrambling.Key
-	cws  []int
+	// The input keys of the jobs: job.key indexes keys; cws holds their CW indexes, systems
+	// the system each key is for. mixed says one is another system than the input system (a
+	// key server's mode per key slot).
+	keys    []scrambling.Key
+	cws     []int
+	systems []scrambling.System
+	mixed   bool
 	// okeys are the output keys of the jobs when a PeriodFeed gives them (job.okey indexes
 	// okeys then), valid while oseq is seq+1; operiod is the fed period of the last one.
 	okeys   []scrambling.Key
@@ -253,8 +257,11 @@ func (c *chunk) slot(cs *ciphers, k int) int32 {
 			return int32(i)
 		}
 	}
+	sys := cs.system(k)
 	c.cws = append(c.cws, k)
 	c.keys = append(c.keys, cs.inKey(k))
+	c.systems = append(c.systems, sys)
+	c.mixed = c.mixed || sys != cs.in
 	return int32(len(c.keys) - 1)
 }
 
@@ -400,7 +407,7 @@ func Run(ctx context.Context, src *ts.Source, w io.Writer, opts Options) (Stats,
 				}
 			}
 			c.seq, c.n, c.jobs, c.ready = seq, 0, c.jobs[:0], 0
-			c.keys, c.cws = c.keys[:0], c.cws[:0]
+			c.keys, c.cws, c.systems, c.mixed = c.keys[:0], c.cws[:0], c.systems[:0], false
 			c.runs = c.runs[:0]
 			c.due = time.Time{}
 			seq++
@@ -602,7 +609,8 @@ func recycleChunks(free chan *chunk) {
 		case c := <-free:
 			clear(c.keys[:cap(c.keys)])
 			clear(c.okeys[:cap(c.okeys)])
-			spareChunks.Put(&chunk{buf: c.buf, jobs: c.jobs[:0], cws: c.cws[:0], runs: c.runs[:0]})
+			clear(c.systems[:cap(c.systems)])
+			spareChunks.Put(&chunk{buf: c.buf, jobs: c.jobs[:0], cws: c.cws[:0], systems: c.systems[:0], runs: c.runs[:0]})
 		default:
 			return
 		}
