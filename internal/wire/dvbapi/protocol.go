@@ -24,14 +24,20 @@
 //	  DMX_STOP           00006F2A, demux, filter, PID (2)
 //	  CA_SET_PID         40086F87, PID (4), descrambler index (4; -1 removes the PID)
 //	  CA_SET_DESCR       40106F86, index (4), parity (4: 0 even, 1 odd), CW (8)
-//	  CA_SET_DESCR_MODE  400C6F88, index (4), algorithm (4: 0 CSA, 1 DES, 2 AES-128),
-//	                     cipher mode (4: 0 ECB, 1 CBC)
-//	  CA_SET_DESCR_DATA  40186F89, index, parity, data type, length (4 each), data
+//	  CA_SET_DESCR_MODE  400C6F88, index (4), algorithm (4: 0 CSA, 1 DES, 2 AES-128; OSCam
+//	                     also sends 3, its CW_ALGO_CSA_ALT), cipher mode (4: 0 ECB, 1 CBC)
+//	  CA_SET_DESCR_DATA  40186F89, index, parity, data type (0 IV, 1 key), length (4 each),
+//	                     data
 //	  ECM_INFO           FFFF0003, service (2), CAID (2), PID (2), provider (4), ECM time
 //	                     (4, ms), four strings (length byte, bytes), hops (1)
 //
-// The layouts follow OSCam's README.dvbapi_protocol and module-dvbapi.h; the 0xA5 framing of
-// version 3 is not in the README's tables. Filters are those of the Linux demux: byte 0 of a
+// The layouts follow OSCam's README.dvbapi_protocol and module-dvbapi.h (dvbapi_net_send; the
+// README does not describe CA_SET_DESCR_MODE and CA_SET_DESCR_DATA); the 0xA5 framing of
+// version 3 is not in the README's tables. OSCam sends the last two, before each key it
+// writes, only with its extended CW API (dvbapi_write_cw): the mode, then for AES-128 the IV
+// and the 16-byte key in CA_SET_DESCR_DATA, else the 8-byte key in CA_SET_DESCR. The parity of
+// its IV message is not the key's: it sets ca_descr_data.parity for the key only, so the IV
+// carries the parity of the key written before it (0 for the first). Filters are those of the Linux demux: byte 0 of a
 // filter matches the section's table_id, bytes 1-15 its bytes 3-17; mode bits ask for a
 // mismatch.
 package dvbapi
@@ -62,11 +68,27 @@ const (
 	maxECMInfoStrings = 4
 )
 
-// Algorithms of CA_SET_DESCR_MODE.
+// Algorithms of CA_SET_DESCR_MODE: OSCam's enum ca_descr_algo (module-dvbapi.h), and
+// AlgoCSAAlt, its CW_ALGO_CSA_ALT (globals.h), which dvbapi_send_dcw sends in that field for
+// some Videoguard ECMs (select_csa_alt): the CSA of a patched libdvbcsa's ECM key schedule,
+// minisatip's "ICAM".
 const (
 	AlgoCSA    = 0
 	AlgoDES    = 1
 	AlgoAES128 = 2
+	AlgoCSAAlt = 3
+)
+
+// Cipher modes of CA_SET_DESCR_MODE (enum ca_descr_cipher_mode).
+const (
+	ModeECB = 0
+	ModeCBC = 1
+)
+
+// Data types of CA_SET_DESCR_DATA (enum ca_descr_data_type).
+const (
+	DataIV  = 0
+	DataKey = 1
 )
 
 // Message is a message from the server.

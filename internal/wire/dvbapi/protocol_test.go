@@ -65,6 +65,10 @@ func TestServerMessageTranscripts(t *testing.T) {
 			Message{MsgID: 5, Opcode: OpCASetDescr, Index: 1, Parity: 1, CW: [8]byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF}}},
 		{"CA_SET_DESCR_MODE", "A5 00000006 400C6F88 00 00000000 00000002 00000001",
 			Message{MsgID: 6, Opcode: OpCASetDescrMode, Algo: AlgoAES128, CipherMode: 1}},
+		{"CA_SET_DESCR_DATA IV", "A5 00000007 40186F89 00 00000003 00000000 00000000 00000010 44564254 4D435054 41455343 49535341",
+			Message{MsgID: 7, Opcode: OpCASetDescrData, Index: 3, DataType: DataIV, Data: []byte("DVBTMCPTAESCISSA")}},
+		{"CA_SET_DESCR_DATA key", "A5 00000007 40186F89 00 00000003 00000001 00000001 00000008 1122336644556 6FF",
+			Message{MsgID: 7, Opcode: OpCASetDescrData, Index: 3, Parity: 1, DataType: DataKey, Data: []byte{0x11, 0x22, 0x33, 0x66, 0x44, 0x55, 0x66, 0xFF}}},
 		{"DMX_STOP", "A5 00000008 00006F2A 00 01 02 0500",
 			Message{MsgID: 8, Opcode: OpDMXStop, Demux: 1, Filter: 2, PID: 0x500}},
 		{"ECM_INFO", "A5 00000009 FFFF0003 00 0001 0B00 0500 00000000 000000C8 03 616263 00 00 01 78 02",
@@ -80,7 +84,7 @@ func TestServerMessageTranscripts(t *testing.T) {
 			m.Name != c.want.Name || m.PID != c.want.PID || m.Index != c.want.Index || m.Parity != c.want.Parity ||
 			m.CW != c.want.CW || m.Algo != c.want.Algo || m.CipherMode != c.want.CipherMode || m.Demux != c.want.Demux ||
 			m.Filter != c.want.Filter || m.ServiceID != c.want.ServiceID || m.CAID != c.want.CAID ||
-			m.ECMPID != c.want.ECMPID || m.ECMTime != c.want.ECMTime {
+			m.ECMPID != c.want.ECMPID || m.ECMTime != c.want.ECMTime || m.DataType != c.want.DataType || !bytes.Equal(m.Data, c.want.Data) {
 			t.Errorf("%s: %+v\nwant %+v", c.name, m, c.want)
 		}
 	}
