@@ -19,11 +19,13 @@ import (
 // for the service's streams (once), CA_SET_DESCR_MODE (once, with Algo), and CA_SET_DESCR for
 // each parity whose key changed; an ECM that changes no key gets no answer at all. What the
 // keys of an ECM are is SetAnswer's (by default the test CA system's card, TestCAAnswer);
-// SetOSCam makes it send what OSCam's DVBAPI module sends, message for message.
+// SetOSCam makes it send what OSCam's DVBAPI module sends, message for message; SetModes makes
+// it write each key in a descrambler mode, as OSCam's extended CW API does.
 type DVBAPI struct {
 	tcpServer
 
 	mu       sync.Mutex
+	modes    func(ecm []byte) Mode // SetModes
 	algo     uint32
 	delay    time.Duration
 	received [][]byte // the raw messages received after CLIENT_INFO, in order
@@ -58,6 +60,57 @@ func (s *DVBAPI) SetAlgo(algo uint32) {
 	s.mu.Lock()
 	s.algo = algo
 	s.mu.Unlock()
+}
+
+// Mode is a descrambler mode in which a server writes the keys of an ECM's answer.
+type Mode struct {
+	Algo, Cipher uint32 // CA_SET_DESCR_MODE's algorithm and cipher mode (dvbapi.AlgoCSA, ...)
+	// IV, when set, is written before each key in CA_SET_DESCR_DATA (OSCam writes one for
+	// AES-128, DVB-CISSA's for BISS2; another algorithm's IV is this double's own).
+	IV []byte
+	// Key gives the key written for an 8-byte CW of the answer (nil: the CW itself): the
+	// test CA system's ECMs carry 8-byte CWs, and AES-128 takes 16-byte keys.
+	Key func(cw []byte) []byte
+}
+
+// SetModes makes the server write the keys of each ECM's answer in the mode f gives for that
+// ECM, as OSCam's DVBAPI module does with extended_cw_api 1 (dvbapi_write_cw): for each half
+// of the pair it writes, CA_SET_DESCR_MODE (index 0, algorithm, cipher mode), then for AES-128
+// CA_SET_DESCR_DATA with the IV and CA_SET_DESCR_DATA with the 16-byte key, for any other
+// algorithm CA_SET_DESCR with the 8-byte key. The IV's message carries parity 0, as OSCam's
+// does: dvbapi_write_cw sets ca_descr_data.parity for the key only, so its IV has the parity
+// of the key written before it in the answer, 0 for the first, and 0 too on a connection's
+// one descrambler index. It applies with SetOSCam as without, in place of SetAlgo's mode.
+func (s *DVBAPI) SetModes(f func(ecm []byte) Mode) {
+	s.mu.Lock()
+	s.modes = f
+	s.mu.Unlock()
+}
+
+// writeKey returns the messages that write CW cw of parity n in mode m: CA_SET_DESCR_MODE,
+// then the IV and the key in CA_SET_DESCR_DATA for AES-128, else the key in CA_SET_DESCR.
+func writeKey(id uint32, n int, cw []byte, m Mode) [][]byte {
+	key := cw
+	if m.Key != nil {
+		key = m.Key(cw)
+	}
+	mode := binary.BigEndian.AppendUint32([]byte{0, 0, 0, 0}, m.Algo)
+	out := [][]byte{msg(id, dvbapi.OpCASetDescrMode, binary.BigEndian.AppendUint32(mode, m.Cipher)...)}
+	data := func(parity, typ uint32, b []byte) []byte {
+		d := []byte{0, 0, 0, 0}
+		d = binary.BigEndian.AppendUint32(d, parity)
+		d = binary.BigEndian.AppendUint32(d, typ)
+		d = binary.BigEndian.AppendUint32(d, uint32(len(b)))
+		return msg(id, dvbapi.OpCASetDescrData, append(d, b...)...)
+	}
+	if m.IV != nil {
+		out = append(out, data(0, dvbapi.DataIV, m.IV))
+	}
+	if m.Algo == dvbapi.AlgoAES128 {
+		return append(out, data(uint32(n), dvbapi.DataKey, key))
+	}
+	d := []byte{0, 0, 0, 0, 0, 0, 0, byte(n)}
+	return append(out, msg(id, dvbapi.OpCASetDescr, append(d, key...)...))
 }
 
 // SetDelay makes the server wait d before answering an ECM.
@@ -264,7 +317,7 @@ func (s *DVBAPI) handle(c net.Conn) {
 			s.record(append(append(raw, b[:2]...), section...))
 			s.mu.Lock()
 			s.ecms = append(s.ecms, section)
-			delay, algo, stopOn, skip, answer := s.delay, s.algo, s.stopOn, s.skip, s.answer
+			delay, algo, stopOn, skip, answer, modes := s.delay, s.algo, s.stopOn, s.skip, s.answer, s.modes
 			s.mu.Unlock()
 			if stopOn != nil && stopOn(section) {
 				go s.Stop() // Stop waits for this goroutine
@@ -299,8 +352,13 @@ func (s *DVBAPI) handle(c net.Conn) {
 					return
 				}
 			}
+			var mode *Mode
+			if modes != nil {
+				m := modes(section)
+				mode = &m
+			}
 			if oscam {
-				if err := s.send(c, ost.answer(id, cw, &capmt, b[1])...); err != nil {
+				if err := s.send(c, ost.answer(id, cw, &capmt, b[1], mode)...); err != nil {
 					return
 				}
 				continue
@@ -312,7 +370,7 @@ func (s *DVBAPI) handle(c net.Conn) {
 				}
 				pidsSent = true
 			}
-			if !modeSent {
+			if !modeSent && mode == nil {
 				m := binary.BigEndian.AppendUint32([]byte{0, 0, 0, 0}, algo)
 				out = append(out, msg(id, dvbapi.OpCASetDescrMode, append(m, 0, 0, 0, 0)...)...)
 				modeSent = true
@@ -323,6 +381,12 @@ func (s *DVBAPI) handle(c net.Conn) {
 					continue // no key, or no change: a server stays silent
 				}
 				lastCW[parity] = append([]byte(nil), key...)
+				if mode != nil {
+					for _, m := range writeKey(id, parity, key, *mode) {
+						out = append(out, m...)
+					}
+					continue
+				}
 				d := []byte{0, 0, 0, 0, 0, 0, 0, byte(parity)}
 				out = append(out, msg(id, dvbapi.OpCASetDescr, append(d, key...)...)...)
 			}
@@ -374,6 +438,11 @@ func msgLen(op uint32, b []byte) int {
 		return head + 16
 	case dvbapi.OpCASetDescrMode:
 		return head + 12
+	case dvbapi.OpCASetDescrData:
+		if len(b) < head+16 {
+			return 0
+		}
+		return head + 16 + int(binary.BigEndian.Uint32(b[head+12:]))
 	case dvbapi.OpECMInfo:
 		n := head + 14
 		for range 4 {
@@ -413,8 +482,9 @@ type oscamState struct {
 
 // answer returns the messages OSCam sends for a key found for an ECM: nothing for the pair last
 // written (dvbapi_send_dcw), else CA_SET_PID the first time, CA_SET_DESCR for each half that
-// changed (dvbapi_write_cw), and ECM_INFO.
-func (st *oscamState) answer(id uint32, cw [16]byte, p *caPMT, num byte) [][]byte {
+// changed (dvbapi_write_cw), or with a mode (extended_cw_api 1) the messages writeKey gives,
+// and ECM_INFO.
+func (st *oscamState) answer(id uint32, cw [16]byte, p *caPMT, num byte, mode *Mode) [][]byte {
 	var zero [8]byte
 	last := func(n int) []byte {
 		if st.last[n] == nil {
@@ -442,6 +512,10 @@ func (st *oscamState) answer(id uint32, cw [16]byte, p *caPMT, num byte) [][]byt
 			continue
 		}
 		st.last[n] = append([]byte(nil), half...)
+		if mode != nil {
+			out = append(out, writeKey(id, n, half, *mode)...)
+			continue
+		}
 		d := []byte{0, 0, 0, 0, 0, 0, 0, byte(n)}
 		out = append(out, msg(id, dvbapi.OpCASetDescr, append(d, half...)...))
 	}
