@@ -6,9 +6,41 @@
 //
 // A Client is a pipeline.SectionSink: the pipeline gives it the services of the PMTs (Tables)
 // and the sections of the PIDs it wants (Section), and it sets the keys the server sends in a
-// keys.Live. Only DVB-CSA2 keys are used; a server that asks for another descrambling mode is
-// refused, with one line to Config.Log, and counted in Stats. Config.Recorder, when set, is given
-// each ECM the server answered with the CWs of its answer, for an ECM cache.
+// keys.Live. Config.Recorder, when set, is given each ECM the server answered with the CWs of
+// its answer, for an ECM cache (DVB-CSA keys only: an ECM cache holds CSA control words).
+//
+// # Descrambler modes
+//
+// Each descrambler index (a keys.Live key slot) has a mode, DVB-CSA until CA_SET_DESCR_MODE
+// sets another: every algorithm and cipher mode of OSCam's enum ca_descr_algo and
+// ca_descr_cipher_mode (module-dvbapi.h). A key (CA_SET_DESCR's 8 bytes, or CA_SET_DESCR_DATA's
+// key of 8 or 16) takes the mode and IV its slot has when it comes, as the scrambling system
+// it keeps (keys.Live.SetFor); a later mode changes the keys after it, not those before. OSCam
+// writes the mode before each key (dvbapi_write_cw), and for AES-128 the IV before the key.
+//
+//	algorithm, mode   key       system                                  tvheadend (capmt.c)
+//	CSA, either       8 bytes   the run's input system (csa2 unless     DESCRAMBLER_CSA_CBC
+//	                            -cipher says otherwise)
+//	DES, ECB          8 bytes   scrambling.DESECB                       DESCRAMBLER_DES_NCB
+//	DES, CBC          8 bytes   scrambling.NewDESCBC(IV); without an    DESCRAMBLER_DES_NCB (ECB)
+//	                            IV, DESECB as tvheadend
+//	AES-128, ECB      16 bytes  scrambling.AESECB                       DESCRAMBLER_AES_ECB, over
+//	                                                                    CA_SET_DESCR's 8 bytes *
+//	AES-128, CBC      16 bytes  scrambling.NewAESCBC(IV): dvb-cissa     refused ("uknown cipher
+//	                            with its IV, or without an IV           mode")
+//
+// * tvheadend keys AES from CA_SET_DESCR's 8 bytes as a 64-bit AES key, which OpenSSL's
+// AES_set_decrypt_key refuses (algo/libaesdec.c); its 16-byte AES keys come from an opcode of
+// its own (CA_SET_DESCR_AES) and follow algo/libaes128dec.c, the rule scrambling.AESECB keeps.
+// tvheadend reads no CA_SET_DESCR_DATA.
+//
+// An IV is the slot's, whatever parity its message names: OSCam sets ca_descr_data.parity for
+// the key only, so its IV message carries the parity of the key written before it. A mode of
+// another algorithm drops the IV. Not supported, refused with one line to Config.Log and
+// counted in Stats (ModeRefused, and the keys that follow in KeysRefused): OSCam's CSA-ALT
+// (algorithm 3, its CW_ALGO_CSA_ALT, the ECM-dependent key schedule of a patched libdvbcsa),
+// any other algorithm or cipher mode value, and a key of a size its mode does not take. Keys
+// never reach the log.
 package dvbapi
 
 import (
@@ -26,6 +58,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
 // Config says how to reach a server.
@@ -41,7 +74,7 @@ type Config struct {
 	// failed, doubling at each failure in a row (defaults 100 ms, 10 s).
 	MinBackoff, MaxBackoff time.Duration
 	// Log, when set, receives one line for each thing a user should know: a refused
-	// descrambling mode, a lost connection. Never keys.
+	// descrambling mode or key (each once), a lost connection. Never keys.
 	Log func(string)
 	// Recorder, when set, is given each ECM the server answered with a key, with the CWs its
 	// descrambler index holds once the answer is applied: a server sends CA_SET_DESCR only for
@@ -55,19 +88,26 @@ type Config struct {
 // Stats counts what a Client did: the counts every key server client keeps, with those of
 // the DVBAPI protocol. Of the shared ones, ECMs counts the ECM sections sent (table_id 0x80 or
 // 0x81), each of which is also Sent, as the server never says it has no key; Refused is
-// ModeRefused plus KeysRefused; CWs counts the CA_SET_DESCR whose CW was set in the key
-// source; RTTMedian and RTTMax run from sending an ECM to the next CA_SET_DESCR (a server
-// says nothing when an ECM brings no new key, so the figure covers the ECMs that changed a
-// key, as they were answered).
+// ModeRefused plus KeysRefused; CWs counts the keys (CA_SET_DESCR, or CA_SET_DESCR_DATA of
+// the key type) set in the key source, whatever their mode; RTTMedian and RTTMax run from
+// sending an ECM to the next key (a server says nothing when an ECM brings no new key, so the
+// figure covers the ECMs that changed a key, as they were answered).
 type Stats struct {
 	keyserver.Stats
-	Connects      int64 // connections that completed the handshake
-	Filters       int64 // DMX_SET_FILTER received
-	Sections      int64 // FILTER_DATA sent
-	QueueDropped  int64 // messages dropped because the connection could not take them
-	PIDsSet       int64 // CA_SET_PID received
-	ModeRefused   int64 // CA_SET_DESCR_MODE asking for another algorithm than DVB-CSA
-	KeysRefused   int64 // CWs not used: for a refused mode, an index or parity out of range, CA_SET_DESCR_DATA
+	Connects     int64 // connections that completed the handshake
+	Filters      int64 // DMX_SET_FILTER received
+	Sections     int64 // FILTER_DATA sent
+	QueueDropped int64 // messages dropped because the connection could not take them
+	PIDsSet      int64 // CA_SET_PID received
+	Modes        int64 // CA_SET_DESCR_MODE accepted: CSA, DES or AES-128, ECB or CBC
+	// ModeRefused counts the CA_SET_DESCR_MODE refused: CSA-ALT, an unknown algorithm or
+	// cipher mode, an index out of range.
+	ModeRefused int64
+	IVs         int64 // CA_SET_DESCR_DATA IVs kept for the keys that follow them
+	// KeysRefused counts the keys and IVs not used: for a slot whose mode was refused, of a
+	// size the mode does not take, all zero, with an index or parity out of range, or
+	// CA_SET_DESCR_DATA of an unknown data type.
+	KeysRefused   int64
 	ECMInfo       int64 // ECM_INFO received
 	Replayed      int64 // sections that came before the server set their filter, sent when it did
 	ServerECMTime time.Duration
@@ -122,7 +162,7 @@ type Client struct {
 	gen     uint64
 	out     chan []byte // to the current connection's writer; nil when not connected
 	msgID   uint32
-	refused map[int32]bool
+	modes   map[int32]*slotMode // descrambler index to its mode; absent: CSA
 	told    map[string]bool
 	st      Stats
 	ecmSent time.Time
@@ -145,7 +185,7 @@ func NewClient(cfg Config, live *keys.Live) *Client {
 	r := keyserver.NewRedial(cfg.Addr, cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff)
 	cfg.Timeout, cfg.MinBackoff, cfg.MaxBackoff = r.Timeout, r.MinBackoff, r.MaxBackoff
 	return &Client{cfg: cfg, live: live, redial: r, filters: map[filterKey]*filter{}, early: map[uint16][]byte{},
-		refused: map[int32]bool{}, told: map[string]bool{}}
+		modes: map[int32]*slotMode{}, told: map[string]bool{}}
 }
 
 // setServices sets the services to descramble, each with the demux index the server will name
@@ -406,6 +446,7 @@ func (c *Client) session(ctx context.Context) error {
 	c.mu.Lock()
 	c.out = out
 	clear(c.filters) // a new connection: the server sets its filters again
+	clear(c.modes)   // and its modes: a slot is CSA until it does
 	c.gen++
 	c.st.Connects++
 	c.sendServices()
@@ -466,33 +507,30 @@ func (c *Client) handle(m *wire.Message) error {
 			c.st.KeysRefused++
 		}
 	case wire.OpCASetDescrMode:
-		if m.Algo == wire.AlgoCSA {
-			delete(c.refused, m.Index)
-			break
-		}
-		c.st.ModeRefused++
-		c.refused[m.Index] = true
-		c.logOnce(fmt.Sprintf("dvbapi: the key server asks for %s descrambling on descrambler index %d: only DVB-CSA2 is supported here, so its keys are not used",
-			algoName(m.Algo), m.Index))
+		c.setMode(m)
 	case wire.OpCASetDescr:
-		if !c.ecmSent.IsZero() {
-			c.rtts.Add(time.Since(c.ecmSent))
-			c.ecmSent = time.Time{}
-		}
-		ecm := c.answered(m.MsgID)
-		if c.refused[m.Index] || m.Parity > 1 || m.Index < 0 || m.CW == [8]byte{} {
-			c.st.KeysRefused++
-			break
-		}
-		if c.live.Set(int(m.Index), m.Parity == 1, m.CW[:]) {
-			c.st.CWs++
+		ecm := c.keyArrived(m.MsgID)
+		if c.setKey(m.Index, m.Parity, m.CW[:]) {
 			c.hold(m, ecm)
-		} else {
-			c.st.KeysRefused++
 		}
 	case wire.OpCASetDescrData:
-		c.st.KeysRefused++
-		c.logOnce("dvbapi: the key server sends keys with CA_SET_DESCR_DATA (the extended CW interface): not supported, only CA_SET_DESCR with DVB-CSA2")
+		switch m.DataType {
+		case wire.DataKey:
+			c.keyArrived(m.MsgID)
+			c.setKey(m.Index, m.Parity, m.Data)
+		case wire.DataIV:
+			if m.Index < 0 || m.Index >= keys.MaxLiveSlots || len(m.Data) == 0 {
+				c.st.KeysRefused++
+				break
+			}
+			// The parity is not read: OSCam's IV message carries the parity of the key
+			// written before it, not of the one it goes with (see the package doc).
+			c.slot(m.Index).iv = bytes.Clone(m.Data)
+			c.st.IVs++
+		default:
+			c.st.KeysRefused++
+			c.logOnce(fmt.Sprintf("dvbapi: the key server sends CA_SET_DESCR_DATA of data type %d, neither a key nor an IV: not used", m.DataType))
+		}
 	case wire.OpECMInfo:
 		c.st.ECMInfo++
 		c.st.ServerECMTime = time.Duration(m.ECMTime) * time.Millisecond
@@ -591,8 +629,127 @@ func (c *Client) caidOf(pid uint16) uint16 {
 	return 0
 }
 
+// keyArrived measures the round trip of the ECM a key answers, forgets the ECMs it answers and
+// returns the one it answers, or nil; c.mu is held.
+func (c *Client) keyArrived(msgID uint32) *keyserver.ECM {
+	if !c.ecmSent.IsZero() {
+		c.rtts.Add(time.Since(c.ecmSent))
+		c.ecmSent = time.Time{}
+	}
+	return c.answered(msgID)
+}
+
+// slotMode is what the server set of a descrambler index's mode: CA_SET_DESCR_MODE's algorithm
+// and cipher mode, and the last IV of CA_SET_DESCR_DATA. The keys that follow take it.
+type slotMode struct {
+	algo, cipher uint32
+	refused      bool   // the last mode asked for one not supported: the keys that follow are not used
+	iv           []byte // the last IV since the algorithm was set, or nil
+}
+
+// slot returns the mode of descrambler index i (0 <= i < keys.MaxLiveSlots), CSA until the
+// server sets one; c.mu is held.
+func (c *Client) slot(i int32) *slotMode {
+	sm := c.modes[i]
+	if sm == nil {
+		sm = &slotMode{algo: wire.AlgoCSA, cipher: wire.ModeCBC}
+		c.modes[i] = sm
+	}
+	return sm
+}
+
+// setMode applies CA_SET_DESCR_MODE; c.mu is held.
+func (c *Client) setMode(m *wire.Message) {
+	if m.Index < 0 || m.Index >= keys.MaxLiveSlots {
+		c.st.ModeRefused++
+		c.logOnce(fmt.Sprintf("dvbapi: the key server sets the mode of descrambler index %d, out of range (0 to %d): not used", m.Index, keys.MaxLiveSlots-1))
+		return
+	}
+	sm := c.slot(m.Index)
+	var why string
+	switch {
+	case m.Algo == wire.AlgoCSAAlt:
+		why = "CSA-ALT (OSCam's CW_ALGO_CSA_ALT, the ECM-dependent key schedule of a patched libdvbcsa)"
+	case m.Algo > wire.AlgoAES128:
+		why = fmt.Sprintf("an unknown algorithm, %d", m.Algo)
+	case m.CipherMode > wire.ModeCBC:
+		why = fmt.Sprintf("%s in an unknown cipher mode, %d", algoName(m.Algo), m.CipherMode)
+	}
+	if why != "" {
+		c.st.ModeRefused++
+		sm.refused = true
+		c.logOnce(fmt.Sprintf("dvbapi: the key server asks for %s on descrambler index %d: only CSA, DES and AES-128, in ECB or CBC, are supported, so its keys are not used",
+			why, m.Index))
+		return
+	}
+	if m.Algo != sm.algo {
+		sm.iv = nil // an IV is for the algorithm it came under
+	}
+	sm.algo, sm.cipher, sm.refused = m.Algo, m.CipherMode, false
+	c.st.Modes++
+}
+
+// setKey sets a key the server sent for descrambler index i and a parity in the key source,
+// with the system its slot's mode gives it, and reports whether it set a DVB-CSA key (the kind
+// an ECM cache records); c.mu is held.
+func (c *Client) setKey(i int32, parity uint32, cw []byte) (csa bool) {
+	if i < 0 || i >= keys.MaxLiveSlots || parity > 1 || !slices.ContainsFunc(cw, func(b byte) bool { return b != 0 }) {
+		c.st.KeysRefused++
+		return false
+	}
+	sm := c.slot(i)
+	if sm.refused {
+		c.st.KeysRefused++
+		return false
+	}
+	sys, err := sm.system(len(cw))
+	if err != nil {
+		c.st.KeysRefused++
+		c.logOnce(fmt.Sprintf("dvbapi: descrambler index %d: %v: not used", i, err))
+		return false
+	}
+	if !c.live.SetFor(int(i), parity == 1, sys, cw) {
+		c.st.KeysRefused++
+		return false
+	}
+	c.st.CWs++
+	return sys == nil
+}
+
+// system returns the scrambling system of a key of n bytes in the slot's mode (nil: CSA, the
+// run's input system), or why the key cannot be used.
+func (sm *slotMode) system(n int) (scrambling.System, error) {
+	want := 8
+	if sm.algo == wire.AlgoAES128 {
+		want = 16
+	}
+	if n != want {
+		return nil, fmt.Errorf("a key of %d bytes for %s, want %d", n, algoName(sm.algo), want)
+	}
+	switch {
+	case sm.algo == wire.AlgoCSA:
+		return nil, nil
+	case sm.algo == wire.AlgoDES && (sm.cipher == wire.ModeECB || sm.iv == nil):
+		// tvheadend descrambles every DES slot in ECB (capmt.c, capmt_send_key), and OSCam
+		// leaves an answer's mode at its default, CBC, unless its reader sets one: a DES key
+		// in CBC without an IV is taken as ECB; one with an IV as CBC from it.
+		return scrambling.DESECB(), nil
+	case sm.algo == wire.AlgoDES:
+		return scrambling.NewDESCBC(sm.iv)
+	case sm.cipher == wire.ModeECB:
+		return scrambling.AESECB(), nil
+	case sm.iv == nil:
+		// DVB's AES-128-CBC profile, DVB-CISSA, which OSCam's AES-128 CBC answers (BISS2)
+		// name with its IV anyway.
+		return scrambling.NewAESCBC([]byte("DVBTMCPTAESCISSA"))
+	}
+	return scrambling.NewAESCBC(sm.iv)
+}
+
 func algoName(a uint32) string {
 	switch a {
+	case wire.AlgoCSA:
+		return "CSA"
 	case wire.AlgoDES:
 		return "DES"
 	case wire.AlgoAES128:

@@ -16,6 +16,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
 	"github.com/tsdescramble/tsdescramble/psi"
+	"github.com/tsdescramble/tsdescramble/scrambling"
 )
 
 var cws = [][]byte{
@@ -116,22 +117,128 @@ func TestClientAgainstDouble(t *testing.T) {
 	}
 }
 
-func TestClientRefusesOtherAlgorithms(t *testing.T) {
+// aesKey is the 16-byte AES-128 key a test server writes for an 8-byte CW.
+func aesKey(cw []byte) []byte {
+	return append(bytes.Clone(cw), 0xA5, 0x5A, 0xC3, 0x3C, 0x0F, 0xF0, 0x99, 0x66)
+}
+
+// ECMs of the test CA system, by sequence number: ECM k carries cws[k] for its parity.
+func modeECM(k int) []byte {
+	if k%2 == 0 {
+		return camdouble.ECM(0x80, cws[k%len(cws)], make([]byte, 8), uint32(k))
+	}
+	return camdouble.ECM(0x81, make([]byte, 8), cws[k%len(cws)], uint32(k))
+}
+
+// The server writes each ECM's key in a mode of its own, as OSCam's extended CW API does: each
+// key is set with the system of its slot's mode and IV when it came, the IV whatever parity its
+// message names.
+func TestClientModes(t *testing.T) {
+	iv := []byte("0123456789abcdef")
+	desIV := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	modes := []camdouble.Mode{
+		{Algo: wire.AlgoAES128, Cipher: wire.ModeCBC, IV: []byte("DVBTMCPTAESCISSA"), Key: aesKey},
+		{Algo: wire.AlgoDES, Cipher: wire.ModeECB},
+		{Algo: wire.AlgoAES128, Cipher: wire.ModeCBC, IV: iv, Key: aesKey},
+		{Algo: wire.AlgoDES, Cipher: wire.ModeCBC, IV: desIV},
+		{Algo: wire.AlgoAES128, Cipher: wire.ModeECB, IV: iv, Key: aesKey},
+		{Algo: wire.AlgoDES, Cipher: wire.ModeCBC}, // no IV: ECB, as tvheadend
+		{Algo: wire.AlgoCSA, Cipher: wire.ModeCBC},
+	}
+	aesCBC, _ := scrambling.NewAESCBC(iv)
+	desCBC, _ := scrambling.NewDESCBC(desIV)
+	want := []struct {
+		sys scrambling.System
+		cw  []byte
+	}{
+		{must(scrambling.NewAESCBC([]byte("DVBTMCPTAESCISSA"))), aesKey(cws[0])},
+		{scrambling.DESECB(), cws[1]},
+		{aesCBC, aesKey(cws[2])},
+		{desCBC, cws[0]},
+		{scrambling.AESECB(), aesKey(cws[1])},
+		{scrambling.DESECB(), cws[2]},
+		{nil, cws[0]},
+	}
 	srv := camdouble.NewDVBAPI(t)
-	srv.SetAlgo(wire.AlgoDES)
+	srv.SetModes(func(ecm []byte) camdouble.Mode {
+		seq, _ := camdouble.ECMSeq(ecm)
+		return modes[seq]
+	})
 	live := keys.NewLive()
 	var l logs
 	cl := start(t, srv.Addr, live, &l)
 	cl.Tables([]psi.Service{service()})
 	until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
-	cl.Section(camdouble.ECMPID, camdouble.ECM(0x80, cws[0], cws[1], 0))
-	until(t, "the refusal", func() bool { return cl.Stats().KeysRefused == 2 })
-	st := cl.Stats()
-	if st.ModeRefused != 1 || st.CWs != 0 || live.NumCWs() != 0 {
-		t.Fatalf("keys of a DES descrambler were used: %+v", st)
+	for k, w := range want {
+		cl.Section(camdouble.ECMPID, modeECM(k))
+		until(t, fmt.Sprintf("key %d", k), func() bool { return cl.Stats().CWs == int64(k+1) })
+		held := live.Held(camdouble.ESPID, k%2 == 1)
+		if got := live.System(held); got != w.sys || !bytes.Equal(live.CW(held), w.cw) {
+			name := "the input system"
+			if got != nil {
+				name = got.Name()
+			}
+			t.Fatalf("key %d: %s, want %v", k, name, w.sys)
+		}
 	}
-	if !strings.Contains(l.all(), "DES descrambling") {
-		t.Fatalf("no clear message: %q", l.all())
+	st := cl.Stats()
+	if st.Modes != int64(len(modes)) || st.IVs != 4 || st.ModeRefused != 0 || st.KeysRefused != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if l.all() != "" {
+		t.Fatalf("lines logged: %q", l.all())
+	}
+}
+
+func must(s scrambling.System, err error) scrambling.System {
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// A mode this client does not support (OSCam's CSA-ALT, an unknown algorithm or cipher mode)
+// is refused with one line, however many keys follow, and counted, its keys not used; a key of
+// a size its mode does not take too. No line holds a key.
+func TestClientRefusesUnsupportedModes(t *testing.T) {
+	for _, c := range []struct {
+		mode camdouble.Mode
+		line string
+	}{
+		{camdouble.Mode{Algo: wire.AlgoCSAAlt, Cipher: wire.ModeCBC}, "CSA-ALT"},
+		{camdouble.Mode{Algo: 7}, "an unknown algorithm, 7"},
+		{camdouble.Mode{Algo: wire.AlgoDES, Cipher: 2}, "DES in an unknown cipher mode, 2"},
+		{camdouble.Mode{Algo: wire.AlgoAES128, Cipher: wire.ModeECB}, "a key of 8 bytes for AES-128, want 16"},
+	} {
+		t.Run(c.line, func(t *testing.T) {
+			srv := camdouble.NewDVBAPI(t)
+			srv.SetModes(func([]byte) camdouble.Mode { return c.mode })
+			live := keys.NewLive()
+			var l logs
+			cl := start(t, srv.Addr, live, &l)
+			cl.Tables([]psi.Service{service()})
+			until(t, "the ECM filter", func() bool { return len(cl.Filters()) == 1 })
+			for k := range 3 {
+				cl.Section(camdouble.ECMPID, modeECM(k))
+			}
+			until(t, "the refusals", func() bool { return cl.Stats().KeysRefused == 3 })
+			st := cl.Stats()
+			if st.CWs != 0 || live.NumCWs() != 0 {
+				t.Fatalf("keys of an unsupported mode were used: %+v", st)
+			}
+			modeFine := c.mode.Algo <= wire.AlgoAES128 && c.mode.Cipher <= wire.ModeCBC // the keys are not
+			if modeFine && (st.Modes != 3 || st.ModeRefused != 0) || !modeFine && (st.ModeRefused != 3 || st.Refused != 6) {
+				t.Fatalf("stats %+v", st)
+			}
+			if n := strings.Count(l.all(), "\n") + 1; n != 1 || !strings.Contains(l.all(), c.line) {
+				t.Fatalf("%d lines, want one saying %q: %q", n, c.line, l.all())
+			}
+			for _, cw := range cws {
+				if strings.Contains(strings.ToUpper(l.all()), fmt.Sprintf("%X", cw[:4])) {
+					t.Fatalf("a key in the log: %q", l.all())
+				}
+			}
+		})
 	}
 }
 
