@@ -101,7 +101,7 @@ type Stats struct {
 	Timeouts int64 `json:"timeouts"`
 	Errors   int64 `json:"errors"`  // connection and protocol errors
 	CWs      int64 `json:"cws"`     // CWs set in the key source (all-zero ones are not)
-	Refused  int64 `json:"refused"` // CWs or descrambling modes not used (not DVB-CSA2, out of range)
+	Refused  int64 `json:"refused"` // CWs, IVs or descrambling modes not used (a mode or key size not supported, out of range)
 	// RTTMedian and RTTMax are the median and the largest time from sending an ECM to its
 	// answer (with or without a key), over the answers.
 	RTTMedian time.Duration `json:"ecm_rtt_median_ns"`

@@ -261,6 +261,11 @@ func (ks *Source) Start(ctx context.Context, file bool, logf func(string)) {
 	if ks.feeder != nil && ks.verbose {
 		ks.feeder.SetLog(logf)
 	}
+	if ks.dv != nil {
+		// A descrambling mode or key the client refuses, said once: the periods it leaves
+		// without a key say nothing of why.
+		ks.dv.SetLog(logf)
+	}
 	ctx, ks.cancel = context.WithCancel(ctx)
 	ks.wg.Add(1)
 	go func() {

@@ -188,6 +188,14 @@ func NewClient(cfg Config, live *keys.Live) *Client {
 		modes: map[int32]*slotMode{}, told: map[string]bool{}}
 }
 
+// SetLog sets Config.Log: a program that makes the client before it has a log gives it one
+// before Run.
+func (c *Client) SetLog(log func(string)) {
+	c.mu.Lock()
+	c.cfg.Log = log
+	c.mu.Unlock()
+}
+
 // setServices sets the services to descramble, each with the demux index the server will name
 // (their index in the list); it sends their CA PMTs now if connected, else on connecting.
 func (c *Client) setServices(svcs []wire.CAPMTService) {
