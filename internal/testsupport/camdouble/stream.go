@@ -33,6 +33,11 @@ type StreamSpec struct {
 	// Encrypt scrambles a payload in place with a CW (default: this project's csa package);
 	// tests give libdvbcsa's to make the stream with an independent implementation.
 	Encrypt func(cw, payload []byte)
+	// Stuffing, when set, gives the adaptation_field_length of elementary stream packet i, 0
+	// to 182 (a payload of 183 down to 1 byte; below 0, no adaptation field), so that a
+	// system's short payloads and residues come. A packet that starts a PES packet (every
+	// eighth, from the first) has its PES header at the start of its payload all the same.
+	Stuffing func(i int) int
 }
 
 // ECMStream returns a clear stream of one service (PAT, PMT with a CA_descriptor of TestCAID
@@ -55,23 +60,35 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 	var cc [8192]byte
 	var out, scr []byte
 	var later synth.Scrambler // the payloads of scr, scrambled once it is whole
-	add := func(pid uint16, pusi bool, payload []byte, key *csa.Key, cw []byte, odd bool) {
+	add := func(pid uint16, pusi bool, af int, payload []byte, key *csa.Key, cw []byte, odd bool) {
 		p := make([]byte, ts.PacketSize)
 		p[0], p[1], p[2], p[3] = ts.SyncByte, byte(pid>>8)&0x1F, byte(pid), 0x10|cc[pid]&0x0F
 		if pusi {
 			p[1] |= 0x40
 		}
 		cc[pid]++
-		n := copy(p[4:], payload)
-		for i := 4 + n; i < ts.PacketSize; i++ {
+		off := 4
+		if af >= 0 {
+			p[3] |= 0x20
+			p[4] = byte(af)
+			if af > 0 {
+				p[5] = 0 // no flags: stuffing bytes follow
+				for i := 6; i < 5+af; i++ {
+					p[i] = 0xFF
+				}
+			}
+			off = 5 + af
+		}
+		n := copy(p[off:], payload)
+		for i := off + n; i < ts.PacketSize; i++ {
 			p[i] = 0xFF
 		}
 		out = append(out, p...)
 		if key != nil {
 			if spec.Encrypt != nil {
-				spec.Encrypt(cw, p[4:])
+				spec.Encrypt(cw, p[off:])
 			} else {
-				later.Add(key, len(scr)+4, len(scr)+ts.PacketSize)
+				later.Add(key, len(scr)+off, len(scr)+ts.PacketSize)
 			}
 			if odd {
 				ts.SetTSC(p, ts.Odd)
@@ -82,7 +99,7 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 		scr = append(scr, p...)
 	}
 	section := func(pid uint16, s []byte) {
-		add(pid, true, append([]byte{0}, s...), nil, nil, false)
+		add(pid, true, -1, append([]byte{0}, s...), nil, nil, false)
 	}
 	pat := Section(0x00, 1, []byte{0, ServiceID, 0xE0 | PMTPID>>8, PMTPID & 0xFF})
 	ca := CADescriptor(TestCAID, ECMPID)
@@ -149,7 +166,11 @@ func ECMStream(spec StreamSpec) (clear, scrambled []byte, ecms [][]byte) {
 			copy(payload, []byte{0, 0, 1, 0xE0, 0, 0, 0x80, 0x80, 5, 0x21, byte(i >> 8), byte(i) | 1, 0, 1})
 		}
 		k := i / spec.PeriodPackets
-		add(ESPID, pusi, payload, keys[k%len(keys)], cwOf(k), k%2 == 1)
+		af := -1
+		if spec.Stuffing != nil {
+			af = min(spec.Stuffing(i), 182)
+		}
+		add(ESPID, pusi, af, payload, keys[k%len(keys)], cwOf(k), k%2 == 1)
 	}
 	later.EncryptIn(scr)
 	return out, scr, ecms
