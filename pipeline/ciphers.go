@@ -46,6 +46,9 @@ func newCiphers(o *Options) (*ciphers, error) {
 		return s, nil
 	}
 	var err error
+	if o.Mode == Passthrough {
+		return cs, nil // no cipher: every packet goes out as it came
+	}
 	if o.Mode != Scramble {
 		if o.Keys == nil && o.LiveKeys == nil {
 			return nil, errors.New("pipeline: no key schedule to descramble with")

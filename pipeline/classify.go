@@ -70,7 +70,7 @@ func newClassifier(ctx context.Context, o *Options, cs *ciphers, st *Stats, pids
 		cl.allES = o.Mode == Scramble && len(o.PIDs) == 0 && o.Service <= 0
 	}
 	cl.signal = newSignaller(o, cl.tracker)
-	if o.Mode != Scramble {
+	if o.Mode == Descramble || o.Mode == Rescramble {
 		tc := period.Config{Ctx: ctx, Keys: o.Keys, System: cs.in, Tables: cl.tracker,
 			Counted: cl.counted, Log: o.Log, KeyLog: o.KeyLog}
 		if o.LiveKeys != nil {
@@ -211,8 +211,8 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		st.Odd++
 		ps.Odd++
 	}
-	if cl.mode == Scramble {
-		return // already scrambled: left as it is
+	if cl.mode == Scramble || cl.mode == Passthrough {
+		return // already scrambled, or a run that changes nothing: left as it is
 	}
 	if cl.selected != nil && !cl.selected[pid] {
 		st.Unselected++

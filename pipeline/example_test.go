@@ -51,3 +51,18 @@ func ExampleRun() {
 	// crypto periods: 4 left scrambled: 0
 	// same size out: true
 }
+
+// Pass a stream through without keys: every packet goes out as it came, counted.
+func ExampleRun_passthrough() {
+	scrambled := scrambledStream([]byte{1, 2, 3, 6, 4, 5, 6, 15}, 1000, 250)
+	var out bytes.Buffer
+	st, err := pipeline.Run(context.Background(), ts.NewSource(bytes.NewReader(scrambled)), &out, pipeline.Options{Mode: pipeline.Passthrough})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d packets in, %d even, %d odd, %d descrambled; output as it came: %v\n",
+		st.Packets, st.Even, st.Odd, st.Descrambled, bytes.Equal(out.Bytes(), scrambled))
+	// Output:
+	// 1000 packets in, 500 even, 500 odd, 0 descrambled; output as it came: true
+}

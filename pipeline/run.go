@@ -29,6 +29,10 @@ const (
 	// Rescramble descrambles packets marked scrambled and scrambles them again with the
 	// output system and keys, in the same pass.
 	Rescramble
+	// Passthrough changes no packet: the run reads, counts and writes the stream as it came,
+	// with its statistics and live figures, to record a feed for later or see what it carries.
+	// It needs no key.
+	Passthrough
 )
 
 // Options configure a run.

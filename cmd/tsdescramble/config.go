@@ -34,6 +34,7 @@ type config struct {
 	follow                  bool
 	missingKey, ecmXor      string
 	ecmCache                string
+	passthrough             bool
 
 	pid     string
 	service int
@@ -150,6 +151,7 @@ func keyServerFlags(c *config) []cli.Flag {
 		&cli.DurationFlag{Name: "key-wait", Value: 2 * time.Second, Destination: &c.keyWait, Category: catKeys, Usage: "how long a crypto period waits for its key from the key server (`DURATION`), in all: the server's own timeouts, reconnects and replays fit inside it"},
 		&cli.BoolFlag{Name: "follow", Destination: &c.follow, Category: catKeys, Usage: "with -cw-file, read an OSCam .cwl log (or EVEN ODD pairs) that another program is still writing, like tail -f: each key applies from the next crypto period of its parity"},
 		&cli.StringFlag{Name: "missing-key", Value: "pass", Destination: &c.missingKey, Category: catKeys, Usage: "what happens to the packets of a period whose key did not come in time: `pass` them as they came, or drop them (counted either way)"},
+		&cli.BoolFlag{Name: "passthrough", Destination: &c.passthrough, Category: catKeys, Usage: "change no packet: take the input to the output as it came, with the statistics and live figures, to record a feed or see what it carries (no key)"},
 		&cli.StringFlag{Name: "ecm-cache", Destination: &c.ecmCache, TakesFile: true, Category: catKeys, Usage: "with -key-server, append each ECM the server answers and its CWs to `FILE`, an ECM cache (created 0600: keys are secrets); without, take the keys from the answers it holds, without a server, at the speed of the file (an ECM not in it has no key)"},
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -480,6 +481,38 @@ func TestEmptyInput(t *testing.T) {
 	for _, n := range dirNames(t, dir) {
 		if n != "empty.ts" && n != "keys.txt" {
 			t.Errorf("a run on an empty input left %s behind", n)
+		}
+	}
+}
+
+// -passthrough takes a stream to the output as it came, scrambled packets and PMTs alike, with
+// the statistics of any run, and takes no key.
+func TestPassthrough(t *testing.T) {
+	t.Parallel()
+	in := readFile(t, demoScrambled)
+	dir := t.TempDir()
+	stats := filepath.Join(dir, "s.json")
+	r := run(t, in, "-passthrough", "-stats", stats)
+	if r.code != 0 {
+		t.Fatal(describe(r))
+	}
+	sameBytes(t, "passed through", []byte(r.stdout), in, 188)
+	if !strings.Contains(r.stderr, "passed through as they came (-passthrough): 399 clear, 2400 even, 1812 odd") {
+		t.Errorf("summary: %s", r.stderr)
+	}
+	var st struct {
+		Even, Odd, Descrambled int64
+	}
+	if err := json.Unmarshal(readFile(t, stats), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Even != 2400 || st.Odd != 1812 || st.Descrambled != 0 {
+		t.Errorf("-stats: %+v", st)
+	}
+	for _, bad := range [][]string{{"-cw", cwA}, {"-cw-file", demoKeys}, {"-key-server", "cs378x://u:p@127.0.0.1:1"}, {"-cipher", "dfc"}} {
+		r := run(t, in, append([]string{"-passthrough"}, bad...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "-passthrough changes no packet: it takes no "+bad[0]) {
+			t.Errorf("%v: %s", bad, describe(r))
 		}
 	}
 }

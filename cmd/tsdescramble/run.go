@@ -178,6 +178,8 @@ func (r *runState) openKeys() (err error) {
 	r.notes = append(r.notes, ksNotes...)
 	r.keys = &keySet{list: [][]byte{}} // random CWs for a SimulCrypt run without key flags
 	switch {
+	case c.mode == pipeline.Passthrough:
+		// No key: nothing is descrambled.
 	case r.ksrv != nil:
 		r.keys = &keySet{sched: keys.NewList(nil)}
 	case c.mode == pipeline.Descramble && c.ecmXor != "":
@@ -405,7 +407,7 @@ func (r *runState) status(closeErr error, junk string, verdict report.Verdict) e
 		return failErr("%s%s", junk, saved("; the packets found are in "))
 	case report.UnseenSelection(&r.opts, st) != "":
 		return failErr("%s; the output was written anyway", report.UnseenSelection(&r.opts, st))
-	case r.opts.Mode == pipeline.Scramble:
+	case r.opts.Mode == pipeline.Scramble, r.opts.Mode == pipeline.Passthrough:
 	case verdict.NoFit:
 		// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
 		return &exitError{code: exitNoFit, msg: verdict.Line + keyAdvice(r.cfg, st, r.sys, r.keys) + "; the output was written anyway"}

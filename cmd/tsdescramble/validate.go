@@ -39,7 +39,7 @@ type checked struct {
 // output behind. What only the input can tell (the system its PMT signals, which decides how
 // long a key must be) is checked once the input is open, when the keys are read.
 func validate(c *config, env Env) error {
-	for _, check := range []func(*config, Env) error{checkCommandLine, checkNumbers, checkLive, checkSCS, checkKeyServer} {
+	for _, check := range []func(*config, Env) error{checkCommandLine, checkPassthrough, checkNumbers, checkLive, checkSCS, checkKeyServer} {
 		if err := check(c, env); err != nil {
 			return err
 		}
@@ -438,4 +438,20 @@ func liveKeyOptions(c *config) (livekeys.Options, error) {
 		o.Service = uint16(c.service)
 	}
 	return o, checkWaitFlags(c)
+}
+
+// checkPassthrough makes a -passthrough run one that changes nothing, and refuses what would
+// change packets with it.
+func checkPassthrough(c *config, _ Env) error {
+	if !c.passthrough {
+		return nil
+	}
+	for _, name := range append(append([]string(nil), keyFlagNames...), "key-server", "key-server-env", "ecm-xor", "ecm-cache",
+		"follow", "cipher", "reduce-entropy", "rescramble", "key-wait", "missing-key") {
+		if c.isSet(name) {
+			return usageErr("-passthrough changes no packet: it takes no -%s", name)
+		}
+	}
+	c.mode = pipeline.Passthrough
+	return nil
 }

@@ -26,6 +26,11 @@ import (
 func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v Verdict) {
 	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
 		st.Packets, st.PacketsOut, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond())
+	if mode == pipeline.Passthrough {
+		fmt.Fprintf(w, "  passed through as they came (-passthrough): %d clear, %d even, %d odd, %d TSC 01\n",
+			st.Clear, st.Even, st.Odd, st.Reserved)
+		return
+	}
 	if mode != pipeline.Scramble {
 		// What the keys did comes first: it is what a person must read.
 		if v.Line != "" {
