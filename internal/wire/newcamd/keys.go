@@ -13,8 +13,8 @@ const DESKeySize = 14
 type DESKey [DESKeySize]byte
 
 // DefaultDESKey is the key that newcamd servers and clients use unless configured otherwise
-// (OSCam's [newcamd] key, tsdecrypt's -B and tvheadend's default all name it): the bytes 01 to
-// 14 written as decimal digits.
+// (the usual [newcamd] key of OSCam's configurations, tsdecrypt's -B default): the bytes 01 to
+// 14 written as decimal digits. (An OSCam whose [newcamd] names no key uses 14 zero bytes.)
 var DefaultDESKey = DESKey{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x10, 0x11, 0x12, 0x13, 0x14}
 
 // Key is the 16-byte two-key triple DES key a connection's messages are encrypted with: the
