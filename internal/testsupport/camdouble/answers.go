@@ -14,8 +14,9 @@ import (
 // OSCam's constcw reader (module-constcw.c: constcw_send_ecm answers each ECM with the 16 bytes
 // of the line of its file that names the ECM's CAID and service, found by constcw_analyse_file;
 // the ECM's bytes are not read), the usual way BISS and fixed-key feeds are served. Through
-// cs378x, OSCam answered each of 53 ECMs with the same pair. A key server whose CAS keeps the
-// CW of one parity for more than one ECM answers the same way for that parity.
+// cs378x, OSCam answered each of 53 ECMs with the same pair; through newcamd (r11757), each ECM
+// too, an ECM sent again from its cache. A key server whose CAS keeps the CW of one parity for
+// more than one ECM answers the same way for that parity.
 func ConstantCW(even, odd []byte) AnswerFunc {
 	var cw [16]byte
 	copy(cw[:8], even)

@@ -1,5 +1,5 @@
-// Package camdouble holds test doubles of key servers, the server side of the cs378x and DVBAPI
-// protocols written from their public descriptions, and a test CA system whose ECMs carry
+// Package camdouble holds test doubles of key servers, the server side of the cs378x, DVBAPI
+// and newcamd protocols written from their public descriptions, and a test CA system whose ECMs carry
 // their control words, so that tests can make streams with ECMs and descramble them through a
 // key server. It is for tests only.
 package camdouble

@@ -3,17 +3,19 @@ package camdouble
 import (
 	"net"
 	"sync"
+	"time"
 )
 
-// tcpServer is what the doubles share: a loopback listener, a goroutine per connection, and a
-// Stop that closes them all and waits for the goroutines.
+// tcpServer is what the doubles share: a loopback listener, a goroutine per connection, a Stop
+// that closes them all and waits for the goroutines, and a Restart that goes away for a while.
 type tcpServer struct {
 	Addr string // 127.0.0.1:port
 
-	ln   net.Listener
-	done chan struct{} // closed by Stop
+	done   chan struct{} // closed by Stop
+	handle func(net.Conn)
 
 	connMu sync.Mutex
+	ln     net.Listener
 	conns  map[net.Conn]bool
 	wg     sync.WaitGroup
 }
@@ -21,12 +23,16 @@ type tcpServer struct {
 // serve accepts connections on ln, each handled by handle in a goroutine of its own, until
 // Stop; a connection is closed when handle returns.
 func (s *tcpServer) serve(ln net.Listener, handle func(net.Conn)) {
-	s.Addr, s.ln, s.done, s.conns = ln.Addr().String(), ln, make(chan struct{}), map[net.Conn]bool{}
+	s.Addr, s.ln, s.done, s.conns, s.handle = ln.Addr().String(), ln, make(chan struct{}), map[net.Conn]bool{}, handle
+	s.accept(ln)
+}
+
+func (s *tcpServer) accept(ln net.Listener) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		for {
-			c, err := s.ln.Accept()
+			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
@@ -42,24 +48,58 @@ func (s *tcpServer) serve(ln net.Listener, handle func(net.Conn)) {
 					delete(s.conns, c)
 					s.connMu.Unlock()
 				}()
-				handle(c)
+				s.handle(c)
 			}()
 		}
 	}()
 }
 
+// closeAll closes the listener and every connection.
+func (s *tcpServer) closeAll() {
+	s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
 // Stop closes the listener and every connection, and waits for the server's goroutines.
 func (s *tcpServer) Stop() {
-	s.ln.Close()
 	s.connMu.Lock()
 	select {
 	case <-s.done:
 	default:
 		close(s.done)
 	}
-	for c := range s.conns {
-		c.Close()
-	}
+	s.closeAll()
 	s.connMu.Unlock()
 	s.wg.Wait()
+}
+
+// Restart closes the listener and every connection, as a server that goes away (a crash, a
+// restart), and after down listens again on the same address, as one that comes back, unless
+// Stop came first. It may be called from a handler, in a goroutine of its own: it returns once
+// the server listens again, or with the error that prevented it.
+func (s *tcpServer) Restart(down time.Duration) error {
+	s.connMu.Lock()
+	s.closeAll()
+	s.connMu.Unlock()
+	select {
+	case <-time.After(down):
+	case <-s.done:
+		return nil
+	}
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	s.accept(ln)
+	return nil
 }
