@@ -14,6 +14,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/keyserver/newcamd"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/ts"
 )
@@ -63,6 +64,18 @@ func TestKeyServersOnLibdvbcsaStream(t *testing.T) {
 		srv := camdouble.NewCS378x(t, "u", "p")
 		live := keys.NewLive()
 		cl := cs378x.NewClient(cs378x.Config{Addr: srv.Addr, User: "u", Password: "p"})
+		defer cl.Close()
+		f := keyserver.NewFeeder(live, cl)
+		background(f.Run)
+		run(t, &pipeline.LiveKeys{Source: live, Sections: keyserver.NewECMSink(f, keyserver.Choice{}), FileInput: true})
+		if st := f.Stats(); st.Sent != int64(len(ecms)) {
+			t.Fatalf("%d ECMs sent for %d", st.Sent, len(ecms))
+		}
+	})
+	t.Run("newcamd", func(t *testing.T) {
+		srv := camdouble.NewNewcamd(t, "u", "p", nil, camdouble.TestCAID)
+		live := keys.NewLive()
+		cl := newcamd.NewClient(newcamd.Config{Addr: srv.Addr, User: "u", Password: "p"})
 		defer cl.Close()
 		f := keyserver.NewFeeder(live, cl)
 		background(f.Run)
