@@ -77,10 +77,18 @@ func (s *tcpServer) Stop() {
 
 // Restart closes the listener and every connection, as a server that goes away (a crash, a
 // restart), and after down listens again on the same address, as one that comes back, unless
-// Stop came first. It may be called from a handler, in a goroutine of its own: it returns once
-// the server listens again, or with the error that prevented it.
+// Stop came first. With down 0 the listener stays: the connections close, and a client that
+// connects again at once is accepted. It may be called from a handler, in a goroutine of its
+// own: it returns once the server listens again, or with the error that prevented it.
 func (s *tcpServer) Restart(down time.Duration) error {
 	s.connMu.Lock()
+	if down <= 0 {
+		for c := range s.conns {
+			c.Close()
+		}
+		s.connMu.Unlock()
+		return nil
+	}
 	s.closeAll()
 	s.connMu.Unlock()
 	select {
