@@ -2,7 +2,7 @@
 // the stream carries, sends each distinct one once to the server (through an Answerer: the
 // cs378x client, for one), and sets the control words of each answer in a keys.Live source,
 // which the descrambler asks at each crypto period. The protocols live in the packages below
-// (cs378x, dvbapi); this package holds what they share: the ECM, the errors a server answers,
+// (cs378x, newcamd, dvbapi); this package holds what they share: the ECM, the errors a server answers,
 // how a client connects again after a failure (Redial), and the counts a run reports (Stats).
 // A Recorder takes the server's answers with their ECMs (Recording, for any Answerer), to
 // append them to an ECM cache (CacheWriter); a Cache answers ECMs from one, at once, without a
@@ -82,10 +82,10 @@ type Feeder struct {
 	log     func(string)
 }
 
-// Stats counts what a key server client did: a Feeder (cs378x, the stream's own ECMs) fills in
-// every count but Refused; a DVBAPI client, whose server only ever answers with keys, ECMs,
-// Sent, CWs, Refused and the round trips (dvbapi.Stats holds it beside its protocol's own
-// counts). The client keeps them; a run's statistics write them as they are, under these JSON
+// Stats counts what a key server client did: a Feeder (cs378x, newcamd, the stream's own
+// ECMs) fills in every count but Refused; a DVBAPI client, whose server only ever answers with
+// keys, ECMs, Sent, CWs, Refused and the round trips (dvbapi.Stats holds it beside its
+// protocol's own counts). The client keeps them; a run's statistics write them as they are, under these JSON
 // names (-stats: live_keys.key_server).
 type Stats struct {
 	// Sent = Answers + NotFound + NoCard + Timeouts + Errors: each ECM sent is in one of them

@@ -16,9 +16,9 @@ const (
 // Redial is how a key server client connects, and connects again: each attempt is bounded in
 // time, and after a failure the next attempt waits a backoff that doubles at each failure in a
 // row, so that a server that is down is not hammered and one that comes back is found soon.
-// A client that connects when a request needs one (cs378x) asks Backoff whether it may try
-// yet; one that runs a connection after another (DVBAPI) waits out each backoff with Wait. It
-// is not safe for concurrent use: its client serialises the calls.
+// A client that connects when a request needs one (cs378x, newcamd) asks Backoff whether it
+// may try yet; one that runs a connection after another (DVBAPI) waits out each backoff with
+// Wait. It is not safe for concurrent use: its client serialises the calls.
 type Redial struct {
 	Addr string // host:port
 	// Timeout bounds each connection attempt.
