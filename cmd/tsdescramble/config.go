@@ -146,7 +146,7 @@ func keySourceFlags(k *cwFlags, prefix, category, what string) []cli.Flag {
 // keyServerFlags are the flags of keys that come from a key server while the stream runs.
 func keyServerFlags(c *config) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "key-server", Destination: &c.keyServer, Category: catKeys, Usage: "take the keys from a key server that answers the stream's ECMs: `URL` cs378x://USER:PASS@HOST:PORT[?caid=HEX&ecm-pid=PID] (camd35 over TCP, as OSCam serves it) or dvbapi://HOST:PORT (OSCam's DVBAPI network protocol)"},
+		&cli.StringFlag{Name: "key-server", Destination: &c.keyServer, Category: catKeys, Usage: "take the keys from a key server that answers the stream's ECMs: `URL` cs378x://USER:PASS@HOST:PORT[?caid=HEX&ecm-pid=PID] (camd35 over TCP, as OSCam serves it), newcamd://USER:PASS@HOST:PORT[?key=HEX&provid=HEX] (newcamd 525: key= the port's DES key in 28 hex digits, default 0102030405060708091011121314; caid= and ecm-pid= as for cs378x) or dvbapi://HOST:PORT (OSCam's DVBAPI network protocol)"},
 		&cli.StringFlag{Name: "key-server-env", Destination: &c.keyServerEnv, Category: catKeys, Usage: "read the -key-server URL from the environment variable `NAME` (keeps the password out of ps)"},
 		&cli.DurationFlag{Name: "key-wait", Value: 2 * time.Second, Destination: &c.keyWait, Category: catKeys, Usage: "how long a crypto period waits for its key from the key server (`DURATION`), in all: the server's own timeouts, reconnects and replays fit inside it"},
 		&cli.BoolFlag{Name: "follow", Destination: &c.follow, Category: catKeys, Usage: "with -cw-file, read an OSCam .cwl log (or EVEN ODD pairs) that another program is still writing, like tail -f: each key applies from the next crypto period of its parity"},

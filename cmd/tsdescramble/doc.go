@@ -9,12 +9,13 @@
 // and 11 (odd key), clears their scrambling bits and writes every packet, in order and in its
 // framing, to a file or stdout. The keys come from -cw, -cw-even and -cw-odd, -biss, -cw-env or
 // -cw-file (a CW list, EVEN ODD pairs or an OSCam .cwl log), or while the stream runs from a
-// key server that answers its ECMs (-key-server cs378x://USER:PASS@HOST:PORT or
-// dvbapi://HOST:PORT, -key-server-env NAME, -key-wait), or from a CW log that grows
-// (-cw-file FILE -follow). With a key server, -ecm-cache FILE appends each ECM it answers and
-// its CWs to an ECM cache; without one, -ecm-cache FILE descrambles a recording that carries
-// those ECMs from the cache, at the speed of the file, an ECM not in it having no key. Each PID
-// follows its own crypto periods, and a period no key fits is left as it came. Messages go to stderr, one line each;
+// key server that answers its ECMs (-key-server cs378x://USER:PASS@HOST:PORT,
+// newcamd://USER:PASS@HOST:PORT?key=28HEXDIGITS or dvbapi://HOST:PORT, -key-server-env NAME,
+// -key-wait), or from a CW log that grows (-cw-file FILE -follow). With a key server,
+// -ecm-cache FILE appends each ECM it answers and its CWs to an ECM cache; without one,
+// -ecm-cache FILE descrambles a recording that carries those ECMs from the cache, at the speed
+// of the file, an ECM not in it having no key. Each PID follows its own crypto periods, and a
+// period no key fits is left as it came. Messages go to stderr, one line each;
 // stdout carries TS data when it is the output, else only what was asked for (help, -version,
 // bench results, probe reports).
 //

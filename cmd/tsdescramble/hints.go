@@ -33,6 +33,11 @@ func keyAdvice(c *config, st *pipeline.Stats, sys scrambling.System, ks *keySet)
 		// No key was given to get wrong: the cache holds the answers to other ECMs.
 		return " (an ECM cache answers the ECMs it was recorded from: record this stream's with -key-server URL -ecm-cache FILE)"
 	}
+	if lk := st.LiveKeys; lk != nil && lk.Server != nil && lk.Server.CWs == 0 {
+		// No CW came from the key server: the line gives the server's last answer (a refused
+		// login, nothing found), which no advice about control words would help with.
+		return ""
+	}
 	if h := keyhint.Hint(st.Samples, sys, keyhint.Keys{Sched: ks.sched, Given: ks.given}, keySourceOf(&c.keys, ks)); h != "" {
 		return " (" + h + ")"
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -51,6 +52,20 @@ func keyServerTargets() []keyServerTarget {
 				})
 			}
 			return "cs378x://u:p@" + srv.Addr
+		}},
+		{name: "newcamd", start: func(t *testing.T, delay time.Duration, stopOn func([]byte) bool) string {
+			srv := camdouble.NewNewcamd(t, "u", "p", nil, camdouble.TestCAID)
+			srv.SetDelay(delay)
+			if stopOn != nil {
+				srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
+					if stopOn(ecm) {
+						go srv.Stop() // Stop waits for the connection this runs on
+						return 0, [16]byte{}, true
+					}
+					return camdouble.TestCAAnswer(ecm)
+				})
+			}
+			return "newcamd://u:p@" + srv.Addr
 		}},
 		{name: "dvbapi", start: func(t *testing.T, delay time.Duration, stopOn func([]byte) bool) string {
 			srv := camdouble.NewDVBAPI(t)
@@ -204,6 +219,68 @@ func TestLiveInputKeyServerStops(t *testing.T) {
 			}
 			t.Logf("%s stopped after %d ECMs: %d periods held %d packets (the longest %v); %d periods passed %d packets as they came; %d ECMs sent, round trip median %v max %v",
 				ksrv.name, answered, lk.Waited, lk.Held, lk.HeldMax, lk.GaveUp, lk.PassedNoKey, lk.Server.Sent, lk.Server.RTTMedian, lk.Server.RTTMax)
+		})
+	}
+}
+
+// The key server goes away at the first ECM of the third crypto period, unanswered, and comes
+// back on its port 150 ms later, as a CAM daemon that restarts: the client connects again
+// after its backoff, the ECM the stream repeats meanwhile is answered, and the period, held
+// for its key within -key-wait, is clear like all the others.
+func TestLiveInputKeyServerComesBack(t *testing.T) {
+	const period, down = 3000, 150 * time.Millisecond // a period lasts about 430 ms
+	clear, scrambled, ecms := camdouble.ECMStream(camdouble.StreamSpec{Packets: 4 * period, PeriodPackets: period, CWs: liveCWs(t)})
+	var gone atomic.Bool
+	// goAway restarts srv at the first ECM of period 2, and reports whether it did.
+	goAway := func(srv interface{ Restart(time.Duration) error }, ecm []byte) bool {
+		if !bytes.Equal(ecm, ecms[2]) || !gone.CompareAndSwap(false, true) {
+			return false
+		}
+		go srv.Restart(down) // Restart closes the connection this runs on
+		return true
+	}
+	for _, c := range []struct {
+		name  string
+		start func(t *testing.T) (url string, logins func() int)
+	}{
+		{"newcamd", func(t *testing.T) (string, func() int) {
+			srv := camdouble.NewNewcamd(t, "u", "p", nil, camdouble.TestCAID)
+			srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
+				if goAway(srv, ecm) {
+					return 0, [16]byte{}, true
+				}
+				return camdouble.TestCAAnswer(ecm)
+			})
+			return "newcamd://u:p@" + srv.Addr, func() int { return srv.Counts().Logins }
+		}},
+		{"cs378x", func(t *testing.T) (string, func() int) {
+			srv := camdouble.NewCS378x(t, "u", "p")
+			srv.SetAnswer(func(ecm []byte) (byte, [16]byte, bool) {
+				if goAway(srv, ecm) {
+					return 0, [16]byte{}, true
+				}
+				return camdouble.TestCAAnswer(ecm)
+			})
+			return "cs378x://u:p@" + srv.Addr, func() int { return -1 }
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gone.Store(false)
+			url, logins := c.start(t)
+			res, got, st := liveKeyRun(t, url, scrambled, "-key-wait", "2s")
+			if !gone.Load() {
+				t.Fatal("the server never went away")
+			}
+			if res.code != 0 {
+				t.Fatal(describe(res))
+			}
+			sameBytes(t, "descrambled from the live input", got, clear, 188)
+			if n := logins(); n >= 0 && n < 2 {
+				t.Fatalf("%d logins: the client did not log in again after the server came back", n)
+			}
+			s := st.LiveKeys.Server
+			t.Logf("%s: the server was away %v; %d ECMs sent, %d answered, %d failed; %d periods waited, the longest %v",
+				c.name, down, s.Sent, s.Answers, s.Errors, st.LiveKeys.Waited, st.LiveKeys.HeldMax)
 		})
 	}
 }

@@ -28,7 +28,7 @@ const oscamFileRunLimit = 5 * time.Second
 const oscamLate = 300 * time.Millisecond
 
 // oscamServer starts a key server double that answers each ECM with answer, delay late, and
-// returns its URL and a count of the CA_SET_DESCR messages it sent (0 for cs378x).
+// returns its URL and a count of the CA_SET_DESCR messages it sent (0 for cs378x and newcamd).
 type oscamServer struct {
 	name  string
 	start func(t *testing.T, answer camdouble.AnswerFunc, delay time.Duration) (url string, setDescrs func() int)
@@ -41,6 +41,12 @@ func oscamServers() []oscamServer {
 			srv.SetAnswer(answer)
 			srv.SetDelay(delay)
 			return "cs378x://u:p@" + srv.Addr, func() int { return 0 }
+		}},
+		{"newcamd", func(t *testing.T, answer camdouble.AnswerFunc, delay time.Duration) (string, func() int) {
+			srv := camdouble.NewNewcamd(t, "u", "p", nil, camdouble.TestCAID)
+			srv.SetAnswer(answer)
+			srv.SetDelay(delay)
+			return "newcamd://u:p@" + srv.Addr, func() int { return 0 }
 		}},
 		{"dvbapi", func(t *testing.T, answer camdouble.AnswerFunc, delay time.Duration) (string, func() int) {
 			srv := camdouble.NewDVBAPI(t)
@@ -226,6 +232,11 @@ func TestKeyServerSilentWaitsKeyWaitAtMost(t *testing.T) {
 			srv := camdouble.NewCS378x(t, "u", "p")
 			srv.SetDelay(time.Minute)
 			return "cs378x://u:p@" + srv.Addr
+		}},
+		{"newcamd", func(t *testing.T) string {
+			srv := camdouble.NewNewcamd(t, "u", "p", nil, camdouble.TestCAID)
+			srv.SetDelay(time.Minute)
+			return "newcamd://u:p@" + srv.Addr
 		}},
 		{"dvbapi", func(t *testing.T) string {
 			srv := camdouble.NewDVBAPI(t)

@@ -205,7 +205,14 @@ func TestKeyServerFlagErrors(t *testing.T) {
 	}{
 		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1"}, "needs a port"},
 		{[]string{"-key-server", "cs378x://127.0.0.1:1"}, "needs a user and a password"},
-		{[]string{"-key-server", "newcamd://u:secretpw@127.0.0.1:1"}, "unknown key server protocol"},
+		{[]string{"-key-server", "radegast://u:secretpw@127.0.0.1:1"}, "unknown key server protocol: want cs378x://, newcamd:// or dvbapi://"},
+		{[]string{"-key-server", "newcamd://127.0.0.1:1"}, "newcamd needs a user and a password"},
+		{[]string{"-key-server", "newcamd://u:secretpw@127.0.0.1:1?key=A1B2C3D4E5F60718293A4B5C6D"}, "key: want the port's DES key in 28 hex digits"},
+		{[]string{"-key-server", "newcamd://u:secretpw@127.0.0.1:1?key=A1B2C3D4E5F60718293A4B5C6DZZ"}, "key: want the port's DES key in 28 hex digits"},
+		{[]string{"-key-server", "newcamd://u:secretpw@127.0.0.1:1?provid=1234567"}, "provid=1234567: want the provider id in hex"},
+		{[]string{"-key-server", "newcamd://u:secretpw@127.0.0.1:1?caid=zz"}, "caid=zz"},
+		{[]string{"-key-server", "newcamd://u:secretpw@127.0.0.1:1?desKey=1"}, `unknown option "desKey": newcamd takes key=28HEXDIGITS`},
+		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1?key=1"}, `unknown option "key": cs378x takes caid=HEX and ecm-pid=PID`},
 		{[]string{"-key-server", "dvbapi://u:secretpw@127.0.0.1:1"}, "dvbapi takes no user"},
 		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1?caid=zz"}, "caid=zz"},
 		{[]string{"-key-server", "cs378x://u:secretpw@127.0.0.1:1", "-cw", "11223366445566FF"}, "one key source"},
@@ -220,8 +227,8 @@ func TestKeyServerFlagErrors(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, %q; want exit %d and %q", c.args, r.code, r.stderr, exitUsage, c.want)
 		}
-		if strings.Contains(r.stderr, "secretpw") {
-			t.Errorf("%v: the password was printed: %s", c.args, r.stderr)
+		if strings.Contains(r.stderr, "secretpw") || strings.Contains(strings.ToUpper(r.stderr), "A1B2C3D4E5F6") {
+			t.Errorf("%v: the password or the DES key was printed: %s", c.args, r.stderr)
 		}
 	}
 }

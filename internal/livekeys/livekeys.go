@@ -1,13 +1,15 @@
 // Package livekeys is the source of keys that come while the stream runs: a key server that
-// answers the stream's ECMs (cs378x, DVBAPI), the stream's own ECMs of a test CA system, an ECM
-// cache that answers them as a server did when it was recorded, or a key log that another
-// program is still writing; it feeds the pipeline's LiveKeys and counts what the server (or
-// the cache) did. A key server's answers may be appended to an ECM cache as they come.
+// answers the stream's ECMs (cs378x, newcamd, DVBAPI), the stream's own ECMs of a test CA
+// system, an ECM cache that answers them as a server did when it was recorded, or a key log
+// that another program is still writing; it feeds the pipeline's LiveKeys and counts what the
+// server (or the cache) did. A key server's answers may be appended to an ECM cache as they
+// come.
 package livekeys
 
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -24,63 +26,99 @@ import (
 	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/keyserver/cs378x"
 	"github.com/tsdescramble/tsdescramble/keyserver/dvbapi"
+	"github.com/tsdescramble/tsdescramble/keyserver/newcamd"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
 // URL is a parsed -key-server URL.
 type URL struct {
-	scheme         string // cs378x or dvbapi (ecm-xor: the stream's own ECMs; ecm-cache: a cache's answers)
+	scheme         string // cs378x, newcamd or dvbapi (ecm-xor: the stream's own ECMs; ecm-cache: a cache's answers)
 	user, password string
 	addr           string
 	choice         keyserver.Choice
+	desKey         []byte // newcamd's, nil for the default
+	provider       uint32 // newcamd's provid=
 }
 
 // ParseURL reads a key server URL given by flag (named so in the errors). Its errors never show
-// the URL: it may hold a password.
+// the URL, nor the values of its password and DES key.
 func ParseURL(flag, s string) (*URL, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("%s: not a key server URL: want cs378x://USER:PASS@HOST:PORT or dvbapi://HOST:PORT", flag)
+		return nil, fmt.Errorf("%s: not a key server URL: want cs378x://USER:PASS@HOST:PORT, newcamd://USER:PASS@HOST:PORT or dvbapi://HOST:PORT", flag)
 	}
 	k := &URL{scheme: strings.ToLower(u.Scheme), addr: u.Host}
 	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
 		return nil, fmt.Errorf("%s: the key server's address needs a port: HOST:PORT", flag)
 	}
 	switch k.scheme {
-	case "cs378x":
+	case "cs378x", "newcamd":
 		if u.User == nil || u.User.Username() == "" {
-			return nil, fmt.Errorf("%s: cs378x needs a user and a password: cs378x://USER:PASS@HOST:PORT", flag)
+			return nil, fmt.Errorf("%s: %s needs a user and a password: %s://USER:PASS@HOST:PORT", flag, k.scheme, k.scheme)
 		}
 		k.user = u.User.Username()
 		k.password, _ = u.User.Password()
-		q := u.Query()
-		for name := range q {
-			if name != "caid" && name != "ecm-pid" {
-				return nil, fmt.Errorf("%s: unknown option %q: cs378x takes caid=HEX and ecm-pid=PID", flag, name)
-			}
-		}
-		if v := q.Get("caid"); v != "" {
-			n, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(v), "0x"), 16, 16)
-			if err != nil || n == 0 {
-				return nil, fmt.Errorf("%s: caid=%s: want the CA system id in hex, 0B00 for instance", flag, v)
-			}
-			k.choice.CAID = uint16(n)
-		}
-		if v := q.Get("ecm-pid"); v != "" {
-			n, err := strconv.ParseUint(v, 0, 16)
-			if err != nil || n == 0 || n > 0x1FFE {
-				return nil, fmt.Errorf("%s: ecm-pid=%s: want a PID from 1 to 0x1FFE, decimal or 0x hex", flag, v)
-			}
-			k.choice.ECMPID = uint16(n)
+		if err := k.options(flag, u.Query()); err != nil {
+			return nil, err
 		}
 	case "dvbapi":
 		if u.User != nil || u.RawQuery != "" {
 			return nil, fmt.Errorf("%s: dvbapi takes no user, password or options: dvbapi://HOST:PORT", flag)
 		}
 	default:
-		return nil, fmt.Errorf("%s: unknown key server protocol: want cs378x:// or dvbapi://", flag)
+		return nil, fmt.Errorf("%s: unknown key server protocol: want cs378x://, newcamd:// or dvbapi://", flag)
 	}
 	return k, nil
+}
+
+// options reads the query of a cs378x or newcamd URL.
+func (k *URL) options(flag string, q url.Values) error {
+	for name := range q {
+		switch {
+		case name == "caid" || name == "ecm-pid":
+		case k.scheme == "newcamd" && (name == "key" || name == "provid"):
+		case k.scheme == "newcamd":
+			return fmt.Errorf("%s: unknown option %q: newcamd takes key=28HEXDIGITS, caid=HEX, provid=HEX and ecm-pid=PID", flag, name)
+		default:
+			return fmt.Errorf("%s: unknown option %q: cs378x takes caid=HEX and ecm-pid=PID", flag, name)
+		}
+	}
+	if v := q.Get("caid"); v != "" {
+		n, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(v), "0x"), 16, 16)
+		if err != nil || n == 0 {
+			return fmt.Errorf("%s: caid=%s: want the CA system id in hex, 0B00 for instance", flag, v)
+		}
+		k.choice.CAID = uint16(n)
+	}
+	if v := q.Get("ecm-pid"); v != "" {
+		n, err := strconv.ParseUint(v, 0, 16)
+		if err != nil || n == 0 || n > 0x1FFE {
+			return fmt.Errorf("%s: ecm-pid=%s: want a PID from 1 to 0x1FFE, decimal or 0x hex", flag, v)
+		}
+		k.choice.ECMPID = uint16(n)
+	}
+	if v := q.Get("provid"); v != "" {
+		n, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(v), "0x"), 16, 24)
+		if err != nil {
+			return fmt.Errorf("%s: provid=%s: want the provider id in hex, up to 6 digits, 000000 for instance", flag, v)
+		}
+		k.provider = uint32(n)
+	}
+	if q.Has("key") {
+		// The key is a secret of the server's: the message never shows it.
+		v := strings.Map(func(r rune) rune {
+			if r == ' ' || r == ':' || r == '-' {
+				return -1
+			}
+			return r
+		}, q.Get("key"))
+		key, err := hex.DecodeString(v)
+		if err != nil || len(key) != newcamd.DESKeySize {
+			return fmt.Errorf("%s: key: want the port's DES key in 28 hex digits (%s when the server names none)", flag, newcamd.DefaultDESKey)
+		}
+		k.desKey = key
+	}
+	return nil
 }
 
 // Source is a running key server client (or the follower of a growing log) and the pipeline's
@@ -95,6 +133,7 @@ type Source struct {
 	lk      *pipeline.LiveKeys
 	feeder  *keyserver.Feeder
 	cs      *cs378x.Client
+	nc      *newcamd.Client
 	dv      *dvbapi.Client
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
@@ -119,10 +158,17 @@ type Options struct {
 func Dial(u *URL, o Options) *Source {
 	// A request to the server never outlasts the wait of the period that needs its answer.
 	timeout := min(keyserver.DefaultTimeout, o.Wait)
-	if u.scheme == "cs378x" {
+	switch u.scheme {
+	case "cs378x":
 		cs := cs378x.NewClient(cs378x.Config{Addr: u.addr, User: u.user, Password: u.password, Timeout: timeout})
 		ks := NewECM(u, cs, u.choice, o)
 		ks.cs = cs
+		return ks
+	case "newcamd":
+		nc := newcamd.NewClient(newcamd.Config{Addr: u.addr, User: u.user, Password: u.password, DESKey: u.desKey,
+			CAID: u.choice.CAID, ProviderID: u.provider, Timeout: timeout})
+		ks := NewECM(u, nc, u.choice, o)
+		ks.nc = nc
 		return ks
 	}
 	ks := newSource(o)
@@ -311,6 +357,9 @@ func (ks *Source) Stop(st *pipeline.Stats) {
 	ks.wg.Wait()
 	if ks.cs != nil {
 		ks.cs.Close()
+	}
+	if ks.nc != nil {
+		ks.nc.Close()
 	}
 	if st.LiveKeys == nil || ks.url == nil {
 		return

@@ -277,7 +277,8 @@ func printServerLine(w io.Writer, s *pipeline.KeyServer) {
 	if s.Protocol == "ecm-xor" {
 		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.Sent)
 	}
-	if s.Protocol == "cs378x" {
+	if s.Protocol == "cs378x" || s.Protocol == "newcamd" {
+		// An answer to each ECM sent: what became of them adds up to the ECMs sent.
 		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
 	}
 	line += "; " + plural(s.CWs, "CW", "CWs")
