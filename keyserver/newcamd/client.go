@@ -312,7 +312,7 @@ func (c *Client) login(ctx context.Context) error {
 	stop := c.deadline(ctx)
 	defer stop()
 	// A server that cannot decrypt the login, under another DES key, closes the connection
-	// (OSCam after 2 s) or says nothing.
+	// (OSCam after 3 s) or says nothing.
 	noAnswer := func(err error) error {
 		var ne net.Error
 		switch {

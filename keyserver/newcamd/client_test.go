@@ -99,7 +99,7 @@ func TestClientLoginRefused(t *testing.T) {
 }
 
 // A DES key that is not the port's: the server cannot decrypt the login and closes the
-// connection without a word (OSCam after 2 s); the client says what that means, without the key.
+// connection without a word (OSCam after 3 s); the client says what that means, without the key.
 func TestClientWrongDESKey(t *testing.T) {
 	key := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 0x10, 0x11, 0x12, 0x13, 0x99}
 	srv := camdouble.NewNewcamd(t, "user", "pass", key, camdouble.TestCAID)

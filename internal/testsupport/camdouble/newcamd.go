@@ -15,7 +15,7 @@ import (
 // Newcamd is the server side of the newcamd protocol (525) for tests, one port of one CA
 // system as OSCam serves it with a constcw reader (checked against OSCam r11757 on loopback,
 // see TestNewcamdOSCamExchange): 14 random bytes; a login the port's DES key cannot decrypt
-// gets nothing and the connection closes 2 s later; a wrong user or password gets a refusal
+// gets nothing and the connection closes 3 s later; a wrong user or password gets a refusal
 // (0xE2) and the connection closes; then the card data (the CA system, one provider 000000, no
 // unique address, the user number 10 + the connection's count); each ECM gets what Answer says
 // after Delay, the 16 CW bytes or, not found, none, with the request's message id and table_id
@@ -65,7 +65,7 @@ func NewNewcamdAt(t testing.TB, addr, user, password string, key []byte, caid ui
 		t.Fatal(err)
 	}
 	s := &Newcamd{user: user, crypted: newcamd.Crypt(password), key: newcamd.DefaultDESKey, caid: caid,
-		answer: TestCAAnswer, badKeyWait: 2 * time.Second}
+		answer: TestCAAnswer, badKeyWait: 3 * time.Second}
 	if key != nil {
 		if len(key) != newcamd.DESKeySize {
 			t.Fatalf("a DES key of %d bytes", len(key))
@@ -101,7 +101,8 @@ func (s *Newcamd) SetMaxIdle(d time.Duration) {
 }
 
 // SetBadKeyWait sets how long a connection whose login does not decrypt stays open before
-// the server closes it (OSCam's 2 s by default).
+// the server closes it (3 s by default, as OSCam r11757 did: it sleeps 2 s after a message it
+// cannot decrypt, and closed the connection 3.0 s after the login, every time).
 func (s *Newcamd) SetBadKeyWait(d time.Duration) {
 	s.mu.Lock()
 	s.badKeyWait = d

@@ -20,7 +20,7 @@ import (
 // constant pair, an ECM sent again with the pair again, an ECM that the reader has no line for
 // (another service) or whose header names another CA system with neither flags nor data; a
 // keep-alive with one of the same id; a wrong password refused (0xE2) and the connection
-// closed; a login under another DES key not answered, the connection closed 2 s later.
+// closed; a login under another DES key not answered, the connection closed 3 s later.
 func TestNewcamdOSCamExchange(t *testing.T) {
 	srv := NewNewcamd(t, "tsd", "tsdpass", nil, TestCAID)
 	srv.SetBadKeyWait(200 * time.Millisecond)
