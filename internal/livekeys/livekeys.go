@@ -318,6 +318,11 @@ func (ks *Source) Start(ctx context.Context, file bool, logf func(string)) {
 		defer ks.wg.Done()
 		switch {
 		case ks.feeder != nil:
+			if ks.nc != nil {
+				// Logged in before the stream's first ECM comes, its answer comes a login sooner;
+				// the ECMs offered meanwhile wait in the feeder's queue.
+				ks.nc.Connect(ctx)
+			}
 			ks.feeder.Run(ctx)
 		case ks.dv != nil:
 			ks.dv.Run(ctx)

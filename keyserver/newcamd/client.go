@@ -224,6 +224,17 @@ func (c *Client) exchange(ctx context.Context, m *wire.Message) ([]byte, error) 
 	return nil, fmt.Errorf("newcamd: %d messages without the answer", maxSkipped)
 }
 
+// Connect connects and logs in now, unless connected, so that the first ECM does not wait for
+// the login; its error is the one the next request would meet during the backoff.
+func (c *Client) Connect(ctx context.Context) error {
+	if c.keyErr != nil {
+		return c.keyErr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connect(ctx)
+}
+
 // Answer implements keyserver.Answerer.
 func (c *Client) Answer(ctx context.Context, e keyserver.ECM) (even, odd []byte, err error) {
 	return c.ECM(ctx, Request{Section: e.Section, ServiceID: e.ServiceID, CAID: e.CAID, ProviderID: e.ProviderID})

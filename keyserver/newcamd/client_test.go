@@ -128,6 +128,30 @@ func TestClientWrongDESKey(t *testing.T) {
 	}
 }
 
+// Connect logs in before any request, and a request after it uses that login.
+func TestClientConnect(t *testing.T) {
+	srv := camdouble.NewNewcamd(t, "user", "pass", nil, camdouble.TestCAID)
+	cl := newcamd.NewClient(newcamd.Config{Addr: srv.Addr, User: "user", Password: "pass"})
+	defer cl.Close()
+	if err := cl.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Counts().Logins; n != 1 {
+		t.Fatalf("%d logins after Connect", n)
+	}
+	if _, _, err := cl.ECM(context.Background(), newcamd.Request{Section: camdouble.ECM(0x80, even, odd, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Connect(context.Background()); err != nil || srv.Counts().Logins != 1 {
+		t.Fatalf("Connect when connected: %v, %d logins", err, srv.Counts().Logins)
+	}
+	bad := newcamd.NewClient(newcamd.Config{Addr: srv.Addr, User: "user", Password: "other"})
+	defer bad.Close()
+	if err := bad.Connect(context.Background()); !errors.Is(err, newcamd.ErrLoginRefused) {
+		t.Fatalf("Connect with another password: %v", err)
+	}
+}
+
 func TestClientTimeoutThenRecovers(t *testing.T) {
 	srv := camdouble.NewNewcamd(t, "user", "pass", nil, camdouble.TestCAID)
 	cl := newcamd.NewClient(newcamd.Config{Addr: srv.Addr, User: "user", Password: "pass",
