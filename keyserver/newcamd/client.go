@@ -96,19 +96,19 @@ type Client struct {
 	keyErr  error
 	crypted string // the MD5-crypt of the password, sent at login, from which the session key comes
 
-	mu      sync.Mutex
-	conn    net.Conn
-	codec   *wire.Codec // the session's
-	buf     []byte
-	out     []byte
-	msgID   uint16
-	card    wire.CardData
-	idle    time.Time     // when the connection was last used
-	stopKA  chan struct{} // closed when the connection's keep-alive must stop
-	kaWG    sync.WaitGroup
-	redial  *keyserver.Redial
-	logins  int64
-	keepAls int64
+	mu         sync.Mutex
+	conn       net.Conn
+	codec      *wire.Codec // the session's
+	buf        []byte
+	out        []byte
+	msgID      uint16
+	card       wire.CardData
+	idle       time.Time     // when the connection was last used
+	stopKA     chan struct{} // closed when the connection's keep-alive must stop
+	kaWG       sync.WaitGroup
+	redial     *keyserver.Redial
+	logins     int64
+	keepAlives int64
 }
 
 // NewClient returns a client for cfg; it connects on the first request.
@@ -264,7 +264,7 @@ func (c *Client) CardData() (CardData, bool) {
 func (c *Client) Counts() (logins, keepAlives int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.logins, c.keepAls
+	return c.logins, c.keepAlives
 }
 
 // deadline bounds the connection's next exchange by Timeout and by ctx, and returns the
@@ -415,7 +415,7 @@ func (c *Client) keepAlive(conn net.Conn, stop chan struct{}) {
 				c.mu.Unlock()
 				return
 			}
-			c.keepAls++
+			c.keepAlives++
 			c.idle = time.Now()
 			wait = c.cfg.KeepAlive
 		}
