@@ -7,9 +7,18 @@
 // counts what came. The bytes are passed on as the server sends them; the framer downstream
 // (ts.Source) finds the packets and resyncs where a reconnection or a lost segment cut one.
 //
-// A response with a Content-Length is a file: read whole, it ends the input. A response
-// without one is a live stream: when it ends or fails, the Reader connects again, with backoff,
-// and gives up once the server has failed for 30 seconds in a row (Options.GiveUpAfter).
+// A response with a Content-Length is a file: read whole, it ends the input. A file whose
+// connection is lost or stalls before its end is asked for again from the byte where it
+// stopped (Range: bytes=N-), with If-Range naming the first response's strong ETag or its
+// Last-Modified, so that a file changed since is not spliced onto what came of the old one;
+// the answer must be 206 with the Content-Range asked for. A server that answers with the
+// whole file, or says Accept-Ranges: none, cannot resume it, and the input fails with an error
+// saying where the file was cut: bytes passed on are never passed on again. A response without
+// a Content-Length is a live stream: when it ends, fails or stalls, the Reader connects again.
+// Reconnections and resumes wait with the same backoff, and give up once the server has failed
+// for 30 seconds in a row (Options.GiveUpAfter). A connection stalls when it stays open and
+// brings no byte for Options.StallTimeout (5 seconds, or three times the longest pause the
+// stream has made, up to a minute); it is dropped and counted (Stats.Stalls).
 //
 // A playlist is parsed with github.com/grafov/m3u8. From a master playlist the variant of the
 // highest BANDWIDTH is read, or the one a variant=N query parameter names. A VOD playlist is

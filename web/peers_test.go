@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,7 @@ func TestPython(t *testing.T) {
 		test func(t *testing.T, dir, base string)
 	}{
 		{"file", pythonFile},
+		{"file-cut", pythonFileCut},
 		{"hls", pythonHLS},
 		{"live", pythonLive},
 		{"live-missed", pythonLiveMissed},
@@ -143,6 +145,28 @@ func pythonFile(t *testing.T, dir, base string) {
 	got, err := readAll(r, 10*time.Second)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read %d bytes (%v), want the sample's %d", len(got), err, len(want))
+	}
+}
+
+// Python's http.server takes no range requests: a file whose connection a proxy cuts is not
+// resumed, and the input fails after exactly the bytes that came, with one line that says
+// where the file was cut and why it cannot be resumed.
+func pythonFileCut(t *testing.T, dir, base string) {
+	want := readSample(t)
+	writeFile(t, dir, "s.ts", want)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := cutProxy(t, u.Host, 200_000, 0)
+	r := open(t, "http://"+proxy+u.Path+"/s.ts")
+	got, err := readAll(r, 10*time.Second)
+	if len(got) == 0 || len(got) >= 200_000 || !bytes.Equal(got, want[:len(got)]) {
+		t.Fatalf("read %d bytes, want the sample's first bytes up to the cut", len(got))
+	}
+	line := fmt.Sprintf("the file was cut short at byte %d of %d (connection lost), and the server cannot resume it: it answered the range request with the whole file (200 OK)", len(got), len(want))
+	if err == nil || !strings.HasSuffix(err.Error(), line) {
+		t.Fatalf("error %v, want one ending %q", err, line)
 	}
 }
 

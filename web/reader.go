@@ -34,6 +34,10 @@ const (
 	// long enough for a server to restart, short enough that a run does not hang on a
 	// server that is gone.
 	defaultGiveUp = 30 * time.Second
+	// defaultStall is the stall timeout of Options that leave it 0: a live stream sends its
+	// PAT several times a second, so a connection silent this long, and open, has stalled,
+	// while a server that pauses to fill its own buffers is back well within it.
+	defaultStall = 5 * time.Second
 	// headerTimeout bounds the wait for a response's header. A stream's body may take any
 	// time (a quiet stream, a slow segment); a server that accepts and never answers is a
 	// failure to retry.
@@ -50,17 +54,29 @@ type Options struct {
 	// playlist) may fail in a row, connection refused, errors and playlists that do not load,
 	// before Read returns the error. Zero: 30 seconds.
 	GiveUpAfter time.Duration
+	// StallTimeout is how long a connection may stay open and bring no byte before it is
+	// dropped as stalled and the input connects again: a live stream reconnects, a file
+	// resumes where it stopped. A stream whose own pauses have been longer gets three times
+	// the longest of them, up to a minute. The time counts only while the Reader waits on the
+	// network, not while its reader downstream is busy. Zero: 5 seconds; negative: never.
+	StallTimeout time.Duration
 }
 
 // Stats counts what a Reader received.
 type Stats struct {
 	Bytes int64 `json:"bytes"` // TS bytes received (passed on to Read, or waiting for it)
 
-	// Reconnects counts the times a live stream that ended or failed was connected again and
-	// sent bytes; GapTime is the time without data those reconnections took, from the drop
-	// to the first byte after it.
+	// Reconnects counts the times a live stream that ended, failed or stalled was connected
+	// again and sent bytes. Resumes counts the times a file cut short (its connection lost or
+	// stalled before its Content-Length) was asked for again from the byte where it stopped,
+	// with a range request, and sent bytes. GapTime is the time without data both took, from
+	// the last byte before the drop to the first byte after it.
 	Reconnects int64         `json:"reconnects"`
+	Resumes    int64         `json:"resumes"`
 	GapTime    time.Duration `json:"gap_time_ns"`
+	// Stalls counts the connections dropped because they stayed open and brought no byte for
+	// the stall timeout (Options.StallTimeout); a reconnection or a resume follows each.
+	Stalls int64 `json:"stalls"`
 
 	Segments        int64 `json:"segments"`         // HLS segments read whole
 	SegmentsMissed  int64 `json:"segments_missed"`  // HLS segments never read: gone from a live playlist before their turn, or failing to download
@@ -92,6 +108,7 @@ type Reader struct {
 	name   string // the URL redacted, for String and messages
 	client *http.Client
 	giveUp time.Duration
+	stall  time.Duration // <= 0: no stall timeout
 	cancel context.CancelFunc
 
 	data   chan []byte   // chunks the fetcher read, in order; closed when it ends
@@ -157,6 +174,7 @@ func Open(ctx context.Context, rawURL string, opts ...Options) (*Reader, error) 
 		name:   name,
 		client: o.Client,
 		giveUp: o.GiveUpAfter,
+		stall:  o.StallTimeout,
 		data:   make(chan []byte, chunks),
 		free:   make(chan []byte, chunks),
 		closed: make(chan struct{}),
@@ -168,30 +186,42 @@ func Open(ctx context.Context, rawURL string, opts ...Options) (*Reader, error) 
 	if r.giveUp <= 0 {
 		r.giveUp = defaultGiveUp
 	}
+	if r.stall == 0 {
+		r.stall = defaultStall
+	}
 	for range chunks {
 		r.free <- make([]byte, chunkSize)
 	}
 
-	resp, err := r.get(ctx, u, nil)
-	if err != nil {
+	// The first response is read under the Reader's own context, and its connection under a
+	// context of its own: Close ends the one, a stall the other.
+	rctx, cancel := context.WithCancel(ctx)
+	cctx, ccancel := context.WithCancel(rctx)
+	fail := func(err error) (*Reader, error) {
+		ccancel()
+		cancel()
 		return nil, err
+	}
+	resp, err := r.get(cctx, u, nil)
+	if err != nil {
+		return fail(err)
 	}
 	var run func(context.Context) error
 	if isPlaylist(u, resp) {
-		h, err := r.openHLS(ctx, u, resp, variant, hasVariant)
+		h, err := r.openHLS(rctx, u, resp, variant, hasVariant)
+		ccancel() // the playlist is read
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		run = h.run
 	} else {
 		if hasVariant {
 			resp.Body.Close()
-			return nil, fmt.Errorf("%s: variant= picks a variant of an HLS master playlist, and this is not a playlist", r.name)
+			return fail(fmt.Errorf("%s: variant= picks a variant of an HLS master playlist, and this is not a playlist", r.name))
 		}
-		s := &stream{r: r, u: u, resp: resp}
+		s := &stream{r: r, u: u, resp: resp, cancel: ccancel}
 		run = s.run
 	}
-	rctx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
 	r.lastArrival.Store(time.Now().UnixNano())
 	go r.fetch(rctx, run)

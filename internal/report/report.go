@@ -174,7 +174,7 @@ func writeDocument(path string, doc *document) error {
 type Live struct {
 	In  *live.Stats       `json:"input,omitempty"`
 	Out *live.WriterStats `json:"output,omitempty"`
-	// Web is the HTTP or HLS input's (-in http://…): reconnections, segments.
+	// Web is the HTTP or HLS input's (-in http://…): reconnections, resumes, stalls, segments.
 	Web *web.Stats `json:"http_input,omitempty"`
 	// Relay is the HTTP output's (-out http://…): clients served, dropped, refused.
 	Relay *relay.Stats `json:"http_output,omitempty"`
@@ -224,7 +224,8 @@ func PrintLive(w io.Writer, ls *Live) {
 		fmt.Fprintln(w)
 	}
 	if s := ls.Web; s != nil {
-		fmt.Fprintf(w, "  HTTP input: %.2f Mbit/s; %d reconnections, %v without data", ls.InputBitrate/1e6, s.Reconnects, s.GapTime.Round(time.Millisecond))
+		fmt.Fprintf(w, "  HTTP input: %.2f Mbit/s; %d reconnections, %d resumes of a file cut short, %d stalled connections dropped, %v without data",
+			ls.InputBitrate/1e6, s.Reconnects, s.Resumes, s.Stalls, s.GapTime.Round(time.Millisecond))
 		if s.Segments > 0 || s.SegmentsMissed > 0 {
 			fmt.Fprintf(w, "; HLS: %d segments read, %d missed (gone from the playlist or failed), %d playlist reloads", s.Segments, s.SegmentsMissed, s.PlaylistReloads)
 		}
