@@ -101,7 +101,7 @@ func (c *config) readGiven(ctx *cli.Context, flags []cli.Flag) {
 // ioFlags, selectionFlags and tuningFlags are shared by the descrambler and the scrambler.
 func ioFlags(c *config) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", Destination: &c.in, TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..., or read it from http(s)://... (a stream, or an HLS playlist: .m3u8, ?variant=N)"},
+		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", Destination: &c.in, TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..., or read it from http(s)://... (a stream, or an HLS playlist: .m3u8, ?variant=N; a connection open with no byte for 5 s, or three times the stream's longest pause, is dropped: a live stream reconnects, a file resumes where it stopped)"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", Destination: &c.out, TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal), or send it to udp://HOST:PORT, rtp://HOST:PORT (?ttl=N&pkts=N&iface=NAME...), or serve it to HTTP clients at http://[HOST]:PORT/PATH (http://:PORT/PATH: on every interface)"},
 	}
 }
@@ -114,7 +114,7 @@ func liveFlags(c *config) []cli.Flag {
 			Usage: "send at the rate the stream's PCR says it plays (default: on from a regular file to an address; -pace=false sends as fast as it reads)"},
 		&cli.DurationFlag{Name: "duration", Destination: &c.duration, Category: catLive, Usage: "end the run, as at the end of the input, after `DURATION` (a live input never ends)"},
 		&cli.Int64Flag{Name: "packets", Destination: &c.packets, Category: catLive, Usage: "end the run, as at the end of the input, after `N` packets"},
-		&cli.DurationFlag{Name: "timeout", Destination: &c.timeout, Category: catLive, Usage: "fail (exit 1) when the input sends nothing for `DURATION` (default: wait for ever)"},
+		&cli.DurationFlag{Name: "timeout", Destination: &c.timeout, Category: catLive, Usage: "fail (exit 1) when the input sends nothing for `DURATION` (default: wait for ever), whatever reconnections an HTTP input tries meanwhile"},
 		&cli.DurationFlag{Name: "end-on-idle", Destination: &c.endOnIdle, Category: catLive, Usage: "end the run as at the end of the input (exit 0) when a network input sends nothing for `DURATION`: a feed that stops when it is done; the input bitrate leaves that silence out"},
 	}
 }
@@ -172,7 +172,7 @@ func tuningFlags(c *config) []cli.Flag {
 		&cli.DurationFlag{Name: "stats-interval", Destination: &c.statsInterval, Category: catReporting, Usage: "with -stats, rewrite the file every `DURATION` while the run goes on (replaced at once: a monitor never reads half of one)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &c.quiet, Category: catReporting, Usage: "print nothing but errors"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Destination: &c.verbose, Category: catReporting, Usage: "print details of the run"},
-		&cli.StringFlag{Name: "metrics", Destination: &c.metrics, Category: catReporting, Usage: "serve Prometheus metrics of the run on `ADDR` ([HOST]:PORT): /metrics, and /healthz (200 while packets come and the keys fit); at most 256 connections, an idle one closed after 30 s"},
+		&cli.StringFlag{Name: "metrics", Destination: &c.metrics, Category: catReporting, Usage: "serve Prometheus metrics of the run on `ADDR` ([HOST]:PORT): /metrics, and /healthz (200 while packets come and the keys fit); at most 256 connections, an idle one closed after 30 s. ADDR out, or the very address of -out http://HOST:PORT/PATH, serves them on the HTTP output's listener beside the stream, whose PATH must then be neither"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Destination: &c.logFormat, Category: catReporting, Usage: "messages on stderr as `FORMAT`: text, or json (one object a line)"},
 		&cli.BoolFlag{Name: "show-keys", Destination: &c.showKeys, Category: catReporting, Usage: "with -v, print the control words (they are secrets: off by default)"},
 	}

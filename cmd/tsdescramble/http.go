@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -50,13 +51,14 @@ func relayAddress(s string) (addr, path string, err error) {
 
 // openRelayOutput serves the output stream at -out http://[HOST]:PORT/PATH: a client joins at
 // the next PAT, and one too slow to keep up is dropped rather than slow the run. From a
-// regular file the stream is paced by its PCR, as to a network address.
-func openRelayOutput(path string, env Env, pace bool) (*output, error) {
+// regular file the stream is paced by its PCR, as to a network address. handlers (/metrics and
+// /healthz, for -metrics out) are served on the same listener.
+func openRelayOutput(path string, env Env, pace bool, handlers map[string]http.Handler) (*output, error) {
 	addr, p, err := relayAddress(path)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := relay.Listen(addr, p, relay.Options{Log: func(msg string) {
+	srv, err := relay.Listen(addr, p, relay.Options{Handlers: handlers, Log: func(msg string) {
 		fmt.Fprintln(env.Stderr, "tsdescramble: -out: "+msg)
 	}})
 	if err != nil {

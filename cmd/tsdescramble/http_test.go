@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,6 +171,69 @@ func TestHTTPInputHidesPassword(t *testing.T) {
 	}
 }
 
+// An HTTP file whose connection drops twice, at places that cut packets, is resumed with
+// range requests: the output is the one of the whole file, byte for byte, and the summary and
+// -stats count the resumes. From a server that sends the whole file again instead, the run
+// fails with one line saying where the file was cut, its output kept as it stood.
+func TestHTTPInputResumed(t *testing.T) {
+	scrambled := readFile(t, demoScrambled)
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := requests.Add(1)
+		w.Header().Set("ETag", `"demo"`)
+		if r.URL.Path == "/ignores.ts" {
+			r.Header.Del("Range") // as a server that takes no range requests
+		}
+		var cw http.ResponseWriter = w
+		if i <= 2 || r.URL.Path == "/ignores.ts" {
+			cw = &cutAfter{ResponseWriter: w, limit: 200_001}
+		}
+		http.ServeContent(cw, r, "demo.ts", time.Time{}, bytes.NewReader(scrambled))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "stats.json")
+	r := run(t, nil, "-in", srv.URL+"/demo.ts", "-out", out, "-cw-file", demoKeys, "-stats", stats)
+	if r.code != 0 {
+		t.Fatal(describe(r))
+	}
+	sameBytes(t, "the output", readFile(t, out), readFile(t, demoClear), 188)
+	summaryHas(t, r.stderr, `HTTP input: .*0 reconnections, 2 resumes of a file cut short, 0 stalled connections dropped`)
+	var v struct {
+		Live struct {
+			Web struct {
+				Resumes int64 `json:"resumes"`
+				Stalls  int64 `json:"stalls"`
+			} `json:"http_input"`
+		} `json:"live"`
+	}
+	if err := json.Unmarshal(readFile(t, stats), &v); err != nil || v.Live.Web.Resumes != 2 {
+		t.Errorf("-stats: %+v (%v), want 2 resumes", v.Live.Web, err)
+	}
+
+	r = run(t, nil, "-in", srv.URL+"/ignores.ts", "-out", out, "-cw-file", demoKeys)
+	want := fmt.Sprintf("the file was cut short at byte 200001 of %d (connection lost), and the server cannot resume it: it answered the range request with the whole file (200 OK)", len(scrambled))
+	if r.code != exitFail || !strings.Contains(r.stderr, want) {
+		t.Errorf("a server that ignores the range: %s", describe(r))
+	}
+}
+
+// cutAfter passes at most limit bytes of a response body on, then drops the connection.
+type cutAfter struct {
+	http.ResponseWriter
+	limit int
+}
+
+func (w *cutAfter) Write(p []byte) (int, error) {
+	if len(p) <= w.limit {
+		w.limit -= len(p)
+		return w.ResponseWriter.Write(p)
+	}
+	w.ResponseWriter.Write(p[:w.limit])
+	w.ResponseWriter.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler)
+}
+
 // A run started at a terminal reads the PMTs of a network input all the same: only an input
 // typed at the terminal (stdin) is not looked ahead into. The stream signals atis-idsa in its
 // PMT, which the run must find.
@@ -194,5 +259,109 @@ func TestHTTPInputLookAheadFromATerminal(t *testing.T) {
 		"-in", srv.URL+"/s.ts", "-out", out, "-cw", cw128)
 	if code != 0 || !strings.Contains(stderr.String(), "service 1: atis-idsa") {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}
+
+// curlGet fetches url with curl and returns its HTTP status and body.
+func curlGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	c := proc.Start(t, 20*time.Second, "curl", "-s", "-S", "--max-time", "10", "-w", "\n%{http_code}", url)
+	c.WaitOK(t, 15*time.Second)
+	out := c.Output()
+	i := strings.LastIndexByte(out, '\n')
+	code, err := strconv.Atoi(strings.TrimSpace(out[i+1:]))
+	if i < 0 || err != nil {
+		t.Fatalf("curl %s: %q", url, out)
+	}
+	return code, out[:i]
+}
+
+// -metrics out, or -metrics naming the HTTP output's own address, serves /metrics and /healthz
+// on the output's listener: curl reads both there while another curl reads the stream, which
+// comes out as without them, from a PAT on, byte for byte.
+func TestHTTPRelayMetrics(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (Debian package curl): the HTTP output is tested with it")
+	}
+	for _, spelling := range []string{"out", "address"} {
+		t.Run("metrics="+spelling, func(t *testing.T) {
+			in, out := freeUDPPort(t), ports.TCP(t)
+			base := fmt.Sprintf("http://127.0.0.1:%d", out)
+			metrics := "out"
+			if spelling == "address" {
+				metrics = fmt.Sprintf("127.0.0.1:%d", out)
+			}
+			r := startLive(t, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in), "-out", base+"/live.ts", "-cw-file", demoKeys,
+				"-packets", strconv.Itoa(demoPackets), "-metrics", metrics)
+			waitListening(t, in)
+			waitTCP(t, out)
+			got := filepath.Join(t.TempDir(), "got.ts")
+			c := proc.Start(t, 60*time.Second, "curl", "-s", "-S", "--max-time", "50", "-o", got, base+"/live.ts")
+			time.Sleep(200 * time.Millisecond) // curl connects; a client that comes later joins at a later PAT
+			scrambled := readFile(t, demoScrambled)
+			half := len(scrambled) / (7 * 188) / 2 * 7 * 188 // whole datagrams of 7 packets
+			dst := fmt.Sprintf("udp://127.0.0.1:%d", in)
+			sendUDP(t, dst, scrambled[:half], 2*time.Millisecond)
+
+			// The run waits for the second half, the stream's client still connected.
+			var body string
+			for range 100 {
+				code, b := curlGet(t, base+"/metrics")
+				if code != 200 {
+					t.Fatalf("/metrics: %d %s", code, b)
+				}
+				if !strings.Contains(b, "tsdescramble_written_packets_total 0\n") && strings.Contains(b, `tsdescramble_packets_total{pid="0x0100"}`) {
+					body = b
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if body == "" || !strings.Contains(body, `tsdescramble_unit_start_checks_total{pid="0x0100",result="good"}`) {
+				t.Fatalf("/metrics on the output's port while the stream runs:\n%s", body)
+			}
+			if code, b := curlGet(t, base+"/healthz"); code != 200 || !strings.HasPrefix(b, "ok: ") {
+				t.Errorf("/healthz on the output's port while packets come: %d %s", code, b)
+			}
+			sendUDP(t, dst, scrambled[half:], 2*time.Millisecond)
+			res := r.wait(t, 30*time.Second)
+			if res.code != 0 {
+				t.Fatal(describe(res))
+			}
+			c.WaitOK(t, 30*time.Second)
+			b := readFile(t, got)
+			clear := readFile(t, demoClear)
+			at := indexOfPacket(b, clear)
+			if at < 0 || len(b) < 1000*188 {
+				t.Fatalf("curl got %d bytes, from packet %d of the clear stream", len(b), at/188)
+			}
+			sameBytes(t, "what curl got", b, clear[at:], 188)
+			summaryHas(t, res.stderr, `HTTP output: 1 clients served, 0 dropped`)
+		})
+	}
+}
+
+// -metrics out needs an HTTP output, and on the output's listener the stream's path may not be
+// /metrics or /healthz: usage errors, one line each, nothing listening after.
+func TestHTTPRelayMetricsUsage(t *testing.T) {
+	port := ports.TCP(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for _, c := range []struct {
+		out, metrics, want string
+	}{
+		{filepath.Join(t.TempDir(), "o.ts"), "out", "-metrics out serves the metrics on the listener of the HTTP output: give -out http://[HOST]:PORT/PATH"},
+		{"http://" + addr + "/metrics", "out", "-out http://" + addr + "/metrics: the stream's path /metrics is where -metrics out serves /metrics on the same listener"},
+		{"http://" + addr + "/healthz", addr, "the stream's path /healthz is where -metrics " + addr + " serves /healthz"},
+		{"http://" + addr + "/%6detrics", "out", "the stream's path /%6detrics is where -metrics out serves /metrics"},
+		{"http://" + addr + "/s.ts", "outside", `-metrics "outside": want [HOST]:PORT (:9400, 127.0.0.1:9400, [::1]:9400), or out for the HTTP output's listener`},
+	} {
+		r := run(t, nil, "-in", demoScrambled, "-out", c.out, "-cw-file", demoKeys, "-metrics", c.metrics)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("-out %s -metrics %s: %s", c.out, c.metrics, describe(r))
+		}
+		oneLine(t, r.stderr)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Error("something listens after the usage errors")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
@@ -78,13 +79,13 @@ type output struct {
 }
 
 // openOutput opens the output -out names; pace says whether a network output is paced by the
-// PCR.
-func openOutput(path string, env Env, pace bool) (*output, error) {
+// PCR, and handlers are served beside the stream of an HTTP output (-metrics out).
+func openOutput(path string, env Env, pace bool, handlers map[string]http.Handler) (*output, error) {
 	if live.IsAddress(path) {
 		return openLiveOutput(path, pace)
 	}
 	if web.IsURL(path) {
-		return openRelayOutput(path, env, pace)
+		return openRelayOutput(path, env, pace, handlers)
 	}
 	if path == "-" {
 		return stdoutOutput("stdout", env), nil

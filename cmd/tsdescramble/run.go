@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -110,7 +111,14 @@ func (r *runState) open() (err error) {
 	if c.isSet("service") {
 		r.opts.Service = c.service
 	}
-	if c.metrics != "" {
+	var handlers map[string]http.Handler
+	switch {
+	case c.metrics != "" && metricsOnRelay(c):
+		// On the HTTP output's listener, which opens after the input.
+		r.metrics = metrics.New(r.observer().Snapshot)
+		handlers = r.metrics.Handlers()
+		r.cleanup = append(r.cleanup, r.metrics.Close)
+	case c.metrics != "":
 		// Served from before the input is opened: a live input may take a while to start.
 		logf := func(msg string) { logError(r.env.Stderr, "-metrics: "+msg) }
 		if r.metrics, err = metrics.Serve(c.metrics, r.observer().Snapshot, logf); err != nil {
@@ -148,7 +156,7 @@ func (r *runState) open() (err error) {
 		// A file sent to a network output is paced by its PCR.
 		pace = r.in.size >= 0 && isNetwork(c.out)
 	}
-	if r.out, err = openOutput(c.out, r.env, pace); err != nil {
+	if r.out, err = openOutput(c.out, r.env, pace, handlers); err != nil {
 		return err
 	}
 	r.cleanup = append(r.cleanup, func() {

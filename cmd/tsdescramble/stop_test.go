@@ -339,7 +339,7 @@ func TestOutputAbort(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.ts")
-	o, err := openOutput(path, Env{Stdout: io.Discard}, false)
+	o, err := openOutput(path, Env{Stdout: io.Discard}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

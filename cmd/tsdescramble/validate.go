@@ -130,7 +130,7 @@ func checkNumbers(c *config, _ Env) (err error) {
 		}
 	}
 	if c.isSet("metrics") {
-		return checkMetricsAddr(c.metrics)
+		return checkMetricsAddr(c.metrics, c.out)
 	}
 	return nil
 }

@@ -29,13 +29,14 @@ import (
 // have checked good if any was checked, within it.
 const HealthWindow = 5 * time.Second
 
-// Server serves /metrics and /healthz for one run.
+// Server serves /metrics and /healthz for one run: on a listener of its own (Serve), or on
+// another's (New, Handlers).
 type Server struct {
 	counts func() pipeline.Stats       // a snapshot of the run's counts
 	in     atomic.Pointer[live.Reader] // the network input, once open
 	out    atomic.Pointer[live.Writer] // the network output, once open
-	srv    *http.Server
-	addr   net.Addr // where it listens (Addr)
+	srv    *http.Server                // nil without a listener of its own
+	addr   net.Addr                    // where it listens (Addr)
 	start  time.Time
 
 	mu      sync.Mutex
@@ -71,11 +72,12 @@ func Serve(addr string, counts func() pipeline.Stats, logf func(string)) (*Serve
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s: %v", addr, errors.Unwrap(err))
 	}
-	m := &Server{counts: counts, addr: ln.Addr(), start: time.Now(), stop: make(chan struct{})}
-	m.sample(m.start)
+	m := New(counts)
+	m.addr = ln.Addr()
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", m.metrics)
-	mux.HandleFunc("GET /healthz", m.healthz)
+	for pattern, h := range m.Handlers() {
+		mux.Handle(pattern, h)
+	}
 	capped := &connCap{Listener: ln, max: metricsMaxConns, conns: map[net.Conn]connInfo{},
 		log: logf}
 	m.srv = &http.Server{
@@ -88,6 +90,15 @@ func Serve(addr string, counts func() pipeline.Stats, logf func(string)) (*Serve
 		ErrorLog:          log.New(httpErrors(logf), "", 0),
 	}
 	go m.srv.Serve(capped)
+	return m, nil
+}
+
+// New returns the server of a run's counts, as counts returns them, without a listener: its
+// Handlers are served on a listener of the caller's (the HTTP output's, which has bounds of
+// its own), from when it opens. Close stops it.
+func New(counts func() pipeline.Stats) *Server {
+	m := &Server{counts: counts, start: time.Now(), stop: make(chan struct{})}
+	m.sample(m.start)
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -100,7 +111,16 @@ func Serve(addr string, counts func() pipeline.Stats, logf func(string)) (*Serve
 			}
 		}
 	}()
-	return m, nil
+	return m
+}
+
+// Handlers returns what the server serves, by http.ServeMux pattern: GET /metrics and GET
+// /healthz.
+func (m *Server) Handlers() map[string]http.Handler {
+	return map[string]http.Handler{
+		"GET /metrics": http.HandlerFunc(m.metrics),
+		"GET /healthz": http.HandlerFunc(m.healthz),
+	}
 }
 
 // Watch adds the run's network input and output, either of which may be nil, to what
@@ -117,6 +137,9 @@ func (m *Server) Watch(in *live.Reader, out *live.Writer) {
 // Close stops the server.
 func (m *Server) Close() {
 	close(m.stop)
+	if m.srv == nil {
+		return // the listener's owner closes it
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	m.srv.Shutdown(ctx)
@@ -351,5 +374,5 @@ func (h httpErrors) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Addr is the address the server listens on.
+// Addr is the address the server listens on, nil when it has no listener of its own.
 func (m *Server) Addr() net.Addr { return m.addr }
