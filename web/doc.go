@@ -18,7 +18,8 @@
 // Reconnections and resumes wait with the same backoff, and give up once the server has failed
 // for 30 seconds in a row (Options.GiveUpAfter). A connection stalls when it stays open and
 // brings no byte for Options.StallTimeout (5 seconds, or three times the longest pause the
-// stream has made, up to a minute); it is dropped and counted (Stats.Stalls).
+// input has made and come back from, up to a minute); it is dropped and counted
+// (Stats.Stalls). An HLS segment's connection is watched the same way.
 //
 // A playlist is parsed with github.com/grafov/m3u8. From a master playlist the variant of the
 // highest BANDWIDTH is read, or the one a variant=N query parameter names. A VOD playlist is

@@ -435,7 +435,10 @@ func (h *hls) fetch(ctx context.Context, s segment, got int64) (int64, error) {
 			return 0, nil
 		}
 	}
-	resp, err := h.r.get(ctx, s.url, func(req *http.Request) {
+	// The segment's connection has a context of its own, for its stall watch to end.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	resp, err := h.r.get(cctx, s.url, func(req *http.Request) {
 		if start > 0 || length >= 0 {
 			rng := "bytes=" + strconv.FormatInt(start, 10) + "-"
 			if length >= 0 {
@@ -448,11 +451,13 @@ func (h *hls) fetch(ctx context.Context, s segment, got int64) (int64, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	var body io.Reader = resp.Body
+	w := h.r.watch(cancel)
+	defer w.stop()
+	var body io.Reader = &watchedBody{ReadCloser: resp.Body, w: w}
 	if resp.StatusCode != http.StatusPartialContent && start > 0 {
 		// The server ignored the range and sends the whole resource: skip to the start.
 		if _, err := io.CopyN(io.Discard, body, start); err != nil {
-			return 0, fmt.Errorf("%s: %w", s.url.Redacted(), bareError(err))
+			return 0, h.fetchError(s, w, err)
 		}
 	}
 	if length >= 0 {
@@ -468,5 +473,15 @@ func (h *hls) fetch(ctx context.Context, s segment, got int64) (int64, error) {
 	if ctx.Err() != nil {
 		return n, ctx.Err()
 	}
-	return n, fmt.Errorf("%s: %w", s.url.Redacted(), bareError(err))
+	return n, h.fetchError(s, w, err)
+}
+
+// fetchError is the error of a segment's download that failed with err: a stall, counted, if
+// its watch dropped the connection.
+func (h *hls) fetchError(s segment, w *stallWatch, err error) error {
+	if w.fired.Load() {
+		h.r.count(func(st *Stats) { st.Stalls++ })
+		return fmt.Errorf("%s: no byte for %v with the connection open", s.url.Redacted(), w.limit)
+	}
+	return fmt.Errorf("%s: %w", s.url.Redacted(), bareError(err))
 }

@@ -56,9 +56,11 @@ type Options struct {
 	GiveUpAfter time.Duration
 	// StallTimeout is how long a connection may stay open and bring no byte before it is
 	// dropped as stalled and the input connects again: a live stream reconnects, a file
-	// resumes where it stopped. A stream whose own pauses have been longer gets three times
-	// the longest of them, up to a minute. The time counts only while the Reader waits on the
-	// network, not while its reader downstream is busy. Zero: 5 seconds; negative: never.
+	// resumes where it stopped, an HLS segment is asked for again from there. An input that
+	// has paused longer, and come back, gets three times its longest pause so far, up to a
+	// minute: a server that sends in bursts is not taken for a stalled one. The time counts
+	// only while the Reader waits on the network, not while its reader downstream is busy.
+	// Zero: 5 seconds; negative: never.
 	StallTimeout time.Duration
 }
 
@@ -75,7 +77,8 @@ type Stats struct {
 	Resumes    int64         `json:"resumes"`
 	GapTime    time.Duration `json:"gap_time_ns"`
 	// Stalls counts the connections dropped because they stayed open and brought no byte for
-	// the stall timeout (Options.StallTimeout); a reconnection or a resume follows each.
+	// the stall timeout (Options.StallTimeout); a reconnection, a resume or, for an HLS
+	// segment, a retry from where it stopped follows each.
 	Stalls int64 `json:"stalls"`
 
 	Segments        int64 `json:"segments"`         // HLS segments read whole
@@ -109,7 +112,13 @@ type Reader struct {
 	client *http.Client
 	giveUp time.Duration
 	stall  time.Duration // <= 0: no stall timeout
-	cancel context.CancelFunc
+	// longest is the longest a Read of the network waited for bytes that did come: a server
+	// that sends in bursts is given that much and more before it counts as stalled. The
+	// fetcher's goroutine alone uses it, and waitedForBuffer, set when the fetcher waited for
+	// Read to give a buffer back since the stall watch last looked.
+	longest         time.Duration
+	waitedForBuffer bool
+	cancel          context.CancelFunc
 
 	data   chan []byte   // chunks the fetcher read, in order; closed when it ends
 	free   chan []byte   // chunk buffers Read is done with
@@ -338,6 +347,12 @@ func (r *Reader) fetch(ctx context.Context, run func(context.Context) error) {
 
 // buffer returns an empty chunk buffer, waiting for Read to give one back.
 func (r *Reader) buffer(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-r.free:
+		return b[:cap(b)], nil
+	default:
+		r.waitedForBuffer = true
+	}
 	select {
 	case b := <-r.free:
 		return b[:cap(b)], nil

@@ -392,3 +392,61 @@ func cutProxy(t *testing.T, target string, cuts ...int) string {
 	}()
 	return ln.Addr().String()
 }
+
+// A resumed response longer than the rest of the file (its Content-Range right, its body not)
+// passes no byte past the file's length.
+func TestResumeNoBytePastTheEnd(t *testing.T) {
+	want := packets(500, 19)
+	const at = 40_000
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if n.Add(1) == 1 {
+			http.ServeContent(&cutWriter{w, at}, req, "f.ts", time.Time{}, bytes.NewReader(want))
+			return
+		}
+		rest := append(append([]byte(nil), want[at:]...), packets(10, 20)...)
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", at, len(want)-1, len(want)))
+		w.Header().Set("Content-Length", fmt.Sprint(len(rest)))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(rest)
+	}))
+	t.Cleanup(srv.Close)
+	r := open(t, srv.URL+"/f.ts")
+	got, err := readAll(r, 5*time.Second)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes (%v), want the file's %d", len(got), err, len(want))
+	}
+}
+
+// An HLS segment whose server stops sending with the connection open is dropped after the
+// stall timeout and asked for again from the byte where it stopped; the stall is counted.
+func TestStallSegment(t *testing.T) {
+	segs := [][]byte{packets(300, 21), packets(300, 22)}
+	var tries atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/vod.m3u8", func(w http.ResponseWriter, req *http.Request) {
+		io.WriteString(w, mediaPlaylistText(0, 1, true))
+	})
+	for i, b := range segs {
+		mux.HandleFunc(fmt.Sprintf("/seg%d.ts", i), func(w http.ResponseWriter, req *http.Request) {
+			if i == 1 && tries.Add(1) == 1 {
+				w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+				w.Write(b[:20_000])
+				w.(http.Flusher).Flush()
+				<-req.Context().Done()
+				return
+			}
+			http.ServeContent(w, req, "s.ts", time.Time{}, bytes.NewReader(b))
+		})
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	r := open(t, srv.URL+"/vod.m3u8", Options{StallTimeout: 200 * time.Millisecond})
+	got, err := readAll(r, 5*time.Second)
+	if want := bytes.Join(segs, nil); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes (%v), want the %d of both segments", len(got), err, len(want))
+	}
+	if st := r.Stats(); st.Stalls != 1 || st.Segments != 2 || st.SegmentsMissed != 0 {
+		t.Errorf("stats %+v, want 2 segments and 1 stall", st)
+	}
+}

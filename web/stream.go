@@ -21,10 +21,6 @@ type stream struct {
 	u      *url.URL
 	resp   *http.Response     // the response Open got, read first
 	cancel context.CancelFunc // ends resp's connection
-
-	// longest is the longest a Read of the stream waited for bytes that did come: a server
-	// that sends in bursts is given that much and more before it counts as stalled.
-	longest time.Duration
 }
 
 // file is what resuming a file needs to know of it: its length, how much of it came, and what
@@ -86,9 +82,14 @@ func (s *stream) run(ctx context.Context) error {
 	var dropped time.Time // when the input last lost its connection; zero while it flows
 	var failures int      // connections in a row that brought no byte
 	for {
-		w := s.watch(cancel)
+		w := s.r.watch(cancel)
 		resp.Body = &watchedBody{ReadCloser: resp.Body, w: w}
-		n, err := s.r.copyBody(ctx, resp.Body)
+		var body io.Reader = resp.Body
+		if f != nil {
+			// Whatever a resumed response says of its length, no byte past the file's is passed.
+			body = io.LimitReader(body, f.size-f.got)
+		}
+		n, err := s.r.copyBody(ctx, body)
 		w.stop()
 		resp.Body.Close()
 		cancel()
@@ -265,9 +266,9 @@ func (s *stream) gaveUp(f *file, dropped time.Time, cause string) error {
 const maxStall = time.Minute
 
 // watch returns the stall watch of a connection, which cancel closes.
-func (s *stream) watch(cancel context.CancelFunc) *stallWatch {
-	w := &stallWatch{s: s, cancel: cancel}
-	if s.r.stall > 0 {
+func (r *Reader) watch(cancel context.CancelFunc) *stallWatch {
+	w := &stallWatch{r: r, cancel: cancel}
+	if r.stall > 0 {
 		w.timer = time.AfterFunc(time.Hour, w.fire)
 		w.timer.Stop()
 	}
@@ -279,12 +280,20 @@ func (s *stream) watch(cancel context.CancelFunc) *stallWatch {
 // spent in the body's Read counts: while the reader downstream is busy, nothing is read, and
 // nothing is missing.
 type stallWatch struct {
-	s      *stream
+	r      *Reader
 	cancel context.CancelFunc
 	limit  time.Duration // of the Read under way
 	timer  *time.Timer   // nil: no watch
 	armed  time.Time     // when the Read under way began
 	fired  atomic.Bool   // the connection was dropped as stalled
+
+	// from is when the pause that the Read under way ends began: when the Read before it
+	// returned, so that the time the fetcher took between the two (a busy machine) counts
+	// as the server's pause and the stall timeout is not learnt too short, unless the
+	// fetcher waited for a buffer in between (the reader downstream was busy, not the
+	// server); then, when the Read began.
+	from     time.Time
+	returned time.Time // when the last Read returned; zero before the first
 }
 
 func (w *stallWatch) fire() {
@@ -295,8 +304,13 @@ func (w *stallWatch) fire() {
 // wait starts the watch over a Read.
 func (w *stallWatch) wait() {
 	if w.timer != nil {
-		w.limit = max(w.s.r.stall, min(3*w.s.longest, maxStall))
+		w.limit = max(w.r.stall, min(3*w.r.longest, maxStall))
 		w.armed = time.Now()
+		w.from = w.returned
+		if w.from.IsZero() || w.r.waitedForBuffer {
+			w.from = w.armed
+		}
+		w.r.waitedForBuffer = false
 		w.timer.Reset(w.limit)
 	}
 }
@@ -307,8 +321,9 @@ func (w *stallWatch) came(n int) {
 		return
 	}
 	w.timer.Stop()
-	if d := time.Since(w.armed); n > 0 && d > w.s.longest {
-		w.s.longest = d
+	w.returned = time.Now()
+	if d := w.returned.Sub(w.from); n > 0 && d > w.r.longest {
+		w.r.longest = d
 	}
 }
 
