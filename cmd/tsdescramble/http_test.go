@@ -218,6 +218,51 @@ func TestHTTPInputResumed(t *testing.T) {
 	}
 }
 
+// A live HTTP stream that stalls, its connection open, is dropped after the default stall
+// timeout (5 s) and connected again, long before -timeout: the run gets every packet of the
+// second connection, and the summary and -stats count the stall.
+func TestHTTPInputStalled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the 5 s stall timeout")
+	}
+	scrambled := readFile(t, demoScrambled)
+	const first = 1000 * 188
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := scrambled[first:]
+		if requests.Add(1) == 1 {
+			b = scrambled[:first]
+		}
+		w.Write(b) // chunked: a live stream
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // then nothing, the connection open
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out.ts"), filepath.Join(dir, "stats.json")
+	began := time.Now()
+	r := run(t, nil, "-in", srv.URL+"/live", "-out", out, "-cw-file", demoKeys, "-packets", strconv.Itoa(demoPackets),
+		"-timeout", "20s", "-stats", stats)
+	if r.code != 0 {
+		t.Fatal(describe(r))
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the run took %v: the stall was not cut at 5 s", d)
+	}
+	sameBytes(t, "the output", readFile(t, out), readFile(t, demoClear), 188)
+	summaryHas(t, r.stderr, `HTTP input: .*1 reconnections, 0 resumes of a file cut short, 1 stalled connections dropped`)
+	var v struct {
+		Live struct {
+			Web struct {
+				Stalls int64 `json:"stalls"`
+			} `json:"http_input"`
+		} `json:"live"`
+	}
+	if err := json.Unmarshal(readFile(t, stats), &v); err != nil || v.Live.Web.Stalls != 1 {
+		t.Errorf("-stats: %+v (%v), want 1 stall", v.Live.Web, err)
+	}
+}
+
 // cutAfter passes at most limit bytes of a response body on, then drops the connection.
 type cutAfter struct {
 	http.ResponseWriter
