@@ -170,7 +170,7 @@ func (s *stream) after(f *file, n int64, err error, w *stallWatch) (cause string
 		cause = bareError(err).Error()
 	}
 	if f != nil && f.noRanges {
-		return "", &cutError{url: s.u.Redacted(), at: f.got, size: f.size, cause: cause, cannotWhy: "it takes no range requests (Accept-Ranges: none)"}
+		return "", s.cut(f, cause, "it takes no range requests (Accept-Ranges: none)")
 	}
 	return cause, nil
 }
