@@ -14,7 +14,7 @@ const metricsOnOutput = "out"
 
 // metricsPaths are the paths -metrics serves; on the HTTP output's listener, the stream may not
 // take one of them.
-var metricsPaths = []string{"/metrics", "/healthz"}
+var metricsPaths = []string{"/metrics", "/healthz", "/readyz", "/livez"}
 
 // checkMetricsAddr refuses a -metrics value that is no [HOST]:PORT, nor out, as a usage error
 // (exit 2): a bare port would otherwise reach the listener and fail as a runtime error (exit

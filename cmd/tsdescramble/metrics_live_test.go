@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
 )
 
 // A live run over loopback serves its counts while it goes. A relay drops one datagram of
@@ -115,5 +118,69 @@ func TestMetricsLive(t *testing.T) {
 				t.Fatal(describe(res))
 			}
 		})
+	}
+}
+
+// A live run whose key server is away: packets come and none is descrambled. /readyz and
+// /healthz say so (503, "none descrambled"), /livez says the process works (200: a restart
+// would bring no key), and /metrics gives the readiness and its reason as gauges and the key
+// server's ECMs, each failed.
+func TestMetricsDeadKeyServer(t *testing.T) {
+	t.Parallel()
+	_, scrambled, _ := keyServerStream(t)
+	srv := camdouble.NewCS378x(t, "u", "p")
+	srv.Stop() // its port now refuses connections
+	port, addr := freeUDPPort(t), freeAddr(t)
+	r := startLive(t, "-in", fmt.Sprintf("udp://@127.0.0.1:%d", port), "-out", os.DevNull,
+		"-key-server", "cs378x://u:p@"+srv.Addr, "-metrics", addr, "-duration", "6s")
+	waitListening(t, port)
+	c := udpSender(t, port)
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	go func() { // the stream, again and again, at about 10 Mbit/s, until the test has seen enough
+		defer close(sent)
+		for {
+			for i := 0; i+7*188 <= len(scrambled); i += 7 * 188 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.Write(scrambled[i : i+7*188])
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-sent
+		r.wait(t, 30*time.Second) // -duration ends it
+	}()
+	var body string
+	want := []string{"tsdescramble_ready 0\n", `tsdescramble_ready_reason{reason="nothing_descrambled"} 1`,
+		`tsdescramble_key_server_ecms_total{protocol="cs378x",result="sent"}`}
+	for try := 0; try < 200; try++ {
+		time.Sleep(50 * time.Millisecond)
+		code, b, err := tryGet(addr, "/metrics")
+		if err != nil || code != 200 {
+			continue
+		}
+		body = b
+		if !slices.ContainsFunc(want, func(s string) bool { return !strings.Contains(body, s) }) {
+			break
+		}
+	}
+	for _, s := range want {
+		if !strings.Contains(body, s) {
+			t.Errorf("/metrics has no %q:\n%s", s, body)
+		}
+	}
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if code, b := get(t, addr, path); code != 503 || !strings.Contains(b, "none descrambled") {
+			t.Errorf("%s with the key server away: %d %s", path, code, b)
+		}
+	}
+	if code, b := get(t, addr, "/livez"); code != 200 {
+		t.Errorf("/livez with the key server away: %d %s", code, b)
 	}
 }

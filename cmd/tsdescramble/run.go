@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -249,6 +250,13 @@ func (r *runState) configure() {
 			w = r.out.net.w
 		}
 		r.metrics.Watch(in.live, w)
+		if ks := r.ksrv; ks != nil {
+			r.metrics.SetExtra(func(b *strings.Builder) {
+				if proto, st, ok := ks.ServerStats(); ok {
+					metrics.WriteKeyServer(b, proto, st)
+				}
+			})
+		}
 	}
 	// A run that must stop, by a signal or because the output failed, must not wait for an
 	// idle input pipe to send more.

@@ -315,9 +315,14 @@ func TestLiveDeployment(t *testing.T) {
 	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != m[1] || ann["prometheus.io/path"] != "/metrics" {
 		t.Errorf("scrape annotations %v: want scrape true, port %s, path /metrics", ann, m[1])
 	}
-	for what, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.IntValue() != port {
-			t.Errorf("%s probe: want GET /healthz on port %d", what, port)
+	// Readiness is descrambling now; liveness is the process working, so that a feed or a key
+	// server away makes the pod unready and never restarts it.
+	for what, want := range map[string]struct {
+		p    *corev1.Probe
+		path string
+	}{"readiness": {c.ReadinessProbe, "/readyz"}, "liveness": {c.LivenessProbe, "/livez"}} {
+		if p := want.p; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != want.path || p.HTTPGet.Port.IntValue() != port {
+			t.Errorf("%s probe: want GET %s on port %d", what, want.path, port)
 		}
 	}
 }

@@ -387,6 +387,23 @@ func (ks *Source) Stop(st *pipeline.Stats) {
 	}
 }
 
+// ServerStats returns the counts of the key server's client so far, and the protocol it
+// speaks; ok is false for a source without a server (a followed log). Safe while the run goes.
+func (ks *Source) ServerStats() (protocol string, st keyserver.Stats, ok bool) {
+	if ks.url == nil {
+		return "", st, false
+	}
+	switch {
+	case ks.feeder != nil:
+		st = ks.feeder.Stats()
+	case ks.dv != nil:
+		st = ks.dv.Stats().Stats
+	default:
+		return "", st, false
+	}
+	return ks.url.scheme, st, true
+}
+
 // lastError returns why the key server gave no key, if it said.
 func (ks *Source) lastError() error {
 	switch {

@@ -21,13 +21,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
-// HealthWindow is how far back /healthz looks: packets must have come, and unit starts must
-// have checked good if any was checked, within it.
+// HealthWindow is how far back /readyz (and /healthz) looks: packets must have come, and when
+// scrambled ones came, some must have been descrambled, and unit starts must have checked good
+// if any was checked, within it.
 const HealthWindow = 5 * time.Second
+
+// livenessStall is how long the run's counts may stand still while packets wait in it before
+// /livez says the process is stuck: far above any latency bound or key wait, so that only a
+// run that no longer moves is restarted, never one whose feed or key server is away.
+var livenessStall = 60 * time.Second
 
 // Server serves /metrics and /healthz for one run: on a listener of its own (Serve), or on
 // another's (New, Handlers).
@@ -35,18 +42,23 @@ type Server struct {
 	counts func() pipeline.Stats       // a snapshot of the run's counts
 	in     atomic.Pointer[live.Reader] // the network input, once open
 	out    atomic.Pointer[live.Writer] // the network output, once open
-	srv    *http.Server                // nil without a listener of its own
-	addr   net.Addr                    // where it listens (Addr)
+	extra  atomic.Pointer[func(*strings.Builder)]
+	srv    *http.Server // nil without a listener of its own
+	addr   net.Addr     // where it listens (Addr)
 	start  time.Time
 
 	mu      sync.Mutex
 	samples []healthSample // one a second, the last HealthWindow of them
+	moved   time.Time      // the sample at which the run last read or wrote a packet
 	stop    chan struct{}
 }
 
 type healthSample struct {
 	at                 time.Time
 	packets, good, bad int64
+	scrambledIn        int64 // packets that came marked scrambled
+	descrambled        int64
+	written            int64 // packet units written
 }
 
 // The server's bounds. A scraper or a probe sends one small request and reads a few kB, so
@@ -119,7 +131,10 @@ func New(counts func() pipeline.Stats) *Server {
 func (m *Server) Handlers() map[string]http.Handler {
 	return map[string]http.Handler{
 		"GET /metrics": http.HandlerFunc(m.metrics),
-		"GET /healthz": http.HandlerFunc(m.healthz),
+		// /healthz is /readyz, as it always said whether the run descrambles.
+		"GET /healthz": http.HandlerFunc(m.readyz),
+		"GET /readyz":  http.HandlerFunc(m.readyz),
+		"GET /livez":   http.HandlerFunc(m.livez),
 	}
 }
 
@@ -147,41 +162,87 @@ func (m *Server) Close() {
 
 func (m *Server) sample(now time.Time) {
 	st := m.counts()
-	s := healthSample{now, st.Packets, st.PESGood, st.PESBad}
+	s := healthSample{at: now, packets: st.Packets, good: st.PESGood, bad: st.PESBad,
+		scrambledIn: st.Even + st.Odd, descrambled: st.Descrambled, written: st.PacketsOut}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if n := len(m.samples); n == 0 || m.samples[n-1].packets != s.packets || m.samples[n-1].written != s.written {
+		m.moved = now // the run read or wrote since the last sample
+	}
 	m.samples = append(m.samples, s)
 	for len(m.samples) > 1 && now.Sub(m.samples[1].at) >= HealthWindow {
 		m.samples = m.samples[1:]
 	}
 }
 
-// health says whether the run is healthy: packets came within the window, and if unit starts
-// were checked in it, some passed (the keys fit).
-func (m *Server) health(now time.Time) (bool, string) {
+// Reasons /readyz gives for a run that is not ready, as the tsdescramble_ready_reason gauge
+// names them.
+const (
+	reasonReady        = "ready"
+	reasonNoPacket     = "no_packet"
+	reasonKeysDontFit  = "keys_do_not_fit"
+	reasonNotDescrambl = "nothing_descrambled"
+)
+
+// ready says whether the run descrambles now (readiness): packets came within the window; when
+// scrambled packets came, some were descrambled; and if unit starts were checked, some passed
+// (the keys fit). A run whose feed or key server is away is not ready, and is still alive.
+func (m *Server) ready(now time.Time) (ok bool, reason, why string) {
 	m.mu.Lock()
 	then := m.samples[0]
 	m.mu.Unlock()
 	st := m.counts()
 	packets, good, bad := st.Packets-then.packets, st.PESGood-then.good, st.PESBad-then.bad
+	scrambled, descrambled := st.Even+st.Odd-then.scrambledIn, st.Descrambled-then.descrambled
 	window := now.Sub(then.at).Round(time.Second)
 	switch {
 	case packets == 0 && st.Packets == 0:
-		return false, fmt.Sprintf("no packet yet in %v", now.Sub(m.start).Round(time.Second))
+		return false, reasonNoPacket, fmt.Sprintf("no packet yet in %v", now.Sub(m.start).Round(time.Second))
 	case packets == 0:
-		return false, fmt.Sprintf("no packet in the last %v", window)
+		return false, reasonNoPacket, fmt.Sprintf("no packet in the last %v", window)
 	case good == 0 && bad > 0:
-		return false, fmt.Sprintf("the keys do not fit: %d unit starts checked bad, none good, in the last %v", bad, window)
+		return false, reasonKeysDontFit, fmt.Sprintf("the keys do not fit: %d unit starts checked bad, none good, in the last %v", bad, window)
+	case scrambled > 0 && descrambled == 0 && st.Scrambled == 0:
+		// A scrambling run counts the packets that came scrambled already, which it leaves:
+		// only a run that descrambles is judged by what it descrambled.
+		return false, reasonNotDescrambl, fmt.Sprintf("%d scrambled packets and none descrambled in the last %v (no key for them: is the key server reachable?)", scrambled, window)
 	}
-	return true, fmt.Sprintf("%d packets and %d good unit starts in the last %v", packets, good, window)
+	return true, reasonReady, fmt.Sprintf("%d packets, %d descrambled, %d good unit starts in the last %v", packets, descrambled, good, window)
 }
 
-func (m *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	ok, why := m.health(time.Now())
+// alive says whether the process works (liveness): it serves, and the run is not stuck, its
+// counts standing still while it holds packets it read. A feed or a key server that is away is
+// no reason to restart the process: it answers ok then.
+func (m *Server) alive(now time.Time) (bool, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	last := m.samples[len(m.samples)-1]
+	if held := last.packets - last.written; held > stuckSlack && !m.moved.IsZero() && now.Sub(m.moved) >= livenessStall {
+		return false, fmt.Sprintf("no packet read or written for %v while the run holds %d", now.Sub(m.moved).Round(time.Second), held)
+	}
+	return true, fmt.Sprintf("running for %v", now.Sub(m.start).Round(time.Second))
+}
+
+// stuckSlack is how many packets a run may hold read and unwritten when its input is silent:
+// a unit of work's worth, and the packets of crypto periods waiting for their key.
+const stuckSlack = 1 << 16
+
+func (m *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ok, _, why := m.ready(time.Now())
+	answer(w, ok, why)
+}
+
+func (m *Server) livez(w http.ResponseWriter, r *http.Request) {
+	ok, why := m.alive(time.Now())
+	answer(w, ok, why)
+}
+
+// answer writes a probe's answer: 200 and "ok: why", or 503 and "not ok: why".
+func answer(w http.ResponseWriter, ok bool, why string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !ok {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "unhealthy: "+why)
+		fmt.Fprintln(w, "not ok: "+why)
 		return
 	}
 	fmt.Fprintln(w, "ok: "+why)
@@ -200,8 +261,31 @@ func (m *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		ws = &s
 	}
 	st := m.counts()
-	WriteText(w, &st, ls, ws)
+	var b strings.Builder
+	WriteText(&b, &st, ls, ws)
+	ok, reason, _ := m.ready(time.Now())
+	fmt.Fprintf(&b, "# HELP tsdescramble_ready Whether the run descrambles now, as /readyz answers: 1 or 0.\n# TYPE tsdescramble_ready gauge\ntsdescramble_ready %d\n", b2i(ok))
+	fmt.Fprintf(&b, "# HELP tsdescramble_ready_reason Why /readyz answers as it does: 1 for the reason in force.\n# TYPE tsdescramble_ready_reason gauge\n")
+	for _, r := range []string{reasonReady, reasonNoPacket, reasonKeysDontFit, reasonNotDescrambl} {
+		fmt.Fprintf(&b, "tsdescramble_ready_reason{reason=%q} %d\n", r, b2i(r == reason))
+	}
+	if extra := m.extra.Load(); extra != nil {
+		(*extra)(&b)
+	}
+	io.WriteString(w, b.String())
 }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SetExtra adds series of the run's other parts (a key server, an ECMG) to what /metrics
+// serves: write is called at each scrape, from the server's goroutine, and writes them in the
+// text format.
+func (m *Server) SetExtra(write func(*strings.Builder)) { m.extra.Store(&write) }
 
 // WriteText writes the counts of a run in the Prometheus text format. Per-PID series carry a pid
 // label written as the summaries write PIDs (0x0100); the totals over PIDs are their sums.
@@ -376,3 +460,23 @@ func (h httpErrors) Write(p []byte) (int, error) {
 
 // Addr is the address the server listens on, nil when it has no listener of its own.
 func (m *Server) Addr() net.Addr { return m.addr }
+
+// WriteKeyServer writes the series of a key server's client in the text format: the ECMs sent
+// and how each ended, the CWs set, the round trip, and whether the last exchange failed. proto
+// names the protocol (a label).
+func WriteKeyServer(b *strings.Builder, proto string, st keyserver.Stats) {
+	fmt.Fprintf(b, "# HELP tsdescramble_key_server_ecms_total ECMs sent to the key server, by how their request ended (sent counts them all).\n# TYPE tsdescramble_key_server_ecms_total counter\n")
+	for _, r := range []struct {
+		name string
+		n    int64
+	}{{"sent", st.Sent}, {"answered", st.Answers}, {"not_found", st.NotFound}, {"no_card", st.NoCard}, {"timeout", st.Timeouts}, {"error", st.Errors}} {
+		fmt.Fprintf(b, "tsdescramble_key_server_ecms_total{protocol=%q,result=%q} %d\n", proto, r.name, r.n)
+	}
+	fmt.Fprintf(b, "# HELP tsdescramble_key_server_cws_total CWs the key server set in the key source.\n# TYPE tsdescramble_key_server_cws_total counter\n")
+	fmt.Fprintf(b, "tsdescramble_key_server_cws_total{protocol=%q} %d\n", proto, st.CWs)
+	fmt.Fprintf(b, "# HELP tsdescramble_key_server_refused_total CWs, IVs or modes of the key server not used.\n# TYPE tsdescramble_key_server_refused_total counter\n")
+	fmt.Fprintf(b, "tsdescramble_key_server_refused_total{protocol=%q} %d\n", proto, st.Refused)
+	fmt.Fprintf(b, "# HELP tsdescramble_key_server_round_trip_seconds Time from sending an ECM to its answer: median and largest so far.\n# TYPE tsdescramble_key_server_round_trip_seconds gauge\n")
+	fmt.Fprintf(b, "tsdescramble_key_server_round_trip_seconds{protocol=%q,stat=\"median\"} %g\n", proto, st.RTTMedian.Seconds())
+	fmt.Fprintf(b, "tsdescramble_key_server_round_trip_seconds{protocol=%q,stat=\"max\"} %g\n", proto, st.RTTMax.Seconds())
+}

@@ -47,6 +47,12 @@ func (c *counts) set(packets, good, bad int64) {
 	c.st.Packets, c.st.PESGood, c.st.PESBad = packets, good, bad
 }
 
+// readyState is ready without the reason's name, for the tests.
+func (m *Server) readyState(now time.Time) (bool, string) {
+	ok, _, why := m.ready(now)
+	return ok, why
+}
+
 func TestHealthz(t *testing.T) {
 	var c counts
 	m, err := Serve("127.0.0.1:0", c.snapshot, func(string) {})
@@ -59,8 +65,13 @@ func TestHealthz(t *testing.T) {
 		t.Errorf("before any packet: %d %s", code, body)
 	}
 	c.set(1000, 10, 0)
-	if code, body := get(t, addr, "/healthz"); code != 200 || !strings.HasPrefix(body, "ok: 1000 packets and 10 good") {
-		t.Errorf("packets and good checks: %d %s", code, body)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := get(t, addr, path); code != 200 || !strings.HasPrefix(body, "ok: 1000 packets, 0 descrambled, 10 good") {
+			t.Errorf("%s, packets and good checks: %d %s", path, code, body)
+		}
+	}
+	if code, body := get(t, addr, "/livez"); code != 200 || !strings.HasPrefix(body, "ok: running") {
+		t.Errorf("/livez: %d %s", code, body)
 	}
 
 	// The windows, on a server of the test's own clock: health compares with the newest
@@ -71,19 +82,38 @@ func TestHealthz(t *testing.T) {
 	h.sample(t0)
 	lc.set(1000, 10, 0)
 	h.sample(t0.Add(HealthWindow))
-	if ok, why := h.health(t0.Add(HealthWindow + time.Second)); !ok {
+	if ok, why := h.readyState(t0.Add(HealthWindow + time.Second)); !ok {
 		t.Errorf("packets and good checks in the window: %s", why)
 	}
 	// Packets came, but every check failed: the keys stopped fitting.
 	lc.set(2000, 10, 7)
 	h.sample(t0.Add(2 * HealthWindow))
-	if ok, why := h.health(t0.Add(2*HealthWindow + time.Second)); ok || !strings.Contains(why, "the keys do not fit: 7 unit starts checked bad, none good, in the last 6s") {
+	if ok, why := h.readyState(t0.Add(2*HealthWindow + time.Second)); ok || !strings.Contains(why, "the keys do not fit: 7 unit starts checked bad, none good, in the last 6s") {
 		t.Errorf("bad checks only: %v %s", ok, why)
 	}
 	// Nothing came.
 	h.sample(t0.Add(3 * HealthWindow))
-	if ok, why := h.health(t0.Add(3*HealthWindow + time.Second)); ok || !strings.Contains(why, "no packet in the last 6s") {
+	if ok, why := h.readyState(t0.Add(3*HealthWindow + time.Second)); ok || !strings.Contains(why, "no packet in the last 6s") {
 		t.Errorf("no packets: %v %s", ok, why)
+	}
+	// Packets came, scrambled, and none was descrambled: a key server away. Not ready, and
+	// alive: a restart would not bring the keys.
+	lc.mu.Lock()
+	lc.st.Packets, lc.st.Even, lc.st.Odd = 3000, 600, 400
+	lc.mu.Unlock()
+	h.sample(t0.Add(4 * HealthWindow))
+	if ok, why := h.readyState(t0.Add(4*HealthWindow + time.Second)); ok || !strings.Contains(why, "1000 scrambled packets and none descrambled") {
+		t.Errorf("scrambled, none descrambled: %v %s", ok, why)
+	}
+	if ok, why := h.alive(t0.Add(4*HealthWindow + time.Second)); !ok {
+		t.Errorf("a run without keys is alive: %s", why)
+	}
+	lc.mu.Lock()
+	lc.st.Packets, lc.st.Even, lc.st.Descrambled, lc.st.PESGood = 4000, 1200, 500, 20
+	lc.mu.Unlock()
+	h.sample(t0.Add(5 * HealthWindow))
+	if ok, why := h.readyState(t0.Add(5*HealthWindow + time.Second)); !ok {
+		t.Errorf("descrambling again: %s", why)
 	}
 	if _, err := Serve(addr, c.snapshot, func(string) {}); err == nil || !strings.Contains(err.Error(), "cannot listen on "+addr) {
 		t.Errorf("a second server on %s: %v", addr, err)
@@ -129,5 +159,32 @@ func TestMetricsIdleTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("idle connections closed after %v, want about %v", d, IdleTimeout)
+	}
+}
+
+// /livez fails only for a run that holds packets and has moved none for livenessStall.
+func TestLivez(t *testing.T) {
+	var lc counts
+	t0 := time.Now()
+	h := &Server{counts: lc.snapshot, start: t0}
+	h.sample(t0)
+	if ok, why := h.alive(t0.Add(2 * livenessStall)); !ok {
+		t.Errorf("a run with no packet yet (a feed not started): %s", why)
+	}
+	lc.mu.Lock()
+	lc.st.Packets, lc.st.PacketsOut = 200000, 200000-stuckSlack-1
+	lc.mu.Unlock()
+	for i := range 3 {
+		h.sample(t0.Add(time.Duration(i) * livenessStall))
+	}
+	if ok, why := h.alive(t0.Add(2*livenessStall + time.Second)); ok || !strings.Contains(why, "no packet read or written for") {
+		t.Errorf("a stuck run: %v %s", ok, why)
+	}
+	lc.mu.Lock()
+	lc.st.PacketsOut = 200000 // all written: a silent feed, nothing held
+	lc.mu.Unlock()
+	h.sample(t0.Add(3 * livenessStall))
+	if ok, why := h.alive(t0.Add(3*livenessStall + time.Second)); !ok {
+		t.Errorf("a silent feed, everything written: %s", why)
 	}
 }
