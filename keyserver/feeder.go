@@ -28,6 +28,9 @@ var (
 	ErrNotFound = errors.New("the key server found no control word for the ECM")
 	ErrNoCard   = errors.New("the key server has no card for the CA system")
 	ErrTimeout  = errors.New("the key server did not answer the ECM in time")
+	// ErrNotSent is wrapped by the errors of an ECM that never reached the server: it could
+	// not be connected to, or waits to be tried again after a failed attempt.
+	ErrNotSent = errors.New("the ECM was not sent")
 )
 
 // ECM is an ECM section from the stream and where it comes from.
@@ -90,8 +93,9 @@ type Feeder struct {
 type Stats struct {
 	// Sent = Answers + NotFound + NoCard + Timeouts + Errors: each ECM sent is in one of them
 	// once its request has ended.
-	Sent    int64 `json:"ecms_sent"` // ECMs sent to the server
-	Answers int64 `json:"answers"`   // answers with a key: a CW of either parity that is not all zero
+	Sent    int64 `json:"ecms_sent"`     // ECMs sent to the server
+	NotSent int64 `json:"ecms_not_sent"` // ECMs that never reached it: it could not be connected to
+	Answers int64 `json:"answers"`       // answers with a key: a CW of either parity that is not all zero
 	// NotFound counts the answers without a key: the server found none, or its CWs are all
 	// zero (NoKeys of them).
 	NotFound int64 `json:"not_found"`
@@ -246,6 +250,10 @@ func (f *Feeder) serve(ctx context.Context, e ECM) {
 		f.st.Timeouts++
 	case errors.Is(err, ErrTimeout):
 		f.st.Timeouts++
+		f.forget(e)
+	case errors.Is(err, ErrNotSent):
+		f.st.Sent--
+		f.st.NotSent++
 		f.forget(e)
 	default:
 		f.st.Errors++

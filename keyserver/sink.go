@@ -91,6 +91,14 @@ func mapsEqual(a, b map[uint16]ecmPID) bool {
 	return true
 }
 
+// ECMPIDs returns how many ECM PIDs the services' CA descriptors give the sink: none for a
+// stream without a CA descriptor that the choice allows, which has no ECM to send.
+func (s *ECMSink) ECMPIDs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pids)
+}
+
 // WantedPIDs implements pipeline.SectionSink.
 func (s *ECMSink) WantedPIDs() ([]uint16, uint64) {
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -395,5 +396,38 @@ func TestFollowMessagesNameTheLog(t *testing.T) {
 		if strings.Contains(stderr.String(), s) {
 			t.Errorf("a line says %q of a CW log: %s", s, stderr.String())
 		}
+	}
+}
+
+// A key-server run on a stream that carries no CA descriptor says so once, rather than a line
+// per crypto period, and ends with that reason, not advice about control words; a server that
+// cannot be connected to has its ECMs counted as not sent, not as sent and failed.
+func TestKeyServerWithoutECMs(t *testing.T) {
+	t.Parallel()
+	srv := camdouble.NewCS378x(t, "u", "p")
+	r := run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "200ms", "-in", demoScrambled, "-out", os.DevNull)
+	if r.code != exitNoFit {
+		t.Fatalf("want exit %d; %s", exitNoFit, describe(r))
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	once := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "tsdescramble: the stream carries no ECM") {
+			once++
+		}
+	}
+	if once != 1 ||
+		!strings.Contains(lines[len(lines)-1], "the stream carries no ECM for the key server") || strings.Contains(r.stderr, "no key from the key server for PID") {
+		t.Errorf("want the reason in one line as the periods end and in the last line, and no line per period:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "-reduce-entropy") || strings.Contains(r.stderr, "check the control words") {
+		t.Errorf("advice about control words for a stream without ECMs:\n%s", r.stderr)
+	}
+
+	_, _, in := keyServerStream(t)
+	srv.Stop()
+	r = run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "200ms", "-in", in, "-out", os.DevNull)
+	if r.code != exitNoFit || !regexp.MustCompile(`key server \(cs378x\): 0 ECMs sent, .*; [1-9][0-9]* not sent \(the server could not be connected to\)`).MatchString(r.stderr) {
+		t.Errorf("a server that is down: %s", describe(r))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/report"
@@ -300,6 +301,18 @@ func loadWholeLines(path string) (*keys.KeyFile, error) {
 // Start runs the client until Stop; file says the input is a file, read ahead of real time.
 func (ks *Source) Start(ctx context.Context, file bool, logf func(string)) {
 	ks.lk.FileInput, ks.lk.Log, ks.logf = file, logf, logf
+	if ks.url != nil && ks.lk.Sections != nil {
+		// A stream without an ECM for the server would have every crypto period say it got
+		// no key: one line says why instead.
+		var told atomic.Bool
+		ks.lk.Log = func(line string) {
+			if !ks.noECMPID() {
+				logf(line)
+			} else if !told.Swap(true) {
+				logf(noECMLine)
+			}
+		}
+	}
 	for _, l := range ks.early {
 		logf(l)
 	}
@@ -404,6 +417,16 @@ func (ks *Source) ServerStats() (protocol string, st keyserver.Stats, ok bool) {
 	return ks.url.scheme, st, true
 }
 
+// noECMLine says once why no period of a stream without ECMs gets a key from a server.
+const noECMLine = "the stream carries no ECM for the key server: no CA descriptor (ECM PID) in the PMT of the services chosen, so its crypto periods pass scrambled (-service, caid= and ecm-pid= choose; a stream without ECMs takes its keys from -cw, -cw-file or -biss)"
+
+// noECMPID reports whether the stream's tables name no ECM PID for the key server (of the
+// services and CA system chosen): a server then has nothing to answer.
+func (ks *Source) noECMPID() bool {
+	c, ok := ks.lk.Sections.(interface{ ECMPIDs() int })
+	return ok && c.ECMPIDs() == 0
+}
+
 // lastError returns why the key server gave no key, if it said.
 func (ks *Source) lastError() error {
 	switch {
@@ -437,6 +460,8 @@ func (ks *Source) Judge(st *pipeline.Stats) report.Verdict {
 	source := "the key server"
 	if ks.url == nil {
 		source = ks.follow
+	} else if ks.lk.Sections != nil && ks.noECMPID() {
+		return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key: %s", lk.GaveUp, noECMLine)}
 	}
 	return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key from %s within -key-wait %s: %s%s",
 		lk.GaveUp, source, ks.lk.Wait, what, why)}

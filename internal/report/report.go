@@ -79,7 +79,7 @@ func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, 
 		fmt.Fprintf(w, "  continuity errors (packets lost or out of place before the input): %d (%s)\n", st.CCErrors, strings.Join(pids, ", "))
 	}
 	if st.KeySyncs > 0 {
-		fmt.Fprintf(w, "  key list aligned or realigned %s\n", plural(st.KeySyncs, "time", "times"))
+		fmt.Fprintf(w, "  key list aligned or realigned %s\n", Plural(int(st.KeySyncs), "time"))
 	}
 	if st.PESGood+st.PESBad > 0 {
 		fmt.Fprintf(w, "  unit-start checks after descrambling (PES headers, section CRCs): %d good, %d bad\n", st.PESGood, st.PESBad)
@@ -219,7 +219,7 @@ func PrintLive(w io.Writer, ls *Live) {
 	if s := ls.Out; s != nil {
 		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
 		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", plural(ls.PaceResets, "time", "times"))
+			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", Plural(int(ls.PaceResets), "time"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -234,7 +234,7 @@ func PrintLive(w io.Writer, ls *Live) {
 	if s := ls.Relay; s != nil {
 		fmt.Fprintf(w, "  HTTP output: %d clients served, %d dropped as too slow to keep up, %d refused, %.1f MB sent", s.Served, s.Dropped, s.Refused, float64(s.BytesOut)/1e6)
 		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", plural(ls.PaceResets, "time", "times"))
+			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", Plural(int(ls.PaceResets), "time"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -263,7 +263,7 @@ func KeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 		}
 	}
 	line := fmt.Sprintf("tsdescramble: %s for their key (%s held, the longest %s); %d got none in time (%s passed scrambled, %d dropped)",
-		plural(lk.Waited, "crypto period waited", "crypto periods waited"), plural(lk.Held, "packet", "packets"), ms(lk.HeldMax), lk.GaveUp, plural(lk.PassedNoKey, "packet", "packets"), lk.Dropped)
+		Plural(int(lk.Waited), "crypto period")+" waited", Plural(int(lk.Held), "packet"), ms(lk.HeldMax), lk.GaveUp, Plural(int(lk.PassedNoKey), "packet"), lk.Dropped)
 	if lk.NotFitting > 0 {
 		// A CW that failed the trial decryption says the server answered with a wrong or
 		// stale key: a user who sees periods wait or go without a key needs to know that.
@@ -274,7 +274,7 @@ func KeyServerSummary(w io.Writer, st *pipeline.Stats, verbose bool) {
 
 // printServerLine prints the key server's counts.
 func printServerLine(w io.Writer, s *pipeline.KeyServer) {
-	line := fmt.Sprintf("tsdescramble: key server (%s): %s sent", s.Protocol, plural(s.Sent, "ECM", "ECMs"))
+	line := fmt.Sprintf("tsdescramble: key server (%s): %s sent", s.Protocol, Plural(int(s.Sent), "ECM"))
 	if s.Protocol == "ecm-xor" {
 		line = fmt.Sprintf("tsdescramble: ECMs (-ecm-xor): %d distinct read", s.Sent)
 	}
@@ -282,7 +282,10 @@ func printServerLine(w io.Writer, s *pipeline.KeyServer) {
 		// An answer to each ECM sent: what became of them adds up to the ECMs sent.
 		line += fmt.Sprintf(", %d answered with keys, %d not found, %d no card, %d timed out, %d failed", s.Answers, s.NotFound, s.NoCard, s.Timeouts, s.Errors)
 	}
-	line += "; " + plural(s.CWs, "CW", "CWs")
+	if s.NotSent > 0 {
+		line += fmt.Sprintf("; %d not sent (the server could not be connected to)", s.NotSent)
+	}
+	line += "; " + Plural(int(s.CWs), "CW")
 	if s.RTTMax > 0 {
 		line += fmt.Sprintf("; ECM round trip median %s, max %s", ms(s.RTTMedian), ms(s.RTTMax))
 	}
@@ -475,12 +478,4 @@ func LimitsNote(workers, batch int) string {
 	}
 	return fmt.Sprintf("-workers %d -batch %d would take more than %d MiB of memory: running with -workers %d -batch %d",
 		workers, batch, pipeline.MaxMemory>>20, w, b)
-}
-
-// plural is n followed by the word that fits it: "1 time", "2 times", "0 times".
-func plural[N ~int | ~int64](n N, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -31,7 +31,7 @@ var (
 	ErrTimeout = fmt.Errorf("cs378x: %w", keyserver.ErrTimeout)
 	// ErrUnreachable is returned while the client waits to connect again after a connection
 	// attempt failed.
-	ErrUnreachable = errors.New("cs378x: the key server is unreachable")
+	ErrUnreachable = fmt.Errorf("cs378x: the key server is unreachable, %w", keyserver.ErrNotSent)
 	// ErrToken is returned for an answer that starts with another account's token: the
 	// server does not know Config.User, or does not speak cs378x.
 	ErrToken = wire.ErrToken
@@ -162,7 +162,7 @@ func (c *Client) connect(ctx context.Context) error {
 	conn, err := c.redial.Dial(ctx)
 	if err != nil {
 		c.redial.Failed(err)
-		return fmt.Errorf("cs378x: connecting to the server: %w", err)
+		return fmt.Errorf("cs378x: connecting to the server: %w; %w", err, keyserver.ErrNotSent)
 	}
 	c.conn = conn
 	c.redial.Connected()

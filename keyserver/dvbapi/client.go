@@ -259,6 +259,14 @@ func (c *Client) send(b []byte) {
 
 // ecmPIDs returns the ECM PIDs of the services' CA descriptors (at most maxFilters); c.mu is
 // held.
+// ECMPIDs returns how many ECM PIDs the services' CA descriptors name: none for a stream
+// without a CA descriptor, whose services the server can give no key for.
+func (c *Client) ECMPIDs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.ecmPIDs())
+}
+
 func (c *Client) ecmPIDs() []uint16 {
 	var pids []uint16
 	add := func(loop []byte) {

@@ -43,7 +43,7 @@ var (
 	ErrTimeout = fmt.Errorf("newcamd: %w", keyserver.ErrTimeout)
 	// ErrUnreachable is returned while the client waits to connect again after a connection
 	// attempt failed.
-	ErrUnreachable = errors.New("newcamd: the key server is unreachable")
+	ErrUnreachable = fmt.Errorf("newcamd: the key server is unreachable, %w", keyserver.ErrNotSent)
 	// ErrLoginRefused is the server's answer to a login it refuses: it knows no such user, the
 	// password is another, or (OSCam) the reader of the port is not ready yet.
 	ErrLoginRefused = errors.New("newcamd: the key server refused the login")
@@ -294,7 +294,7 @@ func (c *Client) connect(ctx context.Context) error {
 	conn, err := c.redial.Dial(ctx)
 	if err != nil {
 		c.redial.Failed(err)
-		return fmt.Errorf("newcamd: connecting to the server: %w", err)
+		return fmt.Errorf("newcamd: connecting to the server: %w; %w", err, keyserver.ErrNotSent)
 	}
 	c.conn = conn
 	if err := c.login(ctx); err != nil {
