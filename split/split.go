@@ -119,6 +119,23 @@ func (s *Splitter) Write(p []byte) (int, error) {
 	return n, s.flush()
 }
 
+// Flush flushes each output's writer that buffers (a network output's partial datagram), so
+// that a run's latency bound holds through the splitter.
+func (s *Splitter) Flush() error {
+	var first error
+	for _, o := range s.outs {
+		if f, ok := o.w.(interface{ Flush() error }); ok && o.err == nil {
+			if err := f.Flush(); err != nil {
+				o.err = err
+				if first == nil {
+					first = err
+				}
+			}
+		}
+	}
+	return first
+}
+
 // flush writes what each output gathered.
 func (s *Splitter) flush() error {
 	var first error

@@ -35,6 +35,8 @@ type config struct {
 	missingKey, ecmXor      string
 	ecmCache                string
 	passthrough             bool
+	outService              string
+	serviceOuts             []serviceOut // -out-service, parsed (validate)
 
 	pid     string
 	service int
@@ -103,6 +105,7 @@ func ioFlags(c *config) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "in", Aliases: []string{"i"}, Value: "-", Destination: &c.in, TakesFile: true, Category: catIO, Usage: "read the transport stream from `FILE` (- for stdin; absent: stdin, unless it is a terminal), or receive it on udp://@:PORT, udp://[SOURCE@]GROUP:PORT, rtp://..., or read it from http(s)://... (a stream, or an HLS playlist: .m3u8, ?variant=N; a connection open with no byte for 5 s, or three times the stream's longest pause, is dropped: a live stream reconnects, a file resumes where it stopped)"},
 		&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "-", Destination: &c.out, TakesFile: true, Category: catIO, Usage: "write the stream to `FILE` (- for stdout; absent: stdout, unless it is a terminal), or send it to udp://HOST:PORT, rtp://HOST:PORT (?ttl=N&pkts=N&iface=NAME...), or serve it to HTTP clients at http://[HOST]:PORT/PATH (http://:PORT/PATH: on every interface)"},
+		&cli.StringFlag{Name: "out-service", Destination: &c.outService, Category: catIO, Usage: "write each service's stream, a single-program stream with its own PAT, its PMT and PIDs, its SDT entry and EIT, to an output of its own, instead of -out: `SERVICE=DEST,...`, DEST a file, a pipe or a network address as -out takes (1=one.ts,2=udp://239.1.1.2:5000)"},
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/split"
 	"github.com/tsdescramble/tsdescramble/web"
 )
 
@@ -76,6 +78,9 @@ type output struct {
 	temp   *runfiles.Temp // a file written under a temporary name
 	stdout bool           // the packets go to the command's stdout: -out -, or a path that names it
 	net    *netOutput     // a network output (live.go)
+	// With -out-service: each service's output, and the splitter that feeds them (services.go).
+	services []serviceOut
+	splitter *split.Splitter
 }
 
 // openOutput opens the output -out names; pace says whether a network output is paced by the
@@ -141,6 +146,8 @@ func isStdout(fi os.FileInfo, env Env) bool {
 // NAME.partial after a failure (runfiles.Temp).
 func (o *output) close(ok bool, keep int64) error {
 	switch {
+	case o.splitter != nil:
+		return o.closeServices(ok)
 	case o.net != nil:
 		return o.net.close()
 	case o.temp != nil:
@@ -154,6 +161,15 @@ func (o *output) close(ok bool, keep int64) error {
 // abort puts a file output aside at once, for a run that must end without waiting for the
 // packets in flight (runfiles.Temp.Abort), and returns the name it was kept under, or "".
 func (o *output) abort() string {
+	if o.splitter != nil {
+		var kept []string
+		for _, s := range o.services {
+			if k := s.out.abort(); k != "" {
+				kept = append(kept, k)
+			}
+		}
+		return strings.Join(kept, ", ")
+	}
 	if o.temp == nil {
 		return ""
 	}
@@ -162,6 +178,15 @@ func (o *output) abort() string {
 
 // partial is the name a failed run's output was kept under, or "".
 func (o *output) partial() string {
+	if o.splitter != nil {
+		var kept []string
+		for _, s := range o.services {
+			if k := s.out.partial(); k != "" {
+				kept = append(kept, k)
+			}
+		}
+		return strings.Join(kept, ", ")
+	}
 	if o.temp == nil {
 		return ""
 	}

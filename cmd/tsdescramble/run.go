@@ -157,7 +157,12 @@ func (r *runState) open() (err error) {
 		// A file sent to a network output is paced by its PCR.
 		pace = r.in.size >= 0 && isNetwork(c.out)
 	}
-	if r.out, err = openOutput(c.out, r.env, pace, handlers); err != nil {
+	if len(c.serviceOuts) > 0 {
+		r.out, err = openServiceOutputs(c.serviceOuts, r.env, servicePaced(c, r.in.size >= 0), handlers)
+	} else {
+		r.out, err = openOutput(c.out, r.env, pace, handlers)
+	}
+	if err != nil {
 		return err
 	}
 	r.cleanup = append(r.cleanup, func() {
@@ -383,10 +388,23 @@ func (r *runState) judge() error {
 		report.PrintLive(r.env.Stderr, ls)
 		report.KeyServerSummary(r.env.Stderr, st, c.verbose)
 	}
+	var missing error
+	if r.out.splitter != nil {
+		var lines []string
+		lines, missing = r.out.serviceLines()
+		if !c.quiet && (r.runErr == nil || st.Packets > 0) {
+			for _, l := range lines {
+				fmt.Fprintln(r.env.Stderr, l)
+			}
+		}
+	}
 	if w := report.MostlyNotTransportStream(st); w != "" && junk == "" && r.runErr == nil {
 		r.logf(w)
 	}
 	status := r.status(closeErr, junk, verdict)
+	if status == nil && missing != nil {
+		status = missing
+	}
 	if c.stats != "" {
 		files := &runfiles.Records{In: r.inFile}
 		if placed {

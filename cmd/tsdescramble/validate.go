@@ -39,7 +39,7 @@ type checked struct {
 // output behind. What only the input can tell (the system its PMT signals, which decides how
 // long a key must be) is checked once the input is open, when the keys are read.
 func validate(c *config, env Env) error {
-	for _, check := range []func(*config, Env) error{checkCommandLine, checkPassthrough, checkNumbers, checkLive, checkSCS, checkKeyServer} {
+	for _, check := range []func(*config, Env) error{checkCommandLine, checkPassthrough, checkServiceOuts, checkNumbers, checkLive, checkSCS, checkKeyServer} {
 		if err := check(c, env); err != nil {
 			return err
 		}
@@ -453,5 +453,29 @@ func checkPassthrough(c *config, _ Env) error {
 		}
 	}
 	c.mode = pipeline.Passthrough
+	return nil
+}
+
+// checkServiceOuts reads -out-service, which takes the place of -out.
+func checkServiceOuts(c *config, _ Env) error {
+	if !c.isSet("out-service") {
+		return nil
+	}
+	if c.isSet("out") {
+		return usageErr("-out writes the whole stream and -out-service one stream per service: give one")
+	}
+	outs, err := parseServiceOuts(c.outService)
+	if err != nil {
+		return err
+	}
+	for _, o := range outs {
+		if o.dest == c.in && c.in != "-" {
+			return usageErr("-out-service: %s is the input", redactItem(o.dest))
+		}
+		if o.dest == "-" {
+			return usageErr("-out-service: service %d to stdout: only one stream can go there; give -out - for the whole stream, or a file", o.number)
+		}
+	}
+	c.serviceOuts = outs
 	return nil
 }
