@@ -85,7 +85,8 @@ func (j *jsonLines) lineLocked(level string, text []byte) {
 		rec.Job = &n
 		text = text[len(m[0]):]
 	}
-	rec.Msg = string(bytes.TrimRight(text, "\r"))
+	// The summary's detail lines are indented for a terminal; a log collector gets the words.
+	rec.Msg = string(bytes.TrimLeft(bytes.TrimRight(text, "\r"), " "))
 	b, _ := json.Marshal(rec)
 	j.w.Write(append(b, '\n'))
 }
