@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -204,6 +205,26 @@ func TestSameInputAndOutput(t *testing.T) {
 	for _, n := range dirNames(t, dir) {
 		if n != "rec.ts" && n != "link.ts" && n != "hard.ts" {
 			t.Errorf("the runs left %s in the directory", n)
+		}
+	}
+}
+
+// -log-format json: one object a line, the summary's detail lines without the indentation of
+// the text format.
+func TestJSONLogLines(t *testing.T) {
+	t.Parallel()
+	r := run(t, readFile(t, demoScrambled), "-log-format", "json", "-cw-file", demoKeys)
+	if r.code != 0 {
+		t.Fatal(describe(r))
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("stderr: %s", r.stderr)
+	}
+	for _, l := range lines {
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Msg == "" || strings.HasPrefix(rec.Msg, " ") {
+			t.Errorf("line %q: %v", l, err)
 		}
 	}
 }
