@@ -14,7 +14,8 @@
 // exactly the same bytes; use it for throughput. On amd64 the 128- and
 // 256-lane engines run AVX2 assembly, or AVX-512 assembly where the CPU has
 // AVX-512 F, BW, VL and VBMI (GODEBUG=cpu.avx512f=off turns that off,
-// cpu.avx2=off both).
+// cpu.avx2=off both). On arm64 they run NEON assembly, which every ARMv8-A
+// processor has.
 //
 // The control word is used as given: all 64 bits take part, and the checksum
 // bytes 3 and 7 of "48-bit" control words are never recomputed here.
