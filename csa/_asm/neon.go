@@ -21,14 +21,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
 const (
 	neonBytes  = 16            // bytes in a NEON register: one plane of 128 lanes
 	neonNibble = 4 * neonBytes // the four planes of a nibble of A or B
-	neonBRelA  = (stateB - stateA) * neonBytes
-	neonLanes  = 8 * neonBytes // lanes of the stream kernel
 	neonMaxReg = 32            // V0..V31
 	neonBlockG = 2             // 16-lane groups the block kernel interleaves
 	neonTabPrm = 256           // offset in neonTables of the two permutation nibble tables
@@ -358,8 +357,18 @@ func emitRoundNEON(a *neonAsm, p *roundProg, addr func(loc) mem) {
 		}
 	}
 	firstUse := func(v int) int { return p.uses[v][0] }
-	pending := map[loc]int{} // plane → value whose store waits for its neighbour's
-	held := map[int]int{}    // value → stores of it waiting
+	// The stores waiting for their neighbour's, in program order (a
+	// slice, not a map, so that the output does not change from run to
+	// run).
+	type waiting struct {
+		at loc
+		v  int
+	}
+	var pending []waiting
+	isPending := func(l loc) bool {
+		return slices.ContainsFunc(pending, func(w waiting) bool { return w.at == l })
+	}
+	held := map[int]int{} // value → stores of it waiting
 	at := func(i int) mem { return addr(p.ins[i].at) }
 	beside := func(m, n mem) bool { return m.base == n.base && (n.off == m.off+neonBytes || n.off == m.off-neonBytes) }
 	storesBetween := func(l loc, from, to int) bool {
@@ -385,7 +394,7 @@ func emitRoundNEON(a *neonAsm, p *roundProg, addr func(loc) mem) {
 		if p.ins[v].kind != insLoad {
 			panic(fmt.Sprintf("NEON round: value %d used before it is computed", v))
 		}
-		if _, ok := pending[p.ins[v].at]; ok {
+		if isPending(p.ins[v].at) {
 			panic("NEON round: load of a plane whose store waits")
 		}
 		m := at(v)
@@ -397,7 +406,7 @@ func emitRoundNEON(a *neonAsm, p *roundProg, addr func(loc) mem) {
 			if _, ok := reg[w]; ok || !beside(m, at(w)) || firstUse(w) <= i || firstUse(w) > i+neonPairWindow {
 				continue
 			}
-			if _, ok := pending[in.at]; ok || storesBetween(in.at, i, w) {
+			if isPending(in.at) || storesBetween(in.at, i, w) {
 				continue
 			}
 			if partner < 0 || firstUse(w) < firstUse(partner) {
@@ -437,7 +446,8 @@ func emitRoundNEON(a *neonAsm, p *roundProg, addr func(loc) mem) {
 			m := at(i)
 			// A store of the plane beside it waiting for this one?
 			done := false
-			for l, w := range pending {
+			for k, pw := range pending {
+				l, w := pw.at, pw.v
 				n := addr(l)
 				if !beside(m, n) {
 					continue
@@ -447,7 +457,7 @@ func emitRoundNEON(a *neonAsm, p *roundProg, addr func(loc) mem) {
 					lo, hi, base = reg[w], r, n
 				}
 				a.ins("FSTPQ", fmt.Sprintf("(%s, %s)", lo.F(), hi.F()), base.String())
-				delete(pending, l)
+				pending = slices.Delete(pending, k, k+1)
 				held[w]--
 				if last[w] < i {
 					free(w)
@@ -470,7 +480,7 @@ func emitRoundNEON(a *neonAsm, p *roundProg, addr func(loc) mem) {
 					}
 				}
 				if wait {
-					pending[in.at] = in.a
+					pending = append(pending, waiting{in.at, in.a})
 					held[in.a]++
 				} else {
 					a.store(r, m)
@@ -492,13 +502,14 @@ func emitRoundNEON(a *neonAsm, p *roundProg, addr func(loc) mem) {
 		}
 	}
 	// Stores whose neighbour's store paired with another.
-	for l, w := range pending {
+	for _, pw := range pending {
+		l, w := pw.at, pw.v
 		a.store(reg[w], addr(l))
 		held[w]--
 		free(w)
 	}
 	if regs.inUse() != 0 {
-		panic(fmt.Sprintf("NEON round: stores %v or values %v left over", pending, reg))
+		panic("NEON round: values left in registers")
 	}
 }
 
