@@ -1,0 +1,18 @@
+//go:build !linux
+
+package udpload
+
+import (
+	"net"
+	"time"
+)
+
+func threadCPU() time.Duration { return 0 }
+
+var oobSize = 0
+
+func enableDropCount(*net.UDPConn) {}
+
+func drops([]byte) (int64, bool) { return 0, false }
+
+func readBuffer(*net.UDPConn) int { return 0 }
