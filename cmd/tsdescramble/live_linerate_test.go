@@ -1,0 +1,215 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/udpload"
+)
+
+// TestLiveLineRate looks for the highest rate at which a live run loses nothing on this
+// machine, UDP in and UDP out on loopback, the test's sender and receiver beside the command:
+// at each rate in turn (TSD_LINERATE_MBITS, Mbit/s, comma-separated; 200 to 2000 by default)
+// the batching sender of package udpload sends the scrambled sample looped for
+// TSD_LINERATE_SECONDS (10 by default) into the built command, which descrambles it and sends
+// it on to the batching receiver, which checks that every datagram is whole clear packets in
+// order. Each step logs where every datagram went: sent; taken by the command and dropped by
+// the kernel on its socket (its -stats); sent on by the command; received by the receiver and
+// dropped on its socket; and the machine's UDP error counters (/proc/net/snmp, which count
+// other programs' sockets too). It logs the CPU time of the sender's and receiver's threads and
+// of the command. The steps end at the first rate that loses anything; the highest rate before
+// it is logged as the zero-loss rate. TSD_LINERATE_CPUPROFILE=DIR writes the command's CPU
+// profile of each step there (RATE.pprof). The test fails only when a datagram comes out wrong
+// or the command loses packets between its input and its output.
+func TestLiveLineRate(t *testing.T) {
+	needLong(t, "streams 10 s at each of several rates up to 2 Gbit/s")
+	rates := []float64{200, 500, 800, 1000, 1500, 2000}
+	if s := os.Getenv("TSD_LINERATE_MBITS"); s != "" {
+		rates = nil
+		for _, f := range strings.Split(s, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || r <= 0 {
+				t.Fatalf("TSD_LINERATE_MBITS=%q: want rates in Mbit/s, comma-separated", s)
+			}
+			rates = append(rates, r)
+		}
+	}
+	seconds := 10
+	if s := os.Getenv("TSD_LINERATE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 || n > 600 {
+			t.Fatalf("TSD_LINERATE_SECONDS=%q: want a number of seconds up to 600", s)
+		}
+		seconds = n
+	}
+	profDir := os.Getenv("TSD_LINERATE_CPUPROFILE")
+	bin := buildBinary(t, "")
+	scr, clear := readFile(t, demoScrambled), readFile(t, demoClear)
+	t.Logf("CPU %s, %d cores; load average before: %s", cpuName(), runtime.NumCPU(), loadAvg())
+	best := 0.0
+	for _, rate := range rates {
+		var lost bool
+		t.Run(fmt.Sprintf("%.0f Mbit/s", rate), func(t *testing.T) {
+			prof := ""
+			if profDir != "" {
+				prof = filepath.Join(profDir, fmt.Sprintf("%.0f.pprof", rate))
+			}
+			lost = lineRateStep(t, bin, scr, clear, rate*1e6, time.Duration(seconds)*time.Second, prof)
+		})
+		if lost {
+			break
+		}
+		best = rate
+	}
+	t.Logf("highest rate without loss: %.0f Mbit/s (CPU %s; load average after: %s)", best, cpuName(), loadAvg())
+}
+
+// lineRateStep sends at rate for d through the command and logs where the datagrams went; it
+// reports whether any was lost.
+func lineRateStep(t *testing.T, bin string, scr, clear []byte, rate float64, d time.Duration, prof string) (lost bool) {
+	recv, err := udpload.Listen(clear)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	in := freeUDPPort(t)
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	args := []string{"-q", "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in),
+		"-out", fmt.Sprintf("udp://127.0.0.1:%d", recv.Addr().Port), "-cw-file", demoKeys, "-stats", stats}
+	if prof != "" {
+		args = append(args, "-cpuprofile", prof)
+	}
+	tsd := proc.Start(t, d+2*time.Minute, bin, args...)
+	waitListening(t, in)
+	snd, err := udpload.NewSender(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: in}, scr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+
+	snmp0 := udpCounters(t)
+	var self0 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self0)
+	cmd0 := procCPU(tsd.Cmd.Process.Pid)
+	got := make(chan udpload.RecvStats, 1)
+	go func() { got <- recv.Run(context.Background(), time.Second, d+time.Minute) }()
+	sent, err := snd.Run(context.Background(), rate, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := <-got // a second after the last datagram
+	cmdCPU := procCPU(tsd.Cmd.Process.Pid) - cmd0
+	var self1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
+	snmp1 := udpCounters(t)
+	tsd.Signal(t, os.Interrupt)
+
+	var doc struct {
+		Live struct {
+			In struct {
+				Datagrams int64 `json:"datagrams"`
+				Bytes     int64 `json:"bytes"`
+				Dropped   int64 `json:"dropped_by_system"`
+				Buffer    int   `json:"socket_buffer"`
+			} `json:"input"`
+			Out struct {
+				Datagrams int64 `json:"datagrams"`
+				Bytes     int64 `json:"bytes"`
+			} `json:"output"`
+		} `json:"live"`
+	}
+	if b, err := os.ReadFile(stats); err != nil || json.Unmarshal(b, &doc) != nil {
+		t.Fatalf("no statistics from the command (%v):\n%s", err, tsd.Output())
+	}
+	ci, co := doc.Live.In, doc.Live.Out
+	delta := func(k string) int64 { return snmp1[k] - snmp0[k] }
+	pkts := func(b int64) int64 { return b / 188 }
+	secs := sent.Elapsed.Seconds()
+	t.Logf("asked %.0f Mbit/s, sent %.0f Mbit/s for %.1f s (%d batches late)", rate/1e6, sent.Rate()/1e6, secs, sent.Late)
+	t.Logf("sender:   %d datagrams, %d packets", sent.Datagrams, pkts(sent.Bytes))
+	t.Logf("command in:  %d datagrams, %d packets; dropped by the kernel on its socket: %d (buffer %d kB); not accounted for: %d datagrams",
+		ci.Datagrams, pkts(ci.Bytes), ci.Dropped, ci.Buffer>>10, sent.Datagrams-ci.Datagrams-ci.Dropped)
+	t.Logf("command out: %d datagrams, %d packets; lost inside the command: %d packets", co.Datagrams, pkts(co.Bytes), pkts(ci.Bytes-co.Bytes))
+	t.Logf("receiver: %d datagrams, %d packets (%d skips, %d packets skipped, %d wrong datagrams); dropped by the kernel on its socket: %d (buffer %d kB); not accounted for: %d packets",
+		rs.Datagrams, rs.Packets, rs.Skips, rs.Lost, rs.Wrong, rs.Dropped, rs.Buffer>>10, pkts(co.Bytes)-rs.Packets)
+	t.Logf("machine UDP counters (/proc/net/snmp, all sockets): RcvbufErrors +%d, InErrors +%d, SndbufErrors +%d, InDatagrams +%d",
+		delta("RcvbufErrors"), delta("InErrors"), delta("SndbufErrors"), delta("InDatagrams"))
+	selfCPU := time.Duration(syscall.TimevalToNsec(self1.Utime) + syscall.TimevalToNsec(self1.Stime) -
+		syscall.TimevalToNsec(self0.Utime) - syscall.TimevalToNsec(self0.Stime))
+	t.Logf("CPU (share of a core over the %.1f s sent): sender thread %.2f, receiver thread %.2f, test process in all %.2f, command %.2f",
+		secs, sent.CPU.Seconds()/secs, rs.CPU.Seconds()/secs, selfCPU.Seconds()/secs, cmdCPU.Seconds()/secs)
+	if rs.Wrong > 0 {
+		t.Errorf("%d datagrams came out that are not the clear sample's packets in order", rs.Wrong)
+	}
+	if ci.Bytes != co.Bytes {
+		t.Errorf("the command took %d packets in and sent %d out:\n%s", pkts(ci.Bytes), pkts(co.Bytes), tsd.Output())
+	}
+	return sent.Datagrams != ci.Datagrams || ci.Dropped > 0 || ci.Bytes != co.Bytes ||
+		rs.Packets != pkts(sent.Bytes) || rs.Lost > 0 || rs.Dropped > 0 || rs.Wrong > 0
+}
+
+// udpCounters reads the Udp line of /proc/net/snmp.
+func udpCounters(t *testing.T) map[string]int64 {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	m := map[string]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f[1:]
+			continue
+		}
+		for i, v := range f[1:] {
+			if i < len(names) {
+				m[names[i]], _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return m
+}
+
+// procCPU is the user and system time a process has used so far (/proc/PID/stat, in ticks of
+// 10 ms).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest) // from the state, the third field
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+// loadAvg is the first three figures of /proc/loadavg.
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
