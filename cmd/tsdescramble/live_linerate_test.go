@@ -30,9 +30,9 @@ import (
 // the kernel on its socket (its -stats); sent on by the command; received by the receiver and
 // dropped on its socket; and the machine's UDP error counters (/proc/net/snmp, which count
 // other programs' sockets too). It logs the CPU time of the sender's and receiver's threads and
-// of the command. The steps end at the first rate that loses anything; the highest rate before
-// it is logged as the zero-loss rate. TSD_LINERATE_CPUPROFILE=DIR writes the command's CPU
-// profile of each step there (RATE.pprof). The test fails only when a datagram comes out wrong
+// of the command. The steps end at the first rate that loses anything twice in a row; the
+// highest rate before it is logged as the zero-loss rate. TSD_LINERATE_CPUPROFILE=DIR writes
+// the command's CPU profile of each step there (RATE-TRY.pprof). The test fails only when a datagram comes out wrong
 // or the command loses packets between its input and its output.
 func TestLiveLineRate(t *testing.T) {
 	needLong(t, "streams 10 s at each of several rates up to 2 Gbit/s")
@@ -61,14 +61,17 @@ func TestLiveLineRate(t *testing.T) {
 	t.Logf("CPU %s, %d cores; load average before: %s", cpuName(), runtime.NumCPU(), loadAvg())
 	best := 0.0
 	for _, rate := range rates {
-		var lost bool
-		t.Run(fmt.Sprintf("%.0f Mbit/s", rate), func(t *testing.T) {
-			prof := ""
-			if profDir != "" {
-				prof = filepath.Join(profDir, fmt.Sprintf("%.0f.pprof", rate))
-			}
-			lost = lineRateStep(t, bin, scr, clear, rate*1e6, time.Duration(seconds)*time.Second, prof)
-		})
+		lost := true
+		// The machine is shared: a step that loses is run once more before it counts.
+		for try := 1; try <= 2 && lost; try++ {
+			t.Run(fmt.Sprintf("%.0f Mbit/s, try %d", rate, try), func(t *testing.T) {
+				prof := ""
+				if profDir != "" {
+					prof = filepath.Join(profDir, fmt.Sprintf("%.0f-%d.pprof", rate, try))
+				}
+				lost = lineRateStep(t, bin, scr, clear, rate*1e6, time.Duration(seconds)*time.Second, prof)
+			})
+		}
 		if lost {
 			break
 		}
@@ -152,7 +155,7 @@ func lineRateStep(t *testing.T, bin string, scr, clear []byte, rate float64, d t
 	t.Logf("CPU (share of a core over the %.1f s sent): sender thread %.2f, receiver thread %.2f, test process in all %.2f, command %.2f",
 		secs, sent.CPU.Seconds()/secs, rs.CPU.Seconds()/secs, selfCPU.Seconds()/secs, cmdCPU.Seconds()/secs)
 	if rs.Wrong > 0 {
-		t.Errorf("%d datagrams came out that are not the clear sample's packets in order", rs.Wrong)
+		t.Errorf("%d datagrams came out with packets that are not the clear sample's", rs.Wrong)
 	}
 	if ci.Bytes != co.Bytes {
 		t.Errorf("the command took %d packets in and sent %d out:\n%s", pkts(ci.Bytes), pkts(co.Bytes), tsd.Output())

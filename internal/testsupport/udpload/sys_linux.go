@@ -19,10 +19,15 @@ func threadCPU() time.Duration {
 
 var oobSize = unix.CmsgSpace(4)
 
-// enableDropCount asks for the socket's drop counter with each datagram (SO_RXQ_OVFL).
-func enableDropCount(c *net.UDPConn) {
+// setSocket forces the receive buffer to Buffer when the process may (CAP_NET_ADMIN; else
+// SetReadBuffer's, capped by net.core.rmem_max, stays) and asks for the socket's drop counter
+// with each datagram (SO_RXQ_OVFL).
+func setSocket(c *net.UDPConn) {
 	if rc, err := c.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1) })
+		_ = rc.Control(func(fd uintptr) {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, Buffer)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1)
+		})
 	}
 }
 

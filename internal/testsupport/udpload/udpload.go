@@ -7,11 +7,12 @@
 // are due at the rate, so that a late batch is made up by the next ones without a sleep. The
 // receiver counts datagrams and bytes and checks each datagram against a looped stream (what
 // the program under test should make of the sender's): whole packets, in order, each the one
-// expected at its position. A datagram that does not continue where the one before ended is
+// expected at its position. A packet that does not continue where the one before ended is
 // located again in the loop; the packets skipped are counted lost.
 //
 // Socket buffers are asked for large (SetReadBuffer, SetWriteBuffer): without CAP_NET_ADMIN
-// the kernel caps them at net.core.rmem_max and net.core.wmem_max.
+// the kernel caps them at net.core.rmem_max and net.core.wmem_max; with it, the receiver's
+// is forced past that limit (SO_RCVBUFFORCE), as the program measured may do with its own.
 package udpload
 
 import (
@@ -157,8 +158,8 @@ type RecvStats struct {
 	Datagrams int64
 	Bytes     int64
 	Packets   int64
-	Wrong     int64 // datagrams not whole packets of the stream in its order, found nowhere in the loop
-	Skips     int64 // datagrams that did not continue where the one before ended
+	Wrong     int64 // datagrams not whole packets, or with a packet found nowhere in the loop
+	Skips     int64 // packets that did not continue where the one before ended
 	Lost      int64 // packets skipped over by those datagrams (modulo the loop's length)
 	Dropped   int64 // datagrams the kernel dropped, the socket's buffer full (SO_RXQ_OVFL)
 	Buffer    int   // the receive buffer granted, bytes
@@ -177,7 +178,7 @@ func Listen(want []byte) (*Receiver, error) {
 		return nil, err
 	}
 	_ = conn.SetReadBuffer(Buffer)
-	enableDropCount(conn)
+	setSocket(conn)
 	r := &Receiver{conn: conn, pc: ipv4.NewPacketConn(conn), want: want, n: len(want) / PacketSize, starts: map[string][]int{}}
 	for i := range r.n {
 		k := string(want[i*PacketSize : (i+1)*PacketSize])
@@ -248,7 +249,8 @@ func (r *Receiver) Run(ctx context.Context, idle, limit time.Duration) RecvStats
 }
 
 // check checks one datagram expected at packet pos of the loop and returns the position after
-// it.
+// it. Packet by packet: a datagram the program under test made after a loss on its input may
+// hold packets from both sides of the gap.
 func (r *Receiver) check(b []byte, pos int, st *RecvStats) int {
 	if len(b) == 0 || len(b)%PacketSize != 0 {
 		st.Wrong++
@@ -258,20 +260,32 @@ func (r *Receiver) check(b []byte, pos int, st *RecvStats) int {
 	if r.at(b, pos) {
 		return (pos + len(b)/PacketSize) % r.n
 	}
-	// Found again: the nearest position after pos where the whole datagram is the loop's.
-	best := -1
-	for _, p := range r.starts[string(b[:PacketSize])] {
-		if r.at(b, p) && (best < 0 || (p-pos+r.n)%r.n < (best-pos+r.n)%r.n) {
-			best = p
+	wrong := false
+	for ; len(b) > 0; b = b[PacketSize:] {
+		p := b[:PacketSize]
+		if r.at(p, pos) {
+			pos = (pos + 1) % r.n
+			continue
 		}
+		// Found again: the nearest position after pos that holds this packet.
+		best := -1
+		for _, q := range r.starts[string(p)] {
+			if best < 0 || (q-pos+r.n)%r.n < (best-pos+r.n)%r.n {
+				best = q
+			}
+		}
+		if best < 0 {
+			wrong = true
+			continue
+		}
+		st.Skips++
+		st.Lost += int64((best - pos + r.n) % r.n)
+		pos = (best + 1) % r.n
 	}
-	if best < 0 {
+	if wrong {
 		st.Wrong++
-		return pos
 	}
-	st.Skips++
-	st.Lost += int64((best - pos + r.n) % r.n)
-	return (best + len(b)/PacketSize) % r.n
+	return pos
 }
 
 // at reports whether b is the loop's packets from packet p on.

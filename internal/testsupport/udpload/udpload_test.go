@@ -53,8 +53,9 @@ func TestSendReceive(t *testing.T) {
 	}
 }
 
-// A datagram that does not continue where the one before ended is found again in the loop and
-// the packets between counted lost; one that is nowhere in it, or not whole packets, is wrong.
+// A packet that does not continue where the one before ended, in a datagram or across two, is
+// found again in the loop and the packets between counted lost; a datagram with a packet that
+// is nowhere in it, or not whole packets, is wrong.
 func TestCheck(t *testing.T) {
 	s := stream(10)
 	r, err := Listen(s)
@@ -63,17 +64,18 @@ func TestCheck(t *testing.T) {
 	}
 	defer r.Close()
 	var st RecvStats
-	pos := r.check(s[0:3*PacketSize], 0, &st)                                         // 0-2
-	pos = r.check(s[5*PacketSize:], pos, &st)                                         // 5-9: 3, 4 lost
-	pos = r.check(append(bytes.Clone(s[9*PacketSize:]), s[:PacketSize]...), pos, &st) // 9, 0: 0-8 lost
-	if pos != 1 || st.Skips != 2 || st.Lost != 2+9 || st.Wrong != 0 || st.Packets != 3+5+2 {
+	pos := r.check(s[0:3*PacketSize], 0, &st)                                                                 // 0-2
+	pos = r.check(s[5*PacketSize:], pos, &st)                                                                 // 5-9: 3, 4 lost
+	pos = r.check(append(bytes.Clone(s[9*PacketSize:]), s[:PacketSize]...), pos, &st)                         // 9, 0: 0-8 lost
+	pos = r.check(append(bytes.Clone(s[PacketSize:2*PacketSize]), s[4*PacketSize:6*PacketSize]...), pos, &st) // 1, 4, 5: 2, 3 lost
+	if pos != 6 || st.Skips != 3 || st.Lost != 2+9+2 || st.Wrong != 0 || st.Packets != 3+5+2+3 {
 		t.Fatalf("at %d: %+v", pos, st)
 	}
-	bad := bytes.Clone(s[PacketSize : 2*PacketSize])
+	bad := bytes.Clone(s[6*PacketSize : 7*PacketSize])
 	bad[100] ^= 1
 	pos = r.check(bad, pos, &st)
-	pos = r.check(s[1*PacketSize:1*PacketSize+100], pos, &st)
-	if pos != 1 || st.Wrong != 2 {
+	pos = r.check(s[6*PacketSize:6*PacketSize+100], pos, &st)
+	if pos != 6 || st.Wrong != 2 {
 		t.Fatalf("at %d: %+v", pos, st)
 	}
 }
