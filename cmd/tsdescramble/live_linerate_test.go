@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,6 +98,7 @@ func lineRateStep(t *testing.T, bin string, scr, clear []byte, rate float64, d t
 	}
 	tsd := proc.Start(t, d+2*time.Minute, bin, args...)
 	waitListening(t, in)
+	queue := watchUDPQueue(t, in)
 	snd, err := udpload.NewSender(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: in}, scr)
 	if err != nil {
 		t.Fatal(err)
@@ -118,10 +120,13 @@ func lineRateStep(t *testing.T, bin string, scr, clear []byte, rate float64, d t
 	var self1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
 	snmp1 := udpCounters(t)
+	peak, sockDrops := queue()
 	tsd.Signal(t, os.Interrupt)
 
 	var doc struct {
-		Live struct {
+		PESGood int64 `json:"pes_good"`
+		PESBad  int64 `json:"pes_bad"`
+		Live    struct {
 			In struct {
 				Datagrams int64 `json:"datagrams"`
 				Bytes     int64 `json:"bytes"`
@@ -145,6 +150,7 @@ func lineRateStep(t *testing.T, bin string, scr, clear []byte, rate float64, d t
 	t.Logf("sender:   %d datagrams, %d packets", sent.Datagrams, pkts(sent.Bytes))
 	t.Logf("command in:  %d datagrams, %d packets; dropped by the kernel on its socket: %d (buffer %d kB); not accounted for: %d datagrams",
 		ci.Datagrams, pkts(ci.Bytes), ci.Dropped, ci.Buffer>>10, sent.Datagrams-ci.Datagrams-ci.Dropped)
+	t.Logf("command in, its socket (/proc/net/udp, sampled every 5 ms): at most %d kB queued, %d drops", peak>>10, sockDrops)
 	t.Logf("command out: %d datagrams, %d packets; lost inside the command: %d packets", co.Datagrams, pkts(co.Bytes), pkts(ci.Bytes-co.Bytes))
 	t.Logf("receiver: %d datagrams, %d packets (%d skips, %d packets skipped, %d wrong datagrams); dropped by the kernel on its socket: %d (buffer %d kB); not accounted for: %d packets",
 		rs.Datagrams, rs.Packets, rs.Skips, rs.Lost, rs.Wrong, rs.Dropped, rs.Buffer>>10, pkts(co.Bytes)-rs.Packets)
@@ -155,7 +161,15 @@ func lineRateStep(t *testing.T, bin string, scr, clear []byte, rate float64, d t
 	t.Logf("CPU (share of a core over the %.1f s sent): sender thread %.2f, receiver thread %.2f, test process in all %.2f, command %.2f",
 		secs, sent.CPU.Seconds()/secs, rs.CPU.Seconds()/secs, selfCPU.Seconds()/secs, cmdCPU.Seconds()/secs)
 	if rs.Wrong > 0 {
-		t.Errorf("%d datagrams came out with packets that are not the clear sample's", rs.Wrong)
+		what := "in neither sample"
+		if p := rs.FirstWrong; p != nil && bytes.Contains(scr, p) {
+			what = "the scrambled sample's"
+		}
+		if p := rs.FirstWrong; p != nil {
+			what += fmt.Sprintf(", header % x", p[:4])
+		}
+		t.Logf("%d datagrams came out with packets that are not the clear sample's: the first %s; the command's unit-start checks after descrambling: %d good, %d bad",
+			rs.Wrong, what, doc.PESGood, doc.PESBad)
 	}
 	if ci.Bytes != co.Bytes {
 		t.Errorf("the command took %d packets in and sent %d out:\n%s", pkts(ci.Bytes), pkts(co.Bytes), tsd.Output())

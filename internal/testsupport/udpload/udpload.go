@@ -159,12 +159,15 @@ type RecvStats struct {
 	Bytes     int64
 	Packets   int64
 	Wrong     int64 // datagrams not whole packets, or with a packet found nowhere in the loop
-	Skips     int64 // packets that did not continue where the one before ended
-	Lost      int64 // packets skipped over by those datagrams (modulo the loop's length)
-	Dropped   int64 // datagrams the kernel dropped, the socket's buffer full (SO_RXQ_OVFL)
-	Buffer    int   // the receive buffer granted, bytes
-	Elapsed   time.Duration
-	CPU       time.Duration // user and system time of the receiving thread
+	// FirstWrong is the first packet found nowhere in the loop (a copy), for a test to tell
+	// what it is.
+	FirstWrong []byte
+	Skips      int64 // packets that did not continue where the one before ended
+	Lost       int64 // packets skipped over by those datagrams (modulo the loop's length)
+	Dropped    int64 // datagrams the kernel dropped, the socket's buffer full (SO_RXQ_OVFL)
+	Buffer     int   // the receive buffer granted, bytes
+	Elapsed    time.Duration
+	CPU        time.Duration // user and system time of the receiving thread
 }
 
 // Listen opens a receiver on a port of 127.0.0.1 the kernel picks, which expects want (whole
@@ -275,6 +278,9 @@ func (r *Receiver) check(b []byte, pos int, st *RecvStats) int {
 			}
 		}
 		if best < 0 {
+			if st.FirstWrong == nil {
+				st.FirstWrong = bytes.Clone(p)
+			}
 			wrong = true
 			continue
 		}
