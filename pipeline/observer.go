@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/keys/period"
 	"github.com/tsdescramble/tsdescramble/psi"
 )
 
@@ -34,6 +35,11 @@ type Observer struct {
 	// The writing goroutine's counts.
 	bytesOut, packetsOut, pesGood, pesBad int64
 	latency, latencyMax                   time.Duration
+
+	// The key waits of a run with LiveKeys (period.Waits' Waited and GaveUp), from the reading
+	// goroutine; keyWaits says there are some.
+	waited, gaveUp int64
+	keyWaits       bool
 
 	// servicesOf is the generation of the tables the services were published from: read
 	// and written by the reading goroutine alone.
@@ -74,6 +80,20 @@ func (o *Observer) begin(start time.Time) {
 	o.bytesOut, o.packetsOut, o.pesGood, o.pesBad = 0, 0, 0, 0
 	o.latency, o.latencyMax = 0, 0
 	o.servicesOf = 0
+	o.waited, o.gaveUp, o.keyWaits = 0, 0, false
+}
+
+// KeyWaits returns the crypto periods of a run with Options.LiveKeys that waited for their key
+// (their key came after their first packet) and those whose key never came in time, as
+// published with the reading goroutine's counts; ok is false for a run without LiveKeys. Once
+// the run has ended, they are those of Stats.LiveKeys.
+func (o *Observer) KeyWaits() (waited, gaveUp int64, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ended && o.final.LiveKeys != nil {
+		return o.final.LiveKeys.Waited, o.final.LiveKeys.GaveUp, true
+	}
+	return o.waited, o.gaveUp, o.keyWaits
 }
 
 // pid returns what was published of pid, adding it the first time; o.mu is held.
@@ -87,8 +107,14 @@ func (o *Observer) pid(pid uint16) *observedPID {
 }
 
 // fromReader publishes the reading goroutine's counts: st, and those of the PIDs seen (in
-// pids), with what the tables say of them. Called from the reading goroutine.
-func (o *Observer) fromReader(st *Stats, pids *[8192]*PIDStats, seen []uint16, tables *psi.Tracker) {
+// pids), with what the tables say of them, and the key waits of tr (nil without a tracker).
+// Called from the reading goroutine.
+func (o *Observer) fromReader(st *Stats, pids *[8192]*PIDStats, seen []uint16, tables *psi.Tracker, tr *period.Tracker) {
+	var waited, gaveUp int64
+	var keyWaits bool
+	if tr != nil {
+		waited, gaveUp, keyWaits = tr.WaitCounts()
+	}
 	var services []uint16
 	changed := tables.Generation() != o.servicesOf
 	if changed {
@@ -101,6 +127,7 @@ func (o *Observer) fromReader(st *Stats, pids *[8192]*PIDStats, seen []uint16, t
 	defer o.mu.Unlock()
 	o.read = *st
 	o.read.PIDs, o.read.Services, o.read.Samples = nil, nil, nil
+	o.waited, o.gaveUp, o.keyWaits = waited, gaveUp, keyWaits
 	if changed {
 		o.services = services
 	}

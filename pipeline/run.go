@@ -450,7 +450,7 @@ func Run(ctx context.Context, src *ts.Source, w io.Writer, opts Options) (Stats,
 			st.Framing = src.Framing()
 			if observed {
 				cl.syncCounts()
-				obs.fromReader(&st, pids, cl.seen, cl.tracker)
+				obs.fromReader(&st, pids, cl.seen, cl.tracker, cl.tr)
 			}
 			if c.n > 0 {
 				held = append(held, c)
@@ -561,7 +561,7 @@ func Run(ctx context.Context, src *ts.Source, w io.Writer, opts Options) (Stats,
 	// The classifier is done (stopping decided the periods still open: their packets count
 	// too), and so is the writer: their last counts make the run's.
 	cl.syncCounts()
-	obs.fromReader(&st, pids, cl.seen, cl.tracker)
+	obs.fromReader(&st, pids, cl.seen, cl.tracker, cl.tr)
 	obs.fromWriter(&wst, &checks, checked, time.Time{})
 	st = obs.finish(elapsed, st.Samples, live)
 	cl.release() // the reader is done with it (wg.Wait)

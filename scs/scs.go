@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -110,6 +111,16 @@ type Stats struct {
 	ChannelParams simulcrypt.ChannelParams
 }
 
+// Running is what a Stage did so far, as another goroutine may read it while the stage runs
+// (a metrics endpoint): Stage.Running.
+type Running struct {
+	Connected  bool  // the ECMG channel is up
+	ECMPackets int64 // ECM packets put in the stream
+	Replaced   int64 // of which in the place of null packets
+	Inserted   int64 // and inserted between the input's packets
+	ECMRefused int64 // ECMs refused
+}
+
 // Stage is the ts.Stage that puts ECMs and signalled PMTs into the stream, for the pipeline to
 // scramble.
 type Stage struct {
@@ -117,6 +128,11 @@ type Stage struct {
 	client *simulcrypt.Client
 	params simulcrypt.ChannelParams
 	st     Stats
+
+	// What Running reads: copies of counts of st, kept by the stage's goroutine as it counts.
+	// Each changes once per ECM or ECM packet, never per input packet.
+	connected                                   atomic.Bool
+	ecmPackets, replaced, inserted, ecmsRefused atomic.Int64
 
 	look []byte // copies of the packet units waiting for the next PCR: Packet's unit is valid only during the call
 	held []heldUnit
@@ -201,6 +217,7 @@ func New(ctx context.Context, cfg Config) (*Stage, error) {
 		}
 		s.client, s.params = c, c.Params()
 		s.st.ChannelParams = s.params
+		s.connected.Store(true)
 		if s.params.MinCPDuration > cfg.CPDuration {
 			c.Close()
 			return nil, fmt.Errorf("the ECMG wants crypto periods of %v or more (min_CP_duration)", s.params.MinCPDuration)
@@ -229,6 +246,13 @@ func CheckCWs(p simulcrypt.ChannelParams) error {
 	return nil
 }
 
+// Running returns what the Stage did so far, from any goroutine while it runs; Stats, from the
+// stage's goroutine or once it is done, says more.
+func (s *Stage) Running() Running {
+	return Running{Connected: s.connected.Load(), ECMPackets: s.ecmPackets.Load(),
+		Replaced: s.replaced.Load(), Inserted: s.inserted.Load(), ECMRefused: s.ecmsRefused.Load()}
+}
+
 // Stats returns what the Stage did so far.
 func (s *Stage) Stats() Stats {
 	st := s.st
@@ -247,6 +271,7 @@ func (s *Stage) Close() error {
 	if s.client == nil {
 		return nil
 	}
+	s.connected.Store(false)
 	return s.client.Close()
 }
 
@@ -779,6 +804,7 @@ func (s *Stage) take(e simulcrypt.ECM) {
 	}
 	if why != "" {
 		s.st.ECMRefused++
+		s.ecmsRefused.Add(1)
 		s.refused = s.refused || k <= ref+4
 		if s.notes++; s.notes <= 10 {
 			s.cfg.Log(fmt.Sprintf("ECM for crypto period %d refused: %s", int64(e.CP), why))
@@ -872,6 +898,7 @@ func (s *Stage) lost(err error) {
 	}
 	s.client.Close()
 	s.client = nil
+	s.connected.Store(false)
 	s.lostAt = time.Now()
 	s.provided = map[int64]bool{}
 	s.waited = map[int64]bool{}
@@ -901,6 +928,7 @@ func (s *Stage) reconnect() {
 			}
 			s.client, s.params = c, c.Params()
 			s.st.Reconnected++
+			s.connected.Store(true)
 			s.cfg.Log(fmt.Sprintf("the ECMG is back after %v", time.Since(s.lostAt).Round(time.Millisecond)))
 			s.provideAhead()
 		default:
@@ -996,9 +1024,12 @@ func (s *Stage) emit(out *ts.Units, q []byte, replacing bool) {
 	}
 	out.Append(u)
 	s.st.ECMPackets++
+	s.ecmPackets.Add(1)
 	if replacing {
 		s.st.Replaced++
+		s.replaced.Add(1)
 	} else {
 		s.st.Inserted++
+		s.inserted.Add(1)
 	}
 }

@@ -422,3 +422,56 @@ func TestCheckCWs(t *testing.T) {
 		}
 	}
 }
+
+// TestStageRunning: Running may be read from another goroutine while the stage runs (the race
+// detector watches it), says the channel is up while it is, and ends with the counts of Stats;
+// after Close the channel is down.
+func TestStageRunning(t *testing.T) {
+	in := synthStream(4, 1000, 7, ts.Framing188, false)
+	addr := fakeecmg.Start(t, fakeecmg.Config{ErrorAt: -1, CloseAt: -1, LateAt: -1, Packets: true,
+		Datagram: func(cp int, d []byte) []byte {
+			if cp >= 2 {
+				d[0] = 0x46 // refused
+			}
+			return d
+		}})
+	cfg := Config{CPDuration: time.Second, ECMPID: ecmPID, ECMG: &simulcrypt.Config{Addr: addr, SuperCASID: 0x4ADC0000},
+		OnPeriod: func(int64, []byte) {}, NextCW: func() ([]byte, error) { return []byte{1, 2, 3, 4, 5, 6, 7, 8}, nil }}
+	s, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Running(); !r.Connected || r.ECMPackets != 0 {
+		t.Fatalf("before the first packet: %+v", r)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := driveAll(s, in)
+		done <- err
+	}()
+	var seen Running
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+			if r := s.Running(); r.ECMPackets > seen.ECMPackets {
+				seen = r
+			}
+		}
+	}
+	st, r := s.Stats(), s.Running()
+	if !r.Connected || r.ECMPackets != st.ECMPackets || r.Replaced != st.Replaced || r.Inserted != st.Inserted ||
+		r.ECMRefused != st.ECMRefused || r.ECMRefused == 0 || r.Replaced+r.Inserted != r.ECMPackets || seen.ECMPackets > 0 && !seen.Connected {
+		t.Fatalf("Running %+v, seen while running %+v, Stats %+v", r, seen, st)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Running().Connected {
+		t.Error("connected after Close")
+	}
+}

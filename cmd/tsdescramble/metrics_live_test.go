@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -123,8 +124,9 @@ func TestMetricsLive(t *testing.T) {
 
 // A live run whose key server is away: packets come and none is descrambled. /readyz and
 // /healthz say so (503, "none descrambled"), /livez says the process works (200: a restart
-// would bring no key), and /metrics gives the readiness and its reason as gauges and the key
-// server's ECMs, each failed.
+// would bring no key), and /metrics gives the readiness and its reason as gauges, the key
+// server's ECMs, each failed, and the crypto periods that gave up waiting for their key (-key-wait
+// 2s), counted while the run goes.
 func TestMetricsDeadKeyServer(t *testing.T) {
 	t.Parallel()
 	_, scrambled, _ := keyServerStream(t)
@@ -159,6 +161,7 @@ func TestMetricsDeadKeyServer(t *testing.T) {
 	var body string
 	want := []string{"tsdescramble_ready 0\n", `tsdescramble_ready_reason{reason="nothing_descrambled"} 1`,
 		`tsdescramble_key_server_ecms_total{protocol="cs378x",result="sent"}`}
+	gaveUp := regexp.MustCompile(`\ntsdescramble_key_wait_periods_total\{result="given_up"\} [1-9]`)
 	for try := 0; try < 200; try++ {
 		time.Sleep(50 * time.Millisecond)
 		code, b, err := tryGet(addr, "/metrics")
@@ -166,7 +169,7 @@ func TestMetricsDeadKeyServer(t *testing.T) {
 			continue
 		}
 		body = b
-		if !slices.ContainsFunc(want, func(s string) bool { return !strings.Contains(body, s) }) {
+		if !slices.ContainsFunc(want, func(s string) bool { return !strings.Contains(body, s) }) && gaveUp.MatchString(body) {
 			break
 		}
 	}
@@ -174,6 +177,9 @@ func TestMetricsDeadKeyServer(t *testing.T) {
 		if !strings.Contains(body, s) {
 			t.Errorf("/metrics has no %q:\n%s", s, body)
 		}
+	}
+	if !gaveUp.MatchString(body) {
+		t.Errorf("/metrics has no crypto period given up:\n%s", body)
 	}
 	for _, path := range []string{"/readyz", "/healthz"} {
 		if code, b := get(t, addr, path); code != 503 || !strings.Contains(b, "none descrambled") {

@@ -255,10 +255,20 @@ func (r *runState) configure() {
 			w = r.out.net.w
 		}
 		r.metrics.Watch(in.live, w)
-		if ks := r.ksrv; ks != nil {
+		if ks, simul, obs := r.ksrv, r.simul, r.observer(); ks != nil || simul != nil && simul.ecmg != "" {
 			r.metrics.SetExtra(func(b *strings.Builder) {
-				if proto, st, ok := ks.ServerStats(); ok {
-					metrics.WriteKeyServer(b, proto, st)
+				if ks != nil {
+					if proto, st, ok := ks.ServerStats(); ok {
+						metrics.WriteKeyServer(b, proto, st)
+					}
+					if waited, gaveUp, ok := obs.KeyWaits(); ok {
+						metrics.WriteKeyWaits(b, waited, gaveUp)
+					}
+				}
+				if simul != nil && simul.ecmg != "" {
+					st := simul.stage.Running()
+					metrics.WriteECMG(b, metrics.ECMG{Connected: st.Connected, Replaced: st.Replaced,
+						Inserted: st.Inserted, Refused: st.ECMRefused})
 				}
 			})
 		}

@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -190,4 +192,62 @@ func TestSimulCryptLive(t *testing.T) {
 		t.Fatalf("descramble from UDP with -ecm-xor: %s", describe(d))
 	}
 	sameAsClear(t, "descrambled from UDP with -ecm-xor", clear, readFile(t, clean), pmtPID)
+}
+
+// TestMetricsECMG: a live SimulCrypt run serves its ECMG's series while it goes: the channel
+// up, ECM packets put in the stream (inserted: the sample has no null packet to replace), none
+// refused.
+func TestMetricsECMG(t *testing.T) {
+	addr := ecmgtest.Start(t)
+	const perDatagram = 7
+	clear := readFile(t, filepath.Join("..", "..", "samples", "demo-clear.ts"))
+	in, maddr := freeUDPPort(t), freeAddr(t)
+	r := startLive(t, "scramble", "-in", fmt.Sprintf("udp://@127.0.0.1:%d", in), "-out", os.DevNull,
+		"-ecmg", addr, "-super-cas-id", "4ADC0000", "-ecm-pid", fmt.Sprint(ecmPID),
+		"-cp-duration", "1s", "-metrics", maddr, "-duration", "6s")
+	waitListening(t, in)
+	sc := udpSender(t, in)
+	stop, sent := make(chan struct{}), make(chan struct{})
+	go func() { // the sample at about its own rate, until the test has seen enough
+		defer close(sent)
+		for {
+			for i := 0; i+perDatagram*188 <= len(clear); i += perDatagram * 188 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sc.Write(clear[i : i+perDatagram*188])
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-sent
+		r.wait(t, 30*time.Second) // -duration ends it
+	}()
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`\ntsdescramble_ecmg_connected 1\n`),
+		regexp.MustCompile(`\ntsdescramble_ecm_packets_total\{place="inserted"\} [1-9]`),
+		regexp.MustCompile(`\ntsdescramble_ecm_packets_total\{place="replaced"\} \d+\n`),
+		regexp.MustCompile(`\ntsdescramble_ecmg_ecms_refused_total 0\n`),
+	}
+	var body string
+	for try := 0; try < 100; try++ {
+		time.Sleep(50 * time.Millisecond)
+		code, b, err := tryGet(maddr, "/metrics")
+		if err != nil || code != 200 {
+			continue
+		}
+		body = b
+		if !slices.ContainsFunc(want, func(re *regexp.Regexp) bool { return !re.MatchString(body) }) {
+			break
+		}
+	}
+	for _, re := range want {
+		if !re.MatchString(body) {
+			t.Errorf("/metrics while the run goes has no %s:\n%s", re, body)
+		}
+	}
 }

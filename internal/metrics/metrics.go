@@ -480,3 +480,31 @@ func WriteKeyServer(b *strings.Builder, proto string, st keyserver.Stats) {
 	fmt.Fprintf(b, "tsdescramble_key_server_round_trip_seconds{protocol=%q,stat=\"median\"} %g\n", proto, st.RTTMedian.Seconds())
 	fmt.Fprintf(b, "tsdescramble_key_server_round_trip_seconds{protocol=%q,stat=\"max\"} %g\n", proto, st.RTTMax.Seconds())
 }
+
+// ECMG is what a SimulCrypt scrambler's ECMG did so far, for WriteECMG.
+type ECMG struct {
+	Connected bool  // the channel is up
+	Replaced  int64 // ECM packets put in the stream in the place of null packets
+	Inserted  int64 // and between the input's packets
+	Refused   int64 // ECMs refused: bad size, bad TS packets, a crypto period not asked for
+}
+
+// WriteECMG writes the series of a SimulCrypt scrambler's ECMG in the text format: whether its
+// channel is up, the ECM packets put in the stream by where they went, and the ECMs refused.
+func WriteECMG(b *strings.Builder, e ECMG) {
+	fmt.Fprintf(b, "# HELP tsdescramble_ecmg_connected Whether the channel to the ECMG is up: 1 or 0.\n# TYPE tsdescramble_ecmg_connected gauge\n")
+	fmt.Fprintf(b, "tsdescramble_ecmg_connected %d\n", b2i(e.Connected))
+	fmt.Fprintf(b, "# HELP tsdescramble_ecm_packets_total ECM packets put in the stream, by where: in the place of null packets (replaced) or between the input's packets (inserted).\n# TYPE tsdescramble_ecm_packets_total counter\n")
+	fmt.Fprintf(b, "tsdescramble_ecm_packets_total{place=\"replaced\"} %d\n", e.Replaced)
+	fmt.Fprintf(b, "tsdescramble_ecm_packets_total{place=\"inserted\"} %d\n", e.Inserted)
+	fmt.Fprintf(b, "# HELP tsdescramble_ecmg_ecms_refused_total ECMs of the ECMG refused: bad size, bad TS packets, a crypto period not asked for.\n# TYPE tsdescramble_ecmg_ecms_refused_total counter\n")
+	fmt.Fprintf(b, "tsdescramble_ecmg_ecms_refused_total %d\n", e.Refused)
+}
+
+// WriteKeyWaits writes the crypto periods of a run with keys from a key server that waited
+// for their key (waited) and those that gave up waiting (given_up), so far.
+func WriteKeyWaits(b *strings.Builder, waited, gaveUp int64) {
+	fmt.Fprintf(b, "# HELP tsdescramble_key_wait_periods_total Crypto periods whose key came after their first packet (waited), and those whose key never came in time (given_up).\n# TYPE tsdescramble_key_wait_periods_total counter\n")
+	fmt.Fprintf(b, "tsdescramble_key_wait_periods_total{result=\"waited\"} %d\n", waited)
+	fmt.Fprintf(b, "tsdescramble_key_wait_periods_total{result=\"given_up\"} %d\n", gaveUp)
+}

@@ -188,3 +188,40 @@ func TestLivez(t *testing.T) {
 		t.Errorf("a silent feed, everything written: %s", why)
 	}
 }
+
+// TestExtraSeries: the ECMG's series and the key waits, set with SetExtra, are served at each
+// scrape with the counts of that moment.
+func TestExtraSeries(t *testing.T) {
+	var c counts
+	m, err := Serve("127.0.0.1:0", c.snapshot, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var mu sync.Mutex
+	e := ECMG{Connected: true, Replaced: 5, Inserted: 2, Refused: 1}
+	waited, gaveUp := int64(3), int64(0)
+	m.SetExtra(func(b *strings.Builder) {
+		mu.Lock()
+		defer mu.Unlock()
+		WriteECMG(b, e)
+		WriteKeyWaits(b, waited, gaveUp)
+	})
+	want := func(lines ...string) {
+		t.Helper()
+		_, body := get(t, m.Addr().String(), "/metrics")
+		for _, l := range lines {
+			if !strings.Contains(body, "\n"+l+"\n") {
+				t.Errorf("/metrics has no %q:\n%s", l, body)
+			}
+		}
+	}
+	want("tsdescramble_ecmg_connected 1", `tsdescramble_ecm_packets_total{place="replaced"} 5`,
+		`tsdescramble_ecm_packets_total{place="inserted"} 2`, "tsdescramble_ecmg_ecms_refused_total 1",
+		`tsdescramble_key_wait_periods_total{result="waited"} 3`, `tsdescramble_key_wait_periods_total{result="given_up"} 0`)
+	mu.Lock()
+	e.Connected, e.Inserted, gaveUp = false, 4, 2
+	mu.Unlock()
+	want("tsdescramble_ecmg_connected 0", `tsdescramble_ecm_packets_total{place="inserted"} 4`,
+		`tsdescramble_key_wait_periods_total{result="given_up"} 2`)
+}

@@ -271,6 +271,15 @@ func (t *Tracker) Waits() *Waits {
 	return &w
 }
 
+// WaitCounts returns the crypto periods that waited for their key and those that gave up so
+// far, as Waits counts them, without copying the rest; ok is false without Live.
+func (t *Tracker) WaitCounts() (waited, gaveUp int64, ok bool) {
+	if t.live == nil {
+		return 0, 0, false
+	}
+	return t.live.st.Waited, t.live.st.GaveUp, true
+}
+
 // Rekey replaces the key schedule (a key file edited while a live run goes on). Call it when no
 // period is open: those that began under the old schedule have been decided with it. Every PID
 // then starts over as at the start of the stream: its next packet begins a period whose key is
