@@ -60,6 +60,9 @@ type Options struct {
 	Observer *Observer
 	// Log, when set, receives one-line notes about the run (key synchronisation) as they happen.
 	Log func(msg string)
+	// Warn, when set, receives the notes of what went wrong (new keys refused, a PMT that goes
+	// out without its scrambling_descriptor); Log when nil.
+	Warn func(msg string)
 	// KeyLog, when set, receives a line at each crypto period of the input: its number, its
 	// parity, the position of its control word in the schedule and its first packet.
 	KeyLog func(msg string)
@@ -366,11 +369,11 @@ func Run(ctx context.Context, src *ts.Source, w io.Writer, opts Options) (Stats,
 						err = cl.rekey(s)
 					}
 					switch {
-					case opts.Log == nil:
+					case opts.Log == nil && opts.Warn == nil:
 					case err != nil:
-						opts.Log(fmt.Sprintf("new keys refused, the old ones kept: %v", err))
+						opts.warn(fmt.Sprintf("new keys refused, the old ones kept: %v", err))
 					default:
-						opts.Log(fmt.Sprintf("new keys from packet %d on: %d control words", cl.packet+1, s.NumCWs()))
+						opts.note(fmt.Sprintf("new keys from packet %d on: %d control words", cl.packet+1, s.NumCWs()))
 					}
 				default:
 				}
@@ -674,4 +677,26 @@ func tallyChecks(c *chunk, st *Stats, checks *[8192]*pesChecks, checked *[]uint1
 			ck.bad[parity]++
 		}
 	}
+}
+
+// note writes a one-line note to Log, if set.
+func (o *Options) note(msg string) {
+	if o.Log != nil {
+		o.Log(msg)
+	}
+}
+
+// warn writes a note of what went wrong to Warn, or Log when Warn is not set.
+func (o *Options) warn(msg string) {
+	if w := o.warnFunc(); w != nil {
+		w(msg)
+	}
+}
+
+// warnFunc returns where the notes of what went wrong go: Warn, else Log, else nil.
+func (o *Options) warnFunc() func(string) {
+	if o.Warn != nil {
+		return o.Warn
+	}
+	return o.Log
 }

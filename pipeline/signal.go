@@ -39,7 +39,7 @@ func newSignaller(o *Options, tables *psi.Tracker) *signaller {
 	if o.Mode == Descramble {
 		// The services a descrambling run selects go out clear: the scrambling_descriptor
 		// would have the next reader take them for scrambled with the system it names.
-		s := &signaller{tracker: tables, log: o.Log, remove: true}
+		s := &signaller{tracker: tables, log: o.warnFunc(), remove: true}
 		s.selection(o)
 		s.rw.Remove = true
 		return s
@@ -47,7 +47,7 @@ func newSignaller(o *Options, tables *psi.Tracker) *signaller {
 	if o.Mode != Scramble || o.ScramblingMode == 0 {
 		return nil
 	}
-	s := &signaller{tracker: tables, log: o.Log, system: "csa2"}
+	s := &signaller{tracker: tables, log: o.warnFunc(), system: "csa2"}
 	if o.Out != nil && o.Out.System != nil {
 		s.system = o.Out.System.Name()
 	}

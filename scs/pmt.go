@@ -48,6 +48,6 @@ func (s *Stage) signalPMT(p []byte, pid uint16) {
 	s.st.PMTLeft += int64(r.Left)
 	if !s.pmtLogged {
 		s.pmtLogged = true
-		s.cfg.Log(fmt.Sprintf("a PMT on PID %#04x has no room for the CA_descriptor in its packet (or spans packets): it goes out without one, so receivers must be told the ECM PID %#04x (this is the only such note)", pid, s.cfg.ECMPID))
+		s.warn(fmt.Sprintf("a PMT on PID %#04x has no room for the CA_descriptor in its packet (or spans packets): it goes out without one, so receivers must be told the ECM PID %#04x (this is the only such note)", pid, s.cfg.ECMPID))
 	}
 }

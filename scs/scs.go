@@ -75,8 +75,11 @@ type Config struct {
 	OnPeriod func(packet int64, cw []byte)
 	// CWLog, when set, receives each period's CW as an OSCam .cwl line.
 	CWLog io.Writer
-	// Log receives one-line notes (the ECMG's errors, its loss, a PMT without room).
+	// Log receives one-line notes (the first ECM after a clear start, the ECMG back).
 	Log func(string)
+	// Warn receives the notes of what went wrong (the ECMG's errors, its loss, an ECM refused
+	// or missing, a PMT without room); Log when nil.
+	Warn func(string)
 }
 
 // ErrECMPIDInUse is returned by Packet when the input carries packets on the ECM PID: ECMs
@@ -230,6 +233,16 @@ func New(ctx context.Context, cfg Config) (*Stage, error) {
 	return s, nil
 }
 
+// warn writes a note of what went wrong: to Config.Warn, or Log without it.
+func (s *Stage) warn(msg string) {
+	switch {
+	case s.cfg.Warn != nil:
+		s.cfg.Warn(msg)
+	case s.cfg.Log != nil:
+		s.cfg.Log(msg)
+	}
+}
+
 // CheckCWs refuses the lead_CW and CW_per_msg of a channel_status that no receiver could
 // follow. The ECM of crypto period n carries the CWs of periods n+lead_CW-CW_per_msg+1 to
 // n+lead_CW, and a receiver keeps one even and one odd CW, from the last ECM it read: the ECM
@@ -379,7 +392,7 @@ func (s *Stage) packet(unit []byte, fr ts.Framing, idx int64, out *ts.Units) err
 			} else if s.heldP != s.period {
 				s.heldP = s.period
 				s.st.Held++
-				s.cfg.Log(fmt.Sprintf("crypto period %d goes on past its end: no ECM carrying the next CW is on air yet", s.period))
+				s.warn(fmt.Sprintf("crypto period %d goes on past its end: no ECM carrying the next CW is on air yet", s.period))
 			}
 		}
 	}
@@ -512,7 +525,7 @@ func (s *Stage) ecmFor(n int64, out *ts.Units) bool {
 			continue
 		}
 		if k > s.onAir+1 && s.onAir >= 0 {
-			s.cfg.Log(fmt.Sprintf("the ECM of crypto period %d never came: the ECM of period %d follows the one of period %d", s.onAir+1, k, s.onAir))
+			s.warn(fmt.Sprintf("the ECM of crypto period %d never came: the ECM of period %d follows the one of period %d", s.onAir+1, k, s.onAir))
 		}
 		s.air(k, d)
 		s.emitPending(out)
@@ -574,7 +587,7 @@ func (s *Stage) open(out *ts.Units) (bool, error) {
 				return false, fmt.Errorf("%w for crypto period %d within %v (%s)", ErrNoECM, s.cand, s.cfg.ECMWait, why)
 			}
 			s.gaveUp = true
-			s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d within %v (%s): the stream goes out clear until one comes", s.cand, s.cfg.ECMWait, why))
+			s.warn(fmt.Sprintf("no ECM for crypto period %d within %v (%s): the stream goes out clear until one comes", s.cand, s.cfg.ECMWait, why))
 			continue
 		}
 		s.block(min(left, 100*time.Millisecond))
@@ -589,7 +602,7 @@ func (s *Stage) skip() {
 		return
 	}
 	s.st.Skipped++
-	s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: the stream waits for the ECM of crypto period %d", s.cand, s.cand+1))
+	s.warn(fmt.Sprintf("no ECM for crypto period %d: the stream waits for the ECM of crypto period %d", s.cand, s.cand+1))
 	s.cand++
 	s.provideAhead()
 }
@@ -730,7 +743,7 @@ func (s *Stage) await(n int64) ([]byte, bool) {
 	if s.refused {
 		// A stream_error came in place of an ECM: the ECMG answers CW_provisions in turn.
 		s.refused = false
-		s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
+		s.warn(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
 		return nil, false
 	}
 	timer := time.NewTimer(s.cfg.ECMTimeout)
@@ -747,13 +760,13 @@ func (s *Stage) await(n int64) ([]byte, bool) {
 				return nil, false
 			}
 		case <-timer.C:
-			s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d within %v: %s", n, s.cfg.ECMTimeout, s.keepsRepeating()))
+			s.warn(fmt.Sprintf("no ECM for crypto period %d within %v: %s", n, s.cfg.ECMTimeout, s.keepsRepeating()))
 			return nil, false
 		}
 		if s.refused {
 			// The ECMG answers CW_provisions in turn: this was its answer.
 			s.refused = false
-			s.cfg.Log(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
+			s.warn(fmt.Sprintf("no ECM for crypto period %d: %s", n, s.keepsRepeating()))
 			return nil, false
 		}
 	}
@@ -807,7 +820,7 @@ func (s *Stage) take(e simulcrypt.ECM) {
 		s.ecmsRefused.Add(1)
 		s.refused = s.refused || k <= ref+4
 		if s.notes++; s.notes <= 10 {
-			s.cfg.Log(fmt.Sprintf("ECM for crypto period %d refused: %s", int64(e.CP), why))
+			s.warn(fmt.Sprintf("ECM for crypto period %d refused: %s", int64(e.CP), why))
 		}
 		return
 	}
@@ -878,7 +891,7 @@ func (s *Stage) report(err error) {
 		s.st.ECMGErrors++
 		s.refused = s.refused || er.StreamError
 		if s.st.ECMGErrors <= 10 {
-			s.cfg.Log(err.Error())
+			s.warn(err.Error())
 		}
 	default:
 		s.lost(err)
@@ -892,9 +905,9 @@ func (s *Stage) lost(err error) {
 	}
 	s.st.Lost++
 	if s.period < 0 {
-		s.cfg.Log(fmt.Sprintf("%v: no ECM yet, and the stream waits for the ECMG", err))
+		s.warn(fmt.Sprintf("%v: no ECM yet, and the stream waits for the ECMG", err))
 	} else {
-		s.cfg.Log(fmt.Sprintf("%v: %s, and crypto period %d goes on until the ECMG is back", err, s.keepsRepeating(), s.period))
+		s.warn(fmt.Sprintf("%v: %s, and crypto period %d goes on until the ECMG is back", err, s.keepsRepeating(), s.period))
 	}
 	s.client.Close()
 	s.client = nil
@@ -921,7 +934,7 @@ func (s *Stage) reconnect() {
 			if err := CheckCWs(c.Params()); err != nil {
 				if !s.leftNoted {
 					s.leftNoted = true
-					s.cfg.Log(fmt.Sprintf("the ECMG is back, but %v: it is left (this is the only such note)", err))
+					s.warn(fmt.Sprintf("the ECMG is back, but %v: it is left (this is the only such note)", err))
 				}
 				c.Close()
 				return

@@ -399,6 +399,37 @@ func TestFollowMessagesNameTheLog(t *testing.T) {
 	}
 }
 
+// -log-format json: a line that says something went wrong in a run that goes on (here the
+// stream's crypto periods get no key: it carries no ECM for the key server) is at level "warn",
+// the summary at "info", and the error that ends the run at "error".
+func TestJSONLogLevels(t *testing.T) {
+	t.Parallel()
+	srv := camdouble.NewCS378x(t, "u", "p")
+	r := run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-key-wait", "200ms", "-in", demoScrambled, "-out", os.DevNull, "-log-format", "json")
+	if r.code != exitNoFit {
+		t.Fatalf("want exit %d; %s", exitNoFit, describe(r))
+	}
+	levels := map[string]string{}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	for i, l := range lines {
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		switch {
+		case i == len(lines)-1:
+			levels["end"] = rec.Level
+		case strings.HasPrefix(rec.Msg, "the stream carries no ECM"):
+			levels["no ECM"] = rec.Level
+		case strings.Contains(rec.Msg, " packets in, "):
+			levels["summary"] = rec.Level
+		}
+	}
+	if want := map[string]string{"end": "error", "no ECM": "warn", "summary": "info"}; fmt.Sprint(levels) != fmt.Sprint(want) {
+		t.Errorf("levels %v, want %v:\n%s", levels, want, r.stderr)
+	}
+}
+
 // A key-server run on a stream that carries no CA descriptor says so once, rather than a line
 // per crypto period, and ends with that reason, not advice about control words; a server that
 // cannot be connected to has its ECMs counted as not sent, not as sent and failed.

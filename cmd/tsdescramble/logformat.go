@@ -12,8 +12,8 @@ import (
 )
 
 // -log-format json writes each line the command would write to stderr as one JSON object, for
-// log collectors: {"time": RFC 3339, "level": "info" or "error", "msg": the line without the
-// program's name}, and "job": N for a batch's job. The lines themselves are the same as in text.
+// log collectors: {"time": RFC 3339, "level": "info", "warn" or "error", "msg": the line without
+// the program's name}, and "job": N for a batch's job. The lines themselves are the same as in text.
 
 // withLogFormat runs f with the stderr -log-format asks for; with json, the message of the
 // error that ends the run is written as an "error" line too.
@@ -99,6 +99,16 @@ func (j *jsonLines) flush() {
 		j.lineLocked("info", j.buf)
 		j.buf = nil
 	}
+}
+
+// logWarn writes one line of the run that says something went wrong, which the run goes on
+// from: with -log-format json, at level "warn" rather than "info".
+func logWarn(w io.Writer, msg string) {
+	if jl, ok := w.(*jsonLines); ok {
+		jl.line("warn", []byte("tsdescramble: "+msg))
+		return
+	}
+	fmt.Fprintln(w, "tsdescramble: "+msg)
 }
 
 // logError writes one error line of the run that does not end it: with -log-format json, at

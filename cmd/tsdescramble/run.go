@@ -66,6 +66,7 @@ type runState struct {
 	ksrv  *livekeys.Source // keys that come while the stream runs, or nil
 	notes []string         // told once the first bytes come
 	logf  func(string)
+	warnf func(string) // the lines of logf that say something went wrong (logWarn)
 
 	metrics *metrics.Server
 	inFile  *runfiles.Record // the input as it was before anything of it was read (-stats)
@@ -138,7 +139,12 @@ func (r *runState) open() (err error) {
 			fmt.Fprintln(r.env.Stderr, "tsdescramble: "+msg)
 		}
 	}
-	r.opts.Log = r.logf
+	r.warnf = func(msg string) {
+		if !c.quiet {
+			logWarn(r.env.Stderr, msg)
+		}
+	}
+	r.opts.Log, r.opts.Warn = r.logf, r.warnf
 	if c.verbose {
 		r.opts.KeyLog = r.logf
 	}
@@ -147,7 +153,7 @@ func (r *runState) open() (err error) {
 	}
 	r.cleanup = append(r.cleanup, r.in.Close)
 	if c.scsWanted() {
-		if r.simul, err = startSCS(c, r.in, &r.opts, r.sys, r.keys, r.logf); err != nil {
+		if r.simul, err = startSCS(c, r.in, &r.opts, r.sys, r.keys, r.logf, r.warnf); err != nil {
 			return err
 		}
 		r.in.source().SetStage(r.simul.stage)
@@ -317,7 +323,7 @@ func (r *runState) hangup() func() {
 	return func() {
 		ks, err := readKeys(&c.keys, "", r.sys)
 		if err != nil {
-			r.logf("SIGHUP: the keys were not reread, the old ones stay: " + err.Error())
+			r.warnf("SIGHUP: the keys were not reread, the old ones stay: " + err.Error())
 			return
 		}
 		for _, n := range ks.notes {
@@ -346,7 +352,7 @@ func (r *runState) run() {
 	if r.ksrv != nil {
 		// -ecm-xor answers from the stream itself, at once: a pipe runs ahead of real time as a
 		// file does, and its reading may wait for the answers.
-		r.ksrv.Start(r.ctx, in.size >= 0 || r.ksrv.AnswersAtOnce() && !in.network(), r.logf)
+		r.ksrv.Start(r.ctx, in.size >= 0 || r.ksrv.AnswersAtOnce() && !in.network(), r.warnf)
 	}
 	// The notes (the key file read, the system the PMT names) come with the first bytes of the
 	// input: before a usage error, an input that cannot be opened or an empty one they would
@@ -371,7 +377,7 @@ func (r *runState) run() {
 	}
 	r.sig.Finished()
 	if r.simul != nil {
-		r.scsErr = r.simul.finish(r.logf, c.quiet)
+		r.scsErr = r.simul.finish(r.logf, r.warnf, c.quiet)
 	}
 	r.bar.finish()
 	if r.runErr == nil && r.st.BytesIn == 0 {
@@ -409,7 +415,7 @@ func (r *runState) judge() error {
 		}
 	}
 	if w := report.MostlyNotTransportStream(st); w != "" && junk == "" && r.runErr == nil {
-		r.logf(w)
+		r.warnf(w)
 	}
 	status := r.status(closeErr, junk, verdict)
 	if status == nil && missing != nil {

@@ -61,10 +61,10 @@ type scsRun struct {
 
 // startSCS connects to the ECMG and returns the stage that reads in, with opts set to take its
 // crypto periods. ks holds the key flags' CWs (empty for random ones).
-func startSCS(c *config, in *input, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf func(string)) (*scsRun, error) {
+func startSCS(c *config, in *input, opts *pipeline.Options, sys scrambling.System, ks *keySet, logf, warnf func(string)) (*scsRun, error) {
 	// A network input's periods follow the wall clock (see scs.Config.Live); a pipe's, like a
 	// file's, its PCRs, so that the same bytes scramble the same way.
-	cfg := scs.Config{CPDuration: c.cpDuration, Log: logf, Live: in.network()}
+	cfg := scs.Config{CPDuration: c.cpDuration, Log: logf, Warn: warnf, Live: in.network()}
 	run := &scsRun{ecmg: c.ecmg, cp: cfg.CPDuration, live: cfg.Live}
 	if c.ecmg != "" {
 		// The flags were read by checkECMG.
@@ -140,8 +140,9 @@ func startSCS(c *config, in *input, opts *pipeline.Options, sys scrambling.Syste
 	return run, nil
 }
 
-// finish closes the ECMG channel and the log, and says what the stage did.
-func (r *scsRun) finish(logf func(string), quiet bool) error {
+// finish closes the ECMG channel and the log, and says what the stage did: what went wrong
+// to warnf.
+func (r *scsRun) finish(logf, warnf func(string), quiet bool) error {
 	closeErr := r.stage.Close()
 	var logErr error
 	if r.log != nil {
@@ -165,7 +166,7 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 			logf(fmt.Sprintf("ECM PID %#04x: %d packets, %d in the place of null packets, %d inserted; CA_descriptor in %d PMT sections, %d left without",
 				r.pid, st.ECMPackets, st.Replaced, st.Inserted, st.PMTSignalled, st.PMTLeft))
 			if st.Lost > 0 || st.ECMGErrors > 0 || st.Held > 0 || st.ECMRefused > 0 || st.Skipped > 0 {
-				logf(fmt.Sprintf("ECMG trouble: lost %d times (back %d), %d error replies, %d ECMs refused, %d crypto periods prolonged while no ECM carried the next CW, %d given up before the first ECM",
+				warnf(fmt.Sprintf("ECMG trouble: lost %d times (back %d), %d error replies, %d ECMs refused, %d crypto periods prolonged while no ECM carried the next CW, %d given up before the first ECM",
 					st.Lost, st.Reconnected, st.ECMGErrors, st.ECMRefused, st.Held, st.Skipped))
 			}
 		}
@@ -182,7 +183,7 @@ func (r *scsRun) finish(logf func(string), quiet bool) error {
 		return failErr("ECMG %s: no ECM came within -ecm-wait %s, and the first %d packets went out clear, without CA_descriptor", r.ecmg, r.wait, st.Clear)
 	}
 	if closeErr != nil && st.Lost == 0 {
-		logf(fmt.Sprintf("closing the ECMG channel: %v", closeErr))
+		warnf(fmt.Sprintf("closing the ECMG channel: %v", closeErr))
 	}
 	return nil
 }

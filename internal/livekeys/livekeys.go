@@ -299,6 +299,8 @@ func loadWholeLines(path string) (*keys.KeyFile, error) {
 }
 
 // Start runs the client until Stop; file says the input is a file, read ahead of real time.
+// logf gets the lines of what goes wrong while it runs: crypto periods without a key, keys that
+// do not fit, the server's failures, bad lines of a followed log.
 func (ks *Source) Start(ctx context.Context, file bool, logf func(string)) {
 	ks.lk.FileInput, ks.lk.Log, ks.logf = file, logf, logf
 	if ks.url != nil && ks.lk.Sections != nil {
