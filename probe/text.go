@@ -27,7 +27,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	pf("\n")
 	if t := rep.Timing; t != nil {
-		pf("duration:  %.3f s (%d PCRs on PID 0x%04X", t.DurationSeconds, t.PCRs, t.PCRPID)
+		pf("duration:  %.3f s (%d PCRs on PID %#04x", t.DurationSeconds, t.PCRs, t.PCRPID)
 		if t.Discontinuities > 0 {
 			pf(", %d discontinuities left out", t.Discontinuities)
 		}
@@ -71,39 +71,39 @@ func (rep *Report) WriteText(w io.Writer) error {
 		if s.Provider != "" {
 			pf(" from %q", s.Provider)
 		}
-		pf(", PMT PID 0x%04X", s.PMTPID)
+		pf(", PMT PID %#04x", s.PMTPID)
 		if !s.PMTSeen {
 			pf(" (no PMT seen)\n")
 			continue
 		}
 		if s.PCRPID != nil {
-			pf(", PCR PID 0x%04X", *s.PCRPID)
+			pf(", PCR PID %#04x", *s.PCRPID)
 		}
 		pf("\n")
 		if s.Scrambling != nil {
 			pf("  scrambling_descriptor 0x%02X: %s\n", s.Scrambling.Mode, s.Scrambling.Name)
 		}
 		for _, ca := range s.CA {
-			pf("  CA %s (0x%04X), ECM PID 0x%04X%s\n", ca.SystemName, ca.SystemID, ca.ECMPID, absent(ca.ECMPID))
+			pf("  CA %s (0x%04X), ECM PID %#04x%s\n", ca.SystemName, ca.SystemID, ca.ECMPID, absent(ca.ECMPID))
 		}
 		for _, st := range s.Streams {
-			pf("  PID 0x%04X  type 0x%02X  %s%s\n", st.PID, st.StreamType, st.TypeName, absent(st.PID))
+			pf("  PID %#04x  type 0x%02X  %s%s\n", st.PID, st.StreamType, st.TypeName, absent(st.PID))
 			for _, ca := range st.CA {
-				pf("      CA %s (0x%04X), ECM PID 0x%04X%s\n", ca.SystemName, ca.SystemID, ca.ECMPID, absent(ca.ECMPID))
+				pf("      CA %s (0x%04X), ECM PID %#04x%s\n", ca.SystemName, ca.SystemID, ca.ECMPID, absent(ca.ECMPID))
 			}
 		}
 	}
 	if len(rep.EMM) > 0 {
 		pf("\nCAT:\n")
 		for _, e := range rep.EMM {
-			pf("  CA %s (0x%04X), EMM PID 0x%04X%s\n", e.SystemName, e.SystemID, e.EMMPID, absent(e.EMMPID))
+			pf("  CA %s (0x%04X), EMM PID %#04x%s\n", e.SystemName, e.SystemID, e.EMMPID, absent(e.EMMPID))
 		}
 	}
 
 	pf("\n%-6s  %10s  %10s  %10s  %10s  %8s  %7s  %s\n",
 		"PID", "packets", "clear", "even", "odd", "reserved", "periods", "description")
 	for _, p := range rep.PIDs {
-		pf("0x%04X  %10d  %10d  %10d  %10d  %8d  %7d  %s\n",
+		pf("%#04x  %10d  %10d  %10d  %10d  %8d  %7d  %s\n",
 			p.PID, p.Packets, p.Clear, p.Even, p.Odd, p.Reserved, p.CryptoPeriods, p.Description)
 	}
 	return bw.Flush()

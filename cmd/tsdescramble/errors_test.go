@@ -228,3 +228,14 @@ func TestJSONLogLines(t *testing.T) {
 		}
 	}
 }
+
+// A PID in a message is written as the summaries and probe write it: 0x and four lower-case
+// hex digits (probe's own form: TestProbeCommandRealPSI).
+func TestPIDForm(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, "scramble", "-in", demoClear, "-out", os.DevNull, "-ecmg", "127.0.0.1:1", "-super-cas-id", "4ADC0000",
+		"-ecm-pid", "0x1FF0", "-pid", "0x1ff0", "-cp-duration", "1s")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "-ecm-pid 0x1ff0 is among the -pid list") {
+		t.Errorf("%s", describe(r))
+	}
+}

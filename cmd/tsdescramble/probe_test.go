@@ -333,7 +333,7 @@ func TestProbeCommandRealPSI(t *testing.T) {
 	}
 	for _, want := range []string{
 		"service 1 (0x0001), PMT PID 0x0100, PCR PID 0x1011",
-		"  CA BISS-1 (EBU) (0x2600), ECM PID 0x1FFF",
+		"  CA BISS-1 (EBU) (0x2600), ECM PID 0x1fff",
 		"  CA Irdeto (0x0604), ECM PID 0x0500",
 		"  PID 0x1100  type 0x86  DTS-HD Master Audio",
 		"  PID 0x1200  type 0x90  PGS subtitles",

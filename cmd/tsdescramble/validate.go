@@ -226,7 +226,7 @@ func checkECMG(c *config) (err error) {
 		return usageErr("-ecm-pid: want one PID from 0x20 to 0x1FFE")
 	}
 	if slices.Contains(c.pids, pids[0]) {
-		return usageErr("-ecm-pid %#x is among the -pid list to scramble", pids[0])
+		return usageErr("-ecm-pid %#04x is among the -pid list to scramble", pids[0])
 	}
 	c.ecmPIDs = pids[0]
 	if s := c.accessCriteria; s != "" {
