@@ -448,7 +448,7 @@ func Run(ctx context.Context, src *ts.Source, w io.Writer, opts Options) (Stats,
 				// The bytes read ahead of the last packet are not the run's.
 				st.BytesIn -= int64(src.Buffered())
 			}
-			st.Packets = src.Packets()
+			st.Packets = src.Packets() - src.Added() // a stage's own units are not the input's
 			st.Skipped, st.Truncated = src.Skipped(), src.Truncated()
 			st.Framing = src.Framing()
 			if observed {

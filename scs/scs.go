@@ -266,6 +266,10 @@ func (s *Stage) Running() Running {
 		Replaced: s.replaced.Load(), Inserted: s.inserted.Load(), ECMRefused: s.ecmsRefused.Load()}
 }
 
+// Added returns the ECM packets inserted between the input's packets so far (ts.Adder): those
+// in the place of null packets stand for input packets. Safe from any goroutine.
+func (s *Stage) Added() int64 { return s.inserted.Load() }
+
 // Stats returns what the Stage did so far.
 func (s *Stage) Stats() Stats {
 	st := s.st

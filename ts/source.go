@@ -466,8 +466,18 @@ func (s *Source) HeldSince() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// Packets returns the number of units Next returned.
+// Packets returns the number of units Next returned: with a Stage, the units it added too.
 func (s *Source) Packets() int64 { return s.packets }
+
+// Added returns the number of units a Stage that is an Adder has put in the stream among the
+// input's so far, 0 without one: Packets less Added is the input's units, once Next has
+// returned them all.
+func (s *Source) Added() int64 {
+	if a, ok := s.stage.(Adder); ok {
+		return a.Added()
+	}
+	return 0
+}
 
 // BytesRead returns the number of input bytes read so far.
 func (s *Source) BytesRead() int64 { return s.fr.BytesRead() }

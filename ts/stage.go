@@ -15,6 +15,13 @@ type Stage interface {
 	End(out *Units) error
 }
 
+// An Adder is a Stage that says how many units of its own it has put in the stream so far
+// (ECM packets inserted between the input's, say): they are not the input's (Source.Added).
+// Added may run ahead of Next by the units the Source has yet to return.
+type Adder interface {
+	Added() int64
+}
+
 // Units is a run of packet units in stream order, in one buffer: what a Stage hands on. A
 // unit's framing is told by its size (188, 192 or 204 bytes).
 type Units struct {

@@ -98,6 +98,11 @@ func TestSimulCryptClosedLoop(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, r.stderr)
 		}
 	}
+	// The summary counts the input's packets in, the ECM packets inserted among them out.
+	inPkts, outPkts := len(clear)/188, len(readFile(t, scrambled))/188
+	if want := fmt.Sprintf("%d packets in, %d out", inPkts, outPkts); inPkts == outPkts || !strings.Contains(r.stderr, want) {
+		t.Errorf("summary lacks %q:\n%s", want, r.stderr)
+	}
 	if fi, err := os.Stat(cwl); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("CW log: %v, mode %v", err, fi.Mode())
 	}
