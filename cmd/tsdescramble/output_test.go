@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -464,5 +465,34 @@ func TestReadError(t *testing.T) {
 			t.Errorf("%v: message does not give the error: %q", args, stderr.String())
 		}
 		sameBytes(t, "output", stdout.Bytes(), s.output(), 188)
+	}
+}
+
+// The bar's first frame gives a speed over the time since the run began (the first sample, of
+// no byte), never the bytes of that frame over next to no time: 16 MB read 150 ms after the
+// start show at most 16 MB / 150 ms.
+func TestProgressBarFirstSpeed(t *testing.T) {
+	t.Parallel()
+	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Stderr: errFile, IsTerminal: func(*os.File) bool { return true }}
+	start := time.Now()
+	p := newProgress(env, 64e6, false, pipeline.Descramble)
+	time.Sleep(150 * time.Millisecond) // past the bar's redraw throttle
+	p.set(16e6)
+	elapsed := time.Since(start)
+	errFile.Close()
+	got := string(readFile(t, errFile.Name()))
+	m := regexp.MustCompile(`\(16/64 MB, ([0-9.]+) ([kMGT]?)B/s\)`).FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("the bar says %q", got)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	v *= map[string]float64{"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m[2]]
+	if bound := 16e6 / elapsed.Seconds() * 1.05; v > bound {
+		// The library rounds the figure it shows: 5% of room.
+		t.Errorf("first frame %q: %.0f B/s, more than 16 MB over %v", got, v, elapsed)
 	}
 }
