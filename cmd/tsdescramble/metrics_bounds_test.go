@@ -113,7 +113,10 @@ func TestMetricsIdleConnectionsBounded(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "tsdescramble_read_bytes_total") {
 		t.Errorf("a new scrape: %d %s", resp.StatusCode, body)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// Without the cap the scrape waits in a full backlog until the client gives up (5 s);
+	// with it, the answer comes at once on an idle machine and took up to 2.5 s on a loaded
+	// one, the 8000 closes of evicted connections going first.
+	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("a new scrape took %v", d)
 	}
 }
