@@ -23,8 +23,8 @@ const (
 
 // Options says how a Reader or a Writer runs; the zero value is the default.
 type Options struct {
-	// Log, when not nil, is told of each connection made or lost, and of callers turned
-	// away, in one line without a newline; addresses are redacted.
+	// Log, when not nil, is told of each connection made (the first too) or lost, and of
+	// callers turned away, in one line without a newline; addresses are redacted.
 	Log func(msg string)
 
 	// t replaces the library, for the tests of the package's own logic.
@@ -259,6 +259,8 @@ func (r *Reader) connected(c conn, peer string) {
 		r.logf("%s: caller %s connected", r.addr, peer)
 	case again:
 		r.logf("%s: connected again after %v without a connection", r.addr, gap.Round(time.Millisecond))
+	default:
+		r.logf("%s: connected", r.addr)
 	}
 }
 

@@ -186,6 +186,8 @@ func (w *Writer) connected(c conn, peer string) {
 		w.logf("%s: caller %s connected", w.addr, peer)
 	case again:
 		w.logf("%s: connected again after %v; what came meanwhile was dropped", w.addr, gap.Round(time.Millisecond))
+	default:
+		w.logf("%s: connected", w.addr)
 	}
 }
 
