@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/srt"
 	"github.com/tsdescramble/tsdescramble/ts"
 	"github.com/tsdescramble/tsdescramble/web"
 
@@ -114,12 +115,9 @@ moves to the next, cyclically; the list is aligned to the stream on its first PE
 
 // runError turns an error of the pipeline into the message and exit status of the contract.
 func runError(err error, inPath string, out *output) error {
-	name := inPath
-	switch {
-	case name == "-":
+	name := redacted(inPath) // a password in a URL, an SRT passphrase, is never printed
+	if name == "-" {
 		name = "stdin"
-	case web.IsURL(name):
-		name = web.Redacted(name) // a password in the URL is never printed
 	}
 	saved := ""
 	if out.partial() != "" {
@@ -195,6 +193,7 @@ type input struct {
 	poll      *os.File     // a pollable descriptor of a pipe, if reads go through one
 	live      *live.Reader // a network input: UDP or RTP
 	web       *web.Reader  // a network input: HTTP or HLS
+	srt       *srt.Reader  // a network input: SRT
 	first     atomic.Int64 // when the run got its first bytes, in Unix nanoseconds (0: not yet)
 	// With -end-on-idle: when the last bytes came, in Unix nanoseconds, and whether the
 	// input ended on a silence, which the input bitrate leaves out.
@@ -213,14 +212,17 @@ func (in *input) interrupt() {
 	if in.web != nil {
 		in.web.Close() // likewise
 	}
+	if in.srt != nil {
+		in.srt.Close() // likewise
+	}
 	if in.poll != nil {
 		in.poll.SetReadDeadline(time.Now())
 	}
 }
 
-// network reports whether the input is a network end (UDP, RTP, HTTP, HLS): its packets come
-// at the pace of the source, which a run must keep up with and never hold back for long.
-func (in *input) network() bool { return in.live != nil || in.web != nil }
+// network reports whether the input is a network end (UDP, RTP, HTTP, HLS, SRT): its packets
+// come at the pace of the source, which a run must keep up with and never hold back for long.
+func (in *input) network() bool { return in.live != nil || in.web != nil || in.srt != nil }
 
 // setIdleTimeout makes the input fail when its source sends nothing for d (-timeout).
 func (in *input) setIdleTimeout(d time.Duration) {
@@ -229,6 +231,9 @@ func (in *input) setIdleTimeout(d time.Duration) {
 	}
 	if in.web != nil {
 		in.web.SetIdleTimeout(d)
+	}
+	if in.srt != nil {
+		in.srt.SetIdleTimeout(d)
 	}
 }
 
@@ -250,6 +255,9 @@ func (in *input) Close() {
 	}
 	if in.web != nil {
 		in.web.Close()
+	}
+	if in.srt != nil {
+		in.srt.Close()
 	}
 	if in.poll != nil {
 		in.poll.Close()
@@ -275,6 +283,9 @@ func openInput(path string, env Env) (*input, error) {
 	}
 	if web.IsURL(path) {
 		return openWebInput(path)
+	}
+	if srt.IsURL(path) {
+		return openSRTInput(path, env)
 	}
 	in := &input{Reader: env.Stdin, size: -1}
 	f, ok := env.Stdin.(*os.File)

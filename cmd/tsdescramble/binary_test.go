@@ -206,11 +206,19 @@ func buildOnce() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		var out []byte
-		if out, built.err = exec.CommandContext(ctx, goTool, "build", "-o", built.path, ".").CombinedOutput(); built.err != nil {
+		args := []string{"build", "-o", built.path}
+		if len(binaryTags) > 0 {
+			args = append(args, "-tags", strings.Join(binaryTags, ","))
+		}
+		if out, built.err = exec.CommandContext(ctx, goTool, append(args, ".")...).CombinedOutput(); built.err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", built.err, out)
 		}
 	})
 }
+
+// binaryTags are the build tags the command is built with, those of this test binary that
+// the command has code for (the srt tag's tests add it, so that the binary has SRT too).
+var binaryTags []string
 
 // built is the command buildBinary built.
 var built struct {

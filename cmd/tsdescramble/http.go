@@ -11,6 +11,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/relay"
+	"github.com/tsdescramble/tsdescramble/srt"
 	"github.com/tsdescramble/tsdescramble/web"
 )
 
@@ -29,8 +30,8 @@ func openWebInput(path string) (*input, error) {
 }
 
 // isNetwork reports whether a -in or -out value names a network end rather than a file: an
-// address (live.go) or a URL.
-func isNetwork(s string) bool { return live.IsAddress(s) || web.IsURL(s) }
+// address (live.go), an HTTP URL or an SRT one (srt.go).
+func isNetwork(s string) bool { return live.IsAddress(s) || web.IsURL(s) || srt.IsURL(s) }
 
 // relayAddress parses -out http://[HOST]:PORT/PATH: the address to listen on and the path the
 // stream is served at ("/" when none is given).

@@ -11,6 +11,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/relay"
+	"github.com/tsdescramble/tsdescramble/srt"
 )
 
 // Live streams: -in and -out take udp:// and rtp:// addresses beside files (see package live),
@@ -85,11 +86,12 @@ func openLiveInput(path string) (*input, error) {
 	return &input{Reader: r, size: -1, live: r}, nil
 }
 
-// netOutput is a network output: the Writer (a UDP or RTP destination) or the relay (HTTP
-// clients), and the Pacer before it when the run paces.
+// netOutput is a network output: the Writer (a UDP or RTP destination), the relay (HTTP
+// clients) or an SRT Writer, and the Pacer before it when the run paces.
 type netOutput struct {
 	w     *live.Writer
 	relay *relay.Server
+	srt   *srt.Writer
 	pacer *live.Pacer
 }
 
@@ -120,9 +122,12 @@ func (n *netOutput) close() error {
 		err = n.pacer.Flush()
 	}
 	var cerr error
-	if n.w != nil {
+	switch {
+	case n.w != nil:
 		cerr = n.w.Close()
-	} else {
+	case n.srt != nil:
+		cerr = n.srt.Close()
+	default:
 		cerr = n.relay.Close()
 	}
 	if err == nil {
@@ -146,6 +151,10 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report
 		s := in.web.Stats()
 		ls.Web = &s
 	}
+	if in.srt != nil {
+		s := in.srt.Stats()
+		ls.SRTIn = &s
+	}
 	// The bitrate counts from the first bytes: a live run may wait long for its feed.
 	if first := in.first.Load(); first > 0 {
 		end := time.Now()
@@ -163,6 +172,10 @@ func collectLive(in *input, out *output, st *pipeline.Stats, final bool) *report
 	if out.net != nil && out.net.relay != nil {
 		s := out.net.relay.Stats()
 		ls.Relay = &s
+	}
+	if out.net != nil && out.net.srt != nil {
+		s := out.net.srt.Stats()
+		ls.SRTOut = &s
 	}
 	if out.net != nil && out.net.pacer != nil && final {
 		ls.PaceResets = out.net.pacer.Resets()

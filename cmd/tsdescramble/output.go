@@ -11,6 +11,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/split"
+	"github.com/tsdescramble/tsdescramble/srt"
 	"github.com/tsdescramble/tsdescramble/web"
 )
 
@@ -91,6 +92,9 @@ func openOutput(path string, env Env, pace bool, handlers map[string]http.Handle
 	}
 	if web.IsURL(path) {
 		return openRelayOutput(path, env, pace, handlers)
+	}
+	if srt.IsURL(path) {
+		return openSRTOutput(path, env, pace)
 	}
 	if path == "-" {
 		return stdoutOutput("stdout", env), nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
+	"github.com/tsdescramble/tsdescramble/srt"
 	"github.com/tsdescramble/tsdescramble/web"
 )
 
@@ -83,6 +84,7 @@ func checkPaths(c *config) error {
 	}
 	var files []given
 	addrs := map[string]*live.Address{}
+	srts := map[string]*srt.Address{}
 	for _, f := range fileFlags {
 		f = f.of(c)
 		p := f.get(c)
@@ -91,6 +93,14 @@ func checkPaths(c *config) error {
 		}
 		if f.stdio && web.IsURL(p) {
 			continue // a URL (http.go): no file to compare
+		}
+		if f.stdio && srt.IsURL(p) {
+			a, err := checkSRT(f.name, p) // srt.go
+			if err != nil {
+				return err
+			}
+			srts[f.name] = a
+			continue
 		}
 		if f.stdio && live.IsAddress(p) {
 			// A network address (live.go): no file to compare.
@@ -105,6 +115,11 @@ func checkPaths(c *config) error {
 	}
 	if in, out := addrs["in"], addrs["out"]; in != nil && out != nil && sendsToItself(in, out) {
 		return usageErr("-in %s and -out %s: the run would receive what it sends; send to another port", c.in, c.out)
+	}
+	if in, out := srts["in"], srts["out"]; in != nil && out != nil {
+		if why := srtLoops(in, out); why != "" {
+			return usageErr("-in %s and -out %s: %s", in, out, why)
+		}
 	}
 	for j, b := range files {
 		for _, a := range files[:j] {

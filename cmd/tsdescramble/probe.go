@@ -14,6 +14,7 @@ import (
 
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/probe"
+	"github.com/tsdescramble/tsdescramble/srt"
 )
 
 // probeCommand is `tsdescramble probe`: a report on a stream, on stdout, as text or JSON.
@@ -67,9 +68,9 @@ func runProbe(c *cli.Context, env Env) error {
 			return usageErr("probe: give a PATH, or pipe a stream in: tsdescramble probe [-json] PATH|-")
 		}
 	}
-	if live.IsAddress(path) {
+	if live.IsAddress(path) || srt.IsURL(path) {
 		// A report covers a whole input, and a live one never ends.
-		return usageErr("probe: reads a file or a pipe to its end, and %s never ends: record some of it first (tsdescramble -in %s -out rec.ts -duration 10s, with the stream's keys), then probe rec.ts", path, path)
+		return usageErr("probe: reads a file or a pipe to its end, and %s never ends: record some of it first (tsdescramble -in %s -out rec.ts -duration 10s, with the stream's keys), then probe rec.ts", redacted(path), redacted(path))
 	}
 	in, err := openInput(path, env)
 	if err != nil {

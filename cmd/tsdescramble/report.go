@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
 
 	"github.com/tsdescramble/tsdescramble/csa"
 	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/pipeline"
+	"github.com/tsdescramble/tsdescramble/srt"
 )
 
 // progress shows a progress bar on stderr when stderr is a terminal, and costs nothing otherwise.
@@ -144,7 +146,8 @@ func (s *statsEvery) end() {
 	<-s.done
 }
 
-// version returns the module version and the engine this CPU runs, for -version.
+// version returns the module version and the engine this CPU runs, for -version and the help
+// page.
 func version() string {
 	v := "(devel)"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
@@ -160,4 +163,21 @@ func version() string {
 		s += "; " + c
 	}
 	return s
+}
+
+// -version prints, after the version, on a line of its own, whether the build has SRT: the
+// help page's VERSION keeps to the version, whose line is long enough. urfave/cli's printer is
+// a package variable, set once here, before any app runs.
+func init() {
+	cli.VersionPrinter = func(c *cli.Context) {
+		fmt.Fprintf(c.App.Writer, "%s version %s\n%s\n", c.App.Name, c.App.Version, srtVersion())
+	}
+}
+
+// srtVersion says whether this build has SRT (srt.go), and how to get one that has.
+func srtVersion() string {
+	if srt.Built {
+		return "srt: yes (libsrt " + srt.LibraryVersion() + ")"
+	}
+	return "srt: not in this build (build with -tags srt)"
 }

@@ -452,7 +452,7 @@ func (r *runState) status(closeErr error, junk string, verdict report.Verdict) e
 	case r.runErr != nil:
 		return runError(r.runErr, r.cfg.in, out)
 	case closeErr != nil:
-		return failErr("cannot write %s: %v%s", r.cfg.out, closeErr, saved("; the packets processed are in "))
+		return failErr("cannot write %s: %v%s", redacted(r.cfg.out), closeErr, saved("; the packets processed are in "))
 	case junk != "":
 		return failErr("%s%s", junk, saved("; the packets found are in "))
 	case report.UnseenSelection(&r.opts, st) != "":

@@ -13,7 +13,6 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
-	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -206,7 +205,7 @@ func ecmKeys(c *config, sys scrambling.System) (*keySet, *livekeys.Source, error
 	}
 	path := c.in
 	fi, err := os.Stat(path)
-	if path == "-" || live.IsAddress(path) || err == nil && !fi.Mode().IsRegular() {
+	if path == "-" || isNetwork(path) || err == nil && !fi.Mode().IsRegular() {
 		o, err := liveKeyOptions(c)
 		if err != nil {
 			return nil, nil, err

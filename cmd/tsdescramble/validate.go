@@ -149,13 +149,13 @@ func checkLive(c *config, _ Env) error {
 	case c.isSet("stats-interval") && (c.statsInterval <= 0 || c.stats == ""):
 		return usageErr("-stats-interval: want a duration above 0 (10s, 1m), with -stats FILE to write to")
 	case c.pace && c.isSet("pace") && !isNetwork(c.out):
-		return usageErr("-pace paces a network output: give -out udp://HOST:PORT, rtp://HOST:PORT or http://[HOST]:PORT/PATH, or leave -pace out")
+		return usageErr("-pace paces a network output: give -out udp://HOST:PORT, rtp://HOST:PORT, http://[HOST]:PORT/PATH or srt://…, or leave -pace out")
 	case c.timeout > 0 && !isNetwork(c.in):
-		return usageErr("-timeout watches a network input: give -in udp://@:PORT, rtp://@:PORT or http(s)://…, or leave -timeout out")
+		return usageErr("-timeout watches a network input: give -in udp://@:PORT, rtp://@:PORT, http(s)://… or srt://…, or leave -timeout out")
 	case c.isSet("end-on-idle") && c.endOnIdle <= 0:
 		return usageErr("-end-on-idle: want a duration above 0 (5s, 1m)")
 	case c.endOnIdle > 0 && !isNetwork(c.in):
-		return usageErr("-end-on-idle watches a network input: give -in udp://@:PORT, rtp://@:PORT or http(s)://…, or leave -end-on-idle out (a file or a pipe ends by itself)")
+		return usageErr("-end-on-idle watches a network input: give -in udp://@:PORT, rtp://@:PORT, http(s)://… or srt://…, or leave -end-on-idle out (a file or a pipe ends by itself)")
 	case c.endOnIdle > 0 && c.timeout > 0:
 		return usageErr("-timeout fails the run on a silence and -end-on-idle ends it there as done: give one")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 	"github.com/tsdescramble/tsdescramble/relay"
+	"github.com/tsdescramble/tsdescramble/srt"
 	"github.com/tsdescramble/tsdescramble/web"
 )
 
@@ -178,6 +179,12 @@ type Live struct {
 	Web *web.Stats `json:"http_input,omitempty"`
 	// Relay is the HTTP output's (-out http://…): clients served, dropped, refused.
 	Relay *relay.Stats `json:"http_output,omitempty"`
+	// SRTIn is the SRT input's (-in srt://…): connections, and the SRT library's own loss,
+	// retransmission and drop counts.
+	SRTIn *srt.Stats `json:"srt_input,omitempty"`
+	// SRTOut is the SRT output's (-out srt://…): connections, what was dropped while no
+	// peer was connected, and the library's counts.
+	SRTOut *srt.WriterStats `json:"srt_output,omitempty"`
 	// InputBitrate is the input's TS bitrate in bits per second, from its first bytes on.
 	InputBitrate float64 `json:"input_bitrate,omitempty"`
 	// PaceResets counts the restarts of the PCR pacing's schedule: each after the output fell
@@ -235,6 +242,31 @@ func PrintLive(w io.Writer, ls *Live) {
 		fmt.Fprintf(w, "  HTTP output: %d clients served, %d dropped as too slow to keep up, %d refused, %.1f MB sent", s.Served, s.Dropped, s.Refused, float64(s.BytesOut)/1e6)
 		if ls.PaceResets > 0 {
 			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", Plural(int(ls.PaceResets), "time"))
+		}
+		fmt.Fprintln(w)
+	}
+	if s := ls.SRTIn; s != nil {
+		fmt.Fprintf(w, "  SRT input (%s): %d messages, %.2f Mbit/s; %s, %d reconnections, %v without one",
+			s.Mode, s.Messages, ls.InputBitrate/1e6, Plural(int(s.Connections), "connection"), s.Reconnects, s.GapTime.Round(time.Millisecond))
+		if s.Refused > 0 {
+			fmt.Fprintf(w, ", %d callers turned away", s.Refused)
+		}
+		fmt.Fprintf(w, "; SRT: %d lost, %d retransmitted, %d dropped too late to play", s.Lost, s.Retransmitted, s.Dropped)
+		if s.Undecrypted > 0 {
+			fmt.Fprintf(w, ", %d that did not decrypt", s.Undecrypted)
+		}
+		fmt.Fprintln(w)
+	}
+	if s := ls.SRTOut; s != nil {
+		fmt.Fprintf(w, "  SRT output (%s): %d messages, %d of them short (sent early to bound the latency); %s, %d reconnections",
+			s.Mode, s.Messages, s.Short, Plural(int(s.Connections), "connection"), s.Reconnects)
+		if s.Refused > 0 {
+			fmt.Fprintf(w, ", %d callers turned away", s.Refused)
+		}
+		fmt.Fprintf(w, "; packets dropped: %d with no peer connected, %d with the send buffer full; SRT: %d lost, %d retransmitted, %d dropped too late to send",
+			s.Unconnected, s.Full, s.Lost, s.Retransmitted, s.Dropped)
+		if ls.PaceResets > 0 {
+			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
 		}
 		fmt.Fprintln(w)
 	}

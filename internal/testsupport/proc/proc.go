@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -25,8 +26,16 @@ type Proc struct {
 // reports a process that does not stop.
 func Start(t testing.TB, limit time.Duration, name string, args ...string) *Proc {
 	t.Helper()
+	return StartInput(t, limit, nil, name, args...)
+}
+
+// StartInput is Start with the process's standard input read from in (nil: none), for a peer
+// that reads its stream there.
+func StartInput(t testing.TB, limit time.Duration, in io.Reader, name string, args ...string) *Proc {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	p := &Proc{Cmd: exec.CommandContext(ctx, name, args...), done: make(chan error, 1)}
+	p.Cmd.Stdin = in
 	p.Cmd.Stdout, p.Cmd.Stderr = &p.out, &p.out
 	p.Cmd.WaitDelay = time.Second
 	if err := p.Cmd.Start(); err != nil {
