@@ -119,6 +119,45 @@ if [ "$again" != 0 ] || ! grep -q 'skipped' "$work/pod0.log"; then
 	echo "FAIL: a retried pod redid its finished job (exit $again)"; cat "$work/pod0.log"; fail=1
 fi
 
+# The SRT image (SRT=1 build-image.sh): the same empty base and user, libsrt and OpenSSL linked
+# in. Two of its containers on the host's network: one listens for the stream over SRT,
+# encrypted, and writes what it receives to the volume; the other descrambles the sample and
+# calls it. What comes out is the clear sample. Skipped where libsrt's development files are
+# not installed.
+free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); t=socket.socket(); t.bind(("127.0.0.1", s.getsockname()[1])); print(s.getsockname()[1])'; }
+srt_image=localhost/tsdescramble:ci-srt
+srt_note="SRT image skipped: libsrt-openssl-dev, pkg-config or g++ is not installed"
+if pkg-config --exists srt 2>/dev/null && command -v g++ >/dev/null; then
+	SRT=1 timeout 600 deploy/build-image.sh "$srt_image"
+	trap 'podman rmi -f "$image" "$srt_image" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+	srt_size=$(podman image inspect --format '{{.Size}}' "$srt_image")
+	echo "SRT image: $(timeout 60 $PODMAN run --rm "$srt_image" -version | tail -1), $srt_size bytes"
+	if [ "$srt_size" -gt $((25 * 1000 * 1000)) ]; then
+		echo "FAIL: the SRT image is over 25 MB"; fail=1
+	fi
+	srt_port=$(free_port)
+	srt_pass="ci-passphrase-$RANDOM$RANDOM"
+	timeout 90 $PODMAN run --rm --read-only --network host -v "$data:/data" "$srt_image" \
+		-in "srt://127.0.0.1:$srt_port?mode=listener&passphrase=$srt_pass" -out srt-clear.ts \
+		-cw-file demo-keys.txt -packets 4611 -timeout 30s >"$work/srt-in.log" 2>&1 &
+	srt_in=$!
+	hex=$(printf ':%04X ' "$srt_port")
+	for _ in $(seq 200); do grep -q "$hex" /proc/net/udp && break; sleep 0.05; done
+	srt_status=0
+	timeout 90 $PODMAN run --rm --read-only --network host -v "$data:/data" "$srt_image" \
+		-in demo-scrambled.ts -out "srt://127.0.0.1:$srt_port?passphrase=$srt_pass" -cw-file demo-keys.txt \
+		-pace=false >"$work/srt-out.log" 2>&1 || srt_status=$?
+	wait "$srt_in" || srt_status=$?
+	if [ "$srt_status" != 0 ] || grep -q "$srt_pass" "$work/srt-in.log" "$work/srt-out.log"; then
+		echo "FAIL: SRT between two containers of the image (exit $srt_status)"; cat "$work/srt-in.log" "$work/srt-out.log"; fail=1
+	else
+		check "$data/srt-clear.ts" samples/demo-clear.ts
+	fi
+	srt_note="SRT image: a caller and a listener, encrypted"
+else
+	echo "$srt_note"
+fi
+
 # The live Deployment, played by podman as a node would run it: its Secret, then the manifest
 # with its multicast groups turned to loopback ports (a host's groups may not loop back here)
 # and its metrics address, the pod's IP from the downward API, to a free loopback port (podman
@@ -129,10 +168,9 @@ fi
 if ! command -v catatonit >/dev/null && ! [ -x /usr/libexec/podman/catatonit ]; then
 	# A pod's infra container runs catatonit, which podman builds its pause image from.
 	if [ "$fail" != 0 ]; then exit 1; fi
-	echo "podman test passed: 6 indexes, 2 at a time, outputs identical, exit statuses 0, 3 and 4, finished job skipped"
+	echo "podman test passed: 6 indexes, 2 at a time, outputs identical, exit statuses 0, 3 and 4, finished job skipped; $srt_note"
 	skip "the live Deployment: podman kube play needs catatonit (Debian: apt-get install catatonit)"
 fi
-free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); t=socket.socket(); t.bind(("127.0.0.1", s.getsockname()[1])); print(s.getsockname()[1])'; }
 inport=$(free_port)
 outport=$(free_port)
 mport=$(free_port)
@@ -154,7 +192,7 @@ down() {
 	if [ -n "$sender" ]; then kill "$sender" 2>/dev/null || true; wait "$sender" 2>/dev/null || true; fi
 	timeout 60 $PODMAN kube play --down "$work/deployment.yaml" >/dev/null 2>&1 || true
 	podman secret rm tsdescramble-service-1 >/dev/null 2>&1 || true
-	podman rmi -f localhost/tsdescramble:latest "$image" >/dev/null 2>&1 || true
+	podman rmi -f localhost/tsdescramble:latest "$image" "$srt_image" >/dev/null 2>&1 || true
 	rm -rf "$work"
 	exit "$status"
 }
@@ -193,4 +231,4 @@ else
 fi
 
 if [ "$fail" != 0 ]; then exit 1; fi
-echo "podman test passed: 6 indexes, 2 at a time, outputs identical, exit statuses 0, 3 and 4, finished job skipped; the live Deployment ready, its metrics counting"
+echo "podman test passed: 6 indexes, 2 at a time, outputs identical, exit statuses 0, 3 and 4, finished job skipped; $srt_note; the live Deployment ready, its metrics counting"
