@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,8 +38,8 @@ type srtPeer struct {
 	// message every half millisecond (21 Mbit/s), then null packets until the test ends: a
 	// sender that closes its connection once its input ends drops what the receiver has not
 	// played yet (the latency's worth), and the run ends at the sample's last packet
-	// (-packets).
-	send func(t *testing.T, url, file string) *proc.Proc
+	// (-packets). ready reports whether the command's end of the connection is up.
+	send func(t *testing.T, url, file string, ready func() bool) *proc.Proc
 	// receive starts the peer receiving from url into out.
 	receive func(t *testing.T, url, out string) *proc.Proc
 	// finish makes a receiver write all it holds and end.
@@ -58,17 +59,17 @@ var srtPeers = []srtPeer{
 			}
 			return u
 		},
-		send: func(t *testing.T, url, file string) *proc.Proc {
+		send: func(t *testing.T, url, file string, ready func() bool) *proc.Proc {
 			// It reads its input (file://con, a message per read of -chunk bytes) from
 			// the start, and drops what it reads before its connection is made: the stream
-			// starts once it says it is connected.
+			// starts once it says it is connected, and the command says so too.
 			start := make(chan struct{})
 			p := proc.StartInput(t, time.Minute, &messageReader{data: readFile(t, file), gap: time.Millisecond / 2, start: start, end: t.Context().Done()},
 				"srt-live-transmit", "-chunk", "1316", "file://con", url)
 			go func() {
 				defer close(start)
 				for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-					if o := p.Output(); strings.Contains(o, "SRT target connected") || strings.Contains(o, "Accepted SRT target connection") {
+					if o := p.Output(); (strings.Contains(o, "SRT target connected") || strings.Contains(o, "Accepted SRT target connection")) && ready() {
 						return
 					}
 				}
@@ -96,7 +97,7 @@ var srtPeers = []srtPeer{
 			}
 			return u
 		},
-		send: func(t *testing.T, url, file string) *proc.Proc {
+		send: func(t *testing.T, url, file string, _ func() bool) *proc.Proc {
 			// The exact bytes of its input (the mpegtsraw demuxer, the data muxer), 7
 			// packets a message (pkt_size=1316, -flush_packets 0). It opens its output
 			// after it has read the start of its input, and keeps what it read meanwhile.
@@ -159,6 +160,12 @@ func paddedSample(t *testing.T) string {
 	return writeFile(t, t.TempDir(), "padded.ts", b)
 }
 
+// inConnected reports whether the run's stderr says its SRT input is connected: a caller
+// accepted by its listener, or its call answered. r is nil until the run starts.
+func inConnected(r *liveRun) bool {
+	return r != nil && regexp.MustCompile(`-in: \S+: (caller \S+ )?connected`).MatchString(r.stderr.String())
+}
+
 // waitLine waits up to limit for a line of the run's stderr that matches re.
 func waitLine(t *testing.T, r *liveRun, re string, limit time.Duration) {
 	t.Helper()
@@ -206,28 +213,35 @@ func srtPeerRun(t *testing.T, peer srtPeer, peerListens bool, pass string) {
 	}
 	args := []string{"-in", tsdIn, "-out", tsdOut, "-cw-file", demoKeys, "-packets", fmt.Sprint(demoPackets), "-stats", stats}
 	var r *liveRun
+	var started atomic.Pointer[liveRun] // r, for the sender's goroutine
+	ready := func() bool { return inConnected(started.Load()) }
 	var snd, recv *proc.Proc
 	if peerListens {
 		recv = peer.receive(t, peer.url(out, true, pass), got)
 		waitListening(t, out)
-		snd = peer.send(t, peer.url(in, true, pass), paddedSample(t))
+		snd = peer.send(t, peer.url(in, true, pass), paddedSample(t), ready)
 		waitListening(t, in)
 		r = startLive(t, args...)
+		started.Store(r)
 	} else {
 		r = startLive(t, args...)
+		started.Store(r)
 		waitListening(t, in)
 		waitListening(t, out)
 		recv = peer.receive(t, peer.url(out, false, pass), got)
 		// What comes before a caller is there is dropped.
 		waitLine(t, r, `-out: \S+: caller 127\.0\.0\.1:\d+ connected`, 10*time.Second)
-		snd = peer.send(t, peer.url(in, false, pass), paddedSample(t))
+		snd = peer.send(t, peer.url(in, false, pass), paddedSample(t), ready)
 	}
 	res := r.wait(t, 30*time.Second)
 	if res.code != 0 {
 		t.Fatalf("%s\npeer sending: %s\npeer receiving: %s", describe(res), snd.Output(), recv.Output())
 	}
 	peer.finish(t, recv)
-	sameBytes(t, "sent by "+peer.name+", descrambled, received by "+peer.name, readFile(t, got), readFile(t, demoClear), 188)
+	if b, clear := readFile(t, got), readFile(t, demoClear); !bytes.Equal(b, clear) {
+		t.Logf("what came out starts at packet %d of the sample; the command:\n%s", indexOfPacket(b, clear)/188, res.stderr)
+		sameBytes(t, "sent by "+peer.name+", descrambled, received by "+peer.name, b, clear, 188)
+	}
 	st := readFile(t, stats)
 	if pass != "" && (strings.Contains(res.stderr, pass) || bytes.Contains(st, []byte(pass))) {
 		t.Errorf("the passphrase shows:\n%s\n%s", res.stderr, st)
@@ -245,7 +259,7 @@ func srtPeerRun(t *testing.T, peer srtPeer, peerListens bool, pass string) {
 		out.Packets != demoPackets || out.Connections != 1 || out.Unconnected+out.Full != 0 {
 		t.Errorf("the -stats figures: %+v, %+v", in, out)
 	}
-	summaryHas(t, res.stderr, `SRT input \((caller|listener)\): \d+ messages`, `SRT output \((caller|listener)\): 659 messages`)
+	summaryHas(t, res.stderr, `SRT input \((caller|listener)\): \d+ messages`, `SRT output \((caller|listener)\): \d+ messages`)
 }
 
 // A passphrase is never printed, nor written to -stats: not when a call is refused for it,
