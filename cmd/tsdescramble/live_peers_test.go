@@ -27,7 +27,7 @@ func needTool(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			pkg := map[string]string{"ingests": "multicat", "unshare": "util-linux", "ip": "iproute2"}[tool]
+			pkg := map[string]string{"ingests": "multicat", "unshare": "util-linux", "ip": "iproute2", "srt-live-transmit": "srt-tools"}[tool]
 			if pkg == "" {
 				pkg = tool
 			}
