@@ -246,7 +246,7 @@ func PrintLive(w io.Writer, ls *Live) {
 		fmt.Fprintln(w)
 	}
 	if s := ls.SRTIn; s != nil {
-		fmt.Fprintf(w, "  SRT input (%s): %d messages, %.2f Mbit/s; %s, %d reconnections, %v without one",
+		fmt.Fprintf(w, "  SRT input (%s): %d messages, %.2f Mbit/s; %s, %d reconnections (%v without a connection)",
 			s.Mode, s.Messages, ls.InputBitrate/1e6, Plural(int(s.Connections), "connection"), s.Reconnects, s.GapTime.Round(time.Millisecond))
 		if s.Refused > 0 {
 			fmt.Fprintf(w, ", %d callers turned away", s.Refused)
