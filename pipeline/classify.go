@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
-	"github.com/tsdescramble/tsdescramble/keys/period"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/keys/period"
 
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/psi"
@@ -37,7 +39,11 @@ type classifier struct {
 	// cc is each PID's last continuity counter, with ccSeen set once one was seen and ccDup
 	// when the last packet repeated the one before (see continuity).
 	cc [8192]uint8
-	// ccRun counts, per PID, the packets in a row whose counters followed on, up to ccTrusted.
+	// tail is the last eight bytes of each PID's last packet: a packet sent twice is the same
+	// packet, and the same counter on another one is packets lost, not a repeat.
+	tail [8192]uint64
+	// ccRun counts, per PID, the packets in a row whose counters followed on, until it
+	// reaches ccTrusted, where it stays (see continuity).
 	ccRun [8192]uint8
 	// lastOdd is the parity of the last scrambled packet processed, for Stats.KeyChanges.
 	lastOdd int8
@@ -248,7 +254,7 @@ func (cl *classifier) classify(c *chunk, at int, fr ts.Framing) {
 		if carriage := cl.tracker.Carriage(pid); carriage != psi.CarriageOther {
 			j.flags |= jobCheck
 			j.carriage = carriage
-			idx = cl.tr.UnitStart(idx, c.buf[j.off:j.end], carriage, cl.ccRun[pid] >= ccTrusted)
+			idx = cl.tr.UnitStart(idx, c.buf[j.off:j.end], carriage)
 			if len(cl.st.Samples) < maxSamples {
 				cl.st.Samples = append(cl.st.Samples, Sample{PID: pid, Odd: tsc == ts.Odd,
 					Carriage: carriage, Payload: append([]byte(nil), p[off:]...)})
@@ -267,7 +273,8 @@ const (
 
 // continuity checks the continuity counter of a packet (ISO/IEC 13818-1, 2.4.3.3): it goes up
 // by one at each packet of the PID with a payload, stays the same in one without, and a packet
-// may be sent twice in a row; a discontinuity_indicator allows any value. Null packets are not
+// may be sent twice in a row (the same bytes: a counter repeated on another packet is packets
+// lost); a discontinuity_indicator allows any value. Null packets are not
 // counted. An error is a packet lost, repeated or out of place upstream: the input is damaged,
 // which a live input, with loss on its way, needs to show. It reports an error on a PID whose
 // counters followed on until here: the crypto periods take it as a place where a key may stop
@@ -279,6 +286,9 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 	cc := p[3] & 0x0F
 	last := cl.cc[pid]
 	cl.cc[pid] = ccSeen | cc
+	tail := binary.LittleEndian.Uint64(p[ts.PacketSize-8:])
+	lastTail := cl.tail[pid]
+	cl.tail[pid] = tail
 	if last&ccSeen == 0 {
 		return false // the PID's first packet
 	}
@@ -296,22 +306,28 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 			cl.ccRun[pid]++
 		}
 		return false
-	case cc == prev && last&ccDup == 0:
+	case cc == prev && last&ccDup == 0 && tail == lastTail:
 		cl.cc[pid] |= ccDup // a duplicate: allowed once
 		return false
 	}
 	cl.st.CCErrors++
 	ps.CCErrors++
 	// Only a PID whose counters followed on for a while says something by breaking them:
-	// some muxers number packets otherwise, or leave the counters at 0.
-	broken = cl.ccRun[pid] >= ccTrusted
+	// some muxers number packets otherwise, or leave the counters at 0. Once they did, the
+	// PID's muxer numbers them, and every later break is packets lost or a splice, however
+	// soon after the last one: a stream that loses packets often loses them in bursts close
+	// together, and a key may change in any of them.
+	if cl.ccRun[pid] >= ccTrusted {
+		return true
+	}
 	cl.ccRun[pid] = 0
-	return broken
+	return false
 }
 
-// ccTrusted is how many packets in a row whose continuity counters followed on make a PID's
-// next error a place where its key may stop applying.
-const ccTrusted = 16
+// ccTrusted is how many packets in a row whose continuity counters followed on show that a
+// PID's muxer numbers them: its errors from then on are places where its key may stop
+// applying. Counters that are random, or stuck, follow on eight times one time in 16^8.
+const ccTrusted = 8
 
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers
 // how far that is known, so a held chunk is scanned once in all.

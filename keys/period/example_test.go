@@ -22,7 +22,7 @@ func ExampleTracker() {
 	sys.NewProcessor().Encrypt(key, [][]byte{payload})
 
 	id := tr.Packet(1, 0x100, false, false) // packet 1 of the stream, even parity
-	id = tr.UnitStart(id, payload, psi.CarriagePES, true)
+	id = tr.UnitStart(id, payload, psi.CarriagePES)
 	state, cw := tr.Decision(id)
 	fmt.Println(state == period.Fit, cw+1, "of", list.NumCWs())
 	// Output: true 2 of 2

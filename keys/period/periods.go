@@ -75,10 +75,7 @@ type cryptoPeriod struct {
 	from      int32 // the period before it of its PID, or -1: its position is steps after from's
 	steps     int32
 	placed    bool // a sibling's key placed it (placeBySiblings)
-	// acrossSilence says it went on across a silence of its PID longer than lagLimit since
-	// a unit start last checked its key.
-	acrossSilence bool
-	silenced      bool // split off the period before by a silence of its PID alone (gap)
+	silenced  bool // split off the period before by a silence of its PID alone (gap)
 	// awaitNumber is the number of the PID's period split off it (where its key may have
 	// changed, before it was checked) whose decision decides it, or 0.
 	awaitNumber int
@@ -131,7 +128,13 @@ type pidKeys struct {
 	everFit      bool
 	// fitKey is the CW index of its latest checked period of each parity (even, odd), or
 	// keys.NoKey before one.
-	fitKey  [2]int
+	fitKey [2]int
+	// sameFits counts its latest checked periods that fitted one CW, with no packets lost
+	// between them (a break of the counters starts it again): a key seen constant only
+	// across losses may be a rotating list's that came round.
+	sameFits int
+	// lost says packets of it were lost just before the one being placed (its counters broke).
+	lost    bool
 	failed  int  // checked unit starts that fitted no key while the PID never fitted
 	foreign bool // never fitted in maxForeignChecks checks: no more trials
 }
@@ -548,6 +551,16 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		return t.startPeriod(pk, pid, odd, -1, 1)
 	}
 	cur := &t.periods[pk.cur]
+	pk.lost = ccBreak
+	if ccBreak {
+		pk.sameFits = 0
+		if pk.svc != nil && !t.keys.Fixed() {
+			// Packets lost, or two streams joined: the service went unseen for a while, as
+			// in a silence of all its PIDs, and what its PIDs showed before says nothing of
+			// after.
+			pk.svc.quietTo = t.now
+		}
+	}
 	// Its siblings watched the service's periods while it was silent, if one of them had a
 	// packet since its last one and the service was never silent for long meanwhile: they
 	// say how many periods began (steps).
@@ -578,11 +591,6 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 			// such a unit start they are left as they came.
 			pk.silenced = !ccBreak
 			return t.startPeriod(pk, pid, odd, pk.cur, 0)
-		}
-		if t.now-last > lagLimit {
-			// It went on across a silence that its siblings watched: its next unit start
-			// checks that the key did too (recheckDecided).
-			cur.acrossSilence = true
 		}
 		pk.run++
 		return pk.cur
@@ -616,10 +624,11 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		}
 		t.decide(cur, Glitch)
 		pk.cur, pk.run, pk.prev = pk.prev, pk.prevRun+1, -1
-		if !watched && !t.keys.Fixed() && t.now-last > lagLimit {
-			// So long after it, with nothing watching, it may as well have been a real
-			// period (a PID thin here), and this one two changes of key on: a period of
-			// its own, that a unit start (the old key first) or a sibling places.
+		if !t.keys.Fixed() && (ccBreak || !watched && t.now-last > lagLimit) {
+			// So long after it, with nothing watching, or after packets lost, it may as
+			// well have been a real period (a PID thin here), and this one two changes of
+			// key on: a period of its own, that a unit start (the old key first) or a
+			// sibling places.
 			pk.run--
 			return t.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
@@ -628,7 +637,7 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	// A change of parity after a silence over which its service began three periods or more,
 	// not counted, or one that nothing watched, long enough to hold a whole crypto period: the
 	// list's next key would be a guess.
-	pk.unsure = steps == 0 && (t.missedUncounted(pk, last, odd, 3) ||
+	pk.unsure = steps == 0 && (ccBreak || t.missedUncounted(pk, last, odd, 3) ||
 		!watched && !t.keys.Fixed() && (t.lateAfter(cur, last) || t.now-last > t.minPeriod))
 	idx := t.startPeriod(pk, pid, odd, pk.cur, max(steps, 1))
 	pk.prevLast = last
@@ -783,9 +792,11 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 			t.flips++
 			t.learnPeriod(pk, &t.periods[idx])
 		}
-		if q := &t.periods[prev]; steps == 0 && q.state == Open && q.attempts == 0 && odd == q.odd {
+		if q := &t.periods[prev]; steps == 0 && q.state == Open && q.attempts == 0 && odd == q.odd && !pk.lost {
 			// Split where its key may have changed, before anything checked it: the unit
 			// start that places the new period says whether the key did change (decide).
+			// Not where packets were lost: the new period's key says nothing of the one
+			// before, whose key may have changed in a loss of its own.
 			q.awaitNumber = p.number
 		} else {
 			t.end(prev)
@@ -815,8 +826,9 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 		// began in step with the service: the PID came promptly, or the service watched its
 		// silence, or, for its first, the service's packets were coming. After a silence
 		// nothing watched it may be a later period of the same parity.
-		inStep := restart || joined || prev >= 0 && (np.gap <= lagLimit || svc.watched(last, t.now)) ||
-			prev < 0 && t.now-svc.before <= lagLimit
+		// A PID that lost packets is in step with nothing its siblings showed before.
+		inStep := restart || !pk.lost && (joined || prev >= 0 && (np.gap <= lagLimit || svc.watched(last, t.now)) ||
+			prev < 0 && t.now-svc.before <= lagLimit)
 		if svc.odd == parityBit(odd) && inStep {
 			np.svcN = int32(svc.n)
 			t.placeBySiblings(np)
@@ -1120,7 +1132,11 @@ func (t *Tracker) follow(p *cryptoPeriod) {
 // decided period is checked with the period's key too: one that does not fit ends the decision
 // there, and starts a period of the same parity whose key is looked for anew (a PID silent
 // while its siblings' key changed, a recording cut and joined, a list that fell out of step);
-// the packets before it keep their key. It returns the period the unit start belongs to.
+// the packets before it keep their key. Every one is tried, on every PID: packets lost or a
+// splice hide from the continuity counters one time in 16 (and some muxers' counters say
+// nothing), and such a place shows only at the next unit start; a trial of the key a period
+// has costs one block and the stream cipher's start (trialDecided). It returns the period the
+// unit start belongs to.
 func (t *Tracker) offerUnitStart(idx int32, u unitStart) int32 {
 	p := &t.periods[idx]
 	switch {
@@ -1134,9 +1150,9 @@ func (t *Tracker) offerUnitStart(idx int32, u unitStart) int32 {
 			return later
 		}
 		t.check(idx, u)
-	case (p.state == Fit || p.state == Unchecked) && p.key != keys.NoKey && t.recheckDecided(p):
+	case (p.state == Fit || p.state == Unchecked) && p.key != keys.NoKey:
 		payload := u.payload
-		switch t.trial(p.key, payload, u.carriage) {
+		switch t.trialDecided(p.key, payload, u.carriage) {
 		case CheckBad:
 		case CheckUndescribed:
 			// Before a PMT says what the PID carries, the key says nothing; another key
@@ -1147,7 +1163,6 @@ func (t *Tracker) offerUnitStart(idx int32, u unitStart) int32 {
 				return idx
 			}
 		default:
-			p.acrossSilence = false // the key goes on after the silence
 			return idx
 		}
 		pk := t.pk[p.pid]
@@ -1257,20 +1272,6 @@ func (t *Tracker) check(idx int32, u unitStart) {
 	}
 }
 
-// recheckDecided reports whether a unit start of decided period p is tried with its key. A key
-// changes without a change of parity only where the PID's packets do not follow on (a silence,
-// packets lost, a splice), and those begin periods of their own that their next unit start
-// checks. So a period that a unit start fitted, on a PID whose continuity counters follow on,
-// needs no more trials (each costs a stream-cipher start): only a period decided without a
-// check, or a PID whose counters say nothing, has its later unit starts tried. A period that went
-// on across a silence its siblings watched (taken for a PID lagging them) is tried too, until a
-// unit start after the silence fits. The one splice this misses is one whose counters happen to
-// follow on (one in 16), until the next change of parity; the unit-start checks after
-// descrambling count its failures.
-func (t *Tracker) recheckDecided(p *cryptoPeriod) bool {
-	return p.state != Fit || !t.ccFollows || p.acrossSilence
-}
-
 // deferUnitStart keeps a unit start of open period idx, on a PID whose carriage is not known,
 // to check it again when the tables change.
 func (t *Tracker) deferUnitStart(idx int32, u unitStart) {
@@ -1360,6 +1361,11 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 	}
 	// Before the decision: a period split off before p, which p's decision decides too, is
 	// given p's key when the PID's keys of both parities, p's with them, are one constant CW.
+	if last := pk.fitKey[parityBit(!p.odd)]; last != keys.NoKey && pk.sameFits > 0 && bytes.Equal(t.keys.CW(last), t.keys.CW(p.key)) {
+		pk.sameFits++
+	} else {
+		pk.sameFits = 1
+	}
 	pk.fitKey[parityBit(p.odd)] = p.key
 	t.decide(p, Fit)
 }
@@ -1374,11 +1380,12 @@ func (t *Tracker) siblingsChanged(q, p *cryptoPeriod) bool {
 }
 
 // constantKey reports whether the key period p fitted is the one its PID's latest checked
-// periods of both parities fitted too: a constant CW (BISS, a fixed-key feed, a constant CW
-// listed once a period), which a period between them of either parity had as well.
+// periods of both parities fitted too, with no packets lost between them: a constant CW (BISS,
+// a fixed-key feed, a constant CW listed once a period), which a period between them of either
+// parity had as well.
 func (t *Tracker) constantKey(p *cryptoPeriod) bool {
 	pk := t.pk[p.pid]
-	if p.key == keys.NoKey || pk.fitKey[0] == keys.NoKey || pk.fitKey[1] == keys.NoKey {
+	if p.key == keys.NoKey || pk.fitKey[0] == keys.NoKey || pk.fitKey[1] == keys.NoKey || pk.sameFits < 2 {
 		return false
 	}
 	cw := t.keys.CW(p.key)

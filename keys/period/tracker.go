@@ -129,8 +129,6 @@ type Tracker struct {
 	// startDisputed says a PID's first period fitted a CW other than the list's first for
 	// its parity: the list's start is no evidence for another PID's first period.
 	startDisputed bool
-	// ccFollows says the current unit start's PID's continuity counters followed on (UnitStart).
-	ccFollows bool
 
 	counts Counts
 
@@ -174,18 +172,17 @@ func (t *Tracker) Packet(at int64, pid uint16, odd, ccBreak bool) ID {
 }
 
 // UnitStart gives the tracker the scrambled payload of a packet of period id that starts a PES
-// packet or a section, as carriage (the PMT's word for the PID) says to check it; ccFollows
-// says the PID's continuity counters have followed on for a while. It returns the period the
-// packet belongs to: a unit start that fails its period's key begins a period of its own.
+// packet or a section, as carriage (the PMT's word for the PID) says to check it. It returns
+// the period the packet belongs to: a unit start that fails its period's key begins a period
+// of its own.
 // The payload must stay as it is while the period it returns is open: the tracker may try
 // keys on it later.
-func (t *Tracker) UnitStart(id ID, payload []byte, carriage psi.Carriage, ccFollows bool) ID {
+func (t *Tracker) UnitStart(id ID, payload []byte, carriage psi.Carriage) ID {
 	u := unitStart{payload: payload, carriage: carriage}
 	if t.live != nil { // a key server's keys are not searched, only checked
 		t.liveUnitStart(int32(id), u)
 		return id
 	}
-	t.ccFollows = ccFollows
 	return ID(t.offerUnitStart(int32(id), u))
 }
 
@@ -291,7 +288,7 @@ func (t *Tracker) Rekey(s *keys.Schedule) {
 		if pk != nil {
 			pk.cur, pk.prev, pk.run, pk.prevRun = -1, -1, 0, 0
 			pk.everFit, pk.failed, pk.foreign = false, 0, false
-			pk.fitKey = [2]int{keys.NoKey, keys.NoKey}
+			pk.fitKey, pk.sameFits = [2]int{keys.NoKey, keys.NoKey}, 0
 		}
 	}
 	t.periods, t.open = t.periods[:0], t.open[:0] // no packet refers to a period any more
@@ -391,6 +388,20 @@ func (t *Tracker) trial(k int, payload []byte, carriage psi.Carriage) Check {
 		head = t.decryptPrefix(sys, k, payload, need)
 	}
 	return CheckUnitStart(head, len(payload), carriage)
+}
+
+// trialDecided is trial for the key a decided period has, at each of its later unit starts: on a
+// PID that carries PES, the start code alone (three bytes, one block to decipher), since the key
+// fitted a whole header at the period's start and what is asked now is only whether it still
+// applies. A key that stopped applying makes a start code one time in 2^24.
+func (t *Tracker) trialDecided(k int, payload []byte, carriage psi.Carriage) Check {
+	if sys := t.system(k); carriage == psi.CarriagePES && len(payload) >= sys.MinPayload() {
+		if head := t.decryptPrefix(sys, k, payload, 3); head[0] == 0 && head[1] == 0 && head[2] == 1 {
+			return CheckGood
+		}
+		return CheckBad
+	}
+	return t.trial(k, payload, carriage)
 }
 
 // system returns the scrambling system of CW k: the one a key source names for it (a key

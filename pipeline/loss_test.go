@@ -1,0 +1,153 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/tsdescramble/tsdescramble/keys"
+	"github.com/tsdescramble/tsdescramble/ts"
+)
+
+// lossyLoop plays the sample stream loops times over, losing bursts of 7 to 2800 packets (a
+// burst begins at a packet with probability 1/100), as a feed that loses datagrams and
+// seconds of signal would: the losses join crypto periods that are not neighbours, of either
+// parity. It returns the stream and, for each of its packets, the sample packet it is.
+func lossyLoop(sample []byte, loops int, seed uint64) ([]byte, []int) {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	n := len(sample) / ts.PacketSize
+	var out []byte
+	var from []int
+	for i := 0; i < loops*n; {
+		if rng.IntN(100) == 0 {
+			i += 7 + rng.IntN(2800-7+1)
+			continue
+		}
+		k := i % n
+		out = append(out, sample[k*ts.PacketSize:(k+1)*ts.PacketSize]...)
+		from = append(from, k)
+		i++
+	}
+	return out, from
+}
+
+// unseenLoss marks the packets of a PES packet that a loss the continuity counters cannot show
+// cuts (the PID lost a multiple of 16 of its packets, so its counter follows on): the PID's
+// packets after its last unit start before the loss and before its first unit start after it.
+// Nothing in the stream says there that the key may have stopped applying: a period those
+// packets are in takes the key its first unit start fits, after the loss.
+func unseenLoss(stream []byte, from []int, sample []byte) []bool {
+	n := len(sample) / ts.PacketSize
+	// next[k] is the sample index of the packet of the same PID after sample packet k.
+	next := make([]int, n)
+	last := map[uint16]int{}
+	for k := 2*n - 1; k >= 0; k-- { // twice round: the sample loops
+		kk := k % n
+		pid := ts.PID(sample[kk*ts.PacketSize:])
+		if j, ok := last[pid]; ok && k < n {
+			next[kk] = j
+		}
+		last[pid] = kk
+	}
+	marked := make([]bool, len(from))
+	prev := map[uint16]int{}         // PID → index in stream of its last packet
+	sinceStart := map[uint16][]int{} // PID → its packets since its last unit start
+	unseen := map[uint16]bool{}
+	for i, k := range from {
+		p := stream[i*ts.PacketSize:]
+		pid := ts.PID(p)
+		if j, ok := prev[pid]; ok && next[from[j]] != k && p[3]&0x0F == (stream[j*ts.PacketSize+3]+1)&0x0F {
+			unseen[pid] = true
+			for _, b := range sinceStart[pid] {
+				marked[b] = true
+			}
+		}
+		prev[pid] = i
+		if ts.PUSI(p) {
+			unseen[pid], sinceStart[pid] = false, sinceStart[pid][:0]
+			continue
+		}
+		sinceStart[pid] = append(sinceStart[pid], i)
+		marked[i] = unseen[pid]
+	}
+	return marked
+}
+
+// A stream that loses packets, bursts of them that join crypto periods far apart, comes out with
+// every packet clear or as it came: a period whose key may have changed in a loss takes a key
+// only from a unit start (or a sibling's) after it. The one exception is what no stream can
+// show: the packets after a loss the counters hide, up to the PID's next unit start, which
+// fails the key and ends its use there.
+func TestPacketLossLeavesOrClears(t *testing.T) {
+	t.Parallel()
+	scrambled, err := os.ReadFile("../samples/demo-scrambled.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear, err := os.ReadFile("../samples/demo-clear.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf, err := keys.LoadKeyFile("../samples/demo-keys.txt", keys.CWSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loops := 40
+	if testing.Short() {
+		loops = 12
+	}
+	seeds := uint64(4)
+	if os.Getenv("TSD_LONG") != "" {
+		seeds = 60
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		in, from := lossyLoop(scrambled, loops, seed)
+		exempt := unseenLoss(in, from, scrambled)
+		var first []byte
+		for _, tune := range []struct{ workers, batch int }{{1, 1}, {2, 64}} {
+			t.Run(fmt.Sprintf("seed%d/w%d-b%d", seed, tune.workers, tune.batch), func(t *testing.T) {
+				var out bytes.Buffer
+				st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out,
+					Options{Keys: kf.Schedule(), Workers: tune.workers, Batch: tune.batch})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first == nil {
+					first = out.Bytes()
+				} else if !bytes.Equal(first, out.Bytes()) {
+					t.Fatal("the output depends on -workers and -batch")
+				}
+				o := out.Bytes()
+				var good, asCame, wrong, excused int
+				for i, k := range from {
+					got := o[i*ts.PacketSize : (i+1)*ts.PacketSize]
+					switch {
+					case bytes.Equal(got, clear[k*ts.PacketSize:(k+1)*ts.PacketSize]):
+						good++
+					case bytes.Equal(got, scrambled[k*ts.PacketSize:(k+1)*ts.PacketSize]):
+						asCame++
+					case exempt[i]:
+						excused++
+					default:
+						if wrong < 5 {
+							t.Errorf("packet %d (sample packet %d, PID %#04x) descrambled with a key that does not apply", i, k, ts.PID(got))
+						}
+						wrong++
+					}
+				}
+				t.Logf("%d packets: %d clear, %d as they came, %d wrong after a loss the counters hide; %d continuity errors",
+					len(from), good, asCame, excused, st.CCErrors)
+				if wrong > 0 {
+					t.Fatalf("%d packets descrambled with a key that does not apply", wrong)
+				}
+				// Most periods have unit starts after the losses: most packets come out clear.
+				if good < len(from)*9/10 {
+					t.Fatalf("only %d of %d packets clear", good, len(from))
+				}
+			})
+		}
+	}
+}
