@@ -150,7 +150,6 @@ services:
 	}
 }
 
-
 // Bad -keys and -config: exit 2, one line naming what is wrong, no key in it, nothing written.
 func TestMultiplexUsage(t *testing.T) {
 	t.Parallel()
