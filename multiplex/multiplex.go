@@ -34,6 +34,9 @@ type Service struct {
 	Output string `yaml:"output" json:"output"`
 	// Line is the line of the file that begins the service, for messages; 0 when not read.
 	Line int `yaml:"-" json:"-"`
+	// Comment, when set, is written as a comment above the service by Write (what a probe
+	// found of it: its name, its CA systems); Read leaves it empty.
+	Comment string `yaml:"-" json:"-"`
 }
 
 // Label names the service in messages: "service 101", or `service "News 24"` for one given
@@ -159,11 +162,25 @@ func (c *Config) check(line int) error {
 	return nil
 }
 
-// Write writes c as YAML that Read reads back the same.
+// Write writes c as YAML that Read reads back the same, each service's Comment above it.
 func (c *Config) Write(w io.Writer) error {
+	var doc yaml.Node
+	if err := doc.Encode(c); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != "services" {
+			continue
+		}
+		for j, n := range doc.Content[i+1].Content {
+			if j < len(c.Services) && c.Services[j].Comment != "" {
+				n.HeadComment = c.Services[j].Comment
+			}
+		}
+	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(&doc); err != nil {
 		return err
 	}
 	return enc.Close()

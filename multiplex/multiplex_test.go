@@ -80,7 +80,7 @@ func roundTrip(t *testing.T, c *multiplex.Config) {
 		t.Fatalf("reading back what Write wrote: %v\n%s", err, b.String())
 	}
 	for i := range back.Services {
-		back.Services[i].Line = c.Services[i].Line
+		back.Services[i].Line, back.Services[i].Comment = c.Services[i].Line, c.Services[i].Comment
 	}
 	if !reflect.DeepEqual(back, c) {
 		t.Errorf("read back %+v, wrote %+v", back, c)
@@ -96,7 +96,15 @@ func TestWriteReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Services[0].Comment = "svc1: Conax\nECM PID 0x0100"
 	roundTrip(t, c)
+	var b bytes.Buffer
+	if err := c.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "  # svc1: Conax\n  # ECM PID 0x0100\n  - service: 101\n") {
+		t.Errorf("the comment is not above its service:\n%s", b.String())
+	}
 }
 
 // FuzzRead holds Read to its contract on any input: no panic, and a config it accepts is

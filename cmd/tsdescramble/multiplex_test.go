@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/testmedia"
+	"github.com/tsdescramble/tsdescramble/multiplex"
 	"github.com/tsdescramble/tsdescramble/split"
 )
 
@@ -107,6 +108,30 @@ func TestMultiplexKeysPerService(t *testing.T) {
 		want := int64(len(m.clear[s.Service]) / 188)
 		if s.Packets != want || s.ExitStatus != 0 || (s.Descrambling == nil) != (s.Service == 4) || s.Descrambling != nil && s.Descrambling.Descrambled == 0 {
 			t.Errorf("-stats service %+v, want %d packets, status 0, descrambled unless service 4", s, want)
+		}
+	}
+
+	// probe -config writes the config that splits the stream: every service, a comment naming
+	// it and saying whether it needs keys.
+	p := run(t, nil, "probe", "-config", m.in)
+	if p.code != 0 {
+		t.Fatal(describe(p))
+	}
+	pc, err := multiplex.Read(strings.NewReader(p.stdout))
+	if err != nil {
+		t.Fatalf("probe -config wrote what -config cannot read: %v\n%s", err, p.stdout)
+	}
+	if pc.Input != m.in || len(pc.Services) != 4 {
+		t.Errorf("probe -config: %+v", pc)
+	}
+	for i, s := range pc.Services {
+		n := i + 1
+		need := "scrambled: give its keys"
+		if n == 4 {
+			need = "clear"
+		}
+		if s.Number != uint16(n) || s.Output != fmt.Sprintf("%d.ts", n) || !strings.Contains(p.stdout, fmt.Sprintf("# \"svc%d\"; %s", n, need)) {
+			t.Errorf("probe -config: service %d is %+v in\n%s", n, s, p.stdout)
 		}
 	}
 
