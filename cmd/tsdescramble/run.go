@@ -15,6 +15,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/internal/signals"
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
@@ -378,7 +379,7 @@ func (r *runState) run() {
 	src.SetOnFirst(printNotes)
 	for _, s := range c.serviceOuts {
 		if s.run != nil {
-			s.run.start(r.ctx, s.out.w, &r.opts, in.size >= 0, r.warnf)
+			s.run.start(r.ctx, s.out.w, &r.opts, in.size >= 0)
 		}
 	}
 	r.st, r.runErr = pipeline.Run(r.ctx, src, r.out.w, r.opts)
@@ -417,7 +418,11 @@ func (r *runState) judge() error {
 	if r.ksrv != nil {
 		verdict = r.ksrv.Judge(st)
 	}
-	if !c.quiet && (r.runErr == nil || st.Packets > 0) {
+	if !c.quiet && (r.runErr == nil || st.Packets > 0) && c.multiplex {
+		fmt.Fprintf(r.env.Stderr, "tsdescramble: %d packets in (%s-byte framing), %s in %.2f s (%.1f MB/s), split into %d services:\n",
+			st.Packets, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond(), len(c.serviceOuts))
+		report.PrintLive(r.env.Stderr, ls)
+	} else if !c.quiet && (r.runErr == nil || st.Packets > 0) {
 		report.Summary(r.env.Stderr, st, r.opts.Mode, c.verbose, verdict)
 		report.PrintLive(r.env.Stderr, ls)
 		report.KeyServerSummary(r.env.Stderr, st, c.verbose)

@@ -74,10 +74,10 @@ func openServiceRun(s *serviceOut, sys scrambling.System, r *runState) (*service
 
 // start runs the service's pipeline until its pipe is closed (finish) or ctx is done; the
 // latency bound and the deciding on time are the whole run's.
-func (sr *serviceRun) start(ctx context.Context, w io.Writer, main *pipeline.Options, fileInput bool, warnf func(string)) {
+func (sr *serviceRun) start(ctx context.Context, w io.Writer, main *pipeline.Options, fileInput bool) {
 	sr.opts.Latency, sr.opts.DecideOnTime = main.Latency, main.DecideOnTime
 	if sr.ksrv != nil {
-		sr.ksrv.Start(ctx, fileInput || sr.ksrv.AnswersAtOnce(), warnf)
+		sr.ksrv.Start(ctx, fileInput || sr.ksrv.AnswersAtOnce(), sr.opts.Warn)
 	}
 	go func() {
 		defer close(sr.done)
@@ -256,6 +256,16 @@ func (r *runState) judgeServices() ([]report.Service, []string, error) {
 		}
 		svcs = append(svcs, rs)
 		lines = append(lines, line)
+		if s.run != nil && s.run.st.LiveKeys != nil {
+			// The key server's line (ECMs sent and answered), under its service's.
+			var b strings.Builder
+			report.KeyServerSummary(&b, &s.run.st, r.cfg.verbose)
+			for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+				if l != "" {
+					lines = append(lines, "    "+strings.TrimPrefix(l, "tsdescramble: "))
+				}
+			}
+		}
 	}
 	if code == 0 {
 		return svcs, lines, nil
