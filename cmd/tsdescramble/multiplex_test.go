@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/testmedia"
 	"github.com/tsdescramble/tsdescramble/multiplex"
@@ -204,5 +206,74 @@ func TestMultiplexUsage(t *testing.T) {
 	}
 	if _, err := os.Stat("a.ts"); err == nil {
 		t.Errorf("a usage error left an output behind")
+	}
+}
+
+// A multiplex run reading a pipe serves each service's counts with a service label while it
+// waits for more, and /healthz says its keys fit.
+func TestMultiplexMetrics(t *testing.T) {
+	t.Parallel()
+	m := makeMuxServices(t)
+	stream := readFile(t, m.in)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+	addr := freeAddr(t)
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"tsdescramble", "-in", "-", "-batch", "64", "-metrics", addr, "-out-service", "1=" + os.DevNull + ",2=" + os.DevNull + ",4=" + os.DevNull,
+			"-keys", "1=cw:11223366445566ff", "-keys", "2=biss:a1a2a3b1b2b3"},
+			Env{Stdin: pr, Stdout: io.Discard, Stderr: &stderr, IsTerminal: func(*os.File) bool { return false }})
+	}()
+	half := len(stream) / 188 / 2 * 188
+	if _, err := pw.Write(stream[:half]); err != nil {
+		t.Fatal(err)
+	}
+	// The checks of unit starts are published as units are written: the counts of packets
+	// descrambled, as they are read, may lag while the input waits.
+	good := regexp.MustCompile(`(?m)^tsdescramble_service_unit_start_checks_total\{service="([0-9]+)",result="good"\} ([0-9]+)$`)
+	var body, last string
+	for range 400 {
+		if code, b, err := tryGet(addr, "/metrics"); err == nil && code == 200 {
+			last = b
+			n := 0
+			for _, s := range good.FindAllStringSubmatch(b, -1) {
+				if s[2] != "0" {
+					n++
+				}
+			}
+			if n == 2 && regexp.MustCompile(`(?m)^tsdescramble_service_packets_total\{service="4"\} [1-9]`).MatchString(b) {
+				body = b
+				break
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if body == "" {
+		pw.Close()
+		code := <-done // stderr is the run's until it ends
+		t.Fatalf("no per-service counts while the run waits for input; the last:\n%s\nexit %d, stderr:\n%s", last, code, stderr.String())
+	}
+	for _, want := range []string{`tsdescramble_service_packets_total{service="1"}`, `tsdescramble_service_left_scrambled_packets_total{service="2"} 0`,
+		`tsdescramble_service_key_failures_total{service="1"} 0`, `tsdescramble_service_descrambled_packets_total{service="4"} 0`, `tsdescramble_service_unit_start_checks_total{service="1",result="bad"} 0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
+	}
+	if code, b := get(t, addr, "/healthz"); code != 200 {
+		t.Errorf("/healthz while packets come and the services' keys fit: %d %s", code, b)
+	}
+	pw.Write(stream[half:])
+	pw.Close()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end with its input")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/livekeys"
@@ -118,31 +119,48 @@ func (sr *serviceRun) failed() (code int, why string) {
 	return 0, ""
 }
 
-// dropScrambled is the writer of a service without keys under -missing-key drop: its clear
-// packets (PSI, clear streams) go on, its scrambled ones are dropped, as a period without its
-// key drops them.
-type dropScrambled struct {
+// passWriter is the writer of a service without keys: its packets go to its output as they
+// came, or, under -missing-key drop, without its scrambled ones, as a period without its key
+// drops them. It counts them for /metrics, which reads while the run writes.
+type passWriter struct {
 	w       io.Writer
+	drop    bool
 	buf     []byte
-	dropped int64
+	written atomic.Int64 // packets
+	dropped atomic.Int64
 }
 
-func (d *dropScrambled) Write(p []byte) (int, error) {
+func (d *passWriter) Write(p []byte) (int, error) {
+	if !d.drop {
+		d.written.Add(int64(len(p) / ts.PacketSize))
+		return d.w.Write(p)
+	}
 	d.buf = d.buf[:0]
+	var dropped int64
 	for i := 0; i+ts.PacketSize <= len(p); i += ts.PacketSize {
 		pkt := p[i : i+ts.PacketSize]
 		if ts.TSC(pkt) == ts.Clear {
 			d.buf = append(d.buf, pkt...)
 		} else {
-			d.dropped++
+			dropped++
 		}
 	}
+	d.dropped.Add(dropped)
 	if len(d.buf) > 0 {
 		if _, err := d.w.Write(d.buf); err != nil {
 			return 0, err
 		}
+		d.written.Add(int64(len(d.buf) / ts.PacketSize))
 	}
 	return len(p), nil
+}
+
+// Flush passes a flush on to the output (a network output's partial datagram).
+func (d *passWriter) Flush() error {
+	if f, ok := d.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
 }
 
 // openServices reads the keys of each service of a multiplex run that has some, once the
@@ -167,15 +185,14 @@ func (r *runState) openServices() error {
 }
 
 // serviceWriter is what the split writes service s's stream to: its run's pipe, its output,
-// or, for a service without keys under -missing-key drop, its output without its scrambled
-// packets.
+// or, in a multiplex run, its output through a passWriter.
 func serviceWriter(s *serviceOut, c *config) io.Writer {
 	switch {
 	case s.run != nil:
 		return s.run.pw
-	case c.multiplex && c.missingKey == "drop":
-		s.drop = &dropScrambled{w: s.out.w}
-		return s.drop
+	case c.multiplex:
+		s.pass = &passWriter{w: s.out.w, drop: c.missingKey == "drop"}
+		return s.pass
 	}
 	return s.out.w
 }
@@ -187,11 +204,17 @@ func (r *runState) snapshot() pipeline.Stats {
 	if !r.cfg.multiplex {
 		return st
 	}
+	// The scrambled packets are those the services' runs read, published with what they
+	// descrambled of them: the split's own, counted earlier, would make a run that keeps up look
+	// as if it descrambled nothing; and a service without keys passes its packets by choice.
+	st.Even, st.Odd = 0, 0
 	for _, s := range r.cfg.serviceOuts {
 		if s.run == nil {
 			continue
 		}
 		sst := s.run.opts.Observer.Snapshot()
+		st.Even += sst.Even
+		st.Odd += sst.Odd
 		st.Descrambled += sst.Descrambled
 		st.PESGood += sst.PESGood
 		st.PESBad += sst.PESBad
@@ -209,10 +232,9 @@ func (r *runState) serviceCounts() []metrics.Service {
 		if s.run != nil {
 			sst := s.run.opts.Observer.Snapshot()
 			m.Packets, m.Descrambled, m.LeftScrambled, m.KeyFailures = sst.PacketsOut, sst.Descrambled, sst.LeftScrambled, sst.KeyFailures
-		} else if r.out != nil && r.out.splitter != nil {
-			// Read between two Writes of the split: a figure a little behind, never a torn one
-			// that matters (a counter read while it grows).
-			m.Packets = r.out.splitter.Stats()[s.number].Packets
+			m.Good, m.Bad = sst.PESGood, sst.PESBad
+		} else if s.pass != nil {
+			m.Packets = s.pass.written.Load()
 		}
 		out = append(out, m)
 	}
@@ -241,9 +263,9 @@ func (r *runState) judgeServices() ([]report.Service, []string, error) {
 			if c, why := sr.failed(); c != 0 && rs.ExitStatus == 0 {
 				rs.ExitStatus, rs.Error = c, why
 			}
-		} else if s.drop != nil {
-			rs.Packets -= s.drop.dropped
-			line = fmt.Sprintf("  service %d → %s: %d packets (no keys: %d scrambled packets dropped)", s.number, redactItem(s.dest), rs.Packets, s.drop.dropped)
+		} else if s.pass != nil && s.pass.drop {
+			rs.Packets = s.pass.written.Load()
+			line = fmt.Sprintf("  service %d → %s: %d packets (no keys: %d scrambled packets dropped)", s.number, redactItem(s.dest), rs.Packets, s.pass.dropped.Load())
 		} else {
 			line += " (no keys: as it came)"
 		}

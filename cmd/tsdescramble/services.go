@@ -24,7 +24,7 @@ type serviceOut struct {
 	out    *output
 	plan   plannedService // its keys, in a multiplex run (multiplex.go)
 	run    *serviceRun    // the run that descrambles it, or nil (servicerun.go)
-	drop   *dropScrambled // without keys under -missing-key drop: what takes its scrambled packets out
+	pass   *passWriter    // without keys in a multiplex run: what counts its packets, and drops the scrambled ones with -missing-key drop
 }
 
 // parseServiceOuts reads -out-service: comma-separated N=DEST, N a service number (decimal or
@@ -88,8 +88,8 @@ func (o *output) closeServices(ok bool) error {
 		keep := st[s.number].Packets * 188
 		if s.run != nil {
 			keep = s.run.st.BytesOut
-		} else if s.drop != nil {
-			keep -= s.drop.dropped * 188
+		} else if s.pass != nil {
+			keep = s.pass.written.Load() * 188
 		}
 		if err := s.out.close(ok, keep); err != nil && first == nil {
 			first = err

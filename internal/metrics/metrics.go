@@ -516,6 +516,7 @@ type Service struct {
 	Descrambled   int64
 	LeftScrambled int64 // scrambled packets of crypto periods no key fitted
 	KeyFailures   int
+	Good, Bad     int64 // unit starts that descrambled to a valid header, and those that did not
 }
 
 // WriteServices writes the series of each service of a run over a whole multiplex, labelled
@@ -535,6 +536,11 @@ func WriteServices(b *strings.Builder, svcs []Service) {
 	fmt.Fprintf(b, "# HELP tsdescramble_service_left_scrambled_packets_total Scrambled packets of each service that no key fitted, passed as they came.\n# TYPE tsdescramble_service_left_scrambled_packets_total counter\n")
 	for _, s := range svcs {
 		fmt.Fprintf(b, "tsdescramble_service_left_scrambled_packets_total{service=\"%d\"} %d\n", s.Number, s.LeftScrambled)
+	}
+	fmt.Fprintf(b, "# HELP tsdescramble_service_unit_start_checks_total Scrambled unit starts of each service checked after descrambling: good (a valid PES header or section) or bad.\n# TYPE tsdescramble_service_unit_start_checks_total counter\n")
+	for _, s := range svcs {
+		fmt.Fprintf(b, "tsdescramble_service_unit_start_checks_total{service=\"%d\",result=\"good\"} %d\n", s.Number, s.Good)
+		fmt.Fprintf(b, "tsdescramble_service_unit_start_checks_total{service=\"%d\",result=\"bad\"} %d\n", s.Number, s.Bad)
 	}
 	fmt.Fprintf(b, "# HELP tsdescramble_service_key_failures_total Unit starts of each service that did not fit their crypto period's key.\n# TYPE tsdescramble_service_key_failures_total counter\n")
 	for _, s := range svcs {
