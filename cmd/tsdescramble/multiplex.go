@@ -119,12 +119,17 @@ func checkMultiplex(c *config, _ Env) error {
 			outs = append(outs, serviceOut{number: s.Number, name: s.Name, dest: s.Output, plan: plannedService{number: s.Number, name: s.Name, keys: s.Keys}})
 		}
 	}
+	keyed := map[uint16]bool{}
 	for _, item := range c.serviceKeys.items {
 		n, src, ok := strings.Cut(item, "=")
 		v, err := strconv.ParseUint(strings.TrimSpace(n), 0, 16)
 		if !ok || err != nil || v == 0 || src == "" {
 			return usageErr("-keys: want SERVICE=SOURCE (101=biss:112233445566), the service's number from probe; %q is not", redactKeyItem(item))
 		}
+		if keyed[uint16(v)] {
+			return usageErr("-keys: service %d is given keys twice: give one source", v)
+		}
+		keyed[uint16(v)] = true
 		i := find(uint16(v), "")
 		if i < 0 {
 			return usageErr("-keys: service %d has no output: give it one with -out-service %d=FILE or in the config", v, v)
@@ -139,6 +144,11 @@ func checkMultiplex(c *config, _ Env) error {
 		}
 		if o.dest == "-" {
 			return usageErr("%s to stdout: only one stream can go there; give it a file or an address", o.plan.label())
+		}
+		for _, p := range outs[:i] {
+			if p.dest == o.dest && o.dest != os.DevNull {
+				return usageErr("%s and %s go to the same output %s: one output per service", p.plan.label(), o.plan.label(), redactItem(o.dest))
+			}
 		}
 		if o.plan.keys == "" {
 			continue

@@ -182,6 +182,7 @@ func TestMultiplexUsage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in.ts", bytes.Repeat([]byte{0x47, 0x1f, 0xff, 0x10}, 47))
+	good := writeFile(t, dir, "good.yaml", []byte("services:\n  - service: 1\n    output: a.ts\n"))
 	bad := writeFile(t, dir, "bad.yaml", []byte("services:\n  - service: 1\n    output: a.ts\n    keyz: biss:a1a2a3b1b2b3\n"))
 	for _, tc := range []struct {
 		args []string
@@ -195,6 +196,8 @@ func TestMultiplexUsage(t *testing.T) {
 		{[]string{"-keys", "1=cs378x://user:secretpw@127.0.0.1:1", "-out-service", "1=a.ts", "-key-wait", "0s"}, "-key-wait"},
 		{[]string{"-keys", "1=newcamd://user:secretpw@127.0.0.1:1?key=zz", "-out-service", "1=a.ts"}, "service 1:"},
 		{[]string{"-config", bad}, "line 4: field keyz not found"},
+		{[]string{"-keys", "1=biss:a1a2a3b1b2b3", "-keys", "1=cw:a1a2a3b1b2b3a1a2", "-out-service", "1=a.ts"}, "service 1 is given keys twice"},
+		{[]string{"-config", good, "-out-service", "2=a.ts"}, "service 2 and service 1 go to the same output"},
 		{[]string{"-config", filepath.Join(dir, "none.yaml")}, "-config: cannot read"},
 		{[]string{"-config", bad, "-out", "x.ts"}, "-config"},
 	} {

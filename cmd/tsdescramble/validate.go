@@ -83,7 +83,7 @@ func checkCommandLine(c *config, env Env) error {
 		}
 		return usageErr("-%s is empty: name a file", f.name)
 	}
-	if !c.isSet("in") && isTerminal(env, env.Stdin) {
+	if !c.isSet("in") && c.configFile == "" && isTerminal(env, env.Stdin) {
 		return usageErr("no input: give -in FILE, or pipe a stream in (stdin is a terminal; -in - reads it anyway)")
 	}
 	if !c.isSet("out") && !c.isSet("out-service") && c.configFile == "" && isTerminal(env, env.Stdout) {
