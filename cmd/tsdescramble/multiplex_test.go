@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/camdouble"
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/testmedia"
 	"github.com/tsdescramble/tsdescramble/multiplex"
 	"github.com/tsdescramble/tsdescramble/split"
@@ -278,5 +279,38 @@ func TestMultiplexMetrics(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run did not end with its input")
+	}
+}
+
+// A service whose keys come from a key server through -keys (the double answers the ECMs of its
+// stream): its output is the split of the clear stream, and neither the password nor a key is
+// printed. Needs no ffmpeg: the stream is the key-server tests' own.
+func TestMultiplexKeyServer(t *testing.T) {
+	t.Parallel()
+	clear, _, in := keyServerStream(t)
+	var want bytes.Buffer
+	if _, err := split.New(map[uint16]io.Writer{camdouble.ServiceID: &want}).Write(clear); err != nil {
+		t.Fatal(err)
+	}
+	srv := camdouble.NewCS378x(t, "alice", "pa55word")
+	out := filepath.Join(t.TempDir(), "one.ts")
+	r := run(t, nil, "-in", in, "-out-service", fmt.Sprintf("%d=%s", camdouble.ServiceID, out),
+		"-keys", fmt.Sprintf("%d=cs378x://alice:pa55word@%s", camdouble.ServiceID, srv.Addr))
+	if r.code != 0 {
+		t.Fatal(describe(r))
+	}
+	sameBytes(t, "the service of a key server", readFile(t, out), want.Bytes(), 188)
+	if strings.Contains(r.stderr, "pa55word") || strings.Contains(strings.ToUpper(r.stderr), "11223366445566FF") {
+		t.Errorf("a secret is printed:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "key server (cs378x): 4 ECMs sent, 4 answered") || !strings.Contains(r.stderr, "(keys cs378x://"+srv.Addr+")") {
+		t.Errorf("the summary does not give the service's key server:\n%s", r.stderr)
+	}
+
+	// A service named in the config by a name the SDT does not have: exit 1, naming it.
+	cfg := writeFile(t, t.TempDir(), "c.yaml", []byte("services:\n  - name: Nowhere\n    keys: cw:1122334455667788\n    output: "+out+"\n"))
+	r = run(t, nil, "-in", in, "-config", cfg)
+	if r.code != exitFail || !strings.Contains(r.stderr, `service "Nowhere" is not in the stream's SDT`) {
+		t.Errorf("a name not in the SDT: %s", describe(r))
 	}
 }
