@@ -234,6 +234,8 @@ func decodeJob(text string, specs map[string]*jobSpec) (*config, error) {
 			return nil, fmt.Errorf("%s: a profile is of the whole process, and jobs run side by side in it", keyName(p.key))
 		case "log-format":
 			return nil, fmt.Errorf("%s: the jobs' messages are the batch's: give -log-format to the batch", keyName(p.key))
+		case "keys", "config":
+			return nil, fmt.Errorf("%s: a job is one stream with one key source: run a whole multiplex with tsdescramble -config FILE", keyName(p.key))
 		}
 		if c.given[primary] {
 			return nil, fmt.Errorf("%s and another name of -%s are both given: give it once", keyName(p.key), primary)

@@ -284,6 +284,8 @@ func TestBatchManifestErrors(t *testing.T) {
 		{job(`, "1122334455667788": 1`), nil, "unknown a key"},
 		{job(`, "metrics": ":9400"`), nil, `key "metrics": jobs that run side by side`},
 		{job(`, "log-format": "json"`), nil, `give -log-format to the batch`},
+		{job(`, "config": "mux.yaml"`), nil, `key "config": a job is one stream with one key source`},
+		{job(`, "keys": "1=biss:112233445566"`), nil, `key "keys": a job is one stream`},
 	} {
 		path := writeFile(t, dir, "m.jsonl", []byte(c.manifest))
 		r := run(t, nil, append([]string{"batch", "-manifest", path}, c.args...)...)

@@ -36,7 +36,10 @@ type config struct {
 	ecmCache                string
 	passthrough             bool
 	outService              string
-	serviceOuts             []serviceOut // -out-service, parsed (validate)
+	serviceOuts             []serviceOut // -out-service, parsed (validate), and -config's services
+	serviceKeys             keyList      // -keys SERVICE=SOURCE, as given
+	configFile              string
+	multiplex               bool // -keys or -config: each service its keys and output (multiplex.go)
 
 	pid     string
 	service int
@@ -209,6 +212,7 @@ func descrambleFlags(c *config) []cli.Flag {
 	f := append(ioFlags(c), liveFlags(c)...)
 	f = append(f, keyFlags(c)...)
 	f = append(f, keyServerFlags(c)...)
+	f = append(f, multiplexFlags(c)...)
 	f = append(f, selectionFlags(c)...)
 	f = append(f,
 		&cli.StringFlag{Name: "ecm-xor", Destination: &c.ecmXor, Category: catKeys, Usage: "read the CWs from the ECMs of a test CA system (VideoLAN's example ECMG): its 16 `HEX` digit XOR key"},

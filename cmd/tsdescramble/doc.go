@@ -15,7 +15,10 @@
 // -ecm-cache FILE appends each ECM it answers and its CWs to an ECM cache; without one,
 // -ecm-cache FILE descrambles a recording that carries those ECMs from the cache, at the speed
 // of the file, an ECM not in it having no key. Each PID follows its own crypto periods, and a
-// period no key fits is left as it came. Messages go to stderr, one line each;
+// period no key fits is left as it came. -keys SERVICE=SOURCE (repeatable) and -config FILE
+// (YAML or JSON) give each service of a multiplex a key source and an output of its own
+// (-out-service): the input is split, and each service with keys descrambled by itself.
+// Messages go to stderr, one line each;
 // stdout carries TS data when it is the output, else only what was asked for (help, -version,
 // bench results, probe reports).
 //
@@ -25,7 +28,8 @@
 //	                                -pid or -service) with the same key flags; -cp-packets N
 //	                                sets the crypto period
 //	tsdescramble probe PATH         what is in a stream: services, PIDs and stream types, CA
-//	                                systems, scrambling per PID; -json for scripts
+//	                                systems, scrambling per PID; -json for scripts; -config
+//	                                for the config that splits it, one output per service
 //	tsdescramble bench [flags]      measures each bitslice width on this machine and suggests
 //	                                -group, -workers and -batch
 //	tsdescramble batch -manifest F  runs the jobs of a JSON Lines manifest, one object of flags
@@ -49,7 +53,9 @@
 //	       (with a key server or an ECM cache: got no key from it), or no scrambled unit
 //	       start descrambled to a valid header. The output is written all
 //	       the same; when one of the usual mistakes (even and odd swapped, -reduce-entropy on
-//	       or off, a CW's bytes reversed) would make the keys fit, the message says which
+//	       or off, a CW's bytes reversed) would make the keys fit, the message says which.
+//	       With -keys or -config, each service is judged alone and the run takes the worst
+//	       status of its services (1 before 3); the message names each service that failed
 //	4      batch only: a job's own values are wrong (a key file or an input that is not there,
 //	       a bad CW, an index past the manifest's end) while the manifest is right; that job
 //	       alone fails, and its statistics (-stats-dir) say why

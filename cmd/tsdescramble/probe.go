@@ -3,11 +3,17 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
+	"github.com/tsdescramble/tsdescramble/multiplex"
 	"github.com/tsdescramble/tsdescramble/ts"
 
 	"github.com/urfave/cli/v2"
@@ -42,6 +48,7 @@ Flags go before the path. Examples:
    tsdescramble probe - < recording.m2ts`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON, for scripts"},
+			&cli.BoolFlag{Name: "config", Usage: "print, instead of the report, the config (YAML, for tsdescramble -config) that splits the stream into one output per service, SERVICE.ts each, a comment above each naming it and its CA systems: add each scrambled service's keys"},
 		},
 		Action: func(c *cli.Context) error { return runProbe(c, env) },
 	}
@@ -90,11 +97,16 @@ func runProbe(c *cli.Context, env Env) error {
 		return failErr("cannot read %s: %v", name, runfiles.UnwrapPath(err))
 	}
 
-	if c.Bool("json") {
+	switch {
+	case c.Bool("json") && c.Bool("config"):
+		return usageErr("probe: -json prints the report and -config a config: give one")
+	case c.Bool("config"):
+		err = splitConfig(rep, path).Write(env.Stdout)
+	case c.Bool("json"):
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
-	} else {
+	default:
 		err = rep.WriteText(env.Stdout)
 	}
 	if err != nil {
@@ -104,4 +116,52 @@ func runProbe(c *cli.Context, env Env) error {
 		return failErr("cannot write the report: %v", err)
 	}
 	return nil
+}
+
+// splitConfig is the config of a run that splits the probed stream: each service of its PAT
+// to SERVICE.ts, without keys (the stream cannot tell them), a comment naming the service and
+// what scrambles it, so that whoever fills in the keys knows which is which.
+func splitConfig(rep *probe.Report, path string) *multiplex.Config {
+	c := &multiplex.Config{}
+	if path != "-" {
+		c.Input = path
+	}
+	for _, s := range rep.Services {
+		var about []string
+		if s.Name != "" {
+			about = append(about, strconv.Quote(s.Name))
+		}
+		cas := map[string]bool{}
+		for _, ca := range s.CA {
+			cas[fmt.Sprintf("%s, ECM PID %#04x", ca.SystemName, ca.ECMPID)] = true
+		}
+		for _, st := range s.Streams {
+			for _, ca := range st.CA {
+				cas[fmt.Sprintf("%s, ECM PID %#04x", ca.SystemName, ca.ECMPID)] = true
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(cas)) {
+			about = append(about, k)
+		}
+		if scrambledService(rep, s) {
+			about = append(about, "scrambled: give its keys (keys: biss:HEX, cw-file:FILE, cs378x://...)")
+		} else {
+			about = append(about, "clear")
+		}
+		c.Services = append(c.Services, multiplex.Service{Number: s.Number, Output: fmt.Sprintf("%d.ts", s.Number),
+			Comment: strings.Join(about, "; ")})
+	}
+	return c
+}
+
+// scrambledService reports whether a stream of s has scrambled packets.
+func scrambledService(rep *probe.Report, s probe.Service) bool {
+	for _, st := range s.Streams {
+		for _, p := range rep.PIDs {
+			if p.PID == st.PID && p.Even+p.Odd > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

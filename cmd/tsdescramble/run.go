@@ -15,6 +15,7 @@ import (
 	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/internal/signals"
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/pipeline"
@@ -117,13 +118,13 @@ func (r *runState) open() (err error) {
 	switch {
 	case c.metrics != "" && metricsOnRelay(c):
 		// On the HTTP output's listener, which opens after the input.
-		r.metrics = metrics.New(r.observer().Snapshot)
+		r.metrics = metrics.New(r.snapshot)
 		handlers = r.metrics.Handlers()
 		r.cleanup = append(r.cleanup, r.metrics.Close)
 	case c.metrics != "":
 		// Served from before the input is opened: a live input may take a while to start.
 		logf := func(msg string) { logError(r.env.Stderr, "-metrics: "+msg) }
-		if r.metrics, err = metrics.Serve(c.metrics, r.observer().Snapshot, logf); err != nil {
+		if r.metrics, err = metrics.Serve(c.metrics, r.snapshot, logf); err != nil {
 			return failErr("-metrics: %v", err)
 		}
 		r.cleanup = append(r.cleanup, r.metrics.Close)
@@ -163,8 +164,13 @@ func (r *runState) open() (err error) {
 		// A file sent to a network output is paced by its PCR.
 		pace = r.in.size >= 0 && isNetwork(c.out)
 	}
+	if c.multiplex {
+		if err := r.openServices(); err != nil {
+			return err
+		}
+	}
 	if len(c.serviceOuts) > 0 {
-		r.out, err = openServiceOutputs(c.serviceOuts, r.env, servicePaced(c, r.in.size >= 0), handlers)
+		r.out, err = openServiceOutputs(c.serviceOuts, c, r.env, servicePaced(c, r.in.size >= 0), handlers)
 	} else {
 		r.out, err = openOutput(c.out, r.env, pace, handlers)
 	}
@@ -254,6 +260,9 @@ func (r *runState) configure() {
 	}
 	if c.endOnIdle > 0 {
 		in.setIdleTimeout(c.endOnIdle) // read as the end of the input (openRunInput)
+	}
+	if r.metrics != nil && c.multiplex {
+		r.metrics.SetExtra(func(b *strings.Builder) { metrics.WriteServices(b, r.serviceCounts()) })
 	}
 	if r.metrics != nil {
 		var w *live.Writer
@@ -368,7 +377,17 @@ func (r *runState) run() {
 	}
 	src := in.source()
 	src.SetOnFirst(printNotes)
+	for _, s := range c.serviceOuts {
+		if s.run != nil {
+			s.run.start(r.ctx, s.out.w, &r.opts, in.size >= 0)
+		}
+	}
 	r.st, r.runErr = pipeline.Run(r.ctx, src, r.out.w, r.opts)
+	for _, s := range c.serviceOuts {
+		if s.run != nil {
+			s.run.finish()
+		}
+	}
 	if r.every != nil {
 		r.every.end()
 	}
@@ -399,13 +418,26 @@ func (r *runState) judge() error {
 	if r.ksrv != nil {
 		verdict = r.ksrv.Judge(st)
 	}
-	if !c.quiet && (r.runErr == nil || st.Packets > 0) {
+	if !c.quiet && (r.runErr == nil || st.Packets > 0) && c.multiplex {
+		fmt.Fprintf(r.env.Stderr, "tsdescramble: %d packets in (%s-byte framing), %s in %.2f s (%.1f MB/s), split into %d services:\n",
+			st.Packets, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond(), len(c.serviceOuts))
+		report.PrintLive(r.env.Stderr, ls)
+	} else if !c.quiet && (r.runErr == nil || st.Packets > 0) {
 		report.Summary(r.env.Stderr, st, r.opts.Mode, c.verbose, verdict)
 		report.PrintLive(r.env.Stderr, ls)
 		report.KeyServerSummary(r.env.Stderr, st, c.verbose)
 	}
 	var missing error
-	if r.out.splitter != nil {
+	var services []report.Service
+	if c.multiplex {
+		var lines []string
+		services, lines, missing = r.judgeServices()
+		if !c.quiet && (r.runErr == nil || st.Packets > 0) {
+			for _, l := range lines {
+				fmt.Fprintln(r.env.Stderr, l)
+			}
+		}
+	} else if r.out.splitter != nil {
 		var lines []string
 		lines, missing = r.out.serviceLines()
 		if !c.quiet && (r.runErr == nil || st.Packets > 0) {
@@ -426,7 +458,7 @@ func (r *runState) judge() error {
 		if placed {
 			files.Out = runfiles.RecordOf(c.out, false)
 		}
-		if err := report.WriteStats(c.stats, st, ls, errorCode(status), files); err != nil && r.runErr == nil {
+		if err := report.WriteServiceStats(c.stats, st, ls, errorCode(status), files, services); err != nil && r.runErr == nil {
 			return failErr("cannot write the statistics: %v", runfiles.UnwrapPath(err))
 		}
 	}

@@ -19,8 +19,12 @@ import (
 // serviceOut is one service's output.
 type serviceOut struct {
 	number uint16
+	name   string // the SDT name a config gave it by, until the stream's SDT gives its number
 	dest   string
 	out    *output
+	plan   plannedService // its keys, in a multiplex run (multiplex.go)
+	run    *serviceRun    // the run that descrambles it, or nil (servicerun.go)
+	pass   *passWriter    // without keys in a multiplex run: what counts its packets, and drops the scrambled ones with -missing-key drop
 }
 
 // parseServiceOuts reads -out-service: comma-separated N=DEST, N a service number (decimal or
@@ -56,7 +60,7 @@ func redactItem(s string) string {
 
 // openServiceOutputs opens each service's output and returns one output that splits the run's
 // packets among them; on an error, those opened are closed.
-func openServiceOutputs(outs []serviceOut, env Env, pace func(dest string) bool, handlers map[string]http.Handler) (*output, error) {
+func openServiceOutputs(outs []serviceOut, c *config, env Env, pace func(dest string) bool, handlers map[string]http.Handler) (*output, error) {
 	writers := map[uint16]io.Writer{}
 	for i := range outs {
 		o, err := openOutput(outs[i].dest, env, pace(outs[i].dest), handlers)
@@ -68,7 +72,7 @@ func openServiceOutputs(outs []serviceOut, env Env, pace func(dest string) bool,
 		}
 		handlers = nil // served beside the first HTTP output only
 		outs[i].out = o
-		writers[outs[i].number] = o.w
+		writers[outs[i].number] = serviceWriter(&outs[i], c)
 	}
 	o := &output{services: outs, splitter: split.New(writers)}
 	o.w = o.splitter
@@ -81,7 +85,13 @@ func (o *output) closeServices(ok bool) error {
 	var first error
 	st := o.splitter.Stats()
 	for _, s := range o.services {
-		if err := s.out.close(ok, st[s.number].Packets*188); err != nil && first == nil {
+		keep := st[s.number].Packets * 188
+		if s.run != nil {
+			keep = s.run.st.BytesOut
+		} else if s.pass != nil {
+			keep = s.pass.written.Load() * 188
+		}
+		if err := s.out.close(ok, keep); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -39,7 +39,7 @@ type checked struct {
 // output behind. What only the input can tell (the system its PMT signals, which decides how
 // long a key must be) is checked once the input is open, when the keys are read.
 func validate(c *config, env Env) error {
-	for _, check := range []func(*config, Env) error{checkCommandLine, checkPassthrough, checkServiceOuts, checkNumbers, checkLive, checkSCS, checkKeyServer} {
+	for _, check := range []func(*config, Env) error{checkCommandLine, checkPassthrough, checkServiceOuts, checkNumbers, checkLive, checkSCS, checkKeyServer, checkMultiplex} {
 		if err := check(c, env); err != nil {
 			return err
 		}
@@ -83,10 +83,10 @@ func checkCommandLine(c *config, env Env) error {
 		}
 		return usageErr("-%s is empty: name a file", f.name)
 	}
-	if !c.isSet("in") && isTerminal(env, env.Stdin) {
+	if !c.isSet("in") && c.configFile == "" && isTerminal(env, env.Stdin) {
 		return usageErr("no input: give -in FILE, or pipe a stream in (stdin is a terminal; -in - reads it anyway)")
 	}
-	if !c.isSet("out") && isTerminal(env, env.Stdout) {
+	if !c.isSet("out") && !c.isSet("out-service") && c.configFile == "" && isTerminal(env, env.Stdout) {
 		return usageErr("no output: give -out FILE, or redirect stdout (it is a terminal; -out - writes the stream to it anyway)")
 	}
 	return checkPaths(c)
@@ -266,7 +266,8 @@ func checkKeyServer(c *config, _ Env) error {
 		return checkECMCache(c)
 	case raw == "":
 		// -ecm-xor takes them too, and says itself when it does not (ecmKeys).
-		if name := c.givenWaitFlag(); name != "" && c.ecmXor == "" {
+		// A multiplex run's services take them, each with its own key source (checkMultiplex).
+		if name := c.givenWaitFlag(); name != "" && c.ecmXor == "" && c.configFile == "" && len(c.serviceKeys.items) == 0 {
 			return usageErr("-%s needs -key-server or -key-server-env", name)
 		}
 		return nil

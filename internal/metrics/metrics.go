@@ -508,3 +508,42 @@ func WriteKeyWaits(b *strings.Builder, waited, gaveUp int64) {
 	fmt.Fprintf(b, "tsdescramble_key_wait_periods_total{result=\"waited\"} %d\n", waited)
 	fmt.Fprintf(b, "tsdescramble_key_wait_periods_total{result=\"given_up\"} %d\n", gaveUp)
 }
+
+// Service is what one service of a run over a whole multiplex did so far, for WriteServices.
+type Service struct {
+	Number        uint16
+	Packets       int64 // written to its output
+	Descrambled   int64
+	LeftScrambled int64 // scrambled packets of crypto periods no key fitted
+	KeyFailures   int
+	Good, Bad     int64 // unit starts that descrambled to a valid header, and those that did not
+}
+
+// WriteServices writes the series of each service of a run over a whole multiplex, labelled
+// by its number, so that one service whose keys stopped fitting shows beside those that run.
+func WriteServices(b *strings.Builder, svcs []Service) {
+	if len(svcs) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "# HELP tsdescramble_service_packets_total Packets written to each service's output.\n# TYPE tsdescramble_service_packets_total counter\n")
+	for _, s := range svcs {
+		fmt.Fprintf(b, "tsdescramble_service_packets_total{service=\"%d\"} %d\n", s.Number, s.Packets)
+	}
+	fmt.Fprintf(b, "# HELP tsdescramble_service_descrambled_packets_total Packets of each service descrambled.\n# TYPE tsdescramble_service_descrambled_packets_total counter\n")
+	for _, s := range svcs {
+		fmt.Fprintf(b, "tsdescramble_service_descrambled_packets_total{service=\"%d\"} %d\n", s.Number, s.Descrambled)
+	}
+	fmt.Fprintf(b, "# HELP tsdescramble_service_left_scrambled_packets_total Scrambled packets of each service that no key fitted, passed as they came.\n# TYPE tsdescramble_service_left_scrambled_packets_total counter\n")
+	for _, s := range svcs {
+		fmt.Fprintf(b, "tsdescramble_service_left_scrambled_packets_total{service=\"%d\"} %d\n", s.Number, s.LeftScrambled)
+	}
+	fmt.Fprintf(b, "# HELP tsdescramble_service_unit_start_checks_total Scrambled unit starts of each service checked after descrambling: good (a valid PES header or section) or bad.\n# TYPE tsdescramble_service_unit_start_checks_total counter\n")
+	for _, s := range svcs {
+		fmt.Fprintf(b, "tsdescramble_service_unit_start_checks_total{service=\"%d\",result=\"good\"} %d\n", s.Number, s.Good)
+		fmt.Fprintf(b, "tsdescramble_service_unit_start_checks_total{service=\"%d\",result=\"bad\"} %d\n", s.Number, s.Bad)
+	}
+	fmt.Fprintf(b, "# HELP tsdescramble_service_key_failures_total Unit starts of each service that did not fit their crypto period's key.\n# TYPE tsdescramble_service_key_failures_total counter\n")
+	for _, s := range svcs {
+		fmt.Fprintf(b, "tsdescramble_service_key_failures_total{service=\"%d\"} %d\n", s.Number, s.KeyFailures)
+	}
+}

@@ -107,6 +107,22 @@ type document struct {
 	ExitStatus  *int              `json:"exit_status,omitempty"`
 	Error       string            `json:"error,omitempty"` // why a job ended before its run (WriteOutcome)
 	Files       *runfiles.Records `json:"files,omitempty"`
+	Services    []Service         `json:"services,omitempty"` // a run over a whole multiplex: each service's own
+}
+
+// Service is what became of one service of a run over a whole multiplex (-keys, -config).
+type Service struct {
+	Number  uint16 `json:"service"`
+	Output  string `json:"output"`         // as given, a URL without its password
+	Keys    string `json:"keys,omitempty"` // the key source's kind, a file's name or a server's address: never a key
+	Packets int64  `json:"packets"`        // packets written to its output
+	// ExitStatus is the service's own: 0, 1 (its run or output failed) or 3 (its keys do not
+	// fit); the run's is the worst of them.
+	ExitStatus int    `json:"exit_status"`
+	Error      string `json:"error,omitempty"`
+	// Descrambling is the statistics of the run that descrambled the service, nil for a
+	// service without keys, which went out as it came.
+	Descrambling *pipeline.Stats `json:"descrambling,omitempty"`
 }
 
 // GoingOn is the status WriteStats is given for a report of a run not yet over: the
@@ -118,7 +134,13 @@ const GoingOn = -1
 // while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
 // leaves none that a later run could take for complete.
 func WriteStats(path string, st *pipeline.Stats, ls *Live, status int, files *runfiles.Records) error {
-	doc := document{Stats: st, MBPerSecond: st.MBPerSecond(), Live: ls, Files: files}
+	return WriteServiceStats(path, st, ls, status, files, nil)
+}
+
+// WriteServiceStats is WriteStats with each service's own figures, for a run over a whole
+// multiplex.
+func WriteServiceStats(path string, st *pipeline.Stats, ls *Live, status int, files *runfiles.Records, services []Service) error {
+	doc := document{Stats: st, MBPerSecond: st.MBPerSecond(), Live: ls, Files: files, Services: services}
 	if status != GoingOn {
 		doc.ExitStatus = &status
 	}
