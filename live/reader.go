@@ -101,7 +101,7 @@ func (e *IdleError) Timeout() bool { return true }
 type Reader struct {
 	addr *Address
 	conn *net.UDPConn
-	bc   batchConn
+	recv *batchReceiver
 	rtp  bool
 	gro  bool        // the kernel may coalesce datagrams (UDP_GRO)
 	stop func() bool // unregisters the context's AfterFunc
@@ -178,7 +178,7 @@ func Listen(ctx context.Context, addr *Address) (*Reader, error) {
 			return nil, err
 		}
 	}
-	r := &Reader{addr: addr, conn: conn, bc: newBatchConn(conn), rtp: addr.RTP(), lastArrival: time.Now()}
+	r := &Reader{addr: addr, conn: conn, rtp: addr.RTP(), lastArrival: time.Now()}
 	r.seq.emit = r.emit
 	r.st.SocketBuffer = rcvBuf(conn)
 	if rc, err := conn.SyscallConn(); err == nil {
@@ -192,6 +192,10 @@ func Listen(ctx context.Context, addr *Address) (*Reader, error) {
 		// More room than the largest IPv4 datagram, so a longer one shows (len > max).
 		r.msgs[i].Buffers = [][]byte{mem[i*recvBuffer : (i+1)*recvBuffer]}
 		r.msgs[i].OOB = oob[i*oobSize : (i+1)*oobSize]
+	}
+	if r.recv, err = newBatchReceiver(conn, r.msgs); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%s: %v", addr, err)
 	}
 	r.stop = context.AfterFunc(ctx, func() { r.shutdown() })
 	return r, nil
@@ -348,7 +352,7 @@ func (r *Reader) fill() error {
 		}
 		r.deadline = dl
 	}
-	n, err := r.bc.ReadBatch(r.msgs, 0)
+	n, err := r.recv.receive()
 	now := time.Now()
 	if n > 0 {
 		r.lastArrival = now
