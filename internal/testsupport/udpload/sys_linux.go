@@ -43,6 +43,16 @@ func setSocket(c *net.UDPConn) {
 	}
 }
 
+// enableGSO has the kernel cut every send of the socket into datagrams of size bytes
+// (UDP_SEGMENT as a socket option) and reports whether it agreed.
+func enableGSO(c *net.UDPConn, size int) bool {
+	ok := false
+	if rc, err := c.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { ok = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT, size) == nil })
+	}
+	return ok
+}
+
 // controls reads a message's control messages: the SO_RXQ_OVFL drop count, and with UDP_GRO
 // the size of each coalesced datagram but the last (0 for a message of one datagram).
 func controls(oob []byte) (drops int64, hasDrops bool, segment int) {

@@ -48,6 +48,16 @@ type Sender struct {
 	pc   *ipv4.PacketConn
 	loop []byte // the stream PerDatagram times over: a whole number of datagrams
 	msgs []ipv4.Message
+	gso  bool // each batch goes as one send the kernel cuts into datagrams (UDP_SEGMENT)
+}
+
+// Segment has each batch go to the kernel as one send that it cuts into the same datagrams
+// (UDP_SEGMENT, Linux 4.18), and reports whether the kernel agreed. On loopback a receiver
+// that coalesces (UDP_GRO) then takes a batch as one message, as it would take datagrams a
+// network card coalesced.
+func (s *Sender) Segment() bool {
+	s.gso = enableGSO(s.conn, DatagramSize)
+	return s.gso
 }
 
 // SendStats is what a Sender sent.
@@ -118,6 +128,25 @@ func (s *Sender) Run(ctx context.Context, rate float64, d time.Duration) (SendSt
 			} else if -wait > interval {
 				st.Late++
 			}
+		}
+		if s.gso {
+			// The batch's datagrams lie one after the other in the loop, or in two runs
+			// where it wraps.
+			for left := Batch; left > 0 && err == nil; {
+				k := min(left, n-next)
+				_, err = s.conn.Write(s.loop[next*DatagramSize : (next+k)*DatagramSize])
+				if err == nil {
+					st.Datagrams += int64(k)
+					st.Bytes += int64(k * DatagramSize)
+					left -= k
+					next = (next + k) % n
+				}
+			}
+			if err != nil {
+				break
+			}
+			st.Batches++
+			continue
 		}
 		for i := range s.msgs {
 			s.msgs[i].Buffers[0] = s.loop[next*DatagramSize : (next+1)*DatagramSize]
