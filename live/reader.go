@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -396,6 +397,14 @@ func (r *Reader) take(ms []ipv4.Message, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.messages += int64(len(ms))
+	// Room for the whole batch at once: appended datagram by datagram, a buffer handed over
+	// small (ReadBlock) grew a quarter at a time, copying what it held each time; at 2 Gbit/s
+	// of coalesced datagrams (up to 4 MiB a batch) that was 8 % of the command's time.
+	total := 0
+	for i := range ms {
+		total += ms[i].N
+	}
+	r.ready = slices.Grow(r.ready, total)
 	for i := range ms {
 		m := &ms[i]
 		b := m.Buffers[0][:m.N]
