@@ -134,7 +134,7 @@ func TestFFmpegSendsRTP(t *testing.T) {
 		"-map", "0", "-c", "copy", "-f", "rtp_mpegts", fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", port(r), freePort(t), freePort(t)))
 	// ffmpeg may be slow to start, and pause, on a loaded machine (seconds under the race
 	// detector), so an idle time cannot tell its end: wait for it to end, then read what it
-	// sent (the 870 kB of the sample wait in the socket's buffer, 16 MiB by default).
+	// sent (the 870 kB of the sample wait in the socket's buffer, 64 MiB by default).
 	ff.WaitOK(t, 30*time.Second)
 	// All it sent is in the socket's buffer now: the Reader counts silence only while it
 	// waits on an empty socket, so a short idle time ends the read once that is drained.

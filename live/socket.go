@@ -15,11 +15,14 @@ import (
 // DefaultBuffer is the receive buffer asked for when buffer= is not given. Systems default to
 // about 200 KB, a fraction of a second of a 20 Mbit/s stream: a pause of the reading goroutine
 // (a garbage collection, a slow disk) then drops datagrams, the continuity errors TSDuck's
-// users report (tsduck#1104, #1357). 16 MiB holds over six seconds of such a stream, and at
-// 1 Gbit/s over 130 ms: what a process on a busy machine may wait for a CPU. Linux grants twice
-// what is asked, up to net.core.rmem_max unless the process has CAP_NET_ADMIN, and takes the
-// memory only while datagrams wait in it.
-const DefaultBuffer = 16 << 20
+// users report (tsduck#1104, #1357). What a buffer holds is counted in the kernel's memory per
+// datagram, 2304 bytes for one of 1316 bytes on loopback: 64 MiB (the kernel grants twice
+// what is asked) holds 58,000 such datagrams, half a minute of a 20 Mbit/s stream and at
+// 2 Gbit/s 300 ms, what a process on a busy machine may wait for a CPU (16 MiB, the default
+// before, held 77 ms at 2 Gbit/s, and a loaded two-core machine lost datagrams).
+// Linux grants it only up to net.core.rmem_max unless the process has CAP_NET_ADMIN, and takes
+// the memory only while datagrams wait in it.
+const DefaultBuffer = 64 << 20
 
 // batchConn is what ipv4.PacketConn and ipv6.PacketConn share: recvmmsg and sendmmsg on Linux,
 // one datagram per call elsewhere.

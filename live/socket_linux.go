@@ -3,8 +3,12 @@ package live
 import (
 	"encoding/binary"
 	"errors"
+	"net"
+	"os"
+	"syscall"
 	"unsafe"
 
+	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
@@ -113,4 +117,79 @@ func putGSOControl(b []byte, size int) []byte {
 func gsoRefused(err error) bool {
 	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EIO) || errors.Is(err, unix.EOPNOTSUPP) ||
 		errors.Is(err, unix.ENOPROTOOPT) || errors.Is(err, unix.EMSGSIZE)
+}
+
+// batchReceiver takes datagrams from a socket in batches (recvmmsg) into the buffers of a
+// fixed set of messages. It is what ipv4.PacketConn.ReadBatch does, less what the Reader
+// never uses and pays for on every datagram at line rate: the sender's address parsed into a
+// new net.UDPAddr, and the kernel's message headers built again for every call.
+type batchReceiver struct {
+	rc   syscall.RawConn
+	ms   []ipv4.Message
+	hdrs []unix.Mmsghdr
+	iovs []unix.Iovec
+	recv func(fd uintptr) bool // b.recvmmsg, bound once: RawConn.Read takes a func
+	n    int
+	errn syscall.Errno
+}
+
+// newBatchReceiver prepares the kernel's headers for ms, each message one buffer and its OOB:
+// receive fills those and sets each message's N, NN and Flags.
+func newBatchReceiver(c *net.UDPConn, ms []ipv4.Message) (*batchReceiver, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	b := &batchReceiver{rc: rc, ms: ms, hdrs: make([]unix.Mmsghdr, len(ms)), iovs: make([]unix.Iovec, len(ms))}
+	for i := range ms {
+		buf := ms[i].Buffers[0]
+		b.iovs[i].Base = &buf[0]
+		b.iovs[i].SetLen(len(buf))
+		b.hdrs[i].Hdr.Iov = &b.iovs[i]
+		b.hdrs[i].Hdr.SetIovlen(1)
+		if len(ms[i].OOB) > 0 {
+			b.hdrs[i].Hdr.Control = &ms[i].OOB[0]
+		}
+	}
+	b.recv = b.recvmmsg
+	return b, nil
+}
+
+// receive waits for datagrams (as the socket's read deadline allows) and takes up to
+// len(ms) of them. Its errors are those of a net.Conn's Read: a deadline passed, the socket
+// closed, or the system call's.
+func (b *batchReceiver) receive() (int, error) {
+	for i := range b.hdrs {
+		// The kernel wrote the lengths it used: give it the whole space again.
+		b.hdrs[i].Hdr.SetControllen(len(b.ms[i].OOB))
+		b.hdrs[i].Hdr.Flags = 0
+	}
+	b.n, b.errn = 0, 0
+	if err := b.rc.Read(b.recv); err != nil {
+		return 0, err
+	}
+	if b.errn != 0 {
+		return 0, os.NewSyscallError("recvmmsg", b.errn)
+	}
+	for i := range b.n {
+		h := &b.hdrs[i]
+		b.ms[i].N, b.ms[i].NN, b.ms[i].Flags = int(h.Len), int(h.Hdr.Controllen), int(h.Hdr.Flags)
+	}
+	return b.n, nil
+}
+
+// recvmmsg is the system call, made when the poller says the socket is readable; it returns
+// false to wait again when nothing was there after all.
+func (b *batchReceiver) recvmmsg(fd uintptr) bool {
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		b.n, b.errn = int(n), e
+		return true
+	}
 }

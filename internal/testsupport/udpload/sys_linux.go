@@ -17,7 +17,19 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-var oobSize = unix.CmsgSpace(4)
+// oobSize is the control-message space of a message: the drop count and the size of
+// coalesced datagrams.
+var oobSize = 2 * unix.CmsgSpace(4)
+
+// enableGRO asks the kernel to hand over datagrams of one sender and one size coalesced
+// (UDP_GRO) and reports whether it agreed.
+func enableGRO(c *net.UDPConn) bool {
+	ok := false
+	if rc, err := c.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { ok = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil })
+	}
+	return ok
+}
 
 // setSocket forces the receive buffer to Buffer when the process may (CAP_NET_ADMIN; else
 // SetReadBuffer's, capped by net.core.rmem_max, stays) and asks for the socket's drop counter
@@ -31,18 +43,32 @@ func setSocket(c *net.UDPConn) {
 	}
 }
 
-// drops reads the SO_RXQ_OVFL count from a datagram's control messages.
-func drops(oob []byte) (int64, bool) {
+// enableGSO has the kernel cut every send of the socket into datagrams of size bytes
+// (UDP_SEGMENT as a socket option) and reports whether it agreed.
+func enableGSO(c *net.UDPConn, size int) bool {
+	ok := false
+	if rc, err := c.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { ok = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT, size) == nil })
+	}
+	return ok
+}
+
+// controls reads a message's control messages: the SO_RXQ_OVFL drop count, and with UDP_GRO
+// the size of each coalesced datagram but the last (0 for a message of one datagram).
+func controls(oob []byte) (drops int64, hasDrops bool, segment int) {
 	ms, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return 0, false
+		return 0, false, 0
 	}
 	for _, m := range ms {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_RXQ_OVFL && len(m.Data) >= 4 {
-			return int64(binary.NativeEndian.Uint32(m.Data)), true
+		switch {
+		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_RXQ_OVFL && len(m.Data) >= 4:
+			drops, hasDrops = int64(binary.NativeEndian.Uint32(m.Data)), true
+		case m.Header.Level == unix.IPPROTO_UDP && m.Header.Type == unix.UDP_GRO && len(m.Data) >= 4:
+			segment = int(int32(binary.NativeEndian.Uint32(m.Data)))
 		}
 	}
-	return 0, false
+	return drops, hasDrops, segment
 }
 
 // readBuffer is the receive buffer the kernel granted.

@@ -8,7 +8,8 @@
 // receiver counts datagrams and bytes and checks each datagram against a looped stream (what
 // the program under test should make of the sender's): whole packets, in order, each the one
 // expected at its position. A packet that does not continue where the one before ended is
-// located again in the loop; the packets skipped are counted lost.
+// located again in the loop; the packets skipped are counted lost. Asked to (Coalesce), the
+// receiver takes datagrams the kernel coalesced (UDP_GRO) and checks each on its own.
 //
 // Socket buffers are asked for large (SetReadBuffer, SetWriteBuffer): without CAP_NET_ADMIN
 // the kernel caps them at net.core.rmem_max and net.core.wmem_max; with it, the receiver's
@@ -47,6 +48,16 @@ type Sender struct {
 	pc   *ipv4.PacketConn
 	loop []byte // the stream PerDatagram times over: a whole number of datagrams
 	msgs []ipv4.Message
+	gso  bool // each batch goes as one send the kernel cuts into datagrams (UDP_SEGMENT)
+}
+
+// Segment has each batch go to the kernel as one send that it cuts into the same datagrams
+// (UDP_SEGMENT, Linux 4.18), and reports whether the kernel agreed. On loopback a receiver
+// that coalesces (UDP_GRO) then takes a batch as one message, as it would take datagrams a
+// network card coalesced.
+func (s *Sender) Segment() bool {
+	s.gso = enableGSO(s.conn, DatagramSize)
+	return s.gso
 }
 
 // SendStats is what a Sender sent.
@@ -118,6 +129,25 @@ func (s *Sender) Run(ctx context.Context, rate float64, d time.Duration) (SendSt
 				st.Late++
 			}
 		}
+		if s.gso {
+			// The batch's datagrams lie one after the other in the loop, or in two runs
+			// where it wraps.
+			for left := Batch; left > 0 && err == nil; {
+				k := min(left, n-next)
+				_, err = s.conn.Write(s.loop[next*DatagramSize : (next+k)*DatagramSize])
+				if err == nil {
+					st.Datagrams += int64(k)
+					st.Bytes += int64(k * DatagramSize)
+					left -= k
+					next = (next + k) % n
+				}
+			}
+			if err != nil {
+				break
+			}
+			st.Batches++
+			continue
+		}
 		for i := range s.msgs {
 			s.msgs[i].Buffers[0] = s.loop[next*DatagramSize : (next+1)*DatagramSize]
 			next = (next + 1) % n
@@ -151,6 +181,7 @@ type Receiver struct {
 	n      int              // packets in want
 	starts map[string][]int // the positions in want of each distinct packet
 	msgs   []ipv4.Message
+	gro    bool
 }
 
 // RecvStats is what a Receiver received.
@@ -166,6 +197,7 @@ type RecvStats struct {
 	Lost       int64 // packets skipped over by those datagrams (modulo the loop's length)
 	Dropped    int64 // datagrams the kernel dropped, the socket's buffer full (SO_RXQ_OVFL)
 	Buffer     int   // the receive buffer granted, bytes
+	Messages   int64 // messages received: fewer than Datagrams when the kernel coalesced them
 	Elapsed    time.Duration
 	CPU        time.Duration // user and system time of the receiving thread
 }
@@ -194,6 +226,17 @@ func Listen(want []byte) (*Receiver, error) {
 		r.msgs[i].OOB = make([]byte, oobSize)
 	}
 	return r, nil
+}
+
+// Coalesce asks the kernel to hand the receiver datagrams of one size coalesced, up to 64 KiB
+// a message (UDP_GRO, Linux 5.0), and reports whether it agreed. On loopback a sender's
+// segmented sends (UDP_SEGMENT) then reach the receiver whole, as a network card that
+// segments in hardware and a receiver's card that coalesces would have them: the sender no
+// longer pays for the kernel cutting them up for a receiver that cannot take them whole.
+// Each datagram is still counted and checked on its own.
+func (r *Receiver) Coalesce() bool {
+	r.gro = enableGRO(r.conn)
+	return r.gro
 }
 
 // Addr is the address the receiver listens on.
@@ -233,17 +276,24 @@ func (r *Receiver) Run(ctx context.Context, idle, limit time.Duration) RecvStats
 			break
 		}
 		last = time.Now()
+		st.Messages += int64(k)
 		for i := range k {
 			m := &r.msgs[i]
 			b := m.Buffers[0][:m.N]
-			st.Datagrams++
-			st.Bytes += int64(len(b))
-			if i == k-1 { // the count is the socket's so far: the batch's last has the latest
-				if d, ok := drops(m.OOB[:m.NN]); ok {
-					st.Dropped = d
-				}
+			d, ok, seg := controls(m.OOB[:m.NN])
+			if ok && i == k-1 { // the count is the socket's so far: the batch's last has the latest
+				st.Dropped = d
 			}
-			pos = r.check(b, pos, &st)
+			if !r.gro || seg <= 0 {
+				seg = len(b)
+			}
+			for len(b) > 0 {
+				g := b[:min(seg, len(b))]
+				b = b[len(g):]
+				st.Datagrams++
+				st.Bytes += int64(len(g))
+				pos = r.check(g, pos, &st)
+			}
 		}
 	}
 	st.Elapsed = time.Since(t0)
