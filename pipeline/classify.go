@@ -42,9 +42,9 @@ type classifier struct {
 	// tail is the last eight bytes of each PID's last packet: a packet sent twice is the same
 	// packet, and the same counter on another one is packets lost, not a repeat.
 	tail [8192]uint64
-	// ccRun counts, per PID, the packets in a row whose counters followed on, until it
-	// reaches ccTrusted, where it stays (see continuity).
-	ccRun [8192]uint8
+	// ccErrors weighs each PID's recent continuity errors (see continuity): under
+	// ccUnnumbered its counters are taken for a numbering of its packets.
+	ccErrors [8192]uint8
 	// lastOdd is the parity of the last scrambled packet processed, for Stats.KeyChanges.
 	lastOdd int8
 
@@ -122,6 +122,7 @@ func (cl *classifier) syncCounts() {
 	}
 	n := cl.tr.Counts()
 	cl.st.KeySyncs, cl.st.KeyFailures, cl.st.ParityGlitches = n.KeySyncs, n.KeyFailures, n.ParityGlitches
+	cl.st.UnseenKeyChanges = n.UnseenChanges
 }
 
 // pid returns the counters of a PID, creating them the first time it is seen.
@@ -290,7 +291,8 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 	lastTail := cl.tail[pid]
 	cl.tail[pid] = tail
 	if last&ccSeen == 0 {
-		return false // the PID's first packet
+		cl.ccErrors[pid] = ccUnnumbered // numbered once a packet follows on
+		return false                    // the PID's first packet
 	}
 	if p[3]&0x20 != 0 && p[4] > 0 && p[5]&0x80 != 0 {
 		return false // a discontinuity the stream announces: not an error
@@ -302,8 +304,8 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 			return false
 		}
 	case cc == (prev+1)&0x0F:
-		if cl.ccRun[pid] < ccTrusted {
-			cl.ccRun[pid]++
+		if cl.ccErrors[pid] > 0 {
+			cl.ccErrors[pid]--
 		}
 		return false
 	case cc == prev && last&ccDup == 0 && tail == lastTail:
@@ -312,22 +314,28 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 	}
 	cl.st.CCErrors++
 	ps.CCErrors++
-	// Only a PID whose counters followed on for a while says something by breaking them:
-	// some muxers number packets otherwise, or leave the counters at 0. Once they did, the
-	// PID's muxer numbers them, and every later break is packets lost or a splice, however
-	// soon after the last one: a stream that loses packets often loses them in bursts close
-	// together, and a key may change in any of them.
-	if cl.ccRun[pid] >= ccTrusted {
-		return true
-	}
-	cl.ccRun[pid] = 0
-	return false
+	// Only a PID whose counters number its packets says something by breaking them: some
+	// muxers number them otherwise, or leave them at 0. A PID's are taken for a numbering
+	// from its first packet that follows on, since a break missed lets a key be used where it
+	// may not apply, while one seen where there is none only has the next unit start check
+	// the key; errors that come faster than one in four packets say they are not, until
+	// packets that follow on outweigh them again. A numbered PID's every break is packets
+	// lost or a splice, however soon after the last one: a stream that loses packets loses
+	// them in bursts close together, and a key may change in any of them.
+	e := cl.ccErrors[pid]
+	cl.ccErrors[pid] = min(e+ccErrorWeight, ccErrorsMax)
+	return e < ccUnnumbered
 }
 
-// ccTrusted is how many packets in a row whose continuity counters followed on show that a
-// PID's muxer numbers them: its errors from then on are places where its key may stop
-// applying. Counters that are random, or stuck, follow on eight times one time in 16^8.
-const ccTrusted = 8
+// A continuity error weighs ccErrorWeight, a packet that follows on takes one off; a PID whose
+// errors weigh ccUnnumbered or more has counters that say nothing (stuck ones after three
+// packets, random ones after about four), and ccErrorsMax bounds how long its counters take to
+// be believed again once they follow on.
+const (
+	ccErrorWeight = 4
+	ccUnnumbered  = 12
+	ccErrorsMax   = 32
+)
 
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers
 // how far that is known, so a held chunk is scanned once in all.

@@ -12,18 +12,31 @@ import (
 	"github.com/tsdescramble/tsdescramble/ts"
 )
 
-// lossyLoop plays the sample stream loops times over, losing bursts of 7 to 2800 packets (a
-// burst begins at a packet with probability 1/100), as a feed that loses datagrams and
-// seconds of signal would: the losses join crypto periods that are not neighbours, of either
-// parity. It returns the stream and, for each of its packets, the sample packet it is.
-func lossyLoop(sample []byte, loops int, seed uint64) ([]byte, []int) {
+// A loss profile: a burst of lost packets begins at a packet with probability 1/every, and
+// is datagrams of 7 packets, from 1 to maxDatagrams of them.
+type lossProfile struct {
+	name                string
+	every, maxDatagrams int
+}
+
+var lossProfiles = []lossProfile{
+	// Seconds of signal lost (up to 2800 packets, more than half the sample): the losses
+	// join crypto periods that are not neighbours, of either parity.
+	{"seconds", 100, 400},
+	// Datagrams lost on a network, a few at a time.
+	{"datagrams", 50, 10},
+}
+
+// lossyLoop plays the sample stream loops times over, losing bursts of packets as profile
+// says. It returns the stream and, for each of its packets, the sample packet it is.
+func lossyLoop(sample []byte, loops int, profile lossProfile, seed uint64) ([]byte, []int) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	n := len(sample) / ts.PacketSize
 	var out []byte
 	var from []int
 	for i := 0; i < loops*n; {
-		if rng.IntN(100) == 0 {
-			i += 7 + rng.IntN(2800-7+1)
+		if rng.IntN(profile.every) == 0 {
+			i += 7 * (1 + rng.IntN(profile.maxDatagrams))
 			continue
 		}
 		k := i % n
@@ -103,12 +116,13 @@ func TestPacketLossLeavesOrClears(t *testing.T) {
 	if os.Getenv("TSD_LONG") != "" {
 		seeds = 60
 	}
-	for seed := uint64(1); seed <= seeds; seed++ {
-		in, from := lossyLoop(scrambled, loops, seed)
+	for run := uint64(0); run < seeds*uint64(len(lossProfiles)); run++ {
+		profile, seed := lossProfiles[run%uint64(len(lossProfiles))], 1+run/uint64(len(lossProfiles))
+		in, from := lossyLoop(scrambled, loops, profile, seed)
 		exempt := unseenLoss(in, from, scrambled)
 		var first []byte
 		for _, tune := range []struct{ workers, batch int }{{1, 1}, {2, 64}} {
-			t.Run(fmt.Sprintf("seed%d/w%d-b%d", seed, tune.workers, tune.batch), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-seed%d/w%d-b%d", profile.name, seed, tune.workers, tune.batch), func(t *testing.T) {
 				var out bytes.Buffer
 				st, err := Run(context.Background(), ts.NewSource(bytes.NewReader(in)), &out,
 					Options{Keys: kf.Schedule(), Workers: tune.workers, Batch: tune.batch})

@@ -30,6 +30,11 @@ type Stats struct {
 	KeyChanges  int   `json:"key_changes"`  // changes of scrambling parity over the processed packets of all PIDs together
 	KeySyncs    int   `json:"key_syncs"`    // times a ts.PID's CW list was (re)aligned because another CW than the expected one fit
 	KeyFailures int   `json:"key_failures"` // unit starts that did not fit the key their crypto period had: each began a period of its own
+	// UnseenKeyChanges counts the key failures after which another CW fitted: the key changed
+	// where the stream showed no change (packets lost that the continuity counters hid, two
+	// streams joined), and its PID's packets from there to that unit start went out
+	// descrambled with the key before: wrong.
+	UnseenKeyChanges int `json:"unseen_key_changes"`
 
 	// Crypto periods, counted per PID (a PID's parity changes start its periods): how many, and
 	// how many no key fitted, whose packets were left as they came.

@@ -51,7 +51,10 @@
 //	       an input
 //	3      the keys do not fit the stream: crypto periods, or every PID, were left scrambled
 //	       (with a key server or an ECM cache: got no key from it), or no scrambled unit
-//	       start descrambled to a valid header. The output is written all
+//	       start descrambled to a valid header; or the key changed where the stream showed
+//	       no change (packets lost that the continuity counters did not show, two streams
+//	       joined), so that packets before the next unit start went out wrong. The output is
+//	       written all
 //	       the same; when one of the usual mistakes (even and odd swapped, -reduce-entropy on
 //	       or off, a CW's bytes reversed) would make the keys fit, the message says which.
 //	       With -keys or -config, each service is judged alone and the run takes the worst

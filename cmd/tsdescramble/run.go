@@ -490,6 +490,8 @@ func (r *runState) status(closeErr error, junk string, verdict report.Verdict) e
 	case report.UnseenSelection(&r.opts, st) != "":
 		return failErr("%s; the output was written anyway", report.UnseenSelection(&r.opts, st))
 	case r.opts.Mode == pipeline.Scramble, r.opts.Mode == pipeline.Passthrough:
+	case verdict.NoFit && verdict.Damaged:
+		return &exitError{code: exitNoFit, msg: verdict.Line + "; the output was written anyway"}
 	case verdict.NoFit:
 		// keyAdvice (hints.go) names the usual mistake that would make the keys fit, if one does.
 		return &exitError{code: exitNoFit, msg: verdict.Line + keyAdvice(r.cfg, st, r.sys, r.keys) + "; the output was written anyway"}

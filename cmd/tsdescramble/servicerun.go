@@ -220,6 +220,7 @@ func (r *runState) snapshot() pipeline.Stats {
 		st.PESBad += sst.PESBad
 		st.LeftScrambled += sst.LeftScrambled
 		st.KeyFailures += sst.KeyFailures
+		st.UnseenKeyChanges += sst.UnseenKeyChanges
 	}
 	return st
 }

@@ -82,6 +82,9 @@ func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, 
 	if st.KeySyncs > 0 {
 		fmt.Fprintf(w, "  key list aligned or realigned %s\n", Plural(int(st.KeySyncs), "time"))
 	}
+	if st.UnseenKeyChanges > 0 {
+		fmt.Fprintf(w, "  changes of key the stream did not show (a unit start failed its period's key, another fitted): %d\n", st.UnseenKeyChanges)
+	}
 	if st.PESGood+st.PESBad > 0 {
 		fmt.Fprintf(w, "  unit-start checks after descrambling (PES headers, section CRCs): %d good, %d bad\n", st.PESGood, st.PESBad)
 	}
@@ -376,6 +379,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 // PIDs another CA system seems to protect.
 type Verdict struct {
 	NoFit   bool     // the keys do not fit (exit 3)
+	Damaged bool     // with NoFit: the stream is at fault, not the keys, and advice about keys would mislead
 	Line    string   // "" when there is nothing to say beyond the counts
 	Foreign []string // one line per PID no control word fits, in PID order
 }
@@ -435,6 +439,12 @@ func JudgeKeys(st *pipeline.Stats) Verdict {
 		v.NoFit = true
 		v.Line = fmt.Sprintf("the keys do not fit this stream: no control word fits any crypto period of the %s checked; they were left scrambled",
 			Plural(len(v.Foreign), "scrambled PID"))
+	case st.UnseenKeyChanges > 0:
+		// Packets went out descrambled with a key that had stopped applying, which only
+		// the unit start after them showed: the output is wrong there.
+		v.NoFit, v.Damaged = true, true
+		v.Line = fmt.Sprintf("the key changed %s where the stream showed no change (packets lost that the continuity counters did not show, or two streams joined): the packets before the unit start that showed it, at most one PES packet each, went out descrambled with the key before and are wrong",
+			Plural(st.UnseenKeyChanges, "time"))
 	case checked == 0 && st.Descrambled > 0:
 		v.Line = "key check not possible: no scrambled PID carries PES (or sections whose CRC could be read); descrambled with the keys as given"
 	}

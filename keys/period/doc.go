@@ -24,6 +24,14 @@
 //	a PID no key ever fits                       another CA system's: left, named             pipeline: TestMixedCAS
 //	a unit start fails its decided period's key  a period of the same parity begins there     TestFailedCheckBeginsAPeriod
 //	counters break after following on            a period begins at the break, checked        TestCounterBreakBeginsAPeriod
+//	... packets lost, before or after a period   the service unseen there: nothing its PIDs showed before places what
+//	                                             comes after (siblings' keys, the next period's key, a key seen on
+//	                                             both parities, a one-packet excursion folded back)
+//	                                                                                          pipeline: TestPacketLossLeavesOrClears
+//	a loss the counters hide (a multiple of 16 packets), the key changed in it
+//	                                             shows at the PID's next unit start, which fails the key: counted
+//	                                             (Counts.UnseenChanges); the packets between went out with the key before
+//	                                                                                          pipeline: TestPacketLossLeavesOrClears
 //	nothing to check, list followed in order     the list's next key ("unchecked")            TestNothingToCheckTakesTheListsNextKey
 //	nothing to check, a sibling's key fitted     the sibling's key, same service period       TestSiblingPlacesAPeriodWithNothingToCheck
 //	nothing to check, nothing places it          left as it came, counted ("unplaced")        TestCounterBreakBeginsAPeriod
@@ -80,8 +88,14 @@
 //     order) and, if that does not fit, with the others, nearest first in the schedule; only
 //     the first bytes are descrambled for each trial. A key that fits decides the period and
 //     the PID's schedule goes on from it; up to four unit starts are tried.
-//   - A later unit start of a decided period is tried with its key too: one that does not fit
-//     ends the decision there (the packets before keep their key).
+//   - A later unit start of a decided period is tried with its key too, every one (the start
+//     code alone, on a PID that carries PES): one that does not fit ends the decision there
+//     (the packets before keep their key). A loss the continuity counters hide shows nowhere
+//     else.
+//   - A break of a PID's continuity counters is packets lost (or streams joined) once the
+//     PID's counters have followed on; the caller says so (Tracker.Packet). There the
+//     service's clock stops saying anything: the periods after it are placed by unit starts
+//     (and siblings' unit starts) after it alone.
 //   - A period whose checked unit starts fit no key is left as it came: its packets pass
 //     through untouched, still marked scrambled. A PID that never fits, after enough checks,
 //     is taken for another CA system's and is not tried again.

@@ -76,6 +76,10 @@ type cryptoPeriod struct {
 	steps     int32
 	placed    bool // a sibling's key placed it (placeBySiblings)
 	silenced  bool // split off the period before by a silence of its PID alone (gap)
+	afterLoss bool // began where packets of its PID were lost (a break of its counters)
+	// replaced is 1 + the CW of the period before, when this one began at a unit start that
+	// CW did not fit (offerUnitStart); else 0.
+	replaced int32
 	// awaitNumber is the number of the PID's period split off it (where its key may have
 	// changed, before it was checked) whose decision decides it, or 0.
 	awaitNumber int
@@ -551,15 +555,9 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		return t.startPeriod(pk, pid, odd, -1, 1)
 	}
 	cur := &t.periods[pk.cur]
-	pk.lost = ccBreak
+	pk.lost = false
 	if ccBreak {
-		pk.sameFits = 0
-		if pk.svc != nil && !t.keys.Fixed() {
-			// Packets lost, or two streams joined: the service went unseen for a while, as
-			// in a silence of all its PIDs, and what its PIDs showed before says nothing of
-			// after.
-			pk.svc.quietTo = t.now
-		}
+		t.lose(pk)
 	}
 	// Its siblings watched the service's periods while it was silent, if one of them had a
 	// packet since its last one and the service was never silent for long meanwhile: they
@@ -624,11 +622,12 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 		}
 		t.decide(cur, Glitch)
 		pk.cur, pk.run, pk.prev = pk.prev, pk.prevRun+1, -1
-		if !t.keys.Fixed() && (ccBreak || !watched && t.now-last > lagLimit) {
-			// So long after it, with nothing watching, or after packets lost, it may as
-			// well have been a real period (a PID thin here), and this one two changes of
-			// key on: a period of its own, that a unit start (the old key first) or a
-			// sibling places.
+		if !t.keys.Fixed() && (ccBreak || cur.afterLoss || !watched && t.now-last > lagLimit) {
+			// So long after it, with nothing watching, or with packets lost before or
+			// after it, it may as well have been a real period (a PID thin here), and this
+			// one two changes of key on: a period of its own, that a unit start (the old key
+			// first) or a sibling places.
+			pk.lost = pk.lost || cur.afterLoss
 			pk.run--
 			return t.startPeriod(pk, pid, odd, pk.cur, 0)
 		}
@@ -642,6 +641,16 @@ func (t *Tracker) periodOf(pid uint16, odd, ccBreak bool) int32 {
 	idx := t.startPeriod(pk, pid, odd, pk.cur, max(steps, 1))
 	pk.prevLast = last
 	return idx
+}
+
+// lose records that packets of the PID of pk were lost before the one being placed: the
+// service went unseen for a while, as in a silence of all its PIDs, and what its PIDs showed
+// before says nothing of after.
+func (t *Tracker) lose(pk *pidKeys) {
+	pk.lost, pk.sameFits = true, 0
+	if pk.svc != nil && !t.keys.Fixed() {
+		pk.svc.quietTo = t.now
+	}
 }
 
 // silentAcross reports whether pid, back in the parity of its last packet, was silent across a
@@ -777,7 +786,7 @@ func (t *Tracker) startPeriod(pk *pidKeys, pid uint16, odd bool, prev int32, ste
 	p.unplaced = !s.Fixed() && s.NumCWs() > 1 &&
 		(prev >= 0 && (steps == 0 || pk.unsure) ||
 			prev < 0 && (t.flips > 0 || t.now > firstPeriodKnown || p.pos != s.Start(odd) || otherService))
-	p.silenced = pk.silenced
+	p.silenced, p.afterLoss = pk.silenced, pk.lost
 	pk.unsure, pk.silenced = false, false
 	pk.periods++
 	// A parity change of a rotating schedule is tentative while the period it ends has two
@@ -1167,7 +1176,12 @@ func (t *Tracker) offerUnitStart(idx int32, u unitStart) int32 {
 		}
 		pk := t.pk[p.pid]
 		t.counts.KeyFailures++
+		// The key stopped applying with no change of parity: packets were lost that the
+		// counters did not show, or two streams were joined.
+		t.lose(pk)
+		failed := p.key
 		idx = t.startPeriod(pk, p.pid, p.odd, idx, 0)
+		t.periods[idx].replaced = int32(failed) + 1
 		if t.periods[idx].state == Open {
 			t.check(idx, u)
 		}
@@ -1342,6 +1356,9 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 	}
 	if p.from < 0 && pos != t.keys.Start(p.odd) {
 		t.startDisputed = true
+	}
+	if p.replaced > 0 && !bytes.Equal(t.keys.CW(int(p.replaced-1)), t.keys.CW(p.key)) {
+		t.counts.UnseenChanges++
 	}
 	first := !pk.everFit
 	pk.everFit = true

@@ -32,8 +32,13 @@ const (
 
 // Counts are a Tracker's counts of its decisions over all PIDs.
 type Counts struct {
-	KeySyncs       int   // times a PID's CW list was (re)aligned because another CW than the expected one fit
-	KeyFailures    int   // unit starts that did not fit the key their crypto period had: each began a period of its own
+	KeySyncs    int // times a PID's CW list was (re)aligned because another CW than the expected one fit
+	KeyFailures int // unit starts that did not fit the key their crypto period had: each began a period of its own
+	// UnseenChanges counts the key failures whose period then fitted another CW: the key
+	// changed where the stream showed nothing (packets lost that the continuity counters hid,
+	// two streams joined), and the packets between that place and the unit start went out
+	// descrambled with the key before.
+	UnseenChanges  int
 	ParityGlitches int64 // single packets of the other parity inside a period: left as they came
 }
 
