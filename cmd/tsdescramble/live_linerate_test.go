@@ -42,8 +42,11 @@ import (
 // run it); the highest rate before it is logged as the zero-loss rate. TSD_LINERATE_BEFORE=BINARY runs
 // that build of the command too, alternating with this one at each step, so that two builds
 // are compared under the same load. TSD_LINERATE_CPUPROFILE=DIR writes the command's CPU
-// profile of each step there (BUILD-RATE-TRY.pprof). The test fails only when a datagram comes
-// out wrong or the command loses packets between its input and its output.
+// profile of each step there (BUILD-RATE-TRY.pprof). The test fails only when the command
+// loses packets between its input and its output. Datagrams that come out other than the clear
+// sample are logged and end the step: after the kernel drops some on the way in, periods are
+// left as they came where a loss leaves their key unknown (pipeline's TestPacketLossLeavesOrClears
+// holds the output to that).
 func TestLiveLineRate(t *testing.T) {
 	needLong(t, "streams 10 s at each of several rates up to 2 Gbit/s")
 	rates := []float64{200, 500, 800, 1000, 1500, 2000}
