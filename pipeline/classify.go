@@ -291,8 +291,8 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 	lastTail := cl.tail[pid]
 	cl.tail[pid] = tail
 	if last&ccSeen == 0 {
-		cl.ccErrors[pid] = ccUnnumbered // numbered once a packet follows on
-		return false                    // the PID's first packet
+		cl.ccErrors[pid] = ccUnnumbered + ccFirstRun - 1 // numbered once ccFirstRun packets follow on
+		return false                                     // the PID's first packet
 	}
 	if p[3]&0x20 != 0 && p[4] > 0 && p[5]&0x80 != 0 {
 		return false // a discontinuity the stream announces: not an error
@@ -316,7 +316,7 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 	ps.CCErrors++
 	// Only a PID whose counters number its packets says something by breaking them: some
 	// muxers number them otherwise, or leave them at 0. A PID's are taken for a numbering
-	// from its first packet that follows on, since a break missed lets a key be used where it
+	// once its first few packets follow on, since a break missed lets a key be used where it
 	// may not apply, while one seen where there is none only has the next unit start check
 	// the key; errors that come faster than one in four packets say they are not, until
 	// packets that follow on outweigh them again. A numbered PID's every break is packets
@@ -327,14 +327,16 @@ func (cl *classifier) continuity(p []byte, pid uint16, ps *PIDStats) (broken boo
 	return e < ccUnnumbered
 }
 
-// A continuity error weighs ccErrorWeight, a packet that follows on takes one off; a PID whose
-// errors weigh ccUnnumbered or more has counters that say nothing (stuck ones after three
-// packets, random ones after about four), and ccErrorsMax bounds how long its counters take to
-// be believed again once they follow on.
+// A PID's counters are believed once ccFirstRun packets in a row follow on. From then on a
+// continuity error weighs ccErrorWeight and a packet that follows on takes one off: errors that
+// weigh ccUnnumbered or more (three close together, or more than one in four packets for a
+// while) say the counters are no numbering after all, and ccErrorsMax bounds how long they then
+// take to be believed again.
 const (
 	ccErrorWeight = 4
 	ccUnnumbered  = 12
 	ccErrorsMax   = 32
+	ccFirstRun    = 4
 )
 
 // decided reports whether every period the jobs of c belong to is decided; c.ready remembers

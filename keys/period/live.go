@@ -1,6 +1,7 @@
 package period
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
@@ -83,11 +84,16 @@ func (t *Tracker) liveSizeFits(k int) bool {
 func (l *liveState) busy() bool { return l.cfg.Busy != nil && l.cfg.Busy() }
 
 // livePeriodOf returns the crypto period of a scrambled packet of pid with the given parity,
-// starting one, with its key from the source, at each change of parity.
-func (t *Tracker) livePeriodOf(pid uint16, odd bool) int32 {
+// starting one, with its key from the source, at each change of parity, and where packets of
+// the PID were lost (ccBreak) after a decided period: the key may have changed in the loss, and
+// the period after it takes the key its slot holds, checked on its first unit start.
+func (t *Tracker) livePeriodOf(pid uint16, odd, ccBreak bool) int32 {
 	pk := t.pidKeys(pid)
 	if pk.cur >= 0 {
-		if cur := &t.periods[pk.cur]; cur.odd == odd {
+		if cur := &t.periods[pk.cur]; cur.odd == odd && ccBreak && cur.state != Open {
+			t.lose(pk)
+			return t.liveBegin(pk, pid, odd, 0)
+		} else if cur.odd == odd {
 			pk.run++
 			switch {
 			case cur.state == Open:
@@ -105,7 +111,14 @@ func (t *Tracker) livePeriodOf(pid uint16, odd bool) int32 {
 		// check a key on.
 		t.liveEnded(pk.cur)
 	}
-	p := cryptoPeriod{pid: pid, odd: odd, first: t.now, number: pk.periods + 1, key: keys.NoKey}
+	return t.liveBegin(pk, pid, odd, 0)
+}
+
+// liveBegin starts a crypto period of pid with the given parity, with its key from the source;
+// replaced is 1 + the CW of the period before when a unit start that CW did not fit begins
+// this one (liveUnitStart), else 0.
+func (t *Tracker) liveBegin(pk *pidKeys, pid uint16, odd bool, replaced int32) int32 {
+	p := cryptoPeriod{pid: pid, odd: odd, first: t.now, number: pk.periods + 1, key: keys.NoKey, replaced: replaced}
 	pk.periods++
 	idx := int32(len(t.periods))
 	t.periods = append(t.periods, p)
@@ -171,14 +184,29 @@ func (t *Tracker) liveUnchecked(idx int32) bool {
 }
 
 // liveUnitStart is called for each checkable unit start of period idx: the first is kept (its
-// packet waits while the period is open) and checks the period's key, now or when it comes.
-func (t *Tracker) liveUnitStart(idx int32, u unitStart) {
+// packet waits while the period is open) and checks the period's key, now or when it comes. A
+// later one, of a period decided with a key, is tried with that key: one the key does not fit
+// begins a period of its own there (packets lost that the counters hid, or two streams joined),
+// which takes the key its slot holds, checked on this unit start. It returns the period the
+// unit start belongs to.
+func (t *Tracker) liveUnitStart(idx int32, u unitStart) int32 {
 	p := &t.periods[idx]
+	if p.state != Open && p.key != keys.NoKey && t.liveSizeFits(p.key) {
+		if t.trialDecided(p.key, u.payload, u.carriage) != CheckBad {
+			return idx
+		}
+		pk := t.pk[p.pid]
+		t.counts.KeyFailures++
+		t.lose(pk)
+		idx = t.liveBegin(pk, p.pid, p.odd, int32(p.key)+1)
+		p = &t.periods[idx]
+	}
 	if p.state != Open || p.npending > 0 {
-		return
+		return idx
 	}
 	p.pending[0], p.npending = u, 1
 	t.liveCheck(idx)
+	return idx
 }
 
 // liveCheck tries period idx's candidate key on its first checkable unit start, when both are
@@ -252,6 +280,9 @@ func (t *Tracker) liveDecide(idx int32, k int, checked bool) {
 		k, checked = keys.NoKey, false
 	}
 	p.key = k
+	if p.replaced > 0 && k != keys.NoKey && !bytes.Equal(t.keys.CW(int(p.replaced-1)), t.keys.CW(k)) {
+		t.counts.UnseenChanges++
+	}
 	if checked {
 		t.decide(p, Fit)
 	} else {

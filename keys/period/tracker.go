@@ -171,7 +171,7 @@ func New(cfg Config) *Tracker {
 func (t *Tracker) Packet(at int64, pid uint16, odd, ccBreak bool) ID {
 	t.now = at
 	if t.live != nil {
-		return ID(t.livePeriodOf(pid, odd))
+		return ID(t.livePeriodOf(pid, odd, ccBreak))
 	}
 	return ID(t.periodOf(pid, odd, ccBreak))
 }
@@ -185,8 +185,7 @@ func (t *Tracker) Packet(at int64, pid uint16, odd, ccBreak bool) ID {
 func (t *Tracker) UnitStart(id ID, payload []byte, carriage psi.Carriage) ID {
 	u := unitStart{payload: payload, carriage: carriage}
 	if t.live != nil { // a key server's keys are not searched, only checked
-		t.liveUnitStart(int32(id), u)
-		return id
+		return ID(t.liveUnitStart(int32(id), u))
 	}
 	return ID(t.offerUnitStart(int32(id), u))
 }
