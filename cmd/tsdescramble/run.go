@@ -267,6 +267,10 @@ func (r *runState) configure() {
 					if proto, st, ok := ks.ServerStats(); ok {
 						metrics.WriteKeyServer(b, proto, st)
 					}
+					if proto, server, state, ok := ks.ServerState(); ok {
+						metrics.WriteKeyServerState(b, proto, server, state)
+					}
+					metrics.WriteCWsApplied(b, obs.CWsApplied())
 					if waited, gaveUp, ok := obs.KeyWaits(); ok {
 						metrics.WriteKeyWaits(b, waited, gaveUp)
 					}

@@ -419,6 +419,23 @@ func (ks *Source) ServerStats() (protocol string, st keyserver.Stats, ok bool) {
 	return ks.url.scheme, st, true
 }
 
+// ServerState returns where the connection to the key server stands, with the protocol and the
+// server's HOST:PORT (no user or password); ok is false for a source without a connection of its
+// own (a followed log, the stream's ECMs, an ECM cache). Safe while the run goes.
+func (ks *Source) ServerState() (protocol, server string, state keyserver.ConnState, ok bool) {
+	switch {
+	case ks.cs != nil:
+		state = ks.cs.State()
+	case ks.nc != nil:
+		state = ks.nc.State()
+	case ks.dv != nil:
+		state = ks.dv.State()
+	default:
+		return "", "", state, false
+	}
+	return ks.url.scheme, ks.url.addr, state, true
+}
+
 // noECMLine says once why no period of a stream without ECMs gets a key from a server.
 const noECMLine = "the stream carries no ECM for the key server: no CA descriptor (ECM PID) in the PMT of the services chosen, so its crypto periods pass scrambled (-service, caid= and ecm-pid= choose; a stream without ECMs takes its keys from -cw, -cw-file or -biss)"
 
