@@ -266,10 +266,6 @@ func (s *Stage) Running() Running {
 		Replaced: s.replaced.Load(), Inserted: s.inserted.Load(), ECMRefused: s.ecmsRefused.Load()}
 }
 
-// Added returns the ECM packets inserted between the input's packets so far (ts.Adder): those
-// in the place of null packets stand for input packets. Safe from any goroutine.
-func (s *Stage) Added() int64 { return s.inserted.Load() }
-
 // Stats returns what the Stage did so far.
 func (s *Stage) Stats() Stats {
 	st := s.st
@@ -1039,7 +1035,11 @@ func (s *Stage) emit(out *ts.Units, q []byte, replacing bool) {
 	if p[3]&0x10 != 0 {
 		s.cc = (s.cc + 1) & 0xF
 	}
-	out.Append(u)
+	if replacing {
+		out.Append(u) // in the place of a null packet of the input: it stands for it
+	} else {
+		out.AppendAdded(u)
+	}
 	s.st.ECMPackets++
 	s.ecmPackets.Add(1)
 	if replacing {
