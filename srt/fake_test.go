@@ -235,6 +235,38 @@ func TestReaderCallerCallsAgain(t *testing.T) {
 	}
 }
 
+// With Options.Warn, what goes wrong (a connection lost, calls that fail) goes to it, and what
+// goes on (the connections made) to Log.
+func TestReaderWarnTakesWhatGoesWrong(t *testing.T) {
+	n := newFakeNet()
+	c1, c2 := newFakeConn(), newFakeConn()
+	n.calls <- c1
+	var logs, warns logLines
+	r, err := Open(context.Background(), mustParse(t, "srt://192.0.2.1:9000"), Options{t: n, Log: logs.log, Warn: warns.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c1.in <- packets(0, 7)
+	readN(t, r, 7*188, 5*time.Second)
+	n.refuse.Store(true)
+	c1.breakOff()
+	for end := time.Now().Add(5 * time.Second); n.dials.Load() < 3 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	n.refuse.Store(false)
+	n.calls <- c2
+	c2.in <- packets(7, 7)
+	readN(t, r, 7*188, 10*time.Second)
+	l, w := logs.String(), warns.String()
+	if !strings.Contains(l, "connected again after") || strings.Contains(l, "calling again") {
+		t.Errorf("Log:\n%s", l)
+	}
+	if !strings.Contains(w, "cannot connect: no answer; calling again") || strings.Contains(w, "connected") {
+		t.Errorf("Warn:\n%s", w)
+	}
+}
+
 // A listener serves one caller at a time: a second is turned away while the first is
 // connected, and the next is taken once the first has left.
 func TestReaderListenerOneCallerAtATime(t *testing.T) {

@@ -26,6 +26,10 @@ type Options struct {
 	// Log, when not nil, is told of each connection made (the first too) or lost, and of
 	// callers turned away, in one line without a newline; addresses are redacted.
 	Log func(msg string)
+	// Warn, when not nil, is told the lines of Log that say something went wrong (a
+	// connection lost or that could not be made, a caller turned away) in its place, so that
+	// a log can give them a level of their own.
+	Warn func(msg string)
 
 	// t replaces the library, for the tests of the package's own logic.
 	t transport
@@ -91,6 +95,7 @@ type Reader struct {
 	addr *Address
 	t    transport
 	log  func(string)
+	warn func(string) // Options.Warn, or Log
 
 	cancel context.CancelFunc
 	ended  chan struct{} // closed when the receiving goroutine has ended
@@ -135,6 +140,7 @@ func Open(ctx context.Context, a *Address, opts ...Options) (*Reader, error) {
 		addr:   a,
 		t:      t,
 		log:    o.Log,
+		warn:   o.warn(),
 		ended:  make(chan struct{}),
 		data:   make(chan []byte, chunks),
 		free:   make(chan []byte, chunks),
@@ -173,6 +179,21 @@ func (r *Reader) logf(format string, args ...any) {
 	}
 }
 
+// warnf tells Options.Warn, or Log, of something gone wrong.
+func (r *Reader) warnf(format string, args ...any) {
+	if r.warn != nil {
+		r.warn(fmt.Sprintf(format, args...))
+	}
+}
+
+// warn returns Warn, or Log without it.
+func (o Options) warn() func(string) {
+	if o.Warn != nil {
+		return o.Warn
+	}
+	return o.Log
+}
+
 // run receives from one connection after another until ctx is done; then it closes the
 // channel Read takes chunks from.
 func (r *Reader) run(ctx context.Context, c conn, l listener) {
@@ -194,9 +215,9 @@ func (r *Reader) run(ctx context.Context, c conn, l listener) {
 			return
 		}
 		if r.addr.Mode == Caller {
-			r.logf("%s: %v; calling again", r.addr, err)
+			r.warnf("%s: %v; calling again", r.addr, err)
 		} else {
-			r.logf("%s: %v; waiting for a caller", r.addr, err)
+			r.warnf("%s: %v; waiting for a caller", r.addr, err)
 		}
 	}
 }
@@ -209,7 +230,7 @@ func (r *Reader) connect(ctx context.Context, l listener) conn {
 			c, peer, err := l.accept(poll)
 			switch {
 			case err != nil:
-				r.logf("%s: %v", r.addr, err)
+				r.warnf("%s: %v", r.addr, err)
 				if sleep(ctx, poll) != nil {
 					return nil
 				}
@@ -235,7 +256,7 @@ func (r *Reader) connect(ctx context.Context, l listener) conn {
 		}
 		// Said once for each reason, not at every call of an outage.
 		if msg := err.Error(); msg != last {
-			r.logf("%s; calling again, every %v at most", msg, maxBackoff)
+			r.warnf("%s; calling again, every %v at most", msg, maxBackoff)
 			last = msg
 		}
 	}
@@ -320,7 +341,7 @@ func (r *Reader) refuse(l listener) {
 	r.mu.Lock()
 	r.st.Refused++
 	r.mu.Unlock()
-	r.logf("%s: caller %s turned away: another caller is connected", r.addr, peer)
+	r.warnf("%s: caller %s turned away: another caller is connected", r.addr, peer)
 }
 
 // buffer returns an empty chunk buffer, waiting for Read to give one back.

@@ -50,6 +50,7 @@ type Writer struct {
 	addr *Address
 	t    transport
 	log  func(string)
+	warn func(string) // Options.Warn, or Log
 
 	cancel context.CancelFunc
 	ended  chan struct{} // closed when the connecting goroutine has ended
@@ -82,7 +83,7 @@ func NewWriter(a *Address, opts ...Options) (*Writer, error) {
 	if t == nil {
 		t = library
 	}
-	w := &Writer{addr: a, t: t, log: o.Log, ended: make(chan struct{}), lost: make(chan conn, 1), pend: make([]byte, 0, MessageSize)}
+	w := &Writer{addr: a, t: t, log: o.Log, warn: o.warn(), ended: make(chan struct{}), lost: make(chan conn, 1), pend: make([]byte, 0, MessageSize)}
 	var c conn
 	var l listener
 	var err error
@@ -106,6 +107,12 @@ func NewWriter(a *Address, opts ...Options) (*Writer, error) {
 func (w *Writer) logf(format string, args ...any) {
 	if w.log != nil {
 		w.log(fmt.Sprintf(format, args...))
+	}
+}
+
+func (w *Writer) warnf(format string, args ...any) {
+	if w.warn != nil {
+		w.warn(fmt.Sprintf(format, args...))
 	}
 }
 
@@ -135,12 +142,12 @@ func (w *Writer) run(ctx context.Context, l listener) {
 			nc, peer, err := l.accept(poll)
 			switch {
 			case err != nil:
-				w.logf("%s: %v", w.addr, err)
+				w.warnf("%s: %v", w.addr, err)
 				sleep(ctx, poll)
 			case nc != nil && c != nil:
 				nc.close()
 				w.refused.Add(1)
-				w.logf("%s: caller %s turned away: another caller is served", w.addr, peer)
+				w.warnf("%s: caller %s turned away: another caller is served", w.addr, peer)
 			case nc != nil:
 				w.connected(nc, peer)
 			}
@@ -158,7 +165,7 @@ func (w *Writer) run(ctx context.Context, l listener) {
 		nc, err := w.t.dial(ctx, w.addr)
 		if err != nil {
 			if msg := err.Error(); msg != last && ctx.Err() == nil {
-				w.logf("%s; dropping the output and calling again, every %v at most", msg, maxBackoff)
+				w.warnf("%s; dropping the output and calling again, every %v at most", msg, maxBackoff)
 				last = msg
 			}
 			continue
@@ -203,7 +210,7 @@ func (w *Writer) drop(c conn, why string) {
 	w.lostAt = time.Now()
 	w.mu.Unlock()
 	c.close()
-	w.logf("%s: %s; dropping the output until a peer is connected again", w.addr, why)
+	w.warnf("%s: %s; dropping the output until a peer is connected again", w.addr, why)
 }
 
 // Write sends every full message p completes and keeps the rest for the next Write or
