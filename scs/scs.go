@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/simulcrypt"
 	"github.com/tsdescramble/tsdescramble/ts"
@@ -613,13 +614,13 @@ func (s *Stage) whyNoECM() string {
 	case s.client == nil && s.st.Lost > 0:
 		return "the ECMG was lost"
 	case s.st.ECMRefused > 0:
-		return fmt.Sprintf("%d ECMs refused", s.st.ECMRefused)
+		return units.Count(s.st.ECMRefused, "ECM") + " refused"
 	case s.st.ECMGErrors > 0:
-		return fmt.Sprintf("%d error replies", s.st.ECMGErrors)
+		return units.Count(s.st.ECMGErrors, "error reply")
 	case s.st.ECMs == 0:
 		return "the ECMG answered no CW_provision"
 	}
-	return fmt.Sprintf("%d ECMs for other periods", s.st.ECMs)
+	return units.Count(s.st.ECMs, "ECM") + " for other periods"
 }
 
 // block waits up to d for a message of the ECMG, or for d when it is lost (poll then tries it

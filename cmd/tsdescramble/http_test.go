@@ -81,7 +81,7 @@ func TestHTTPRelayOutput(t *testing.T) {
 		t.Fatalf("curl's stream starts with PID %#x, not a PAT", pid)
 	}
 	sameBytes(t, "what curl got", b, clear[at:], 188)
-	summaryHas(t, res.stderr, `HTTP output: 1 clients served, 0 dropped`)
+	summaryHas(t, res.stderr, `HTTP output: 1 client served, 0 dropped`)
 }
 
 // An HTTP output names the address and path to serve at, over plain HTTP, and a password in a
@@ -250,7 +250,7 @@ func TestHTTPInputStalled(t *testing.T) {
 		t.Errorf("the run took %v: the stall was not cut at 5 s", d)
 	}
 	sameBytes(t, "the output", readFile(t, out), readFile(t, demoClear), 188)
-	summaryHas(t, r.stderr, `HTTP input: .*1 reconnections, 0 resumes of a file cut short, 1 stalled connections dropped`)
+	summaryHas(t, r.stderr, `HTTP input: .*1 reconnection, 0 resumes of a file cut short, 1 stalled connection dropped`)
 	var v struct {
 		Live struct {
 			Web struct {
@@ -380,7 +380,7 @@ func TestHTTPRelayMetrics(t *testing.T) {
 				t.Fatalf("curl got %d bytes, from packet %d of the clear stream", len(b), at/188)
 			}
 			sameBytes(t, "what curl got", b, clear[at:], 188)
-			summaryHas(t, res.stderr, `HTTP output: 1 clients served, 0 dropped`)
+			summaryHas(t, res.stderr, `HTTP output: 1 client served, 0 dropped`)
 		})
 	}
 }

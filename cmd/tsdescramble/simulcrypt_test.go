@@ -301,10 +301,10 @@ func TestSimulCryptFaults(t *testing.T) {
 		errAt, lost, late, conns int
 		says                     []string
 	}{
-		{"late", -1, -1, 3, 1, []string{"no ECM for crypto period 3 within 2s", "keeps repeating", "crypto periods prolonged"}},
+		{"late", -1, -1, 3, 1, []string{"no ECM for crypto period 3 within 2s", "keeps repeating", "1 crypto period prolonged"}},
 		{"error reply", 3, -1, -1, 1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3: the ECM of crypto period 2 keeps repeating", "the ECM of period 4 follows"}},
-		{"reconnected", -1, 4, -1, 2, []string{"the ECMG closed the connection", "the ECMG is back after", "lost 1 times (back 1)"}},
-		{"closed mid-run", -1, 4, -1, 1, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
+		{"reconnected", -1, 4, -1, 2, []string{"the ECMG closed the connection", "the ECMG is back after", "lost 1 time (back 1)"}},
+		{"closed mid-run", -1, 4, -1, 1, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 time"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
