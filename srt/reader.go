@@ -94,8 +94,7 @@ func (e *IdleError) Timeout() bool { return true }
 type Reader struct {
 	addr *Address
 	t    transport
-	log  func(string)
-	warn func(string) // Options.Warn, or Log
+	logs
 
 	cancel context.CancelFunc
 	ended  chan struct{} // closed when the receiving goroutine has ended
@@ -131,8 +130,7 @@ func Open(ctx context.Context, a *Address, opts ...Options) (*Reader, error) {
 	r := &Reader{
 		addr:  a,
 		t:     t,
-		log:   o.Log,
-		warn:  o.warn(),
+		logs:  o.logs(),
 		ended: make(chan struct{}),
 	}
 	r.q = chunkq.New(chunks, chunkSize, func(idle time.Duration) error {
@@ -160,26 +158,30 @@ func Open(ctx context.Context, a *Address, opts ...Options) (*Reader, error) {
 	return r, nil
 }
 
+// logs is where a Reader or a Writer says what becomes of its connections: Options.Log, and
+// Options.Warn (or Log without it) for what goes wrong.
+type logs struct{ log, warn func(string) }
+
+func (o Options) logs() logs {
+	l := logs{log: o.Log, warn: o.Warn}
+	if l.warn == nil {
+		l.warn = o.Log
+	}
+	return l
+}
+
 // logf tells Options.Log, if any.
-func (r *Reader) logf(format string, args ...any) {
-	if r.log != nil {
-		r.log(fmt.Sprintf(format, args...))
+func (l logs) logf(format string, args ...any) {
+	if l.log != nil {
+		l.log(fmt.Sprintf(format, args...))
 	}
 }
 
 // warnf tells Options.Warn, or Log, of something gone wrong.
-func (r *Reader) warnf(format string, args ...any) {
-	if r.warn != nil {
-		r.warn(fmt.Sprintf(format, args...))
+func (l logs) warnf(format string, args ...any) {
+	if l.warn != nil {
+		l.warn(fmt.Sprintf(format, args...))
 	}
-}
-
-// warn returns Warn, or Log without it.
-func (o Options) warn() func(string) {
-	if o.Warn != nil {
-		return o.Warn
-	}
-	return o.Log
 }
 
 // run receives from one connection after another until ctx is done; then it ends the chunks

@@ -2,7 +2,6 @@ package srt
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,8 +48,7 @@ type WriterStats struct {
 type Writer struct {
 	addr *Address
 	t    transport
-	log  func(string)
-	warn func(string) // Options.Warn, or Log
+	logs
 
 	cancel context.CancelFunc
 	ended  chan struct{} // closed when the connecting goroutine has ended
@@ -83,7 +81,7 @@ func NewWriter(a *Address, opts ...Options) (*Writer, error) {
 	if t == nil {
 		t = library
 	}
-	w := &Writer{addr: a, t: t, log: o.Log, warn: o.warn(), ended: make(chan struct{}), lost: make(chan conn, 1), pend: make([]byte, 0, MessageSize)}
+	w := &Writer{addr: a, t: t, logs: o.logs(), ended: make(chan struct{}), lost: make(chan conn, 1), pend: make([]byte, 0, MessageSize)}
 	var c conn
 	var l listener
 	var err error
@@ -102,18 +100,6 @@ func NewWriter(a *Address, opts ...Options) (*Writer, error) {
 	w.cancel = cancel
 	go w.run(ctx, l)
 	return w, nil
-}
-
-func (w *Writer) logf(format string, args ...any) {
-	if w.log != nil {
-		w.log(fmt.Sprintf(format, args...))
-	}
-}
-
-func (w *Writer) warnf(format string, args ...any) {
-	if w.warn != nil {
-		w.warn(fmt.Sprintf(format, args...))
-	}
 }
 
 // run keeps a connection up until ctx is done: a caller calls again when one is lost, a
