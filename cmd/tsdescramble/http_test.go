@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/httpcut"
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/ports"
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 )
@@ -180,15 +181,14 @@ func TestHTTPInputResumed(t *testing.T) {
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := requests.Add(1)
-		w.Header().Set("ETag", `"demo"`)
 		if r.URL.Path == "/ignores.ts" {
 			r.Header.Del("Range") // as a server that takes no range requests
 		}
-		var cw http.ResponseWriter = w
+		limit := 0
 		if i <= 2 || r.URL.Path == "/ignores.ts" {
-			cw = &cutAfter{ResponseWriter: w, limit: 200_001}
+			limit = 200_001
 		}
-		http.ServeContent(cw, r, "demo.ts", time.Time{}, bytes.NewReader(scrambled))
+		httpcut.Serve(w, r, scrambled, `"demo"`, limit)
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
@@ -261,22 +261,6 @@ func TestHTTPInputStalled(t *testing.T) {
 	if err := json.Unmarshal(readFile(t, stats), &v); err != nil || v.Live.Web.Stalls != 1 {
 		t.Errorf("-stats: %+v (%v), want 1 stall", v.Live.Web, err)
 	}
-}
-
-// cutAfter passes at most limit bytes of a response body on, then drops the connection.
-type cutAfter struct {
-	http.ResponseWriter
-	limit int
-}
-
-func (w *cutAfter) Write(p []byte) (int, error) {
-	if len(p) <= w.limit {
-		w.limit -= len(p)
-		return w.ResponseWriter.Write(p)
-	}
-	w.ResponseWriter.Write(p[:w.limit])
-	w.ResponseWriter.(http.Flusher).Flush()
-	panic(http.ErrAbortHandler)
 }
 
 // A run started at a terminal reads the PMTs of a network input all the same: only an input
