@@ -195,13 +195,14 @@ func mustParse(t testing.TB, s string) *Address {
 
 // A caller whose connection breaks calls again, with backoff, through failed calls, and the
 // stream goes on from the new connection; the connections, the gap and the library's counts
-// of both are in the Stats, and the log says it once per reason.
+// of both are in the Stats, and the log says it once per reason: what went wrong (the calls
+// that failed) to Warn, the connection made to Log.
 func TestReaderCallerCallsAgain(t *testing.T) {
 	n := newFakeNet()
 	c1, c2 := newFakeConn(), newFakeConn()
 	n.calls <- c1
-	var logs logLines
-	r, err := Open(context.Background(), mustParse(t, "srt://192.0.2.1:9000?passphrase=0123456789"), Options{t: n, Log: logs.log})
+	var logs, warns logLines
+	r, err := Open(context.Background(), mustParse(t, "srt://192.0.2.1:9000?passphrase=0123456789"), Options{t: n, Log: logs.log, Warn: warns.log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,41 +230,23 @@ func TestReaderCallerCallsAgain(t *testing.T) {
 	if s.Lost != 2 || s.Retransmitted != 4 || s.Dropped != 6 {
 		t.Errorf("the library's counts of both connections: %+v", s)
 	}
-	l := logs.String()
-	if strings.Count(l, "cannot connect: no answer; calling again") != 1 || !strings.Contains(l, "connected again after") || strings.Contains(l, "0123456789") {
-		t.Errorf("log:\n%s", l)
+	l, w := logs.String(), warns.String()
+	if strings.Count(w, "cannot connect: no answer; calling again") != 1 || strings.Contains(w, "connected") || strings.Contains(w, "0123456789") {
+		t.Errorf("Warn:\n%s", w)
+	}
+	if !strings.Contains(l, "connected again after") || strings.Contains(l, "calling again") || strings.Contains(l, "0123456789") {
+		t.Errorf("Log:\n%s", l)
 	}
 }
 
-// With Options.Warn, what goes wrong (a connection lost, calls that fail) goes to it, and what
-// goes on (the connections made) to Log.
-func TestReaderWarnTakesWhatGoesWrong(t *testing.T) {
-	n := newFakeNet()
-	c1, c2 := newFakeConn(), newFakeConn()
-	n.calls <- c1
-	var logs, warns logLines
-	r, err := Open(context.Background(), mustParse(t, "srt://192.0.2.1:9000"), Options{t: n, Log: logs.log, Warn: warns.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	c1.in <- packets(0, 7)
-	readN(t, r, 7*188, 5*time.Second)
-	n.refuse.Store(true)
-	c1.breakOff()
-	for end := time.Now().Add(5 * time.Second); n.dials.Load() < 3 && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	n.refuse.Store(false)
-	n.calls <- c2
-	c2.in <- packets(7, 7)
-	readN(t, r, 7*188, 10*time.Second)
-	l, w := logs.String(), warns.String()
-	if !strings.Contains(l, "connected again after") || strings.Contains(l, "calling again") {
-		t.Errorf("Log:\n%s", l)
-	}
-	if !strings.Contains(w, "cannot connect: no answer; calling again") || strings.Contains(w, "connected") {
-		t.Errorf("Warn:\n%s", w)
+// Without Options.Warn, what goes wrong goes to Log with the rest.
+func TestWarnFallsBackOnLog(t *testing.T) {
+	var logs logLines
+	l := Options{Log: logs.log}.logs()
+	l.logf("made")
+	l.warnf("lost")
+	if got := logs.String(); !strings.Contains(got, "made") || !strings.Contains(got, "lost") {
+		t.Fatalf("Log got %q", got)
 	}
 }
 

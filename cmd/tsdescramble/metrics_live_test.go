@@ -133,29 +133,14 @@ func TestMetricsDeadKeyServer(t *testing.T) {
 	srv := camdouble.NewCS378x(t, "u", "p")
 	srv.Stop() // its port now refuses connections
 	addr := loopStream(t, scrambled, "-key-server", "cs378x://u:p@"+srv.Addr)
-	var body string
-	want := []string{"tsdescramble_ready 0\n", `tsdescramble_ready_reason{reason="nothing_descrambled"} 1`,
-		`tsdescramble_key_server_ecms_total{protocol="cs378x",result="sent"}`,
-		`tsdescramble_key_server_connection{protocol="cs378x",server="` + srv.Addr + `",state="down"} 1`}
-	gaveUp := regexp.MustCompile(`\ntsdescramble_key_wait_periods_total\{result="given_up"\} [1-9]`)
-	for try := 0; try < 200; try++ {
-		time.Sleep(50 * time.Millisecond)
-		code, b, err := tryGet(addr, "/metrics")
-		if err != nil || code != 200 {
-			continue
-		}
-		body = b
-		if !slices.ContainsFunc(want, func(s string) bool { return !strings.Contains(body, s) }) && gaveUp.MatchString(body) {
-			break
-		}
-	}
-	for _, s := range want {
-		if !strings.Contains(body, s) {
-			t.Errorf("/metrics has no %q:\n%s", s, body)
-		}
-	}
-	if !gaveUp.MatchString(body) {
-		t.Errorf("/metrics has no crypto period given up:\n%s", body)
+	quoted := func(s string) *regexp.Regexp { return regexp.MustCompile(regexp.QuoteMeta(s)) }
+	body, missing := scrapeUntil(addr, quoted("\ntsdescramble_ready 0\n"),
+		quoted(`tsdescramble_ready_reason{reason="nothing_descrambled"} 1`),
+		quoted(`tsdescramble_key_server_ecms_total{protocol="cs378x",result="sent"}`),
+		quoted(`tsdescramble_key_server_connection{protocol="cs378x",server="`+srv.Addr+`",state="down"} 1`),
+		regexp.MustCompile(`\ntsdescramble_key_wait_periods_total\{result="given_up"\} [1-9]`))
+	if len(missing) > 0 {
+		t.Errorf("/metrics has no %q:\n%s", missing, body)
 	}
 	if strings.Contains(body, "tsdescramble_cws_applied_total{") {
 		t.Errorf("/metrics counts CWs applied with the key server away:\n%s", body)
