@@ -2,9 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/ports"
 )
 
 // logRecord is one line of -log-format json.
@@ -101,4 +108,53 @@ func TestJSONLogLevelsThroughBatch(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An HTTP output's client that reads nothing is dropped once it is more than the relay's
+// buffer behind, and the line that says so is a warning in the JSON log; the summary counts
+// it.
+func TestJSONLogRelayClientDropped(t *testing.T) {
+	t.Parallel()
+	port := ports.TCP(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d/live.ts", port)
+	pr, pw := io.Pipe()
+	r := &liveRun{done: make(chan int, 1)}
+	env := Env{Stdin: pr, Stdout: &r.stdout, Stderr: &r.stderr, IsTerminal: func(*os.File) bool { return false }}
+	go func() {
+		code := Main([]string{"tsdescramble", "-passthrough", "-out", url, "-log-format", "json"}, env)
+		pr.Close() // a run that ended early fails the writes below rather than block them
+		r.done <- code
+	}()
+	// The first packets (a PAT among them) open the run, and its output's listener.
+	stream := readFile(t, demoScrambled)
+	if _, err := pw.Write(stream[:188*100]); err != nil {
+		t.Fatal(err)
+	}
+	waitTCP(t, port)
+	c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	fmt.Fprintf(c, "GET /live.ts HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	time.Sleep(200 * time.Millisecond) // the client is served from the next PAT
+	// 40 MB: the relay's 4 MiB and the sockets' buffers are full long before the end.
+	for range 46 {
+		if _, err := pw.Write(stream); err != nil {
+			t.Fatalf("%v: %s", err, describe(r.wait(t, 10*time.Second)))
+		}
+	}
+	pw.Close()
+	res := r.wait(t, 60*time.Second)
+	if res.code != 0 {
+		t.Fatal(describe(res))
+	}
+	recs := jsonRecords(t, res.stderr)
+	if l, _, ok := levelOf(recs, "dropped: more than"); !ok || l != "warn" {
+		t.Errorf("the client's drop at %q, want warn:\n%s", l, res.stderr)
+	}
+	if _, _, ok := levelOf(recs, "HTTP output: 1 client served, 1 dropped"); !ok {
+		t.Errorf("the summary does not count the client dropped:\n%s", res.stderr)
+	}
 }
