@@ -137,14 +137,7 @@ func Open(ctx context.Context, a *Address, opts ...Options) (*Reader, error) {
 		return &IdleError{Addr: a.String(), Mode: a.Mode, Idle: idle}
 	})
 	r.st.Mode = a.Mode.String()
-	var c conn
-	var l listener
-	var err error
-	if a.Mode == Caller {
-		c, err = t.dial(ctx, a)
-	} else {
-		l, err = t.listen(a)
-	}
+	c, l, err := begin(ctx, t, a)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +149,17 @@ func Open(ctx context.Context, a *Address, opts ...Options) (*Reader, error) {
 	r.q.Arrived()
 	go r.run(rctx, c, l)
 	return r, nil
+}
+
+// begin makes a Reader's or a Writer's first move: a caller's connection, or a listener's
+// socket.
+func begin(ctx context.Context, t transport, a *Address) (conn, listener, error) {
+	if a.Mode == Caller {
+		c, err := t.dial(ctx, a)
+		return c, nil, err
+	}
+	l, err := t.listen(a)
+	return nil, l, err
 }
 
 // logs is where a Reader or a Writer says what becomes of its connections: Options.Log, and

@@ -82,14 +82,7 @@ func NewWriter(a *Address, opts ...Options) (*Writer, error) {
 		t = library
 	}
 	w := &Writer{addr: a, t: t, logs: o.logs(), ended: make(chan struct{}), lost: make(chan conn, 1), pend: make([]byte, 0, MessageSize)}
-	var c conn
-	var l listener
-	var err error
-	if a.Mode == Caller {
-		c, err = t.dial(context.Background(), a)
-	} else {
-		l, err = t.listen(a)
-	}
+	c, l, err := begin(context.Background(), t, a)
 	if err != nil {
 		return nil, err
 	}
