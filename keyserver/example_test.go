@@ -42,3 +42,18 @@ func Example() {
 	fs := feeder.Stats()
 	fmt.Printf("%d packets descrambled; %d ECMs sent, round trip median %v\n", st.Descrambled, fs.Sent, fs.RTTMedian)
 }
+
+// Following where a client's connection stands: a server that cannot be reached is down until
+// an attempt gets through.
+func ExampleRedial_State() {
+	r := keyserver.NewRedial("127.0.0.1:15000", 0, 0, 0)
+	fmt.Println(r.State())
+	r.Failed(fmt.Errorf("connection refused"))
+	fmt.Println(r.State())
+	r.Connected()
+	fmt.Println(r.State())
+	// Output:
+	// connecting
+	// down
+	// connected
+}

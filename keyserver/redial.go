@@ -3,6 +3,7 @@ package keyserver
 import (
 	"context"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,40 @@ type Redial struct {
 	retryAt  time.Time // when the next attempt may be made
 	lastErr  error     // the last failure's error, nil after Connected
 	dialer   net.Dialer
+	state    atomic.Int32 // a ConnState, read from any goroutine (State)
+}
+
+// ConnState is where a client's connection to its key server stands, as Redial follows it.
+type ConnState int32
+
+const (
+	// Connecting: no connection yet, or the last one ended and the next is to be made (at
+	// the next request, for a client that connects when one needs it).
+	Connecting ConnState = iota
+	// Connected: a connection is up, its handshake (a login) done.
+	Connected
+	// Refused: the server was reached and turned the client away (a login refused or never
+	// answered): trying again brings the same answer until the credentials are mended.
+	Refused
+	// Down: the server could not be reached (connection refused, no answer in time); the
+	// client tries again after its backoff.
+	Down
+)
+
+// ConnStates are the states in the order a metric lists them.
+var ConnStates = []ConnState{Connecting, Connected, Refused, Down}
+
+// String names the state as a metric's label does: connecting, connected, refused or down.
+func (s ConnState) String() string {
+	switch s {
+	case Connected:
+		return "connected"
+	case Refused:
+		return "refused"
+	case Down:
+		return "down"
+	}
+	return "connecting"
 }
 
 // NewRedial returns a Redial for addr; a bound of 0 or less takes its default (DefaultTimeout,
@@ -57,9 +92,21 @@ func (r *Redial) Dial(ctx context.Context) (net.Conn, error) {
 	return r.dialer.DialContext(ctx, "tcp", r.Addr)
 }
 
-// Failed records a failure, one more in a row, and returns the backoff before the next attempt
-// and whether the failure is the first in a row.
+// Failed records a failure to reach the server, one more in a row (the state is Down), and
+// returns the backoff before the next attempt and whether the failure is the first in a row.
 func (r *Redial) Failed(err error) (wait time.Duration, first bool) {
+	r.state.Store(int32(Down))
+	return r.failed(err)
+}
+
+// Rejected is Failed for a server that was reached and turned the client away (the state is
+// Refused): a login refused, or never answered.
+func (r *Redial) Rejected(err error) (wait time.Duration, first bool) {
+	r.state.Store(int32(Refused))
+	return r.failed(err)
+}
+
+func (r *Redial) failed(err error) (wait time.Duration, first bool) {
 	wait = min(r.MinBackoff<<min(r.failures, 16), r.MaxBackoff)
 	first = r.failures == 0
 	r.failures++
@@ -71,7 +118,20 @@ func (r *Redial) Failed(err error) (wait time.Duration, first bool) {
 // Connected ends a run of failures: the next failure waits MinBackoff again.
 func (r *Redial) Connected() {
 	r.failures, r.lastErr = 0, nil
+	r.state.Store(int32(Connected))
 }
+
+// Lost records that a connection that was up has ended (the server closed it, an exchange on it
+// failed): the client is to connect again. A failure of that attempt makes the state Down.
+func (r *Redial) Lost() {
+	if ConnState(r.state.Load()) == Connected {
+		r.state.Store(int32(Connecting))
+	}
+}
+
+// State returns where the connection stands. Unlike the other methods, it may be called from
+// any goroutine.
+func (r *Redial) State() ConnState { return ConnState(r.state.Load()) }
 
 // Backoff returns, while the backoff after a failure runs, the time left and the failure's
 // error; else 0 and nil.

@@ -220,3 +220,38 @@ func ExampleRedial() {
 		}
 	}
 }
+
+// The state follows how the attempts end: connecting before any, down after a failure to reach
+// the server, connected after a handshake, connecting again when a connection that was up ends,
+// and refused when the server turned the client away; only Connected leaves refused and down.
+func TestRedialState(t *testing.T) {
+	r := keyserver.NewRedial("", time.Second, time.Millisecond, time.Millisecond)
+	boom := errors.New("boom")
+	steps := []struct {
+		do   func()
+		want keyserver.ConnState
+	}{
+		{func() {}, keyserver.Connecting},
+		{func() { r.Failed(boom) }, keyserver.Down},
+		{r.Lost, keyserver.Down},
+		{r.Connected, keyserver.Connected},
+		{r.Lost, keyserver.Connecting},
+		{func() { r.Rejected(boom) }, keyserver.Refused},
+		{r.Lost, keyserver.Refused},
+		{r.Connected, keyserver.Connected},
+		{func() { r.Failed(boom) }, keyserver.Down},
+	}
+	for i, s := range steps {
+		s.do()
+		if got := r.State(); got != s.want {
+			t.Fatalf("step %d: state %v, want %v", i, got, s.want)
+		}
+	}
+	var names []string
+	for _, s := range keyserver.ConnStates {
+		names = append(names, s.String())
+	}
+	if got := fmt.Sprint(names); got != "[connecting connected refused down]" {
+		t.Fatalf("state names %s", got)
+	}
+}

@@ -40,6 +40,9 @@ type Observer struct {
 	// goroutine; keyWaits says there are some.
 	waited, gaveUp int64
 	keyWaits       bool
+	// applied counts the crypto periods of each PID that took a CW from LiveKeys
+	// (period.Tracker.EachApplied), from the reading goroutine.
+	applied map[uint16]int64
 
 	// servicesOf is the generation of the tables the services were published from: read
 	// and written by the reading goroutine alone.
@@ -81,6 +84,7 @@ func (o *Observer) begin(start time.Time) {
 	o.latency, o.latencyMax = 0, 0
 	o.servicesOf = 0
 	o.waited, o.gaveUp, o.keyWaits = 0, 0, false
+	o.applied = nil
 }
 
 // KeyWaits returns the crypto periods of a run with Options.LiveKeys that waited for their key
@@ -94,6 +98,30 @@ func (o *Observer) KeyWaits() (waited, gaveUp int64, ok bool) {
 		return o.final.LiveKeys.Waited, o.final.LiveKeys.GaveUp, true
 	}
 	return o.waited, o.gaveUp, o.keyWaits
+}
+
+// PIDCount is a count of one PID.
+type PIDCount struct {
+	PID uint16
+	N   int64
+}
+
+// CWsApplied returns, in PID order, the crypto periods of each PID that took a CW from the
+// run's Options.LiveKeys so far, as published with the reading goroutine's counts: every CW
+// given to a period, one taken back because it did not fit among them, so that a count only
+// grows. It is nil for a run without LiveKeys, or before any CW was applied.
+func (o *Observer) CWsApplied() []PIDCount {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.applied) == 0 {
+		return nil
+	}
+	out := make([]PIDCount, 0, len(o.applied))
+	for pid, n := range o.applied {
+		out = append(out, PIDCount{pid, n})
+	}
+	slices.SortFunc(out, func(a, b PIDCount) int { return int(a.PID) - int(b.PID) })
+	return out
 }
 
 // pid returns what was published of pid, adding it the first time; o.mu is held.
@@ -128,6 +156,9 @@ func (o *Observer) fromReader(st *Stats, pids *[8192]*PIDStats, seen []uint16, t
 	o.read = *st
 	o.read.PIDs, o.read.Services, o.read.Samples = nil, nil, nil
 	o.waited, o.gaveUp, o.keyWaits = waited, gaveUp, keyWaits
+	if tr != nil {
+		tr.EachApplied(o.setApplied)
+	}
 	if changed {
 		o.services = services
 	}
@@ -135,6 +166,14 @@ func (o *Observer) fromReader(st *Stats, pids *[8192]*PIDStats, seen []uint16, t
 		p := o.pid(pid)
 		p.stats, p.carriage, p.read = *pids[pid], tables.Carriage(pid), true
 	}
+}
+
+// setApplied publishes the CWs applied to pid's periods; o.mu is held.
+func (o *Observer) setApplied(pid uint16, n int64) {
+	if o.applied == nil {
+		o.applied = map[uint16]int64{}
+	}
+	o.applied[pid] = n
 }
 
 // fromWriter publishes the writing goroutine's counts: the output's and the unit-start checks

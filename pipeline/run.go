@@ -99,8 +99,9 @@ type Options struct {
 	// of work changes), and a period waits for its first checkable unit start, as in a file.
 	// Set it for a live input, where time matters more than a key search.
 	DecideOnTime bool
-	// MaxPackets, when above 0, ends the run after that many packet units, as if the input
-	// ended there (a live input that never ends).
+	// MaxPackets, when above 0, ends the run after that many packet units of the input, as if
+	// the input ended there (a live input that never ends); the units a stage adds of its own
+	// (ECM packets inserted by SimulCrypt) are not counted.
 	MaxPackets int64
 	// Rekey, when set, brings key schedules that replace Keys while the run goes on (a key
 	// file edited during a live run). A new schedule applies between two units of work: the
@@ -420,7 +421,7 @@ func Run(ctx context.Context, src *ts.Source, w io.Writer, opts Options) (Stats,
 			seq++
 			var err error
 			for n := 0; n < batch; n++ {
-				if opts.MaxPackets > 0 && src.Packets() >= opts.MaxPackets {
+				if opts.MaxPackets > 0 && src.Packets()-src.Added() >= opts.MaxPackets {
 					err = io.EOF
 					break
 				}
@@ -444,7 +445,7 @@ func Run(ctx context.Context, src *ts.Source, w io.Writer, opts Options) (Stats,
 				cl.classify(c, c.n-len(unit), src.Framing())
 			}
 			st.BytesIn = src.BytesRead()
-			if opts.MaxPackets > 0 && src.Packets() >= opts.MaxPackets {
+			if opts.MaxPackets > 0 && src.Packets()-src.Added() >= opts.MaxPackets {
 				// The bytes read ahead of the last packet are not the run's.
 				st.BytesIn -= int64(src.Buffered())
 			}

@@ -36,7 +36,7 @@ func ExampleProbe() {
 	}
 	for _, p := range rep.PIDs {
 		if p.Even+p.Odd > 0 {
-			fmt.Printf("PID %#x: %d even, %d odd, %d crypto periods\n", p.PID, p.Even, p.Odd, p.CryptoPeriods)
+			fmt.Printf("PID %#x: %d even, %d odd; crypto periods: %d\n", p.PID, p.Even, p.Odd, p.CryptoPeriods)
 		}
 	}
 	// Output:
@@ -50,7 +50,7 @@ func ExampleProbe() {
 	//   PID 0x112: AAC audio
 	// EMM: Conax, PID 0x300
 	// EMM: Viaccess, PID 0x301
-	// PID 0x101: 90 even, 30 odd, 2 crypto periods
-	// PID 0x102: 0 even, 120 odd, 1 crypto periods
-	// PID 0x112: 4 even, 0 odd, 1 crypto periods
+	// PID 0x101: 90 even, 30 odd; crypto periods: 2
+	// PID 0x102: 0 even, 120 odd; crypto periods: 1
+	// PID 0x112: 4 even, 0 odd; crypto periods: 1
 }

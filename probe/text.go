@@ -15,21 +15,21 @@ func (rep *Report) WriteText(w io.Writer) error {
 	pf := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
 
 	pf("framing:   %d-byte packets\n", rep.Framing)
-	pf("size:      %s, %d packets", byteSize(rep.Bytes), rep.Packets)
+	pf("size:      %s, %s", byteSize(rep.Bytes), units.Count(rep.Packets, "packet"))
 	if rep.SkippedBytes > 0 {
-		pf(", %d bytes skipped to regain sync", rep.SkippedBytes)
+		pf(", %s skipped to regain sync", units.Count(rep.SkippedBytes, "byte"))
 	}
 	if rep.TruncatedBytes > 0 {
-		pf(", truncated last packet of %d bytes", rep.TruncatedBytes)
+		pf(", truncated last packet of %s", units.Count(int64(rep.TruncatedBytes), "byte"))
 	}
 	if rep.TransportErrors > 0 {
-		pf(", %d packets with transport errors", rep.TransportErrors)
+		pf(", %s with transport errors", units.Count(rep.TransportErrors, "packet"))
 	}
 	pf("\n")
 	if t := rep.Timing; t != nil {
-		pf("duration:  %.3f s (%d PCRs on PID %#04x", t.DurationSeconds, t.PCRs, t.PCRPID)
+		pf("duration:  %.3f s (%s on PID %#04x", t.DurationSeconds, units.Count(int64(t.PCRs), "PCR"), t.PCRPID)
 		if t.Discontinuities > 0 {
-			pf(", %d discontinuities left out", t.Discontinuities)
+			pf(", %s left out", units.Count(int64(t.Discontinuities), "discontinuity"))
 		}
 		pf(")\n")
 		if t.Bitrate > 0 {
@@ -42,7 +42,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 		pf("TS id:     %d (0x%04X)\n", *rep.TransportStreamID, *rep.TransportStreamID)
 	}
 	if rep.PSIErrors > 0 {
-		pf("PSI:       %d damaged sections ignored\n", rep.PSIErrors)
+		pf("PSI:       %s ignored\n", units.Count(int64(rep.PSIErrors), "damaged section"))
 	}
 	if rep.PSIFailure != "" {
 		pf("PSI:       %s\n", rep.PSIFailure)

@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/units"
 	"github.com/tsdescramble/tsdescramble/psi"
 	"github.com/tsdescramble/tsdescramble/simulcrypt"
 	"github.com/tsdescramble/tsdescramble/ts"
@@ -265,10 +266,6 @@ func (s *Stage) Running() Running {
 	return Running{Connected: s.connected.Load(), ECMPackets: s.ecmPackets.Load(),
 		Replaced: s.replaced.Load(), Inserted: s.inserted.Load(), ECMRefused: s.ecmsRefused.Load()}
 }
-
-// Added returns the ECM packets inserted between the input's packets so far (ts.Adder): those
-// in the place of null packets stand for input packets. Safe from any goroutine.
-func (s *Stage) Added() int64 { return s.inserted.Load() }
 
 // Stats returns what the Stage did so far.
 func (s *Stage) Stats() Stats {
@@ -617,13 +614,13 @@ func (s *Stage) whyNoECM() string {
 	case s.client == nil && s.st.Lost > 0:
 		return "the ECMG was lost"
 	case s.st.ECMRefused > 0:
-		return fmt.Sprintf("%d ECMs refused", s.st.ECMRefused)
+		return units.Count(s.st.ECMRefused, "ECM") + " refused"
 	case s.st.ECMGErrors > 0:
-		return fmt.Sprintf("%d error replies", s.st.ECMGErrors)
+		return units.Count(s.st.ECMGErrors, "error reply")
 	case s.st.ECMs == 0:
 		return "the ECMG answered no CW_provision"
 	}
-	return fmt.Sprintf("%d ECMs for other periods", s.st.ECMs)
+	return units.Count(s.st.ECMs, "ECM") + " for other periods"
 }
 
 // block waits up to d for a message of the ECMG, or for d when it is lost (poll then tries it
@@ -1039,7 +1036,11 @@ func (s *Stage) emit(out *ts.Units, q []byte, replacing bool) {
 	if p[3]&0x10 != 0 {
 		s.cc = (s.cc + 1) & 0xF
 	}
-	out.Append(u)
+	if replacing {
+		out.Append(u) // in the place of a null packet of the input: it stands for it
+	} else {
+		out.AppendAdded(u)
+	}
 	s.st.ECMPackets++
 	s.ecmPackets.Add(1)
 	if replacing {

@@ -195,13 +195,14 @@ func mustParse(t testing.TB, s string) *Address {
 
 // A caller whose connection breaks calls again, with backoff, through failed calls, and the
 // stream goes on from the new connection; the connections, the gap and the library's counts
-// of both are in the Stats, and the log says it once per reason.
+// of both are in the Stats, and the log says it once per reason: what went wrong (the calls
+// that failed) to Warn, the connection made to Log.
 func TestReaderCallerCallsAgain(t *testing.T) {
 	n := newFakeNet()
 	c1, c2 := newFakeConn(), newFakeConn()
 	n.calls <- c1
-	var logs logLines
-	r, err := Open(context.Background(), mustParse(t, "srt://192.0.2.1:9000?passphrase=0123456789"), Options{t: n, Log: logs.log})
+	var logs, warns logLines
+	r, err := Open(context.Background(), mustParse(t, "srt://192.0.2.1:9000?passphrase=0123456789"), Options{t: n, Log: logs.log, Warn: warns.log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,9 +230,23 @@ func TestReaderCallerCallsAgain(t *testing.T) {
 	if s.Lost != 2 || s.Retransmitted != 4 || s.Dropped != 6 {
 		t.Errorf("the library's counts of both connections: %+v", s)
 	}
-	l := logs.String()
-	if strings.Count(l, "cannot connect: no answer; calling again") != 1 || !strings.Contains(l, "connected again after") || strings.Contains(l, "0123456789") {
-		t.Errorf("log:\n%s", l)
+	l, w := logs.String(), warns.String()
+	if strings.Count(w, "cannot connect: no answer; calling again") != 1 || strings.Contains(w, "connected") || strings.Contains(w, "0123456789") {
+		t.Errorf("Warn:\n%s", w)
+	}
+	if !strings.Contains(l, "connected again after") || strings.Contains(l, "calling again") || strings.Contains(l, "0123456789") {
+		t.Errorf("Log:\n%s", l)
+	}
+}
+
+// Without Options.Warn, what goes wrong goes to Log with the rest.
+func TestWarnFallsBackOnLog(t *testing.T) {
+	var logs logLines
+	l := Options{Log: logs.log}.logs()
+	l.logf("made")
+	l.warnf("lost")
+	if got := logs.String(); !strings.Contains(got, "made") || !strings.Contains(got, "lost") {
+		t.Fatalf("Log got %q", got)
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/chunkq"
 	"github.com/tsdescramble/tsdescramble/live"
 )
 
@@ -26,6 +26,10 @@ type Options struct {
 	// Log, when not nil, is told of each connection made (the first too) or lost, and of
 	// callers turned away, in one line without a newline; addresses are redacted.
 	Log func(msg string)
+	// Warn, when not nil, is told the lines of Log that say something went wrong (a
+	// connection lost or that could not be made, a caller turned away) in its place, so that
+	// a log can give them a level of their own.
+	Warn func(msg string)
 
 	// t replaces the library, for the tests of the package's own logic.
 	t transport
@@ -90,22 +94,14 @@ func (e *IdleError) Timeout() bool { return true }
 type Reader struct {
 	addr *Address
 	t    transport
-	log  func(string)
+	logs
 
 	cancel context.CancelFunc
 	ended  chan struct{} // closed when the receiving goroutine has ended
 
-	data   chan []byte   // chunks received, in order; closed when the goroutine ends
-	free   chan []byte   // chunk buffers Read is done with
-	closed chan struct{} // closed by Close
-	kick   chan struct{} // SetIdleTimeout tells a waiting Read to start its wait again
-
-	cur  []byte // the rest of the chunk Read is returning
-	buf  []byte // cur's buffer, to give back to free
-	done error  // what Read returns from now on, once data is closed and drained
-
-	idle        atomic.Int64 // time.Duration; 0 = wait forever
-	lastArrival atomic.Int64 // unix nanoseconds of the last bytes that came
+	// q hands what the receiving goroutine gets to Read, in chunks of chunkSize, chunks of
+	// them at most.
+	q *chunkq.Queue
 
 	closeOnce sync.Once
 
@@ -132,52 +128,71 @@ func Open(ctx context.Context, a *Address, opts ...Options) (*Reader, error) {
 		t = library
 	}
 	r := &Reader{
-		addr:   a,
-		t:      t,
-		log:    o.Log,
-		ended:  make(chan struct{}),
-		data:   make(chan []byte, chunks),
-		free:   make(chan []byte, chunks),
-		closed: make(chan struct{}),
-		kick:   make(chan struct{}, 1),
+		addr:  a,
+		t:     t,
+		logs:  o.logs(),
+		ended: make(chan struct{}),
 	}
+	r.q = chunkq.New(chunks, chunkSize, func(idle time.Duration) error {
+		return &IdleError{Addr: a.String(), Mode: a.Mode, Idle: idle}
+	})
 	r.st.Mode = a.Mode.String()
-	var c conn
-	var l listener
-	var err error
-	if a.Mode == Caller {
-		c, err = t.dial(ctx, a)
-	} else {
-		l, err = t.listen(a)
-	}
+	c, l, err := begin(ctx, t, a)
 	if err != nil {
 		return nil, err
-	}
-	for range chunks {
-		r.free <- make([]byte, chunkSize)
 	}
 	if c != nil {
 		r.connected(c, "")
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
-	r.lastArrival.Store(time.Now().UnixNano())
+	r.q.Arrived()
 	go r.run(rctx, c, l)
 	return r, nil
 }
 
+// begin makes a Reader's or a Writer's first move: a caller's connection, or a listener's
+// socket.
+func begin(ctx context.Context, t transport, a *Address) (conn, listener, error) {
+	if a.Mode == Caller {
+		c, err := t.dial(ctx, a)
+		return c, nil, err
+	}
+	l, err := t.listen(a)
+	return nil, l, err
+}
+
+// logs is where a Reader or a Writer says what becomes of its connections: Options.Log, and
+// Options.Warn (or Log without it) for what goes wrong.
+type logs struct{ log, warn func(string) }
+
+func (o Options) logs() logs {
+	l := logs{log: o.Log, warn: o.Warn}
+	if l.warn == nil {
+		l.warn = o.Log
+	}
+	return l
+}
+
 // logf tells Options.Log, if any.
-func (r *Reader) logf(format string, args ...any) {
-	if r.log != nil {
-		r.log(fmt.Sprintf(format, args...))
+func (l logs) logf(format string, args ...any) {
+	if l.log != nil {
+		l.log(fmt.Sprintf(format, args...))
 	}
 }
 
-// run receives from one connection after another until ctx is done; then it closes the
-// channel Read takes chunks from.
+// warnf tells Options.Warn, or Log, of something gone wrong.
+func (l logs) warnf(format string, args ...any) {
+	if l.warn != nil {
+		l.warn(fmt.Sprintf(format, args...))
+	}
+}
+
+// run receives from one connection after another until ctx is done; then it ends the chunks
+// Read takes (io.EOF after them).
 func (r *Reader) run(ctx context.Context, c conn, l listener) {
 	defer close(r.ended)
-	defer close(r.data)
+	defer r.q.Finish(io.EOF)
 	if l != nil {
 		defer l.close()
 	}
@@ -194,9 +209,9 @@ func (r *Reader) run(ctx context.Context, c conn, l listener) {
 			return
 		}
 		if r.addr.Mode == Caller {
-			r.logf("%s: %v; calling again", r.addr, err)
+			r.warnf("%s: %v; calling again", r.addr, err)
 		} else {
-			r.logf("%s: %v; waiting for a caller", r.addr, err)
+			r.warnf("%s: %v; waiting for a caller", r.addr, err)
 		}
 	}
 }
@@ -209,7 +224,7 @@ func (r *Reader) connect(ctx context.Context, l listener) conn {
 			c, peer, err := l.accept(poll)
 			switch {
 			case err != nil:
-				r.logf("%s: %v", r.addr, err)
+				r.warnf("%s: %v", r.addr, err)
 				if sleep(ctx, poll) != nil {
 					return nil
 				}
@@ -235,7 +250,7 @@ func (r *Reader) connect(ctx context.Context, l listener) conn {
 		}
 		// Said once for each reason, not at every call of an outage.
 		if msg := err.Error(); msg != last {
-			r.logf("%s; calling again, every %v at most", msg, maxBackoff)
+			r.warnf("%s; calling again, every %v at most", msg, maxBackoff)
 			last = msg
 		}
 	}
@@ -279,7 +294,7 @@ func (r *Reader) drop(c conn) {
 func (r *Reader) receive(ctx context.Context, c conn, l listener) error {
 	looked := time.Now()
 	for {
-		b, err := r.buffer(ctx)
+		b, _, err := r.q.Buffer(ctx)
 		if err != nil {
 			return err
 		}
@@ -290,11 +305,11 @@ func (r *Reader) receive(ctx context.Context, c conn, l listener) error {
 			r.st.Messages += int64(msgs)
 			r.st.Packets += int64(pkts)
 			r.mu.Unlock()
-			if perr := r.pass(ctx, b[:n]); perr != nil {
+			if perr := r.q.Pass(ctx, b[:n]); perr != nil {
 				return perr
 			}
 		} else {
-			r.free <- b
+			r.q.Unused(b)
 		}
 		if err != nil {
 			return err
@@ -320,163 +335,24 @@ func (r *Reader) refuse(l listener) {
 	r.mu.Lock()
 	r.st.Refused++
 	r.mu.Unlock()
-	r.logf("%s: caller %s turned away: another caller is connected", r.addr, peer)
-}
-
-// buffer returns an empty chunk buffer, waiting for Read to give one back.
-func (r *Reader) buffer(ctx context.Context) ([]byte, error) {
-	select {
-	case b := <-r.free:
-		return b[:cap(b)], nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// pass hands b, bytes just received into a buffer from r.buffer, to Read.
-func (r *Reader) pass(ctx context.Context, b []byte) error {
-	r.lastArrival.Store(time.Now().UnixNano())
-	select {
-	case r.data <- b:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	r.warnf("%s: caller %s turned away: another caller is connected", r.addr, peer)
 }
 
 // Read reads TS bytes. It returns what has come as soon as something has, waiting otherwise
 // until bytes come, the idle timeout passes (an *IdleError), or the Reader is closed (io.EOF
 // after what already came). A lost connection is not an error: the Reader connects again.
-func (r *Reader) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if err := r.wait(); err != nil {
-		return 0, err
-	}
-	n := copy(p, r.cur)
-	r.cur = r.cur[n:]
-	if len(r.cur) == 0 {
-		r.free <- r.buf
-		r.cur, r.buf = nil, nil
-	}
-	return n, nil
-}
+func (r *Reader) Read(p []byte) (int, error) { return r.q.Read(p) }
 
 // ReadBlock is Read without the copy out, for a reader that reads ahead into blocks of its own
 // (ts.BlockReader): it returns a chunk as it came, in the buffer it came in, and takes buf in
 // exchange, for the chunks to come.
-func (r *Reader) ReadBlock(buf []byte) ([]byte, error) {
-	if err := r.wait(); err != nil {
-		return buf[:0], err
-	}
-	if len(r.cur) < len(r.buf) {
-		// The rest of a chunk a Read began: copied out, its buffer kept.
-		out := append(buf[:0], r.cur...)
-		r.free <- r.buf
-		r.cur, r.buf = nil, nil
-		return out, nil
-	}
-	out := r.cur
-	r.cur, r.buf = nil, nil
-	if cap(buf) < chunkSize {
-		buf = make([]byte, chunkSize)
-	}
-	// One buffer out, one in: the buffers in use stay as many as free has room for.
-	r.free <- buf[:0]
-	return out, nil
-}
-
-// wait returns once r.cur holds bytes, or with the error Read is to return: the idle timeout
-// or the end of the input.
-func (r *Reader) wait() error {
-	var timer *time.Timer
-	var timeout <-chan time.Time
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	idleFrom := time.Time{} // when the wait began again, for a timeout set while it waits
-	for {
-		if len(r.cur) > 0 {
-			return nil
-		}
-		if r.done != nil {
-			return r.done
-		}
-		select {
-		case b, ok := <-r.data:
-			r.take(b, ok)
-			continue
-		default:
-		}
-		idle := time.Duration(r.idle.Load())
-		if idle > 0 && timer == nil {
-			// No byte for idle: counted from the last that came, unless the caller was busy
-			// longer than that (then the bytes were waiting, not missing): from now.
-			dl := time.Unix(0, r.lastArrival.Load()).Add(idle)
-			if !idleFrom.IsZero() {
-				dl = idleFrom.Add(idle)
-			}
-			if now := time.Now(); dl.Before(now) {
-				dl = now.Add(idle)
-			}
-			timer = time.NewTimer(time.Until(dl))
-			timeout = timer.C
-		}
-		select {
-		case b, ok := <-r.data:
-			r.take(b, ok)
-		case <-r.closed:
-			// What already came is returned, then io.EOF, without waiting for the goroutine.
-			select {
-			case b, ok := <-r.data:
-				r.take(b, ok)
-			default:
-				r.done = io.EOF
-			}
-		case <-r.kick:
-			if timer != nil {
-				timer.Stop()
-				timer, timeout = nil, nil
-			}
-			idleFrom = time.Now()
-		case <-timeout:
-			timer, timeout = nil, nil
-			select {
-			case b, ok := <-r.data: // came as the timer fired: not idle
-				r.take(b, ok)
-				continue
-			default:
-			}
-			if d := time.Duration(r.idle.Load()); d > 0 {
-				return &IdleError{Addr: r.addr.String(), Mode: r.addr.Mode, Idle: d}
-			}
-		}
-	}
-}
-
-// take takes a chunk from the data channel, or the end of the input when it is closed.
-func (r *Reader) take(b []byte, ok bool) {
-	if !ok {
-		r.done = io.EOF
-		return
-	}
-	r.cur, r.buf = b, b
-}
+func (r *Reader) ReadBlock(buf []byte) ([]byte, error) { return r.q.ReadBlock(buf) }
 
 // SetIdleTimeout makes Read return an *IdleError (errors.Is live.ErrIdle) when no byte has
 // come for d; 0 waits forever, the default. It may be called while a Read waits (a reader that
 // reads ahead in a goroutine of its own): that wait then ends after d at the latest, as if it
 // had begun now.
-func (r *Reader) SetIdleTimeout(d time.Duration) {
-	r.idle.Store(int64(d))
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-}
+func (r *Reader) SetIdleTimeout(d time.Duration) { r.q.SetIdleTimeout(d) }
 
 // Stats returns the counts so far.
 func (r *Reader) Stats() Stats {
@@ -500,7 +376,7 @@ func (r *Reader) String() string { return r.addr.String() }
 // goroutine, and more than once.
 func (r *Reader) Close() error {
 	r.closeOnce.Do(func() {
-		close(r.closed)
+		r.q.Close()
 		r.cancel()
 		// The goroutine sees the context within a poll of the library; a library that
 		// hangs must not hang the caller, so the wait is bounded.

@@ -2,7 +2,6 @@ package srt
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +48,7 @@ type WriterStats struct {
 type Writer struct {
 	addr *Address
 	t    transport
-	log  func(string)
+	logs
 
 	cancel context.CancelFunc
 	ended  chan struct{} // closed when the connecting goroutine has ended
@@ -82,15 +81,8 @@ func NewWriter(a *Address, opts ...Options) (*Writer, error) {
 	if t == nil {
 		t = library
 	}
-	w := &Writer{addr: a, t: t, log: o.Log, ended: make(chan struct{}), lost: make(chan conn, 1), pend: make([]byte, 0, MessageSize)}
-	var c conn
-	var l listener
-	var err error
-	if a.Mode == Caller {
-		c, err = t.dial(context.Background(), a)
-	} else {
-		l, err = t.listen(a)
-	}
+	w := &Writer{addr: a, t: t, logs: o.logs(), ended: make(chan struct{}), lost: make(chan conn, 1), pend: make([]byte, 0, MessageSize)}
+	c, l, err := begin(context.Background(), t, a)
 	if err != nil {
 		return nil, err
 	}
@@ -101,12 +93,6 @@ func NewWriter(a *Address, opts ...Options) (*Writer, error) {
 	w.cancel = cancel
 	go w.run(ctx, l)
 	return w, nil
-}
-
-func (w *Writer) logf(format string, args ...any) {
-	if w.log != nil {
-		w.log(fmt.Sprintf(format, args...))
-	}
 }
 
 // run keeps a connection up until ctx is done: a caller calls again when one is lost, a
@@ -135,12 +121,12 @@ func (w *Writer) run(ctx context.Context, l listener) {
 			nc, peer, err := l.accept(poll)
 			switch {
 			case err != nil:
-				w.logf("%s: %v", w.addr, err)
+				w.warnf("%s: %v", w.addr, err)
 				sleep(ctx, poll)
 			case nc != nil && c != nil:
 				nc.close()
 				w.refused.Add(1)
-				w.logf("%s: caller %s turned away: another caller is served", w.addr, peer)
+				w.warnf("%s: caller %s turned away: another caller is served", w.addr, peer)
 			case nc != nil:
 				w.connected(nc, peer)
 			}
@@ -158,7 +144,7 @@ func (w *Writer) run(ctx context.Context, l listener) {
 		nc, err := w.t.dial(ctx, w.addr)
 		if err != nil {
 			if msg := err.Error(); msg != last && ctx.Err() == nil {
-				w.logf("%s; dropping the output and calling again, every %v at most", msg, maxBackoff)
+				w.warnf("%s; dropping the output and calling again, every %v at most", msg, maxBackoff)
 				last = msg
 			}
 			continue
@@ -203,7 +189,7 @@ func (w *Writer) drop(c conn, why string) {
 	w.lostAt = time.Now()
 	w.mu.Unlock()
 	c.close()
-	w.logf("%s: %s; dropping the output until a peer is connected again", w.addr, why)
+	w.warnf("%s: %s; dropping the output until a peer is connected again", w.addr, why)
 }
 
 // Write sends every full message p completes and keeps the rest for the next Write or

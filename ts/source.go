@@ -52,6 +52,7 @@ type Source struct {
 	at      time.Time // when the last unit Next returned arrived (zero: not known), unless atOff
 	atOff   int64     // the input offset of the last unit, when its arrival is to be looked up; -1: at
 	packets int64
+	added   int64 // of packets, the units a Stage added of its own (Units.AppendAdded)
 }
 
 // arrival is where a block handed to the framer ends in the input, and when it arrived.
@@ -369,7 +370,10 @@ func (s *Source) nextStaged() ([]byte, error) {
 			s.stageErr = serr
 		}
 	}
-	unit := s.staged.take()
+	unit, added := s.staged.takeUnit()
+	if added {
+		s.added++
+	}
 	s.framing, _ = FramingOf(len(unit))
 	s.at, s.atOff = s.stagedAt, -1
 	if s.staged.Len() == 0 {
@@ -469,15 +473,9 @@ func (s *Source) HeldSince() (time.Time, bool) {
 // Packets returns the number of units Next returned: with a Stage, the units it added too.
 func (s *Source) Packets() int64 { return s.packets }
 
-// Added returns the number of units a Stage that is an Adder has put in the stream among the
-// input's so far, 0 without one: Packets less Added is the input's units, once Next has
-// returned them all.
-func (s *Source) Added() int64 {
-	if a, ok := s.stage.(Adder); ok {
-		return a.Added()
-	}
-	return 0
-}
+// Added returns the number of units Next returned that a Stage added of its own
+// (Units.AppendAdded): Packets less Added is the input's units that Next returned.
+func (s *Source) Added() int64 { return s.added }
 
 // BytesRead returns the number of input bytes read so far.
 func (s *Source) BytesRead() int64 { return s.fr.BytesRead() }

@@ -15,25 +15,30 @@ type Stage interface {
 	End(out *Units) error
 }
 
-// An Adder is a Stage that says how many units of its own it has put in the stream so far
-// (ECM packets inserted between the input's, say): they are not the input's (Source.Added).
-// Added may run ahead of Next by the units the Source has yet to return.
-type Adder interface {
-	Added() int64
-}
-
 // Units is a run of packet units in stream order, in one buffer: what a Stage hands on. A
 // unit's framing is told by its size (188, 192 or 204 bytes).
 type Units struct {
 	buf  []byte
 	ends []int // where each unit ends in buf
 	next int   // the first unit not yet taken
+	// added holds the indexes of the units AppendAdded added, in order, and nextAdded the
+	// first of them not yet taken.
+	added     []int
+	nextAdded int
 }
 
 // Append adds a copy of unit.
 func (u *Units) Append(unit []byte) {
 	u.buf = append(u.buf, unit...)
 	u.ends = append(u.ends, len(u.buf))
+}
+
+// AppendAdded adds a copy of unit, a unit of the stage's own that stands for no unit of the
+// input (an ECM packet inserted between the input's; one in the place of a null packet stands
+// for that packet, and is appended with Append): Source.Added counts it as Next returns it.
+func (u *Units) AppendAdded(unit []byte) {
+	u.added = append(u.added, len(u.ends))
+	u.Append(unit)
 }
 
 // Len returns the number of units not yet taken.
@@ -66,14 +71,26 @@ func (u *Units) start(i int) int {
 
 // take returns the next unit, valid until the next call that changes u.
 func (u *Units) take() []byte {
+	unit, _ := u.takeUnit()
+	return unit
+}
+
+// takeUnit returns the next unit, valid until the next call that changes u, and whether
+// AppendAdded added it.
+func (u *Units) takeUnit() (unit []byte, added bool) {
 	i := u.next
 	u.next++
-	return u.buf[u.start(i):u.ends[i]]
+	if u.nextAdded < len(u.added) && u.added[u.nextAdded] == i {
+		u.nextAdded++
+		added = true
+	}
+	return u.buf[u.start(i):u.ends[i]], added
 }
 
 // reset empties u, keeping its memory, once every unit is taken.
 func (u *Units) reset() {
 	u.buf, u.ends, u.next = u.buf[:0], u.ends[:0], 0
+	u.added, u.nextAdded = u.added[:0], 0
 }
 
 // FramingOf returns the framing of a unit of size bytes, and whether there is one.

@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/chunkq"
 	"github.com/tsdescramble/tsdescramble/live"
 )
 
@@ -120,20 +120,8 @@ type Reader struct {
 	waitedForBuffer bool
 	cancel          context.CancelFunc
 
-	data   chan []byte   // chunks the fetcher read, in order; closed when it ends
-	free   chan []byte   // chunk buffers Read is done with
-	closed chan struct{} // closed by Close
-	kick   chan struct{} // SetIdleTimeout tells a waiting Read to start its wait again
-	end    error         // why the fetcher ended (io.EOF: the input's end); read once data is closed
-
-	cur  []byte // the rest of the chunk Read is returning
-	buf  []byte // cur's buffer, to give back to free
-	done error  // what Read returns from now on, once data is closed and drained
-
-	idle        atomic.Int64 // time.Duration; 0 = wait forever
-	lastArrival atomic.Int64 // unix nanoseconds of the last bytes that came
-
-	closeOnce sync.Once
+	// q hands what the fetcher reads to Read, in chunks of chunkSize, chunks of them at most.
+	q *chunkq.Queue
 
 	mu sync.Mutex // guards st
 	st Stats
@@ -184,11 +172,8 @@ func Open(ctx context.Context, rawURL string, opts ...Options) (*Reader, error) 
 		client: o.Client,
 		giveUp: o.GiveUpAfter,
 		stall:  o.StallTimeout,
-		data:   make(chan []byte, chunks),
-		free:   make(chan []byte, chunks),
-		closed: make(chan struct{}),
-		kick:   make(chan struct{}, 1),
 	}
+	r.q = chunkq.New(chunks, chunkSize, func(idle time.Duration) error { return &IdleError{URL: r.name, Idle: idle} })
 	if r.client == nil {
 		r.client = defaultClient
 	}
@@ -198,10 +183,6 @@ func Open(ctx context.Context, rawURL string, opts ...Options) (*Reader, error) 
 	if r.stall == 0 {
 		r.stall = defaultStall
 	}
-	for range chunks {
-		r.free <- make([]byte, chunkSize)
-	}
-
 	// The first response is read under the Reader's own context, and its connection under a
 	// context of its own: Close ends the one, a stall the other.
 	rctx, cancel := context.WithCancel(ctx)
@@ -232,7 +213,7 @@ func Open(ctx context.Context, rawURL string, opts ...Options) (*Reader, error) 
 		run = s.run
 	}
 	r.cancel = cancel
-	r.lastArrival.Store(time.Now().UnixNano())
+	r.q.Arrived()
 	go r.fetch(rctx, run)
 	return r, nil
 }
@@ -341,38 +322,7 @@ func (r *Reader) fetch(ctx context.Context, run func(context.Context) error) {
 	if ctx.Err() != nil || err == nil {
 		err = io.EOF
 	}
-	r.end = err
-	close(r.data)
-}
-
-// buffer returns an empty chunk buffer, waiting for Read to give one back.
-func (r *Reader) buffer(ctx context.Context) ([]byte, error) {
-	select {
-	case b := <-r.free:
-		return b[:cap(b)], nil
-	default:
-		r.waitedForBuffer = true
-	}
-	select {
-	case b := <-r.free:
-		return b[:cap(b)], nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// pass hands b, bytes just received into a buffer from r.buffer, to Read.
-func (r *Reader) pass(ctx context.Context, b []byte) error {
-	r.lastArrival.Store(time.Now().UnixNano())
-	r.mu.Lock()
-	r.st.Bytes += int64(len(b))
-	r.mu.Unlock()
-	select {
-	case r.data <- b:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	r.q.Finish(err)
 }
 
 // copyBody passes body's bytes to Read as they come, until it ends, and returns how many it
@@ -380,18 +330,22 @@ func (r *Reader) pass(ctx context.Context, b []byte) error {
 func (r *Reader) copyBody(ctx context.Context, body io.Reader) (int64, error) {
 	var n int64
 	for {
-		b, err := r.buffer(ctx)
+		b, waited, err := r.q.Buffer(ctx)
+		r.waitedForBuffer = r.waitedForBuffer || waited
 		if err != nil {
 			return n, err
 		}
 		m, err := body.Read(b)
 		if m > 0 {
 			n += int64(m)
-			if perr := r.pass(ctx, b[:m]); perr != nil {
+			r.mu.Lock()
+			r.st.Bytes += int64(m)
+			r.mu.Unlock()
+			if perr := r.q.Pass(ctx, b[:m]); perr != nil {
 				return n, perr
 			}
 		} else {
-			r.free <- b
+			r.q.Unused(b)
 		}
 		if err != nil {
 			return n, err
@@ -409,136 +363,18 @@ func (r *Reader) count(f func(*Stats)) {
 // Read reads TS bytes. It returns what has come as soon as something has, waiting otherwise
 // until bytes come, the idle timeout passes (an *IdleError), or the input ends: io.EOF at
 // the end of a file or a VOD playlist and after Close, or the error that ended it.
-func (r *Reader) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if err := r.wait(); err != nil {
-		return 0, err
-	}
-	n := copy(p, r.cur)
-	r.cur = r.cur[n:]
-	if len(r.cur) == 0 {
-		r.free <- r.buf
-		r.cur, r.buf = nil, nil
-	}
-	return n, nil
-}
+func (r *Reader) Read(p []byte) (int, error) { return r.q.Read(p) }
 
 // ReadBlock is Read without the copy out, for a reader that reads ahead into blocks of its own
 // (ts.BlockReader): it returns a chunk as it came, in the buffer it came in, and takes buf in
 // exchange, for the chunks to come.
-func (r *Reader) ReadBlock(buf []byte) ([]byte, error) {
-	if err := r.wait(); err != nil {
-		return buf[:0], err
-	}
-	if len(r.cur) < len(r.buf) {
-		// The rest of a chunk a Read began: copied out, its buffer kept.
-		out := append(buf[:0], r.cur...)
-		r.free <- r.buf
-		r.cur, r.buf = nil, nil
-		return out, nil
-	}
-	out := r.cur
-	r.cur, r.buf = nil, nil
-	if cap(buf) < chunkSize {
-		buf = make([]byte, chunkSize)
-	}
-	// One buffer out, one in: the buffers in use stay as many as free has room for.
-	r.free <- buf[:0]
-	return out, nil
-}
-
-// wait returns once r.cur holds bytes, or with the error Read is to return: the idle
-// timeout, the end of the input or the error that ended it.
-func (r *Reader) wait() error {
-	var timer *time.Timer
-	var timeout <-chan time.Time
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	idleFrom := time.Time{} // when the wait began, for a timeout set while it waits
-	for {
-		if len(r.cur) > 0 {
-			return nil
-		}
-		if r.done != nil {
-			return r.done
-		}
-		select {
-		case b, ok := <-r.data:
-			r.take(b, ok)
-			continue
-		default:
-		}
-		idle := time.Duration(r.idle.Load())
-		if idle > 0 && timer == nil {
-			// No byte for idle: counted from the last that came, unless the caller was busy
-			// longer than that (then the bytes were waiting, not missing): from now.
-			dl := time.Unix(0, r.lastArrival.Load()).Add(idle)
-			if !idleFrom.IsZero() {
-				dl = idleFrom.Add(idle)
-			}
-			if now := time.Now(); dl.Before(now) {
-				dl = now.Add(idle)
-			}
-			timer = time.NewTimer(time.Until(dl))
-			timeout = timer.C
-		}
-		select {
-		case b, ok := <-r.data:
-			r.take(b, ok)
-		case <-r.closed:
-			// What already came is returned, then io.EOF, without waiting for the fetcher.
-			select {
-			case b, ok := <-r.data:
-				r.take(b, ok)
-			default:
-				r.done = io.EOF
-			}
-		case <-r.kick:
-			if timer != nil {
-				timer.Stop()
-				timer, timeout = nil, nil
-			}
-			idleFrom = time.Now()
-		case <-timeout:
-			timer, timeout = nil, nil
-			select {
-			case b, ok := <-r.data: // came as the timer fired: not idle
-				r.take(b, ok)
-				continue
-			default:
-			}
-			if d := time.Duration(r.idle.Load()); d > 0 {
-				return &IdleError{URL: r.name, Idle: d}
-			}
-		}
-	}
-}
-
-// take takes a chunk from the data channel, or the fetcher's end when it is closed.
-func (r *Reader) take(b []byte, ok bool) {
-	if !ok {
-		r.done = r.end
-		return
-	}
-	r.cur, r.buf = b, b
-}
+func (r *Reader) ReadBlock(buf []byte) ([]byte, error) { return r.q.ReadBlock(buf) }
 
 // SetIdleTimeout makes Read return an *IdleError (errors.Is live.ErrIdle) when no byte has
 // come for d; 0 waits forever, the default. It may be called while a Read waits (a reader that
 // reads ahead in a goroutine of its own): that wait then ends after d at the latest, as if it
 // had begun now.
-func (r *Reader) SetIdleTimeout(d time.Duration) {
-	r.idle.Store(int64(d))
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-}
+func (r *Reader) SetIdleTimeout(d time.Duration) { r.q.SetIdleTimeout(d) }
 
 // Stats returns the counts so far.
 func (r *Reader) Stats() Stats {
@@ -553,10 +389,8 @@ func (r *Reader) String() string { return r.name }
 // Close stops the Reader: the connection is closed, and Read returns the bytes that already
 // came, then io.EOF. It is safe from any goroutine, and more than once.
 func (r *Reader) Close() error {
-	r.closeOnce.Do(func() {
-		close(r.closed)
-		r.cancel()
-	})
+	r.q.Close()
+	r.cancel()
 	return nil
 }
 

@@ -13,24 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/httpcut"
 )
-
-// cutWriter passes at most limit bytes of a response body on, then drops the connection:
-// the server died, or a link between, with the response half sent.
-type cutWriter struct {
-	http.ResponseWriter
-	limit int
-}
-
-func (w *cutWriter) Write(p []byte) (int, error) {
-	if len(p) <= w.limit {
-		w.limit -= len(p)
-		return w.ResponseWriter.Write(p)
-	}
-	w.ResponseWriter.Write(p[:w.limit])
-	w.ResponseWriter.(http.Flusher).Flush()
-	panic(http.ErrAbortHandler)
-}
 
 // request is what a test server saw of one request.
 type request struct {
@@ -53,13 +38,7 @@ func newFileServer(t *testing.T, want []byte, etag string, cuts ...int) *fileSer
 		i := len(fs.seen)
 		fs.seen = append(fs.seen, request{req.Header.Get("Range"), req.Header.Get("If-Range")})
 		fs.mu.Unlock()
-		if etag != "" {
-			w.Header().Set("ETag", etag)
-		}
-		if c := cuts[min(i, len(cuts)-1)]; c > 0 {
-			w = &cutWriter{ResponseWriter: w, limit: c}
-		}
-		http.ServeContent(w, req, "f.ts", time.Time{}, bytes.NewReader(want))
+		httpcut.Serve(w, req, want, etag, cuts[min(i, len(cuts)-1)])
 	}))
 	t.Cleanup(fs.Close)
 	return fs
@@ -112,24 +91,24 @@ func TestResumeRefused(t *testing.T) {
 	}{
 		{"ignores-range", func(w http.ResponseWriter, req *http.Request, i int) {
 			w.Header().Set("Content-Length", fmt.Sprint(len(want)))
-			(&cutWriter{w, at}).Write(want)
+			(&httpcut.Writer{ResponseWriter: w, Limit: at}).Write(want)
 		}, 2, "it answered the range request with the whole file (200 OK)"},
 		{"changed", func(w http.ResponseWriter, req *http.Request, i int) {
 			w.Header().Set("ETag", fmt.Sprintf(`"v%d"`, i))
-			w = &cutWriter{w, at}
+			w = &httpcut.Writer{ResponseWriter: w, Limit: at}
 			http.ServeContent(w, req, "f.ts", time.Time{}, bytes.NewReader(want))
 		}, 2, "the file changed on the server"},
 		{"accept-ranges-none", func(w http.ResponseWriter, req *http.Request, i int) {
 			w.Header().Set("Accept-Ranges", "none")
 			w.Header().Set("Content-Length", fmt.Sprint(len(want)))
-			(&cutWriter{w, at}).Write(want)
+			(&httpcut.Writer{ResponseWriter: w, Limit: at}).Write(want)
 		}, 1, "it takes no range requests (Accept-Ranges: none)"},
 		{"not-satisfiable", func(w http.ResponseWriter, req *http.Request, i int) {
 			if i > 0 {
 				http.Error(w, "no", http.StatusRequestedRangeNotSatisfiable)
 				return
 			}
-			http.ServeContent(&cutWriter{w, at}, req, "f.ts", time.Time{}, bytes.NewReader(want))
+			http.ServeContent(&httpcut.Writer{ResponseWriter: w, Limit: at}, req, "f.ts", time.Time{}, bytes.NewReader(want))
 		}, 2, "it answered the range request 416 Requested Range Not Satisfiable"},
 		{"wrong-range", func(w http.ResponseWriter, req *http.Request, i int) {
 			if i > 0 {
@@ -139,7 +118,7 @@ func TestResumeRefused(t *testing.T) {
 				w.Write(want)
 				return
 			}
-			http.ServeContent(&cutWriter{w, at}, req, "f.ts", time.Time{}, bytes.NewReader(want))
+			http.ServeContent(&httpcut.Writer{ResponseWriter: w, Limit: at}, req, "f.ts", time.Time{}, bytes.NewReader(want))
 		}, 2, `its Content-Range "bytes 0-187999/188000" is not bytes 50003-…/188000`},
 	} {
 		t.Run("server="+c.name, func(t *testing.T) {
@@ -179,7 +158,7 @@ func TestResumeRetries(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		switch n.Add(1) {
 		case 1:
-			http.ServeContent(&cutWriter{w, 70_000}, req, "f.ts", time.Time{}, bytes.NewReader(want))
+			http.ServeContent(&httpcut.Writer{ResponseWriter: w, Limit: 70_000}, req, "f.ts", time.Time{}, bytes.NewReader(want))
 		case 2, 3:
 			http.Error(w, "restarting", http.StatusServiceUnavailable)
 		default:
@@ -401,7 +380,7 @@ func TestResumeNoBytePastTheEnd(t *testing.T) {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if n.Add(1) == 1 {
-			http.ServeContent(&cutWriter{w, at}, req, "f.ts", time.Time{}, bytes.NewReader(want))
+			http.ServeContent(&httpcut.Writer{ResponseWriter: w, Limit: at}, req, "f.ts", time.Time{}, bytes.NewReader(want))
 			return
 		}
 		rest := append(append([]byte(nil), want[at:]...), packets(10, 20)...)

@@ -340,7 +340,7 @@ func pastEnd(b *batchFlags, i, n int, own *batch.FileSet, stderr io.Writer) erro
 			return &exitError{code: exitJob, msg: msg}
 		}
 		if err := report.WriteOutcome(path, exitJob, msg, nil); err != nil {
-			fmt.Fprintf(stderr, "tsdescramble: cannot write the statistics: %v\n", runfiles.UnwrapPath(err))
+			logWarn(stderr, fmt.Sprintf("cannot write the statistics: %v", runfiles.UnwrapPath(err)))
 		}
 	}
 	return &exitError{code: exitJob, msg: msg}
@@ -506,7 +506,7 @@ func newBatchJob(index, line int, c *config, statsDir bool, where string) *batch
 // jobFailed ends a job whose own values are wrong: its message, its statistics, exit 4.
 func jobFailed(c *config, err error, stderr io.Writer) int {
 	msg := errorMessage(err)
-	fmt.Fprintln(stderr, "tsdescramble: "+msg)
+	logError(stderr, msg)
 	writeOutcome(c, exitJob, msg, stderr)
 	return exitJob
 }
@@ -518,7 +518,7 @@ func writeOutcome(c *config, code int, msg string, stderr io.Writer) {
 	}
 	files := &runfiles.Records{In: runfiles.RecordOf(c.in, true)}
 	if err := report.WriteOutcome(c.stats, code, msg, files); err != nil {
-		fmt.Fprintf(stderr, "tsdescramble: cannot write the statistics: %v\n", runfiles.UnwrapPath(err))
+		logWarn(stderr, fmt.Sprintf("cannot write the statistics: %v", runfiles.UnwrapPath(err)))
 	}
 }
 

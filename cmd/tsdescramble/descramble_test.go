@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tsdescramble/tsdescramble/internal/units"
 )
 
 // TestKeySources descrambles streams whose crypto periods use different control words, with
@@ -408,10 +410,10 @@ func TestGarbageAndTruncation(t *testing.T) {
 			sameBytes(t, "output", []byte(r.stdout), frame(s.want, unit), unit)
 			summaryHas(t, r.stderr, fmt.Sprintf(`\b%d packets in\b`, len(s.in)))
 			if tc.skipped > 0 {
-				summaryHas(t, r.stderr, fmt.Sprintf(`skipped %d bytes\b`, tc.skipped))
+				summaryHas(t, r.stderr, `skipped `+units.Count(int64(tc.skipped), "byte")+`\b`)
 			}
 			if tc.truncated > 0 {
-				summaryHas(t, r.stderr, fmt.Sprintf(`truncated [a-z ]*\b%d bytes\b`, tc.truncated))
+				summaryHas(t, r.stderr, `truncated [a-z ]*\b`+units.Count(int64(tc.truncated), "byte")+`\b`)
 			}
 		})
 	}

@@ -144,7 +144,7 @@ func TestECMCacheTornLastLine(t *testing.T) {
 	}
 	for _, w := range []string{
 		cache + ":5: the last line has no newline (a write cut short) (1 line not read in all",
-		"1 crypto periods got no key from the ECM cache " + cache,
+		"1 crypto period got no key from the ECM cache " + cache,
 		"1 of the stream's 4 distinct ECMs are not in it",
 	} {
 		if !strings.Contains(r.stderr, w) {
@@ -166,7 +166,7 @@ func TestECMCacheTornLastLine(t *testing.T) {
 
 	// The server answers again: the torn ECM is appended after the torn line, on its own.
 	r = run(t, nil, "-key-server", "cs378x://u:p@"+srv.Addr, "-ecm-cache", cache, "-in", in, "-out", out)
-	if r.code != 0 || !strings.Contains(r.stderr, "1 answers appended, 3 held already") {
+	if r.code != 0 || !strings.Contains(r.stderr, "1 answer appended, 3 held already") {
 		t.Fatalf("recording again: %s", describe(r))
 	}
 	c, err := keys.LoadECMCache(cache)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -59,8 +58,9 @@ func openRelayOutput(path string, env Env, pace bool, handlers map[string]http.H
 	if err != nil {
 		return nil, err
 	}
+	// The relay says only what goes wrong: a client dropped or refused, the server's errors.
 	srv, err := relay.Listen(addr, p, relay.Options{Handlers: handlers, Log: func(msg string) {
-		fmt.Fprintln(env.Stderr, "tsdescramble: -out: "+msg)
+		logWarn(env.Stderr, "-out: "+msg)
 	}})
 	if err != nil {
 		return nil, failErr("cannot open the output: %v", err)

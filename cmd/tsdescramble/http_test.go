@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/httpcut"
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/ports"
 	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 )
@@ -81,7 +82,7 @@ func TestHTTPRelayOutput(t *testing.T) {
 		t.Fatalf("curl's stream starts with PID %#x, not a PAT", pid)
 	}
 	sameBytes(t, "what curl got", b, clear[at:], 188)
-	summaryHas(t, res.stderr, `HTTP output: 1 clients served, 0 dropped`)
+	summaryHas(t, res.stderr, `HTTP output: 1 client served, 0 dropped`)
 }
 
 // An HTTP output names the address and path to serve at, over plain HTTP, and a password in a
@@ -180,15 +181,14 @@ func TestHTTPInputResumed(t *testing.T) {
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := requests.Add(1)
-		w.Header().Set("ETag", `"demo"`)
 		if r.URL.Path == "/ignores.ts" {
 			r.Header.Del("Range") // as a server that takes no range requests
 		}
-		var cw http.ResponseWriter = w
+		limit := 0
 		if i <= 2 || r.URL.Path == "/ignores.ts" {
-			cw = &cutAfter{ResponseWriter: w, limit: 200_001}
+			limit = 200_001
 		}
-		http.ServeContent(cw, r, "demo.ts", time.Time{}, bytes.NewReader(scrambled))
+		httpcut.Serve(w, r, scrambled, `"demo"`, limit)
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
@@ -250,7 +250,7 @@ func TestHTTPInputStalled(t *testing.T) {
 		t.Errorf("the run took %v: the stall was not cut at 5 s", d)
 	}
 	sameBytes(t, "the output", readFile(t, out), readFile(t, demoClear), 188)
-	summaryHas(t, r.stderr, `HTTP input: .*1 reconnections, 0 resumes of a file cut short, 1 stalled connections dropped`)
+	summaryHas(t, r.stderr, `HTTP input: .*1 reconnection, 0 resumes of a file cut short, 1 stalled connection dropped`)
 	var v struct {
 		Live struct {
 			Web struct {
@@ -261,22 +261,6 @@ func TestHTTPInputStalled(t *testing.T) {
 	if err := json.Unmarshal(readFile(t, stats), &v); err != nil || v.Live.Web.Stalls != 1 {
 		t.Errorf("-stats: %+v (%v), want 1 stall", v.Live.Web, err)
 	}
-}
-
-// cutAfter passes at most limit bytes of a response body on, then drops the connection.
-type cutAfter struct {
-	http.ResponseWriter
-	limit int
-}
-
-func (w *cutAfter) Write(p []byte) (int, error) {
-	if len(p) <= w.limit {
-		w.limit -= len(p)
-		return w.ResponseWriter.Write(p)
-	}
-	w.ResponseWriter.Write(p[:w.limit])
-	w.ResponseWriter.(http.Flusher).Flush()
-	panic(http.ErrAbortHandler)
 }
 
 // A run started at a terminal reads the PMTs of a network input all the same: only an input
@@ -380,7 +364,7 @@ func TestHTTPRelayMetrics(t *testing.T) {
 				t.Fatalf("curl got %d bytes, from packet %d of the clear stream", len(b), at/188)
 			}
 			sameBytes(t, "what curl got", b, clear[at:], 188)
-			summaryHas(t, res.stderr, `HTTP output: 1 clients served, 0 dropped`)
+			summaryHas(t, res.stderr, `HTTP output: 1 client served, 0 dropped`)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tsdescramble/tsdescramble/internal/keyhint"
+	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/scrambling"
@@ -28,6 +29,9 @@ type keySet struct {
 	sched *keys.Schedule
 	list  [][]byte // nil for a key file: the schedule holds its keys, compactly (see cws)
 	notes []string
+	// warnings are the notes that say something is wrong with the keys (a crypto period of
+	// the list without a key), which a log gives a level of their own.
+	warnings []string
 	// What internal/keyhint needs to try the usual mistakes when the keys do not fit: the layout of
 	// a key file (0 for keys given as flags), and, with -reduce-entropy, the first control
 	// words as they were given, in the schedule's order (reducing loses bytes 3 and 7).
@@ -224,10 +228,10 @@ func (r *keyReader) readFile() (*keySet, error) {
 	for _, b := range kf.Keys() {
 		r.finish(b)
 	}
-	notes := append([]string{fmt.Sprintf("%s: %d control words, %s", file, len(kf.Keys()), kf.Format)}, kf.Notes...)
+	notes := []string{fmt.Sprintf("%s: %s, %s", file, report.Plural(len(kf.Keys()), "control word"), kf.Format)}
 	// The key file's own copy of the keys is dropped here: the schedule keeps them
 	// in 8 bytes a CSA2 control word.
-	return &keySet{sched: kf.Schedule(), notes: notes, format: kf.Format}, nil
+	return &keySet{sched: kf.Schedule(), notes: notes, warnings: kf.Notes, format: kf.Format}, nil
 }
 
 // lookupSystem reads a -cipher style flag.

@@ -189,9 +189,22 @@ func TestLiveInputKeyServerStops(t *testing.T) {
 			stopOn := func(ecm []byte) bool {
 				return slices.ContainsFunc(ecms[answered:], func(e []byte) bool { return bytes.Equal(e, ecm) })
 			}
-			res, got, st := liveKeyRun(t, ksrv.start(t, 0, stopOn), scrambled, "-key-wait", "500ms")
+			res, got, st := liveKeyRun(t, ksrv.start(t, 0, stopOn), scrambled, "-key-wait", "500ms", "-log-format", "json")
 			if res.code != exitNoFit || !strings.Contains(res.stderr, "3 crypto periods got no key from the key server") {
 				t.Fatalf("want exit %d and the periods without a key named: %s", exitNoFit, describe(res))
+			}
+			// In the JSON log, the periods without a key are warnings, and so is the loss of
+			// the DVBAPI server's connection, which its client says (the others' failures are
+			// in the summary).
+			recs := jsonRecords(t, res.stderr)
+			warnings := []string{"no key from the key server for PID"}
+			if ksrv.name == "dvbapi" {
+				warnings = append(warnings, "dvbapi: connection to the key server lost")
+			}
+			for _, msg := range warnings {
+				if l, _, ok := levelOf(recs, msg); !ok || l != "warn" {
+					t.Errorf("%q at %q, want warn:\n%s", msg, l, res.stderr)
+				}
 			}
 			lk := st.LiveKeys
 			want := int64((periods - answered) * period)

@@ -388,7 +388,7 @@ func TestLiveRTPDamage(t *testing.T) {
 	sameBytes(t, "what arrived, descrambled", readFile(t, out), []byte(want.stdout), 188)
 	// The two datagrams lost show as continuity errors, as many as the file path counts in
 	// the packets that arrived (the sample itself has none).
-	summaryHas(t, res.stderr, `RTP: 2 lost, 1 reordered, 0 late, 1 duplicates`, `continuity errors .*: 3 \(0x0100: 2, 0x0101: 1\)`)
+	summaryHas(t, res.stderr, `RTP: 2 lost, 1 reordered, 0 late, 1 duplicate,`, `continuity errors .*: 3 \(0x0100: 2, 0x0101: 1\)`)
 	summaryHas(t, want.stderr, `continuity errors .*: 3 \(0x0100: 2, 0x0101: 1\)`)
 	js := string(readFile(t, stats))
 	for _, s := range []string{`"rtp_lost": 2,`, `"rtp_reordered": 1,`, `"rtp_duplicates": 1,`, fmt.Sprintf(`"datagrams": %d,`, len(order))} {

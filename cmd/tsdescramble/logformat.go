@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"regexp"
 	"sync"
 	"time"
+
+	"github.com/tsdescramble/tsdescramble/internal/logline"
 )
 
 // -log-format json writes each line the command would write to stderr as one JSON object, for
@@ -101,22 +102,13 @@ func (j *jsonLines) flush() {
 	}
 }
 
+// WriteLevel writes one line at level: what logline.Write gives it, from the run or through a
+// batch job's prefix.
+func (j *jsonLines) WriteLevel(level string, line []byte) { j.line(level, line) }
+
 // logWarn writes one line of the run that says something went wrong, which the run goes on
 // from: with -log-format json, at level "warn" rather than "info".
-func logWarn(w io.Writer, msg string) {
-	if jl, ok := w.(*jsonLines); ok {
-		jl.line("warn", []byte("tsdescramble: "+msg))
-		return
-	}
-	fmt.Fprintln(w, "tsdescramble: "+msg)
-}
+func logWarn(w io.Writer, msg string) { logline.Write(w, logline.Warn, "tsdescramble: "+msg) }
 
-// logError writes one error line of the run that does not end it: with -log-format json, at
-// level "error" rather than "info".
-func logError(w io.Writer, msg string) {
-	if jl, ok := w.(*jsonLines); ok {
-		jl.line("error", []byte("tsdescramble: "+msg))
-		return
-	}
-	fmt.Fprintln(w, "tsdescramble: "+msg)
-}
+// logError writes one error line: with -log-format json, at level "error" rather than "info".
+func logError(w io.Writer, msg string) { logline.Write(w, logline.Error, "tsdescramble: "+msg) }

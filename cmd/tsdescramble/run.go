@@ -59,15 +59,16 @@ func processAction(env Env, c *config, flags []cli.Flag) cli.ActionFunc {
 // runState is one run of the descrambler, the rescrambler or the scrambler, from its checked
 // config to its exit status.
 type runState struct {
-	cfg   *config
-	env   Env
-	opts  pipeline.Options
-	sys   scrambling.System
-	keys  *keySet
-	ksrv  *livekeys.Source // keys that come while the stream runs, or nil
-	notes []string         // told once the first bytes come
-	logf  func(string)
-	warnf func(string) // the lines of logf that say something went wrong (logWarn)
+	cfg      *config
+	env      Env
+	opts     pipeline.Options
+	sys      scrambling.System
+	keys     *keySet
+	ksrv     *livekeys.Source // keys that come while the stream runs, or nil
+	notes    []string         // told once the first bytes come
+	warnings []string         // and these, what is wrong with the keys, at level warn
+	logf     func(string)
+	warnf    func(string) // the lines of logf that say something went wrong (logWarn)
 
 	metrics *metrics.Server
 	inFile  *runfiles.Record // the input as it was before anything of it was read (-stats)
@@ -218,6 +219,7 @@ func (r *runState) openKeys() (err error) {
 		return err
 	}
 	r.notes = append(r.notes, r.keys.notes...)
+	r.warnings = append(r.warnings, r.keys.warnings...)
 	if n := report.LimitsNote(c.workers, c.batch); n != "" {
 		r.notes = append(r.notes, n)
 	}
@@ -235,6 +237,7 @@ func (r *runState) openKeys() (err error) {
 			r.opts.Mode = pipeline.Rescramble
 			r.opts.Out = &pipeline.Output{System: c.outSys, CWs: oks.cws(), PeriodPackets: c.rescrambleCPPackets}
 			r.notes = append(r.notes, oks.notes...)
+			r.warnings = append(r.warnings, oks.warnings...)
 		}
 	case pipeline.Scramble:
 		r.opts.Out = &pipeline.Output{System: r.sys, CWs: r.keys.cws(), PeriodPackets: c.cpPackets}
@@ -276,6 +279,10 @@ func (r *runState) configure() {
 					if proto, st, ok := ks.ServerStats(); ok {
 						metrics.WriteKeyServer(b, proto, st)
 					}
+					if proto, server, state, ok := ks.ServerState(); ok {
+						metrics.WriteKeyServerState(b, proto, server, state)
+					}
+					metrics.WriteCWsApplied(b, obs.CWsApplied())
 					if waited, gaveUp, ok := obs.KeyWaits(); ok {
 						metrics.WriteKeyWaits(b, waited, gaveUp)
 					}
@@ -296,7 +303,7 @@ func (r *runState) configure() {
 		if partial := r.out.abort(); partial != "" {
 			msg += "; the packets written so far are in " + partial
 		}
-		fmt.Fprintln(r.env.Stderr, "tsdescramble: "+msg)
+		logError(r.env.Stderr, msg)
 		os.Exit(signals.Status(s))
 	}, r.hangup())
 	r.cleanup = append(r.cleanup, r.sig.Stop)
@@ -338,6 +345,9 @@ func (r *runState) hangup() func() {
 		for _, n := range ks.notes {
 			r.logf("SIGHUP: " + n)
 		}
+		for _, w := range ks.warnings {
+			r.warnf("SIGHUP: " + w)
+		}
 		select {
 		case <-rekey: // not applied yet: the newer list replaces it
 		default:
@@ -370,6 +380,9 @@ func (r *runState) run() {
 		in.first.Store(time.Now().UnixNano())
 		for _, n := range r.notes {
 			r.logf(n)
+		}
+		for _, w := range r.warnings {
+			r.warnf(w)
 		}
 		if c.verbose && !c.quiet && r.ksrv == nil {
 			describeKeys(r.env.Stderr, r.keys.cws(), c.showKeys)
@@ -480,7 +493,7 @@ func (r *runState) status(closeErr error, junk string, verdict report.Verdict) e
 	switch s := r.sig.Caught(); {
 	case r.runErr != nil && s != nil:
 		// Stopped by a signal: every packet read before it was written out.
-		return &exitError{code: signals.Status(s), msg: fmt.Sprintf("stopped by %s after writing %d packets%s", signals.Name(s), st.PacketsOut, saved(" to "))}
+		return &exitError{code: signals.Status(s), msg: fmt.Sprintf("stopped by %s after writing %s%s", signals.Name(s), report.Plural(int(st.PacketsOut), "packet"), saved(" to "))}
 	case r.runErr != nil:
 		return runError(r.runErr, r.cfg.in, out)
 	case closeErr != nil:

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/live"
 	"github.com/tsdescramble/tsdescramble/split"
 	"github.com/tsdescramble/tsdescramble/web"
@@ -108,8 +109,8 @@ func (o *output) serviceLines() (lines []string, missing error) {
 		if n.PATs == 0 {
 			absent = append(absent, strconv.Itoa(int(s.number)))
 		}
-		lines = append(lines, fmt.Sprintf("  service %d → %s: %d packets (%d PAT, %d SDT, %d EIT sections of its own)",
-			s.number, redactItem(s.dest), n.Packets, n.PATs, n.SDTs, n.EITs))
+		lines = append(lines, fmt.Sprintf("  service %d → %s: %s (%d PAT, %d SDT, %s of its own)",
+			s.number, redactItem(s.dest), report.Plural(int(n.Packets), "packet"), n.PATs, n.SDTs, report.Plural(int(n.EITs), "EIT section")))
 	}
 	if len(absent) > 0 {
 		missing = failErr("-out-service: service %s not in the stream's PAT: no stream was written for it (probe lists the services)", strings.Join(absent, ", "))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/livekeys"
+	"github.com/tsdescramble/tsdescramble/internal/report"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/keys"
 	"github.com/tsdescramble/tsdescramble/keyserver"
@@ -160,13 +161,14 @@ func (r *scsRun) finish(logf, warnf func(string), quiet bool) error {
 		logf(msg)
 		if r.ecmg != "" {
 			p := st.ChannelParams
-			logf(fmt.Sprintf("ECMG %s: delay_start %v, delay_stop %v, ECM_rep_period %v, min_CP_duration %v, lead_CW %d, CW_per_msg %d, max_comp_time %v; %d ECMs received",
-				r.ecmg, p.DelayStart, p.DelayStop, p.RepPeriod, p.MinCPDuration, p.LeadCW, p.CWPerMsg, p.MaxCompTime, st.ECMs))
-			logf(fmt.Sprintf("ECM PID %#04x: %d packets, %d in the place of null packets, %d inserted; CA_descriptor in %d PMT sections, %d left without",
-				r.pid, st.ECMPackets, st.Replaced, st.Inserted, st.PMTSignalled, st.PMTLeft))
+			logf(fmt.Sprintf("ECMG %s: delay_start %v, delay_stop %v, ECM_rep_period %v, min_CP_duration %v, lead_CW %d, CW_per_msg %d, max_comp_time %v; %s received",
+				r.ecmg, p.DelayStart, p.DelayStop, p.RepPeriod, p.MinCPDuration, p.LeadCW, p.CWPerMsg, p.MaxCompTime, report.Plural(int(st.ECMs), "ECM")))
+			logf(fmt.Sprintf("ECM PID %#04x: %s, %d in the place of null packets, %d inserted; CA_descriptor in %s, %d left without",
+				r.pid, report.Plural(int(st.ECMPackets), "packet"), st.Replaced, st.Inserted, report.Plural(int(st.PMTSignalled), "PMT section"), st.PMTLeft))
 			if st.Lost > 0 || st.ECMGErrors > 0 || st.Held > 0 || st.ECMRefused > 0 || st.Skipped > 0 {
-				warnf(fmt.Sprintf("ECMG trouble: lost %d times (back %d), %d error replies, %d ECMs refused, %d crypto periods prolonged while no ECM carried the next CW, %d given up before the first ECM",
-					st.Lost, st.Reconnected, st.ECMGErrors, st.ECMRefused, st.Held, st.Skipped))
+				warnf(fmt.Sprintf("ECMG trouble: lost %s (back %d), %s, %s refused, %s prolonged while no ECM carried the next CW, %d given up before the first ECM",
+					report.Plural(int(st.Lost), "time"), st.Reconnected, report.Plural(int(st.ECMGErrors), "error reply"), report.Plural(int(st.ECMRefused), "ECM"),
+					report.Plural(int(st.Held), "crypto period"), st.Skipped))
 			}
 		}
 	}
@@ -179,7 +181,7 @@ func (r *scsRun) finish(logf, warnf func(string), quiet bool) error {
 	if st.Clear > 0 {
 		// Asked for (-ecm-wait clear), and still a failure of the head-end: a scheduler
 		// should know that the service went out unprotected.
-		return failErr("ECMG %s: no ECM came within -ecm-wait %s, and the first %d packets went out clear, without CA_descriptor", r.ecmg, r.wait, st.Clear)
+		return failErr("ECMG %s: no ECM came within -ecm-wait %s, and the first %s went out clear, without CA_descriptor", r.ecmg, r.wait, report.Plural(int(st.Clear), "packet"))
 	}
 	if closeErr != nil && st.Lost == 0 {
 		warnf(fmt.Sprintf("closing the ECMG channel: %v", closeErr))
@@ -229,7 +231,7 @@ func ecmKeys(c *config, sys scrambling.System) (*keySet, *livekeys.Source, error
 	for _, p := range res.PIDs {
 		pids = append(pids, fmt.Sprintf("%#04x", p))
 	}
-	note := fmt.Sprintf("ECMs: %d read on PID %s, %d distinct: %d crypto periods' CWs", res.ECMs, strings.Join(pids, ", "), res.Distinct, len(res.Periods))
+	note := fmt.Sprintf("ECMs: %d read on PID %s, %d distinct: the CWs of %s", res.ECMs, strings.Join(pids, ", "), res.Distinct, report.Plural(len(res.Periods), "crypto period"))
 	ks := &keySet{sched: keys.NewPeriods(res.Periods), notes: []string{note}, format: keys.FormatCWL}
 	return ks, nil, nil
 }

@@ -233,21 +233,8 @@ func TestMetricsECMG(t *testing.T) {
 		regexp.MustCompile(`\ntsdescramble_ecm_packets_total\{place="replaced"\} \d+\n`),
 		regexp.MustCompile(`\ntsdescramble_ecmg_ecms_refused_total 0\n`),
 	}
-	var body string
-	for try := 0; try < 100; try++ {
-		time.Sleep(50 * time.Millisecond)
-		code, b, err := tryGet(maddr, "/metrics")
-		if err != nil || code != 200 {
-			continue
-		}
-		body = b
-		if !slices.ContainsFunc(want, func(re *regexp.Regexp) bool { return !re.MatchString(body) }) {
-			break
-		}
-	}
-	for _, re := range want {
-		if !re.MatchString(body) {
-			t.Errorf("/metrics while the run goes has no %s:\n%s", re, body)
-		}
+	body, missing := scrapeUntil(maddr, want...)
+	for _, re := range missing {
+		t.Errorf("/metrics while the run goes has no %s:\n%s", re, body)
 	}
 }

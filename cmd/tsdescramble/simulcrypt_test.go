@@ -73,6 +73,46 @@ func percentile(d []time.Duration, q float64) time.Duration {
 	return s[int(q*float64(len(s)-1))]
 }
 
+// -packets N counts the input's packets: a SimulCrypt run ends after the first N packets of its
+// input, the ECM packets it inserts among them not counted, and says so in its summary.
+func TestSimulCryptPacketsCountsInput(t *testing.T) {
+	t.Parallel()
+	addr := ecmgtest.Start(t)
+	in := filepath.Join("..", "..", "samples", "demo-clear.ts")
+	clear := packets(readFile(t, in))
+	n := len(clear) / 2
+	out := filepath.Join(t.TempDir(), "s.ts")
+	r := run(t, nil, "scramble", "-i", in, "-o", out, "-ecmg", addr, "-super-cas-id", "4ADC0000",
+		"-ecm-pid", fmt.Sprint(ecmPID), "-cp-duration", "1s", "-packets", fmt.Sprint(n))
+	if r.code != 0 {
+		t.Fatalf("scramble: %s", describe(r))
+	}
+	// The sample has no null packet for an ECM to take the place of: every ECM packet is
+	// inserted, and the others are the input's first n, in their order.
+	var pids []uint16
+	ecms := 0
+	for _, p := range packets(readFile(t, out)) {
+		if ts.PID(p) == ecmPID {
+			ecms++
+			continue
+		}
+		pids = append(pids, ts.PID(p))
+	}
+	var want []uint16
+	for _, p := range clear[:n] {
+		want = append(want, ts.PID(p))
+	}
+	if ecms == 0 {
+		t.Fatalf("no ECM packet in the output:\n%s", r.stderr)
+	}
+	if !slices.Equal(pids, want) {
+		t.Fatalf("the output holds %d packets of the input beside %d ECM packets, want the input's first %d", len(pids), ecms, n)
+	}
+	if want := fmt.Sprintf("%d packets in, %d out", n, n+ecms); !strings.Contains(r.stderr, want) {
+		t.Errorf("summary lacks %q:\n%s", want, r.stderr)
+	}
+}
+
 // TestSimulCryptClosedLoop scrambles a clear stream as a SimulCrypt SCS with random CWs and the
 // ECMs of the independent example ECMG, then checks the output from its own bytes: the PMT's
 // CA_descriptor, the ECMs (decoded with the ECMG's XOR key) against the CW log, the timing of
@@ -261,10 +301,10 @@ func TestSimulCryptFaults(t *testing.T) {
 		errAt, lost, late, conns int
 		says                     []string
 	}{
-		{"late", -1, -1, 3, 1, []string{"no ECM for crypto period 3 within 2s", "keeps repeating", "crypto periods prolonged"}},
+		{"late", -1, -1, 3, 1, []string{"no ECM for crypto period 3 within 2s", "keeps repeating", "1 crypto period prolonged"}},
 		{"error reply", 3, -1, -1, 1, []string{"not enough control words to compute ECM (0x000B)", "no ECM for crypto period 3: the ECM of crypto period 2 keeps repeating", "the ECM of period 4 follows"}},
-		{"reconnected", -1, 4, -1, 2, []string{"the ECMG closed the connection", "the ECMG is back after", "lost 1 times (back 1)"}},
-		{"closed mid-run", -1, 4, -1, 1, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 times"}},
+		{"reconnected", -1, 4, -1, 2, []string{"the ECMG closed the connection", "the ECMG is back after", "lost 1 time (back 1)"}},
+		{"closed mid-run", -1, 4, -1, 1, []string{"the ECMG closed the connection", "keeps repeating", "lost 1 time"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -28,9 +28,13 @@ func checkSRT(name, s string) (*srt.Address, error) {
 	return a, nil
 }
 
-// srtLog writes what the SRT end of flag name says of its connections, one line each.
-func srtLog(env Env, name string) func(string) {
-	return func(msg string) { fmt.Fprintln(env.Stderr, "tsdescramble: -"+name+": "+msg) }
+// srtLog returns the options that write what the SRT end of flag name says of its
+// connections, one line each, what went wrong at level warn.
+func srtLog(env Env, name string) srt.Options {
+	return srt.Options{
+		Log:  func(msg string) { fmt.Fprintln(env.Stderr, "tsdescramble: -"+name+": "+msg) },
+		Warn: func(msg string) { logWarn(env.Stderr, "-"+name+": "+msg) },
+	}
 }
 
 // openSRTInput receives over SRT: a caller connects now, and calls again when the connection
@@ -40,7 +44,7 @@ func openSRTInput(path string, env Env) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := srt.Open(context.Background(), a, srt.Options{Log: srtLog(env, "in")})
+	r, err := srt.Open(context.Background(), a, srtLog(env, "in"))
 	if err != nil {
 		return nil, failErr("cannot open the input: %v", err)
 	}
@@ -55,7 +59,7 @@ func openSRTOutput(path string, env Env, pace bool) (*output, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := srt.NewWriter(a, srt.Options{Log: srtLog(env, "out")})
+	w, err := srt.NewWriter(a, srtLog(env, "out"))
 	if err != nil {
 		return nil, failErr("cannot open the output: %v", err)
 	}

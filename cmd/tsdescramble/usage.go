@@ -147,11 +147,11 @@ func errorStatus(err error, env Env) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(env.Stderr, "tsdescramble: "+ee.msg)
+			logError(env.Stderr, ee.msg)
 		}
 		return ee.code
 	}
-	fmt.Fprintf(env.Stderr, "tsdescramble: %v\n", err)
+	logError(env.Stderr, err.Error())
 	return exitFail
 }
 

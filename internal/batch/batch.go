@@ -24,8 +24,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/logline"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/internal/signals"
+	"github.com/tsdescramble/tsdescramble/internal/units"
 )
 
 // The exit statuses of the command's contract that a batch ranks.
@@ -209,7 +211,7 @@ func quitWhenNoJobDoes(stderr io.Writer, finished <-chan struct{}) {
 				case <-finished:
 				}
 			}
-			fmt.Fprintf(stderr, "tsdescramble: batch stopped at once by %s\n", signals.Name(s))
+			logline.Write(stderr, logline.Error, "tsdescramble: batch stopped at once by "+signals.Name(s))
 			os.Exit(signals.Status(s))
 		case <-finished:
 		}
@@ -284,7 +286,7 @@ func (b *batchRun) checkAll(jobs []*Job, one bool) {
 		stderr.flush()
 	}
 	if refused > 0 && !one && !b.quiet {
-		fmt.Fprintf(b.stderr, "tsdescramble: %d of %d jobs cannot run as their lines stand (exit %d, said above); the others run\n", refused, len(jobs), exitJob)
+		logline.Write(b.stderr, logline.Warn, fmt.Sprintf("tsdescramble: %d of %d jobs cannot run as their lines stand (exit %d, said above); the others run", refused, len(jobs), exitJob))
 	}
 }
 
@@ -307,7 +309,7 @@ func (b *batchRun) run(i int, j *Job) {
 		// before it writes its own. No job reads this file, nor writes it but this one: the
 		// manifest was refused otherwise (checkJobFiles).
 		if err := b.files.Remove(j.Stats); err != nil {
-			fmt.Fprintf(stderr, "tsdescramble: cannot remove the statistics of an earlier run: %v\n", runfiles.UnwrapPath(err))
+			logline.Write(stderr, logline.Error, fmt.Sprintf("tsdescramble: cannot remove the statistics of an earlier run: %v", runfiles.UnwrapPath(err)))
 			b.status[i] = exitFail
 			return
 		}
@@ -330,7 +332,7 @@ func (b *batchRun) removeLeftovers(j *Job, stderr io.Writer) {
 		fmt.Fprintf(stderr, "tsdescramble: removed what an earlier run left beside %s: %s\n", j.Out, strings.Join(removed, ", "))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tsdescramble: cannot remove what an earlier run left beside %s: %v\n", j.Out, runfiles.UnwrapPath(err))
+		logline.Write(stderr, logline.Warn, fmt.Sprintf("tsdescramble: cannot remove what an earlier run left beside %s: %v", j.Out, runfiles.UnwrapPath(err)))
 	}
 }
 
@@ -401,7 +403,7 @@ func (b *batchRun) result(jobs []*Job, one bool) (int, string) {
 			}
 		}
 	}
-	msg := fmt.Sprintf("batch of %d jobs: %d succeeded, %d skipped (done before), %d failed", len(jobs), ok, skipped, len(failed))
+	msg := fmt.Sprintf("batch of %s: %d succeeded, %d skipped (done before), %d failed", units.Count(int64(len(jobs)), "job"), ok, skipped, len(failed))
 	if len(failed) > 0 {
 		if len(failed) > 10 {
 			failed = append(failed[:10], fmt.Sprintf("and %d more", len(failed)-10))
@@ -433,16 +435,27 @@ func (l *linePrefixer) Write(p []byte) (int, error) {
 }
 
 func (l *linePrefixer) emit(line []byte) {
-	const name = "tsdescramble: "
-	var out []byte
-	if rest, ok := bytes.CutPrefix(line, []byte(name)); ok {
-		out = append([]byte(name+l.prefix), rest...)
-	} else {
-		out = append([]byte(l.prefix), line...)
-	}
+	out := l.prefixed(line)
 	l.mu.Lock()
 	l.w.Write(out)
 	l.mu.Unlock()
+}
+
+// prefixed returns line with the job's prefix after the program's name.
+func (l *linePrefixer) prefixed(line []byte) []byte {
+	const name = "tsdescramble: "
+	if rest, ok := bytes.CutPrefix(line, []byte(name)); ok {
+		return append([]byte(name+l.prefix), rest...)
+	}
+	return append([]byte(l.prefix), line...)
+}
+
+// WriteLevel writes one line of the job at level, with the job's prefix, and passes the level
+// on to the batch's stderr (logline).
+func (l *linePrefixer) WriteLevel(level string, line []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	logline.Write(l.w, level, string(l.prefixed(line)))
 }
 
 // flush writes a last line that had no newline.
@@ -477,7 +490,7 @@ func (b *batchRun) runAll(jobs []*Job, parallel int) {
 			case <-finished:
 				return
 			}
-			fmt.Fprintf(stderr, "tsdescramble: batch stopped at once by %s: a job had not stopped\n", signals.Name(s))
+			logline.Write(stderr, logline.Error, fmt.Sprintf("tsdescramble: batch stopped at once by %s: a job had not stopped", signals.Name(s)))
 			os.Exit(signals.Status(s))
 		case <-finished:
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/internal/logline"
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 )
 
@@ -142,7 +143,7 @@ func CheckFiles(manifest string, jobs []*Job, stderr io.Writer) (*FileSet, error
 		problems = append(problems[:maxFileProblems-1], fmt.Sprintf("%s: and %d more files that jobs share in this way", manifest, n-maxFileProblems+1))
 	}
 	for _, p := range problems[:len(problems)-1] {
-		fmt.Fprintln(stderr, "tsdescramble: "+p)
+		logline.Write(stderr, logline.Error, "tsdescramble: "+p)
 	}
 	return nil, errors.New(problems[len(problems)-1])
 }

@@ -419,6 +419,23 @@ func (ks *Source) ServerStats() (protocol string, st keyserver.Stats, ok bool) {
 	return ks.url.scheme, st, true
 }
 
+// ServerState returns where the connection to the key server stands, with the protocol and the
+// server's HOST:PORT (no user or password); ok is false for a source without a connection of its
+// own (a followed log, the stream's ECMs, an ECM cache). Safe while the run goes.
+func (ks *Source) ServerState() (protocol, server string, state keyserver.ConnState, ok bool) {
+	switch {
+	case ks.cs != nil:
+		state = ks.cs.State()
+	case ks.nc != nil:
+		state = ks.nc.State()
+	case ks.dv != nil:
+		state = ks.dv.State()
+	default:
+		return "", "", state, false
+	}
+	return ks.url.scheme, ks.url.addr, state, true
+}
+
 // noECMLine says once why no period of a stream without ECMs gets a key from a server.
 const noECMLine = "the stream carries no ECM for the key server: no CA descriptor (ECM PID) in the PMT of the services chosen, so its crypto periods pass scrambled (-service, caid= and ecm-pid= choose; a stream without ECMs takes its keys from -cw, -cw-file or -biss)"
 
@@ -451,22 +468,23 @@ func (ks *Source) Judge(st *pipeline.Stats) report.Verdict {
 	if err := ks.lastError(); err != nil {
 		why = " (the key server's last answer: " + err.Error() + ")"
 	}
-	what := fmt.Sprintf("%d packets passed scrambled", lk.PassedNoKey)
+	what := report.Plural(int(lk.PassedNoKey), "packet") + " passed scrambled"
 	if ks.lk.Drop {
-		what = fmt.Sprintf("%d packets dropped, %d passed scrambled", lk.Dropped, lk.PassedNoKey)
+		what = fmt.Sprintf("%s dropped, %d passed scrambled", report.Plural(int(lk.Dropped), "packet"), lk.PassedNoKey)
 	}
+	periods := report.Plural(int(lk.GaveUp), "crypto period")
 	if ks.cache != nil {
-		return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key from the ECM cache %s: %s; %s",
-			lk.GaveUp, ks.cache.Name, what, cacheMisses(ks.cache.Stats()))}
+		return report.Verdict{NoFit: true, Line: fmt.Sprintf("%s got no key from the ECM cache %s: %s; %s",
+			periods, ks.cache.Name, what, cacheMisses(ks.cache.Stats()))}
 	}
 	source := "the key server"
 	if ks.url == nil {
 		source = ks.follow
 	} else if ks.lk.Sections != nil && ks.noECMPID() {
-		return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key: %s", lk.GaveUp, noECMLine)}
+		return report.Verdict{NoFit: true, Line: fmt.Sprintf("%s got no key: %s", periods, noECMLine)}
 	}
-	return report.Verdict{NoFit: true, Line: fmt.Sprintf("%d crypto periods got no key from %s within -key-wait %s: %s%s",
-		lk.GaveUp, source, ks.lk.Wait, what, why)}
+	return report.Verdict{NoFit: true, Line: fmt.Sprintf("%s got no key from %s within -key-wait %s: %s%s",
+		periods, source, ks.lk.Wait, what, why)}
 }
 
 // cacheMisses says what the stream's ECMs found in an ECM cache, for a run in which periods

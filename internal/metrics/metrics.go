@@ -481,6 +481,26 @@ func WriteKeyServer(b *strings.Builder, proto string, st keyserver.Stats) {
 	fmt.Fprintf(b, "tsdescramble_key_server_round_trip_seconds{protocol=%q,stat=\"max\"} %g\n", proto, st.RTTMax.Seconds())
 }
 
+// WriteKeyServerState writes where the connection to a key server stands, one series per state
+// (connecting, connected, refused, down) with 1 for the one in force: a fixed set of series per
+// server, labelled with its protocol and HOST:PORT, never its user or password.
+func WriteKeyServerState(b *strings.Builder, proto, server string, state keyserver.ConnState) {
+	fmt.Fprintf(b, "# HELP tsdescramble_key_server_connection Where the connection to the key server stands: 1 for the state in force (connecting, connected, refused: reached and turned away, down: not reached).\n# TYPE tsdescramble_key_server_connection gauge\n")
+	for _, s := range keyserver.ConnStates {
+		fmt.Fprintf(b, "tsdescramble_key_server_connection{protocol=%q,server=%q,state=%q} %d\n", proto, server, s, b2i(s == state))
+	}
+}
+
+// WriteCWsApplied writes the CWs a run's key source applied so far, per PID (as
+// pipeline.Observer.CWsApplied gives them, PIDs in order), with a pid label written as the
+// summaries write PIDs (0x0100).
+func WriteCWsApplied(b *strings.Builder, applied []pipeline.PIDCount) {
+	fmt.Fprintf(b, "# HELP tsdescramble_cws_applied_total Crypto periods that took a CW from the key source (the key server, the ECM cache or the CW log) while the run went, per PID; one taken back because it did not fit counts too.\n# TYPE tsdescramble_cws_applied_total counter\n")
+	for _, a := range applied {
+		fmt.Fprintf(b, "tsdescramble_cws_applied_total{pid=\"%#04x\"} %d\n", a.PID, a.N)
+	}
+}
+
 // ECMG is what a SimulCrypt scrambler's ECMG did so far, for WriteECMG.
 type ECMG struct {
 	Connected bool  // the channel is up

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdescramble/tsdescramble/keyserver"
 	"github.com/tsdescramble/tsdescramble/pipeline"
 )
 
@@ -201,11 +202,15 @@ func TestExtraSeries(t *testing.T) {
 	var mu sync.Mutex
 	e := ECMG{Connected: true, Replaced: 5, Inserted: 2, Refused: 1}
 	waited, gaveUp := int64(3), int64(0)
+	state := keyserver.Connecting
+	applied := []pipeline.PIDCount{{PID: 0x100, N: 2}, {PID: 0x1abc, N: 7}}
 	m.SetExtra(func(b *strings.Builder) {
 		mu.Lock()
 		defer mu.Unlock()
 		WriteECMG(b, e)
 		WriteKeyWaits(b, waited, gaveUp)
+		WriteKeyServerState(b, "newcamd", "127.0.0.1:15050", state)
+		WriteCWsApplied(b, applied)
 	})
 	want := func(lines ...string) {
 		t.Helper()
@@ -218,10 +223,19 @@ func TestExtraSeries(t *testing.T) {
 	}
 	want("tsdescramble_ecmg_connected 1", `tsdescramble_ecm_packets_total{place="replaced"} 5`,
 		`tsdescramble_ecm_packets_total{place="inserted"} 2`, "tsdescramble_ecmg_ecms_refused_total 1",
-		`tsdescramble_key_wait_periods_total{result="waited"} 3`, `tsdescramble_key_wait_periods_total{result="given_up"} 0`)
+		`tsdescramble_key_wait_periods_total{result="waited"} 3`, `tsdescramble_key_wait_periods_total{result="given_up"} 0`,
+		`tsdescramble_key_server_connection{protocol="newcamd",server="127.0.0.1:15050",state="connecting"} 1`,
+		`tsdescramble_key_server_connection{protocol="newcamd",server="127.0.0.1:15050",state="connected"} 0`,
+		`tsdescramble_key_server_connection{protocol="newcamd",server="127.0.0.1:15050",state="refused"} 0`,
+		`tsdescramble_key_server_connection{protocol="newcamd",server="127.0.0.1:15050",state="down"} 0`,
+		`tsdescramble_cws_applied_total{pid="0x0100"} 2`, `tsdescramble_cws_applied_total{pid="0x1abc"} 7`)
 	mu.Lock()
-	e.Connected, e.Inserted, gaveUp = false, 4, 2
+	e.Connected, e.Inserted, gaveUp, state = false, 4, 2, keyserver.Refused
+	applied[0].N = 3
 	mu.Unlock()
 	want("tsdescramble_ecmg_connected 0", `tsdescramble_ecm_packets_total{place="inserted"} 4`,
-		`tsdescramble_key_wait_periods_total{result="given_up"} 2`)
+		`tsdescramble_key_wait_periods_total{result="given_up"} 2`,
+		`tsdescramble_key_server_connection{protocol="newcamd",server="127.0.0.1:15050",state="connecting"} 0`,
+		`tsdescramble_key_server_connection{protocol="newcamd",server="127.0.0.1:15050",state="refused"} 1`,
+		`tsdescramble_cws_applied_total{pid="0x0100"} 3`)
 }

@@ -25,8 +25,8 @@ import (
 
 // Summary writes the short summary of a run to w.
 func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, v Verdict) {
-	fmt.Fprintf(w, "tsdescramble: %d packets in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
-		st.Packets, st.PacketsOut, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond())
+	fmt.Fprintf(w, "tsdescramble: %s in, %d out (%s-byte framing), %s in %.2f s (%.1f MB/s)\n",
+		Plural(int(st.Packets), "packet"), st.PacketsOut, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond())
 	if mode == pipeline.Passthrough {
 		fmt.Fprintf(w, "  passed through as they came (-passthrough): %d clear, %d even, %d odd, %d TSC 01\n",
 			st.Clear, st.Even, st.Odd, st.Reserved)
@@ -43,13 +43,13 @@ func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, 
 	}
 	switch mode {
 	case pipeline.Scramble:
-		fmt.Fprintf(w, "  scrambled %d packets (%d of them with payloads too short for the cipher, marked and left clear); %d already scrambled, left as they were\n",
-			st.Scrambled, st.Short, st.Even+st.Odd)
+		fmt.Fprintf(w, "  scrambled %s (%d of them with payloads too short for the cipher, marked and left clear); %d already scrambled, left as they were\n",
+			Plural(int(st.Scrambled), "packet"), st.Short, st.Even+st.Odd)
 	default:
-		fmt.Fprintf(w, "  scrambled on input: %d even, %d odd; descrambled %d, and %d payloads too short for the cipher (clear by definition) unmarked; %d crypto-period changes\n",
-			st.Even, st.Odd, st.Descrambled, st.Short, st.KeyChanges)
+		fmt.Fprintf(w, "  scrambled on input: %d even, %d odd; descrambled %d, and %s too short for the cipher (clear by definition) unmarked; %s\n",
+			st.Even, st.Odd, st.Descrambled, Plural(int(st.Short), "payload"), Plural(st.KeyChanges, "crypto-period change"))
 		if mode == pipeline.Rescramble {
-			fmt.Fprintf(w, "  rescrambled %d packets\n", st.Scrambled)
+			fmt.Fprintf(w, "  rescrambled %s\n", Plural(int(st.Scrambled), "packet"))
 		}
 	}
 	if mode == pipeline.Scramble {
@@ -58,12 +58,12 @@ func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, 
 		fmt.Fprintf(w, "  passed through untouched: %d clear, %d TSC 01, %d scrambled without payload, %d scrambled without a key, %d scrambled outside -pid/-service, %d scrambled left as they came (no key fits their crypto period)\n",
 			st.Clear, st.Reserved, st.NoPayload, st.NoKey, st.Unselected, st.LeftScrambled)
 		if st.Unplaced > 0 {
-			fmt.Fprintf(w, "  left as they came for want of evidence: %d scrambled packets of %d crypto periods that began where the key may have changed unseen (a silence, packets lost) and that no unit start placed\n",
-				st.Unplaced, st.PeriodsUnplaced)
+			fmt.Fprintf(w, "  left as they came for want of evidence: %s of %s that began where the key may have changed unseen (a silence, packets lost) and that no unit start placed\n",
+				Plural(int(st.Unplaced), "scrambled packet"), Plural(int(st.PeriodsUnplaced), "crypto period"))
 		}
 		fmt.Fprintf(w, "  crypto periods, summed over the scrambled PIDs: %d, %d of them left scrambled", st.Periods, st.PeriodsLeft)
 		if st.ParityGlitches > 0 {
-			fmt.Fprintf(w, "; %d single packets of the other parity inside a period left as they came", st.ParityGlitches)
+			fmt.Fprintf(w, "; %s of the other parity inside a period left as they came", Plural(int(st.ParityGlitches), "single packet"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -90,13 +90,13 @@ func Summary(w io.Writer, st *pipeline.Stats, mode pipeline.Mode, verbose bool, 
 	}
 	if verbose {
 		for _, ps := range st.PIDs {
-			fmt.Fprintf(w, "  PID %#04x (%s): %d packets, %d clear, %d even, %d odd, %d descrambled, %d left scrambled; crypto periods %d (%d fit, %d unchecked, %d left scrambled); unit starts good %d/%d bad %d/%d (even/odd)\n",
-				ps.PID, ps.Carriage, ps.Packets, ps.Clear, ps.Even, ps.Odd, ps.Descrambled, ps.LeftScrambled,
+			fmt.Fprintf(w, "  PID %#04x (%s): %s, %d clear, %d even, %d odd, %d descrambled, %d left scrambled; crypto periods %d (%d fit, %d unchecked, %d left scrambled); unit starts good %d/%d bad %d/%d (even/odd)\n",
+				ps.PID, ps.Carriage, Plural(int(ps.Packets), "packet"), ps.Clear, ps.Even, ps.Odd, ps.Descrambled, ps.LeftScrambled,
 				ps.Periods, ps.PeriodsFit, ps.PeriodsUnchecked, ps.PeriodsLeft, ps.PESGood[0], ps.PESGood[1], ps.PESBad[0], ps.PESBad[1])
 		}
 	}
 	if st.Skipped > 0 || st.Truncated > 0 || verbose {
-		fmt.Fprintf(w, "  skipped %d bytes to regain sync; dropped a truncated last packet of %d bytes\n", st.Skipped, st.Truncated)
+		fmt.Fprintf(w, "  skipped %s to regain sync; dropped a truncated last packet of %s\n", Plural(int(st.Skipped), "byte"), Plural(int(st.Truncated), "byte"))
 	}
 }
 
@@ -223,9 +223,9 @@ func PrintLive(w io.Writer, ls *Live) {
 		return
 	}
 	if s := ls.In; s != nil {
-		fmt.Fprintf(w, "  input: %d datagrams, %.2f Mbit/s", s.Datagrams, ls.InputBitrate/1e6)
+		fmt.Fprintf(w, "  input: %s, %.2f Mbit/s", Plural(int(s.Datagrams), "datagram"), ls.InputBitrate/1e6)
 		if s.RTP > 0 {
-			fmt.Fprintf(w, "; RTP: %d lost, %d reordered, %d late, %d duplicates, %d sequence jumps", s.Lost, s.Reordered, s.Late, s.Duplicates, s.Jumps)
+			fmt.Fprintf(w, "; RTP: %d lost, %d reordered, %d late, %s, %s", s.Lost, s.Reordered, s.Late, Plural(int(s.Duplicates), "duplicate"), Plural(int(s.Jumps), "sequence jump"))
 			if s.OtherPT > 0 {
 				fmt.Fprintf(w, ", %d with payload types %v (not 33, MP2T)", s.OtherPT, s.OtherPTs)
 			}
@@ -233,7 +233,7 @@ func PrintLive(w io.Writer, ls *Live) {
 				fmt.Fprintf(w, ", %d from another sender (SSRC) dropped", s.OtherSSRC)
 			}
 			if s.NewSSRC > 0 {
-				fmt.Fprintf(w, ", %d new senders followed after the one before went silent", s.NewSSRC)
+				fmt.Fprintf(w, ", %s followed after the one before went silent", Plural(int(s.NewSSRC), "new sender"))
 			}
 		}
 		if s.Dropped > 0 {
@@ -241,7 +241,7 @@ func PrintLive(w io.Writer, ls *Live) {
 			if s.Coalesced {
 				atLeast = "at least " // the system counts a coalesced buffer of datagrams once
 			}
-			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%d bytes: raise it with ?buffer=)", atLeast, s.Dropped, s.SocketBuffer)
+			fmt.Fprintf(w, "; %s%d dropped by the system, its receive buffer full (%s: raise it with ?buffer=)", atLeast, s.Dropped, Plural(s.SocketBuffer, "byte"))
 		}
 		if s.Unaligned+s.Truncated+s.NotRTP > 0 {
 			fmt.Fprintf(w, "; %d dropped as not whole packets, %d cut, %d without an RTP header", s.Unaligned, s.Truncated, s.NotRTP)
@@ -249,32 +249,32 @@ func PrintLive(w io.Writer, ls *Live) {
 		fmt.Fprintln(w)
 	}
 	if s := ls.Out; s != nil {
-		fmt.Fprintf(w, "  output: %d datagrams, %d of them short (sent early to bound the latency)", s.Datagrams, s.Partial)
+		fmt.Fprintf(w, "  output: %s, %d of them short (sent early to bound the latency)", Plural(int(s.Datagrams), "datagram"), s.Partial)
 		if ls.PaceResets > 0 {
 			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", Plural(int(ls.PaceResets), "time"))
 		}
 		fmt.Fprintln(w)
 	}
 	if s := ls.Web; s != nil {
-		fmt.Fprintf(w, "  HTTP input: %.2f Mbit/s; %d reconnections, %d resumes of a file cut short, %d stalled connections dropped, %v without data",
-			ls.InputBitrate/1e6, s.Reconnects, s.Resumes, s.Stalls, s.GapTime.Round(time.Millisecond))
+		fmt.Fprintf(w, "  HTTP input: %.2f Mbit/s; %s, %s of a file cut short, %s dropped, %v without data",
+			ls.InputBitrate/1e6, Plural(int(s.Reconnects), "reconnection"), Plural(int(s.Resumes), "resume"), Plural(int(s.Stalls), "stalled connection"), s.GapTime.Round(time.Millisecond))
 		if s.Segments > 0 || s.SegmentsMissed > 0 {
-			fmt.Fprintf(w, "; HLS: %d segments read, %d missed (gone from the playlist or failed), %d playlist reloads", s.Segments, s.SegmentsMissed, s.PlaylistReloads)
+			fmt.Fprintf(w, "; HLS: %s read, %d missed (gone from the playlist or failed), %s", Plural(int(s.Segments), "segment"), s.SegmentsMissed, Plural(int(s.PlaylistReloads), "playlist reload"))
 		}
 		fmt.Fprintln(w)
 	}
 	if s := ls.Relay; s != nil {
-		fmt.Fprintf(w, "  HTTP output: %d clients served, %d dropped as too slow to keep up, %d refused, %.1f MB sent", s.Served, s.Dropped, s.Refused, float64(s.BytesOut)/1e6)
+		fmt.Fprintf(w, "  HTTP output: %s served, %d dropped as too slow to keep up, %d refused, %.1f MB sent", Plural(int(s.Served), "client"), s.Dropped, s.Refused, float64(s.BytesOut)/1e6)
 		if ls.PaceResets > 0 {
 			fmt.Fprintf(w, "; the PCR pacing fell behind and restarted %s", Plural(int(ls.PaceResets), "time"))
 		}
 		fmt.Fprintln(w)
 	}
 	if s := ls.SRTIn; s != nil {
-		fmt.Fprintf(w, "  SRT input (%s): %d messages, %.2f Mbit/s; %s, %d reconnections (%v without a connection)",
-			s.Mode, s.Messages, ls.InputBitrate/1e6, Plural(int(s.Connections), "connection"), s.Reconnects, s.GapTime.Round(time.Millisecond))
+		fmt.Fprintf(w, "  SRT input (%s): %s, %.2f Mbit/s; %s, %s (%v without a connection)",
+			s.Mode, Plural(int(s.Messages), "message"), ls.InputBitrate/1e6, Plural(int(s.Connections), "connection"), Plural(int(s.Reconnects), "reconnection"), s.GapTime.Round(time.Millisecond))
 		if s.Refused > 0 {
-			fmt.Fprintf(w, ", %d callers turned away", s.Refused)
+			fmt.Fprintf(w, ", %s turned away", Plural(int(s.Refused), "caller"))
 		}
 		fmt.Fprintf(w, "; SRT: %d lost, %d retransmitted, %d dropped too late to play", s.Lost, s.Retransmitted, s.Dropped)
 		if s.Undecrypted > 0 {
@@ -283,15 +283,15 @@ func PrintLive(w io.Writer, ls *Live) {
 		fmt.Fprintln(w)
 	}
 	if s := ls.SRTOut; s != nil {
-		fmt.Fprintf(w, "  SRT output (%s): %d messages, %d of them short (sent early to bound the latency); %s, %d reconnections",
-			s.Mode, s.Messages, s.Short, Plural(int(s.Connections), "connection"), s.Reconnects)
+		fmt.Fprintf(w, "  SRT output (%s): %s, %d of them short (sent early to bound the latency); %s, %s",
+			s.Mode, Plural(int(s.Messages), "message"), s.Short, Plural(int(s.Connections), "connection"), Plural(int(s.Reconnects), "reconnection"))
 		if s.Refused > 0 {
-			fmt.Fprintf(w, ", %d callers turned away", s.Refused)
+			fmt.Fprintf(w, ", %s turned away", Plural(int(s.Refused), "caller"))
 		}
 		fmt.Fprintf(w, "; packets dropped: %d with no peer connected, %d with the send buffer full; SRT: %d lost, %d retransmitted, %d dropped too late to send",
 			s.Unconnected, s.Full, s.Lost, s.Retransmitted, s.Dropped)
 		if ls.PaceResets > 0 {
-			fmt.Fprintf(w, "; the PCR pacing restarted %d times", ls.PaceResets)
+			fmt.Fprintf(w, "; the PCR pacing restarted %s", Plural(int(ls.PaceResets), "time"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -357,14 +357,14 @@ func printServerLine(w io.Writer, s *pipeline.KeyServer) {
 func printCacheLine(w io.Writer, c *keys.ECMCacheStats, s *pipeline.KeyServer) {
 	var line string
 	if c.Mode == "read" {
-		line = fmt.Sprintf("tsdescramble: ECM cache %s (%s): %d distinct ECMs of the stream, %d found in it, %d not",
-			c.File, Plural(c.Entries, "answer"), c.Hits+c.Misses, c.Hits, c.Misses)
+		line = fmt.Sprintf("tsdescramble: ECM cache %s (%s): %s of the stream, %d found in it, %d not",
+			c.File, Plural(c.Entries, "answer"), Plural(int(c.Hits+c.Misses), "distinct ECM"), c.Hits, c.Misses)
 		if s != nil {
-			line += fmt.Sprintf("; %d CWs", s.CWs)
+			line += "; " + Plural(int(s.CWs), "CW")
 		}
 	} else {
-		line = fmt.Sprintf("tsdescramble: ECM cache %s: %d answers appended, %d held already, %d could not be written (it held %s before)",
-			c.File, c.Appended, c.Hits, c.WriteErrors, Plural(c.Entries, "answer"))
+		line = fmt.Sprintf("tsdescramble: ECM cache %s: %s appended, %d held already, %d could not be written (it held %s before)",
+			c.File, Plural(int(c.Appended), "answer"), c.Hits, c.WriteErrors, Plural(c.Entries, "answer"))
 	}
 	if c.SkippedLines > 0 {
 		line += fmt.Sprintf("; %s of it not read (torn or wrong)", Plural(c.SkippedLines, "line"))
@@ -409,8 +409,8 @@ func JudgeKeys(st *pipeline.Stats) Verdict {
 		case ps.PeriodsFit > 0:
 			fitting = append(fitting, ps)
 		case ps.PeriodsLeft > 0:
-			v.Foreign = append(v.Foreign, fmt.Sprintf("PID %#04x: no control word fits; left scrambled (%d packets, %s)",
-				ps.PID, ps.LeftScrambled, Plural(ps.PeriodsLeft, "crypto period")))
+			v.Foreign = append(v.Foreign, fmt.Sprintf("PID %#04x: no control word fits; left scrambled (%s, %s)",
+				ps.PID, Plural(int(ps.LeftScrambled), "packet"), Plural(ps.PeriodsLeft, "crypto period")))
 		}
 	}
 	scrambled := st.Even + st.Odd
@@ -425,8 +425,8 @@ func JudgeKeys(st *pipeline.Stats) Verdict {
 		// Keys of one parity only, for a stream scrambled in the other: nothing was
 		// descrambled, though no key was found not to fit.
 		v.NoFit = true
-		v.Line = fmt.Sprintf("no control word for the parity the stream is scrambled in: %d scrambled packets have no key of their parity; %s",
-			st.NoKey, parityHint(st))
+		v.Line = fmt.Sprintf("no control word for the parity the stream is scrambled in: %s no key of their parity; %s",
+			Plural(int(st.NoKey), "scrambled packet")+map[bool]string{true: " has", false: " have"}[st.NoKey == 1], parityHint(st))
 	case len(partly) > 0:
 		var per []string
 		for _, ps := range partly {
@@ -452,12 +452,7 @@ func JudgeKeys(st *pipeline.Stats) Verdict {
 }
 
 // Plural says "1 thing" or "n things".
-func Plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
+func Plural(n int, thing string) string { return units.Count(int64(n), thing) }
 
 // parityHint names the flag that gives the stream's scrambled packets the key of their parity.
 func parityHint(st *pipeline.Stats) string {

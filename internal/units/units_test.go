@@ -10,7 +10,7 @@ func TestBytes(t *testing.T) {
 	}{
 		{-5, 1, "-5 bytes"},
 		{0, 2, "0 bytes"},
-		{1, 1, "1 bytes"},
+		{1, 1, "1 byte"},
 		{999, 2, "999 bytes"},
 		{1000, 1, "1.0 kB"},
 		{1000, 2, "1.00 kB"},
@@ -31,6 +31,28 @@ func TestBytes(t *testing.T) {
 	} {
 		if got := Bytes(c.n, c.decimals); got != c.want {
 			t.Errorf("Bytes(%d, %d) = %q, want %q", c.n, c.decimals, got, c.want)
+		}
+	}
+}
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n     int64
+		thing string
+		want  string
+	}{
+		{0, "packet", "0 packets"},
+		{1, "packet", "1 packet"},
+		{2, "packet", "2 packets"},
+		{-1, "byte", "-1 byte"},
+		{1, "error reply", "1 error reply"},
+		{3, "error reply", "3 error replies"},
+		{2, "discontinuity", "2 discontinuities"},
+		{2, "key", "2 keys"},
+		{2, "ECM", "2 ECMs"},
+	} {
+		if got := Count(c.n, c.thing); got != c.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", c.n, c.thing, got, c.want)
 		}
 	}
 }

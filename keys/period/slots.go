@@ -36,7 +36,10 @@ type slotKeys struct {
 	src     keys.Source
 	pids    map[uint16]*slotPID
 	applied map[AppliedKey]int64 // periods that took a CW, per PID and parity
-	buf     []keys.Arrival       // what a slot received, read again for each decision
+	// takes counts the CWs given to periods, per PID: as applied, but never taken back, so
+	// that it only grows (a metric's counter).
+	takes map[uint16]int64
+	buf   []keys.Arrival // what a slot received, read again for each decision
 }
 
 // slotPID is what slotKeys remembers of a PID: its latest periods, and the CW of the last
@@ -60,7 +63,8 @@ type slotPeriod struct {
 }
 
 func newSlotKeys(src keys.Source) *slotKeys {
-	return &slotKeys{src: src, pids: make(map[uint16]*slotPID), applied: make(map[AppliedKey]int64)}
+	return &slotKeys{src: src, pids: make(map[uint16]*slotPID), applied: make(map[AppliedKey]int64),
+		takes: make(map[uint16]int64)}
 }
 
 // slot returns what pid's slot received of the given parity since arrival number since: the
@@ -194,6 +198,7 @@ func (s *slotKeys) take(pid uint16, w *slotPeriod, cw int) bool {
 	}
 	w.cw, w.held = cw, false
 	s.applied[AppliedKey{PID: pid, Odd: w.odd}]++
+	s.takes[pid]++
 	return true
 }
 

@@ -281,6 +281,18 @@ func (t *Tracker) WaitCounts() (waited, gaveUp int64, ok bool) {
 	return t.live.st.Waited, t.live.st.GaveUp, true
 }
 
+// EachApplied calls f with each PID whose crypto periods took a CW from the Live source so far
+// and how many did, in no order; without Live, never. Unlike Waits' Applied, a CW taken back
+// because it did not fit is still counted: the count only grows. It does not allocate.
+func (t *Tracker) EachApplied(f func(pid uint16, n int64)) {
+	if t.live == nil {
+		return
+	}
+	for pid, n := range t.live.slots.takes {
+		f(pid, n)
+	}
+}
+
 // Rekey replaces the key schedule (a key file edited while a live run goes on). Call it when no
 // period is open: those that began under the old schedule have been decided with it. Every PID
 // then starts over as at the start of the stream: its next packet begins a period whose key is

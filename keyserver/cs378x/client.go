@@ -174,6 +174,7 @@ func (c *Client) connect(ctx context.Context) error {
 func (c *Client) fail(ctx context.Context, err error) error {
 	c.conn.Close()
 	c.conn = nil
+	c.redial.Lost()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -186,6 +187,10 @@ func (c *Client) fail(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// State returns where the connection to the server stands; it may be called from any
+// goroutine, while a request waits.
+func (c *Client) State() keyserver.ConnState { return c.redial.State() }
 
 // Close closes the connection, if any.
 func (c *Client) Close() error {

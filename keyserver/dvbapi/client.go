@@ -392,7 +392,11 @@ func (c *Client) Run(ctx context.Context) error {
 		c.mu.Lock()
 		c.lastErr = err
 		c.mu.Unlock()
-		if _, first := c.redial.Failed(err); first && c.cfg.Log != nil {
+		failed := c.redial.Failed
+		if errors.Is(err, ErrFraming) {
+			failed = c.redial.Rejected // not a DVBAPI server: it will not become one
+		}
+		if _, first := failed(err); first && c.cfg.Log != nil {
 			c.cfg.Log(fmt.Sprintf("dvbapi: connection to the key server lost: %v; connecting again", err))
 		}
 		if err := c.redial.Wait(ctx); err != nil {
@@ -400,6 +404,10 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// State returns where the connection to the server stands; it may be called from any
+// goroutine.
+func (c *Client) State() keyserver.ConnState { return c.redial.State() }
 
 // ErrFraming is wrapped by the error that ends a connection on which the server sent bytes
 // that do not start a DVBAPI message (an address that is not a DVBAPI port, say).

@@ -303,7 +303,11 @@ func (c *Client) connect(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		c.redial.Failed(err)
+		if errors.Is(err, ErrLoginRefused) || errors.Is(err, ErrNoLoginAnswer) {
+			c.redial.Rejected(err)
+		} else {
+			c.redial.Failed(err)
+		}
 		return err
 	}
 	c.redial.Connected()
@@ -456,6 +460,7 @@ func (c *Client) drop() {
 	}
 	c.conn.Close()
 	c.conn = nil
+	c.redial.Lost()
 }
 
 // fail closes the connection after an error and returns the error to report.
@@ -476,6 +481,10 @@ func (c *Client) fail(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// State returns where the connection to the server stands; it may be called from any
+// goroutine, while a request waits.
+func (c *Client) State() keyserver.ConnState { return c.redial.State() }
 
 // Close closes the connection, if any, and waits for its keep-alive to stop.
 func (c *Client) Close() error {
