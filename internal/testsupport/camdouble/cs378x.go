@@ -3,7 +3,6 @@ package camdouble
 import (
 	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +16,7 @@ type CS378x struct {
 
 	codec *cs378x.Codec
 
-	mu       sync.Mutex
-	answer   AnswerFunc
-	delay    time.Duration
+	answers
 	requests []Request
 	badCRC   int
 }
@@ -42,7 +39,7 @@ func NewCS378x(t testing.TB, user, password string) *CS378x {
 }
 
 func start(t testing.TB, ln net.Listener, user, password string) *CS378x {
-	s := &CS378x{codec: cs378x.NewCodec(user, password), answer: TestCAAnswer}
+	s := &CS378x{codec: cs378x.NewCodec(user, password), answers: answers{answer: TestCAAnswer}}
 	s.serve(ln, s.handle)
 	t.Cleanup(s.Stop)
 	return s
@@ -60,20 +57,6 @@ func TestCAAnswer(ecm []byte) (byte, [16]byte, bool) {
 		return cs378x.CmdNotFound, cw, false
 	}
 	return cs378x.CmdCW, cw, false
-}
-
-// SetAnswer makes f decide the answers from now on.
-func (s *CS378x) SetAnswer(f AnswerFunc) {
-	s.mu.Lock()
-	s.answer = f
-	s.mu.Unlock()
-}
-
-// SetDelay makes the server wait d before each answer.
-func (s *CS378x) SetDelay(d time.Duration) {
-	s.mu.Lock()
-	s.delay = d
-	s.mu.Unlock()
 }
 
 // Requests returns the ECM requests received so far, in order.

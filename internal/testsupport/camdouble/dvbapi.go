@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,23 +17,23 @@ import (
 // (table 0x80/0x81, as OSCam does), and on each ECM of the test CA system it sends CA_SET_PID
 // for the service's streams (once), CA_SET_DESCR_MODE (once, with Algo), and CA_SET_DESCR for
 // each parity whose key changed; an ECM that changes no key gets no answer at all. What the
-// keys of an ECM are is SetAnswer's (by default the test CA system's card, TestCAAnswer);
+// keys of an ECM are is SetAnswer's (by default the test CA system's card, TestCAAnswer), and an
+// ECM it gives no CWs for gets nothing (OSCam's DVBAPI module tells its client nothing of an
+// ECM it found no key for);
 // SetOSCam makes it send what OSCam's DVBAPI module sends, message for message; SetModes makes
 // it write each key in a descrambler mode, as OSCam's extended CW API does.
 type DVBAPI struct {
 	tcpServer
 
-	mu       sync.Mutex
+	answers
 	modes    func(ecm []byte) Mode // SetModes
 	algo     uint32
-	delay    time.Duration
 	received [][]byte // the raw messages received after CLIENT_INFO, in order
 	sent     []uint32 // the opcodes of the messages sent after SERVER_INFO, in order
 	greeting []byte
 	ecms     [][]byte
 	stopOn   func(ecm []byte) bool // SetStopOn
 	skip     func(ecm []byte) bool // SetSkip
-	answer   AnswerFunc            // SetAnswer
 	oscam    bool                  // SetOSCam
 }
 
@@ -49,7 +48,7 @@ func NewDVBAPIAt(t testing.TB, addr string) *DVBAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &DVBAPI{answer: TestCAAnswer}
+	s := &DVBAPI{answers: answers{answer: TestCAAnswer}}
 	s.serve(ln, s.handle)
 	t.Cleanup(s.Stop)
 	return s
@@ -113,13 +112,6 @@ func writeKey(id uint32, n int, cw []byte, m Mode) [][]byte {
 	return append(out, msg(id, dvbapi.OpCASetDescr, append(d, key...)...))
 }
 
-// SetDelay makes the server wait d before answering an ECM.
-func (s *DVBAPI) SetDelay(d time.Duration) {
-	s.mu.Lock()
-	s.delay = d
-	s.mu.Unlock()
-}
-
 // SetStopOn makes the server go away, as a CAM daemon that crashes, at the first ECM for which
 // f is true: it answers that one with nothing and stops (Stop).
 func (s *DVBAPI) SetStopOn(f func(ecm []byte) bool) {
@@ -134,15 +126,6 @@ func (s *DVBAPI) SetStopOn(f func(ecm []byte) bool) {
 func (s *DVBAPI) SetSkip(f func(ecm []byte) bool) {
 	s.mu.Lock()
 	s.skip = f
-	s.mu.Unlock()
-}
-
-// SetAnswer makes f decide the keys of each ECM from now on: a server answers an ECM for which f
-// gives cs378x.CmdCW with that pair, and sends nothing for any other (OSCam's DVBAPI module
-// tells its client nothing of an ECM it found no key for).
-func (s *DVBAPI) SetAnswer(f AnswerFunc) {
-	s.mu.Lock()
-	s.answer = f
 	s.mu.Unlock()
 }
 

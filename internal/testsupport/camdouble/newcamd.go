@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,9 +28,7 @@ type Newcamd struct {
 	key           newcamd.DESKey
 	caid          uint16
 
-	mu         sync.Mutex
-	answer     AnswerFunc
-	delay      time.Duration
+	answers
 	maxIdle    time.Duration
 	badKeyWait time.Duration
 	requests   []NewcamdRequest
@@ -65,7 +62,7 @@ func NewNewcamdAt(t testing.TB, addr, user, password string, key []byte, caid ui
 		t.Fatal(err)
 	}
 	s := &Newcamd{user: user, crypted: newcamd.Crypt(password), key: newcamd.DefaultDESKey, caid: caid,
-		answer: TestCAAnswer, badKeyWait: 3 * time.Second}
+		answers: answers{answer: TestCAAnswer}, badKeyWait: 3 * time.Second}
 	if key != nil {
 		if len(key) != newcamd.DESKeySize {
 			t.Fatalf("a DES key of %d bytes", len(key))
@@ -75,21 +72,6 @@ func NewNewcamdAt(t testing.TB, addr, user, password string, key []byte, caid ui
 	s.serve(ln, s.handle)
 	t.Cleanup(s.Stop)
 	return s
-}
-
-// SetAnswer makes f decide the answers from now on: cs378x.CmdCW answers with the CWs, any
-// other command is not found, drop sends nothing.
-func (s *Newcamd) SetAnswer(f AnswerFunc) {
-	s.mu.Lock()
-	s.answer = f
-	s.mu.Unlock()
-}
-
-// SetDelay makes the server wait d before each answer.
-func (s *Newcamd) SetDelay(d time.Duration) {
-	s.mu.Lock()
-	s.delay = d
-	s.mu.Unlock()
 }
 
 // SetMaxIdle makes the server close a connection that sent nothing for d, as OSCam does with

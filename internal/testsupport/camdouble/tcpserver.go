@@ -111,3 +111,27 @@ func (s *tcpServer) Restart(down time.Duration) error {
 	s.accept(ln)
 	return nil
 }
+
+// answers is what decides a double's answers to ECMs, which a test may change while the double
+// runs: who gives the CWs of an ECM (a cs378x.CmdCW answer; for any other, a double answers
+// as its protocol says a card that found nothing does) and how long the double waits before
+// each answer. Its mu guards the rest of the double's state too.
+type answers struct {
+	mu     sync.Mutex
+	answer AnswerFunc
+	delay  time.Duration
+}
+
+// SetAnswer makes f decide the answers from now on.
+func (a *answers) SetAnswer(f AnswerFunc) {
+	a.mu.Lock()
+	a.answer = f
+	a.mu.Unlock()
+}
+
+// SetDelay makes the server wait d before each answer.
+func (a *answers) SetDelay(d time.Duration) {
+	a.mu.Lock()
+	a.delay = d
+	a.mu.Unlock()
+}
