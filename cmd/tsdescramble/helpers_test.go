@@ -353,3 +353,27 @@ func startPiped(t *testing.T, cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, *by
 	}
 	return stdin, stdout, &stderr
 }
+
+// stampArrivals reads a stream from r until an error, or until limit packets came (0: no
+// limit), and returns the time each whole 188-byte packet arrived and the first packet: a
+// packet that a read cuts arrives with the read that completes it.
+func stampArrivals(r io.Reader, limit int) (arrived []time.Time, first []byte) {
+	buf := make([]byte, 65536)
+	held := 0 // bytes of a packet cut by the end of a read
+	for limit == 0 || len(arrived) < limit {
+		n, err := r.Read(buf[held:])
+		now := time.Now()
+		total := held + n
+		if first == nil && total >= 188 {
+			first = append([]byte(nil), buf[:188]...)
+		}
+		for range total / 188 {
+			arrived = append(arrived, now)
+		}
+		held = copy(buf, buf[total/188*188:total])
+		if err != nil {
+			break
+		}
+	}
+	return arrived, first
+}

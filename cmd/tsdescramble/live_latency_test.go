@@ -284,23 +284,7 @@ func TestHTTPOutputLatency(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		buf := make([]byte, 65536)
-		held := 0 // bytes of a packet cut by the end of a read
-		for {
-			n, err := resp.Body.Read(buf[held:])
-			now := time.Now()
-			total := held + n
-			if first == nil && total >= 188 {
-				first = append([]byte(nil), buf[:188]...)
-			}
-			for range total / 188 {
-				arrived = append(arrived, now)
-			}
-			held = copy(buf, buf[total/188*188:total])
-			if err != nil {
-				return
-			}
-		}
+		arrived, first = stampArrivals(resp.Body, 0)
 	}()
 	sc := udpSender(t, in)
 	time.Sleep(100 * time.Millisecond) // the client is in before the first PAT goes out

@@ -72,25 +72,12 @@ func TestSRTOutputLatency(t *testing.T) {
 			t.Fatalf("the command did not call:\n%s", tsd.Output())
 		}
 	}
-	arrived := make([]time.Time, 0, packets)
+	var arrived []time.Time
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		rd.SetIdleTimeout(5 * time.Second)
-		buf := make([]byte, 65536)
-		held := 0 // bytes of a packet cut by the end of a read
-		for len(arrived) < packets {
-			n, err := rd.Read(buf[held:])
-			now := time.Now()
-			total := held + n
-			for range total / 188 {
-				arrived = append(arrived, now)
-			}
-			held = copy(buf, buf[total/188*188:total])
-			if err != nil {
-				return
-			}
-		}
+		arrived, _ = stampArrivals(rd, packets)
 	}()
 	sc := udpSender(t, in)
 	sent := paceSend(t, func(d []byte) error { _, err := sc.Write(d); return err }, stream, 7, mbit2, packets)
