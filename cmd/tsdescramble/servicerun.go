@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/tsdescramble/tsdescramble/internal/livekeys"
 	"github.com/tsdescramble/tsdescramble/internal/metrics"
@@ -309,18 +308,9 @@ func resolveNames(outs []serviceOut, in *input) error {
 	if want == 0 {
 		return nil
 	}
-	var idle time.Duration
-	var until time.Time
-	if in.poll != nil || in.network() {
-		idle = peekIdle
-	}
-	if in.network() {
-		until = time.Now().Add(peekLive)
-	}
 	names := map[string]uint16{}
 	sections := psi.NewSectionReader()
-	in.source().Peek(peekLimit, idle, until, func(unit []byte, fr ts.Framing) bool {
-		p := unit[fr.Prefix:][:ts.PacketSize]
+	peekStart(in, func(p []byte) bool {
 		if ts.PID(p) != 0x11 {
 			return true
 		}

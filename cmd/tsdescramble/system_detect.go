@@ -191,19 +191,9 @@ func (s signalled) describe() string {
 // it read stay in the input's source (ts.Source.Peek), which hands them to the run first: the
 // run sees the same packets whether or not anything looked.
 func peekServices(in *input) []psi.Service {
-	var idle time.Duration
-	var until time.Time
-	if in.poll != nil || in.network() {
-		idle = peekIdle
-	}
-	if in.network() {
-		// A live feed that never shows its PMTs must not hold its first packets back for long.
-		until = time.Now().Add(peekLive)
-	}
 	tr := psi.NewTracker()
 	var gen uint64
-	in.source().Peek(peekLimit, idle, until, func(unit []byte, fr ts.Framing) bool {
-		p := unit[fr.Prefix:][:psi.PacketSize]
+	peekStart(in, func(p []byte) bool {
 		if pid := uint16(p[1]&0x1F)<<8 | uint16(p[2]); !tr.Wants(pid) {
 			return true
 		}
@@ -215,4 +205,23 @@ func peekServices(in *input) []psi.Service {
 		return true
 	})
 	return tr.Services()
+}
+
+// peekStart gives look each packet of the start of the input, until it returns false, after
+// peekLimit bytes, at the end of the input, at a read error, or when a pipe or a network input
+// has sent nothing for peekIdle (a network input: or after peekLive in all). The packets stay in
+// the input's source (ts.Source.Peek), which hands them to the run first.
+func peekStart(in *input, look func(p []byte) bool) {
+	var idle time.Duration
+	var until time.Time
+	if in.poll != nil || in.network() {
+		idle = peekIdle
+	}
+	if in.network() {
+		// A live feed that never shows its PMTs must not hold its first packets back for long.
+		until = time.Now().Add(peekLive)
+	}
+	in.source().Peek(peekLimit, idle, until, func(unit []byte, fr ts.Framing) bool {
+		return look(unit[fr.Prefix:][:ts.PacketSize])
+	})
 }
