@@ -545,25 +545,23 @@ func WriteServices(b *strings.Builder, svcs []Service) {
 	if len(svcs) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "# HELP tsdescramble_service_packets_total Packets written to each service's output.\n# TYPE tsdescramble_service_packets_total counter\n")
-	for _, s := range svcs {
-		fmt.Fprintf(b, "tsdescramble_service_packets_total{service=\"%d\"} %d\n", s.Number, s.Packets)
+	counter := func(name, help string, value func(Service) int64) {
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+		for _, s := range svcs {
+			fmt.Fprintf(b, "%s{service=\"%d\"} %d\n", name, s.Number, value(s))
+		}
 	}
-	fmt.Fprintf(b, "# HELP tsdescramble_service_descrambled_packets_total Packets of each service descrambled.\n# TYPE tsdescramble_service_descrambled_packets_total counter\n")
-	for _, s := range svcs {
-		fmt.Fprintf(b, "tsdescramble_service_descrambled_packets_total{service=\"%d\"} %d\n", s.Number, s.Descrambled)
-	}
-	fmt.Fprintf(b, "# HELP tsdescramble_service_left_scrambled_packets_total Scrambled packets of each service that no key fitted, passed as they came.\n# TYPE tsdescramble_service_left_scrambled_packets_total counter\n")
-	for _, s := range svcs {
-		fmt.Fprintf(b, "tsdescramble_service_left_scrambled_packets_total{service=\"%d\"} %d\n", s.Number, s.LeftScrambled)
-	}
+	counter("tsdescramble_service_packets_total", "Packets written to each service's output.",
+		func(s Service) int64 { return s.Packets })
+	counter("tsdescramble_service_descrambled_packets_total", "Packets of each service descrambled.",
+		func(s Service) int64 { return s.Descrambled })
+	counter("tsdescramble_service_left_scrambled_packets_total", "Scrambled packets of each service that no key fitted, passed as they came.",
+		func(s Service) int64 { return s.LeftScrambled })
 	fmt.Fprintf(b, "# HELP tsdescramble_service_unit_start_checks_total Scrambled unit starts of each service checked after descrambling: good (a valid PES header or section) or bad.\n# TYPE tsdescramble_service_unit_start_checks_total counter\n")
 	for _, s := range svcs {
 		fmt.Fprintf(b, "tsdescramble_service_unit_start_checks_total{service=\"%d\",result=\"good\"} %d\n", s.Number, s.Good)
 		fmt.Fprintf(b, "tsdescramble_service_unit_start_checks_total{service=\"%d\",result=\"bad\"} %d\n", s.Number, s.Bad)
 	}
-	fmt.Fprintf(b, "# HELP tsdescramble_service_key_failures_total Unit starts of each service that did not fit their crypto period's key.\n# TYPE tsdescramble_service_key_failures_total counter\n")
-	for _, s := range svcs {
-		fmt.Fprintf(b, "tsdescramble_service_key_failures_total{service=\"%d\"} %d\n", s.Number, s.KeyFailures)
-	}
+	counter("tsdescramble_service_key_failures_total", "Unit starts of each service that did not fit their crypto period's key.",
+		func(s Service) int64 { return int64(s.KeyFailures) })
 }
