@@ -458,7 +458,7 @@ func (r *runState) judge() error {
 		if placed {
 			files.Out = runfiles.RecordOf(c.out, false)
 		}
-		if err := report.WriteServiceStats(c.stats, st, ls, errorCode(status), files, services); err != nil && r.runErr == nil {
+		if err := report.WriteServiceStats(c.stats, st, ls, errorCode(status), files, services, nil); err != nil && r.runErr == nil {
 			return failErr("cannot write the statistics: %v", runfiles.UnwrapPath(err))
 		}
 	}

@@ -547,3 +547,11 @@ func WriteServices(b *strings.Builder, svcs []Service) {
 		fmt.Fprintf(b, "tsdescramble_service_key_failures_total{service=\"%d\"} %d\n", s.Number, s.KeyFailures)
 	}
 }
+
+// WriteReloads writes the rereadings of a multiplex run's config file on SIGHUP: applied, and
+// refused (a file that did not read or check; the run went on with the config it had).
+func WriteReloads(b *strings.Builder, applied, refused int64) {
+	fmt.Fprintf(b, "# HELP tsdescramble_config_reloads_total Rereadings of the config file on SIGHUP, applied or refused.\n# TYPE tsdescramble_config_reloads_total counter\n")
+	fmt.Fprintf(b, "tsdescramble_config_reloads_total{result=\"applied\"} %d\n", applied)
+	fmt.Fprintf(b, "tsdescramble_config_reloads_total{result=\"refused\"} %d\n", refused)
+}
