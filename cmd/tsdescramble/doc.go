@@ -60,8 +60,8 @@
 //	       a bad CW, an index past the manifest's end) while the manifest is right; that job
 //	       alone fails, and its statistics (-stats-dir) say why
 //
-//	128+N  stopped by signal N, after writing every packet already processed: 129 for SIGHUP,
-//	       130 for SIGINT, 143 for SIGTERM; a second signal, SIGQUIT (131), or a stop that the
+//	128+N  stopped by signal N, after writing every packet already processed: 129 for SIGHUP
+//	       (a -config run rereads its config on SIGHUP instead), 130 for SIGINT, 143 for SIGTERM; a second signal, SIGQUIT (131), or a stop that the
 //	       output holds up for 2 s ends the run at once; 141 for SIGPIPE, quietly, when the
 //	       reader of stdout goes away, as for any Unix filter
 //

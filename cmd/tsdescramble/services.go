@@ -25,6 +25,13 @@ type serviceOut struct {
 	plan   plannedService // its keys, in a multiplex run (multiplex.go)
 	run    *serviceRun    // the run that descrambles it, or nil (servicerun.go)
 	pass   *passWriter    // without keys in a multiplex run: what counts its packets, and drops the scrambled ones with -missing-key drop
+
+	// Set by a reload (reload.go).
+	before int64       // bytes earlier runs of the service wrote to the same output
+	ended  string      // why this run of the service ended before the whole run: "removed", "changed"
+	final  split.Stats // what the split gave it, when it ended
+	action reloadAction
+	fresh  bool // its output was opened by a reload not yet applied
 }
 
 // parseServiceOuts reads -out-service: comma-separated N=DEST, N a service number (decimal or
@@ -85,11 +92,11 @@ func (o *output) closeServices(ok bool) error {
 	var first error
 	st := o.splitter.Stats()
 	for _, s := range o.services {
-		keep := st[s.number].Packets * 188
+		keep := s.before + st[s.number].Packets*188
 		if s.run != nil {
-			keep = s.run.st.BytesOut
+			keep = s.before + s.run.st.BytesOut
 		} else if s.pass != nil {
-			keep = s.pass.written.Load() * 188
+			keep = s.before + s.pass.written.Load()*188
 		}
 		if err := s.out.close(ok, keep); err != nil && first == nil {
 			first = err
