@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -15,11 +16,12 @@ import (
 // A multiplex run's config reread on SIGHUP (-config FILE): the services the file gains, loses
 // or changes are added, ended or started again while the others go on untouched, their runs,
 // outputs and continuity counters and all. The file is read, checked, and every new output
-// and key source opened in the signal's goroutine, away from the packets; the split takes the
-// difference between two of its writes, where no packet is half routed, so a service removed
-// ends at a packet boundary and one added starts at the input's next PAT. A file that does not
-// read or check leaves the run as it was. The input cannot change under a running split: a new
-// one in the file is refused with a line, the rest applied.
+// and key source opened in a goroutine of the reload's own, away from the packets; the split
+// takes the difference between two of its writes, where no packet is half routed, so a service
+// removed ends at a packet boundary and one added starts at the input's next PAT. A file that does not
+// read or check leaves the run as it was. The input, and missing-key, which every service
+// follows, cannot change under a running split: a new one in the file is refused with a line,
+// the rest applied.
 
 // reloadAction is what a reload does with a service.
 type reloadAction int
@@ -69,6 +71,12 @@ func (rl *reloader) reload() {
 	rl.serial.Lock()
 	defer rl.serial.Unlock()
 	r := rl.r
+	rl.mu.Lock()
+	over := rl.stopped
+	rl.mu.Unlock()
+	if over {
+		return // the input has ended: nothing more to apply it to
+	}
 	p, err := rl.prepare()
 	if err != nil {
 		rl.refused.Add(1)
@@ -105,7 +113,7 @@ func (rl *reloader) prepare() (*reloadPlan, error) {
 	if file.Input != "" && !c.isSet("in") && file.Input != c.in {
 		r.warnf(fmt.Sprintf("SIGHUP: %s: the input cannot change while the run reads it: %s is read on (restart the run for %s)", c.configFile, redacted(c.in), redacted(file.Input)))
 	}
-	if mk := cmp(file.MissingKey, "pass"); !c.isSet("missing-key") && mk != c.missingKey {
+	if mk := cmp.Or(file.MissingKey, "pass"); !c.isSet("missing-key") && mk != c.missingKey {
 		r.warnf(fmt.Sprintf("SIGHUP: %s: missing-key applies to every service and cannot change while the run goes: %s stays (restart the run for %s)", c.configFile, c.missingKey, mk))
 	}
 	outs, err := mergeServices(c, file)
@@ -177,13 +185,6 @@ func (rl *reloader) prepare() (*reloadPlan, error) {
 		}
 	}
 	return p, nil
-}
-
-func cmp(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // discard closes what a plan opened that will not run: the outputs it opened, removed as
