@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -120,7 +119,7 @@ func byPID(b []byte) map[uint16][][]byte {
 }
 
 // A multiplex run over UDP whose config gains service 4, gives service 3 other keys, is
-// given a file that does not read, and loses service 3 (with a missing-key of its own, refused),
+// given a file that does not read and one whose key file is not there, and loses service 3 (with a missing-key of its own, refused),
 // each by SIGHUP while the packets flow:
 // services 1 (descrambled) and 2 (as it came), in the config from start to end, lose nothing:
 // their outputs carry every packet sent of their PMT and elementary PIDs, descrambled, in
@@ -222,6 +221,9 @@ func TestReloadLive(t *testing.T) {
 	after(100)
 	writeFile(t, dir, "mux.yaml", []byte("services:\n  - service: 1\n    outptu: x.ts\n"))
 	hangup("not applied")
+	// A key file that is not there: nothing of the file applied, service 4 kept.
+	writeConfig(s1, s2, svc(3, "cw-file:"+filepath.Join(dir, "absent.txt")))
+	hangup("not applied")
 	after(100)
 	// With missing-key changed, which applies to every service and cannot change under the
 	// run: refused with a line, the services' change applied. (The file's input would be
@@ -239,7 +241,7 @@ func TestReloadLive(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`tsdescramble_config_reloads_total{result="applied"} 3`, `tsdescramble_config_reloads_total{result="refused"} 1`, `tsdescramble_service_packets_total{service="4"}`} {
+	for _, want := range []string{`tsdescramble_config_reloads_total{result="applied"} 3`, `tsdescramble_config_reloads_total{result="refused"} 2`, `tsdescramble_service_packets_total{service="4"}`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics has no %s:\n%s", want, body)
 		}
@@ -271,10 +273,10 @@ func TestReloadLive(t *testing.T) {
 	if got := st.Live.In.Datagrams; got != datagrams.Load() {
 		t.Fatalf("the command received %d datagrams of the %d sent: loopback dropped some (a machine too busy), nothing to judge the reloads by", got, datagrams.Load())
 	}
-	if st.Reloads.Applied != 3 || st.Reloads.Refused != 1 {
-		t.Errorf("-stats reloads %+v, want 3 applied, 1 refused", st.Reloads)
+	if st.Reloads.Applied != 3 || st.Reloads.Refused != 2 {
+		t.Errorf("-stats reloads %+v, want 3 applied, 2 refused", st.Reloads)
 	}
-	summaryHas(t, tsd.Output(), `reread on SIGHUP: 3 reloads applied, 1 reload refused`)
+	summaryHas(t, tsd.Output(), `reread on SIGHUP: 3 reloads applied, 2 reloads refused`)
 
 	// Services 1 and 2: every packet of their PIDs, the PATs one for one.
 	cyclesSent := int(cycles.Load())
@@ -334,7 +336,9 @@ func TestReloadLive(t *testing.T) {
 	if !slices.Equal(ended, []string{"3 changed", "3 removed"}) {
 		t.Errorf("-stats services ended: %v, want service 3 changed, then removed", ended)
 	}
-	if _, err := os.Stat(out(3) + ".partial"); err == nil {
-		t.Errorf("service 3's output was kept as partial: a removed service ends as a normal end")
+	// Every output in place, none kept as partial (a removed service ends as at a normal end),
+	// and nothing left of what the refused reloads opened.
+	if names := dirNames(t, dir); !slices.Equal(names, []string{"mux.yaml", "s1.ts", "s2.ts", "s3.ts", "s4.ts", "stats.json"}) {
+		t.Errorf("files left: %v", names)
 	}
 }
