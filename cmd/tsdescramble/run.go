@@ -182,6 +182,7 @@ func (r *runState) open() (err error) {
 	if reloadSupported(c) {
 		r.reload = newReloader(r)
 		r.out.w = &reloadingSplit{rl: r.reload, sp: r.out.splitter}
+		r.out.servicesMu = &r.reload.mu
 	}
 	r.cleanup = append(r.cleanup, func() {
 		if r.out.net != nil {
