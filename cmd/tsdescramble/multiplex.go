@@ -41,7 +41,7 @@ func (k *keyList) String() string {
 func multiplexFlags(c *config) []cli.Flag {
 	return []cli.Flag{
 		&cli.GenericFlag{Name: "keys", Value: &c.serviceKeys, Category: catKeys, Usage: "the key source of one service, repeatable: `SERVICE=SOURCE`, SOURCE one of cw:HEX, cw:EVEN/ODD, biss:HEX, cw-env:NAME, cw-file:FILE, follow:FILE (a growing CW log), ecm-cache:FILE, key-server-env:NAME, or a key server's cs378x://, newcamd:// or dvbapi:// URL; each service's stream goes to its -out-service output, descrambled with its keys (101=biss:112233445566)"},
-		&cli.StringFlag{Name: "config", Destination: &c.configFile, TakesFile: true, Category: catIO, Usage: "read the input, the services, their keys and their outputs from `FILE` (YAML or JSON, see the README's Whole multiplex); -in, -keys, -out-service and -missing-key given beside it win over the file's"},
+		&cli.StringFlag{Name: "config", Destination: &c.configFile, TakesFile: true, Category: catIO, Usage: "read the input, the services, their keys and their outputs from `FILE` (YAML or JSON, see the README's Whole multiplex); -in, -keys, -out-service and -missing-key given beside it win over the file's; SIGHUP rereads it and applies what changed, the other services going on untouched"},
 	}
 }
 
