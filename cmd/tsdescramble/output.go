@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
@@ -86,6 +87,9 @@ type output struct {
 	splitter *split.Splitter
 	// servicesMu, when set, guards services, which a reload changes while a quit may read them.
 	servicesMu *sync.Mutex
+	// earlier is the bytes the runs of a service that a reload replaced wrote to this output,
+	// which the new run writes on to: kept with the rest when the run fails.
+	earlier atomic.Int64
 }
 
 // serviceList returns the services of the output now.

@@ -46,6 +46,7 @@ type reloader struct {
 	plans   chan *reloadPlan // to the split's writer, which applies a plan between two writes
 
 	applied, refused atomic.Int64
+	ending           sync.WaitGroup // the runs a reload ended, finishing
 }
 
 // reloadPlan is the difference a reload makes: the services after it, each with its action,
@@ -203,19 +204,15 @@ func (p *reloadPlan) discard() {
 	}
 }
 
-// apply makes the difference, between two writes of the split: it runs in the split's writer.
+// apply makes the difference, between two writes of the split: it runs in the split's writer,
+// which it never holds up for a run that ends: each drains what it was given by itself.
 func (rl *reloader) apply(p *reloadPlan) {
 	r := rl.r
 	sp := r.out.splitter
 	var ended []serviceOut
 	for _, o := range p.remove {
 		o.final = sp.Remove(o.number)
-		if o.run != nil {
-			o.run.finish()
-		}
-		if err := o.out.close(true, o.before+o.final.Packets*188); err != nil {
-			r.warnf(fmt.Sprintf("SIGHUP: service %d: %v", o.number, err))
-		}
+		rl.finishLater(o, true)
 		ended = append(ended, o)
 	}
 	rl.mu.Lock()
@@ -229,15 +226,17 @@ func (rl *reloader) apply(p *reloadPlan) {
 			rl.start(s)
 			sp.Add(s.number, w)
 		case restartService:
-			j := slices.IndexFunc(old, func(o serviceOut) bool { return o.number == s.number })
-			o := old[j]
+			o := old[slices.IndexFunc(old, func(o serviceOut) bool { return o.number == s.number })]
 			if o.run != nil {
-				o.run.finish() // every packet it was given is written before the new run writes
+				// Its input ends here; what it was given goes to the output before anything of
+				// the new run does.
+				o.run.pw.Close()
+				s.out.w = &afterWriter{prev: o.run.done, w: s.out.w}
 			}
 			w := serviceWriter(s, r.cfg)
 			rl.start(s)
 			o.final, o.ended = sp.Restart(s.number, w), "changed"
-			s.before = o.before + rl.written(&o)
+			rl.finishLater(o, false)
 			ended = append(ended, o)
 		}
 		s.action, s.fresh = keepService, false
@@ -251,6 +250,46 @@ func (rl *reloader) apply(p *reloadPlan) {
 	close(p.done)
 }
 
+// finishLater waits, away from the split, for the run of a service that ended to write what
+// it was given, then counts its bytes on its output and, when the output ends with it, finishes
+// the output as at a normal end (a file put in place). The end of the whole run waits for it.
+func (rl *reloader) finishLater(o serviceOut, closeOut bool) {
+	rl.ending.Add(1)
+	go func() {
+		defer rl.ending.Done()
+		if o.run != nil {
+			o.run.finish()
+		}
+		o.out.earlier.Add(written(&o))
+		if !closeOut {
+			return
+		}
+		if err := o.out.close(true, o.out.earlier.Load()); err != nil {
+			rl.r.warnf(fmt.Sprintf("SIGHUP: service %d: %v", o.number, err))
+		}
+	}()
+}
+
+// afterWriter holds the writes of a service's new run until its former run, which writes to
+// the same output, is done.
+type afterWriter struct {
+	prev <-chan struct{}
+	w    io.Writer
+}
+
+func (a *afterWriter) Write(b []byte) (int, error) {
+	<-a.prev
+	return a.w.Write(b)
+}
+
+func (a *afterWriter) Flush() error {
+	<-a.prev
+	if f, ok := a.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
 // start starts the run of a service a reload adds or changes.
 func (rl *reloader) start(s *serviceOut) {
 	if s.run != nil {
@@ -258,8 +297,9 @@ func (rl *reloader) start(s *serviceOut) {
 	}
 }
 
-// written is the bytes a service's run wrote to its output.
-func (rl *reloader) written(s *serviceOut) int64 {
+// written is the bytes a service's run (or the split, for a service without keys) wrote to its
+// output, once that run is over.
+func written(s *serviceOut) int64 {
 	switch {
 	case s.run != nil:
 		return s.run.st.BytesOut
@@ -284,6 +324,7 @@ func (rl *reloader) end() {
 	}
 	rl.serial.Lock() // a reload still opening what it needs sees the run stopped and discards it
 	rl.serial.Unlock()
+	rl.ending.Wait()
 }
 
 // services returns the services now, for readers beside the split's writer.

@@ -27,7 +27,6 @@ type serviceOut struct {
 	pass   *passWriter    // without keys in a multiplex run: what counts its packets, and drops the scrambled ones with -missing-key drop
 
 	// Set by a reload (reload.go).
-	before int64       // bytes earlier runs of the service wrote to the same output
 	ended  string      // why this run of the service ended before the whole run: "removed", "changed"
 	final  split.Stats // what the split gave it, when it ended
 	action reloadAction
@@ -92,12 +91,13 @@ func (o *output) closeServices(ok bool) error {
 	var first error
 	st := o.splitter.Stats()
 	for _, s := range o.services {
-		keep := s.before + st[s.number].Packets*188
+		keep := st[s.number].Packets * 188
 		if s.run != nil {
-			keep = s.before + s.run.st.BytesOut
+			keep = s.run.st.BytesOut
 		} else if s.pass != nil {
-			keep = s.before + s.pass.written.Load()*188
+			keep = s.pass.written.Load() * 188
 		}
+		keep += s.out.earlier.Load()
 		if err := s.out.close(ok, keep); err != nil && first == nil {
 			first = err
 		}
