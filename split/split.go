@@ -375,3 +375,53 @@ func (o *output) writeSection(pid uint16, sec []byte) {
 		o.put(p[:])
 	}
 }
+
+// Add starts writing service n's stream to w, from the input's next PAT after the service's
+// PMT PID is known, as an output given to New does: a player of w gets the tables first. It is
+// for a service added while the stream runs; it must not be called during a Write, and n must
+// not have an output already.
+func (s *Splitter) Add(n uint16, w io.Writer) {
+	o := &output{service: n, w: w, cc: map[uint16]uint8{}}
+	i, _ := slices.BinarySearchFunc(s.outs, n, func(o *output, n uint16) int { return int(o.service) - int(n) })
+	s.outs = slices.Insert(s.outs, i, o)
+	s.reroute()
+}
+
+// Remove stops writing service n's stream and returns what went to it. Between two Writes
+// every packet routed to the output has been written to it, so its stream ends at a packet
+// boundary; a packet cut at the end of the last Write is not the service's yet.
+func (s *Splitter) Remove(n uint16) Stats {
+	o := s.find(n)
+	if o == nil {
+		return Stats{}
+	}
+	s.outs = slices.DeleteFunc(s.outs, func(x *output) bool { return x == o })
+	s.shared = slices.DeleteFunc(s.shared, func(x *output) bool { return x == o })
+	s.reroute()
+	return o.st
+}
+
+// Restart writes service n's stream to w from the input's next PAT on, as Add does, and
+// returns what went to its former writer. The tables the splitter writes keep their continuity
+// counters and versions: a service whose writer changes but whose destination does not (other
+// keys, the same file) reads on as one stream to a player.
+func (s *Splitter) Restart(n uint16, w io.Writer) Stats {
+	o := s.find(n)
+	if o == nil {
+		s.Add(n, w)
+		return Stats{}
+	}
+	st := o.st
+	o.w, o.err, o.st, o.started = w, nil, Stats{}, false
+	s.shared = slices.DeleteFunc(s.shared, func(x *output) bool { return x == o })
+	return st
+}
+
+func (s *Splitter) find(n uint16) *output {
+	for _, o := range s.outs {
+		if o.service == n {
+			return o
+		}
+	}
+	return nil
+}

@@ -39,7 +39,8 @@ type config struct {
 	serviceOuts             []serviceOut // -out-service, parsed (validate), and -config's services
 	serviceKeys             keyList      // -keys SERVICE=SOURCE, as given
 	configFile              string
-	multiplex               bool // -keys or -config: each service its keys and output (multiplex.go)
+	cliServiceOuts          []serviceOut // -out-service as given, before -config's services join it (a reload merges them again)
+	multiplex               bool         // -keys or -config: each service its keys and output (multiplex.go)
 
 	pid     string
 	service int

@@ -17,8 +17,9 @@
 // of the file, an ECM not in it having no key. Each PID follows its own crypto periods, and a
 // period no key fits is left as it came. -keys SERVICE=SOURCE (repeatable) and -config FILE
 // (YAML or JSON) give each service of a multiplex a key source and an output of its own
-// (-out-service): the input is split, and each service with keys descrambled by itself.
-// Messages go to stderr, one line each;
+// (-out-service): the input is split, and each service with keys descrambled by itself;
+// SIGHUP makes a -config run reread its file and apply what changed, the other services going
+// on without losing a packet. Messages go to stderr, one line each;
 // stdout carries TS data when it is the output, else only what was asked for (help, -version,
 // bench results, probe reports).
 //
@@ -63,10 +64,11 @@
 //	       a bad CW, an index past the manifest's end) while the manifest is right; that job
 //	       alone fails, and its statistics (-stats-dir) say why
 //
-//	128+N  stopped by signal N, after writing every packet already processed: 129 for SIGHUP,
-//	       130 for SIGINT, 143 for SIGTERM; a second signal, SIGQUIT (131), or a stop that the
-//	       output holds up for 2 s ends the run at once; 141 for SIGPIPE, quietly, when the
-//	       reader of stdout goes away, as for any Unix filter
+//	128+N  stopped by signal N, after writing every packet already processed: 129 for SIGHUP
+//	       (a -config run rereads its config on SIGHUP instead), 130 for SIGINT, 143 for
+//	       SIGTERM; a second signal, SIGQUIT (131), or a stop that the output holds up for
+//	       2 s ends the run at once; 141 for SIGPIPE, quietly, when the reader of stdout
+//	       goes away, as for any Unix filter
 //
 // A batch with -index (or JOB_COMPLETION_INDEX) exits with its job's status; a batch of every
 // job checks the values of all jobs before the first runs, names each job it refuses, runs the

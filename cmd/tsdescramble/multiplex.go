@@ -41,7 +41,7 @@ func (k *keyList) String() string {
 func multiplexFlags(c *config) []cli.Flag {
 	return []cli.Flag{
 		&cli.GenericFlag{Name: "keys", Value: &c.serviceKeys, Category: catKeys, Usage: "the key source of one service, repeatable: `SERVICE=SOURCE`, SOURCE one of cw:HEX, cw:EVEN/ODD, biss:HEX, cw-env:NAME, cw-file:FILE, follow:FILE (a growing CW log), ecm-cache:FILE, key-server-env:NAME, or a key server's cs378x://, newcamd:// or dvbapi:// URL; each service's stream goes to its -out-service output, descrambled with its keys (101=biss:112233445566)"},
-		&cli.StringFlag{Name: "config", Destination: &c.configFile, TakesFile: true, Category: catIO, Usage: "read the input, the services, their keys and their outputs from `FILE` (YAML or JSON, see the README's Whole multiplex); -in, -keys, -out-service and -missing-key given beside it win over the file's"},
+		&cli.StringFlag{Name: "config", Destination: &c.configFile, TakesFile: true, Category: catIO, Usage: "read the input, the services, their keys and their outputs from `FILE` (YAML or JSON, see the README's Whole multiplex); -in, -keys, -out-service and -missing-key given beside it win over the file's; SIGHUP rereads it and applies what changed, the other services going on untouched"},
 	}
 }
 
@@ -72,14 +72,9 @@ func checkMultiplex(c *config, _ Env) error {
 	}
 	var file *multiplex.Config
 	if c.configFile != "" {
-		f, err := os.Open(c.configFile)
-		if err != nil {
-			return usageErr("-config: cannot read %v", runfiles.UnwrapPath(err))
-		}
-		file, err = multiplex.Read(f)
-		f.Close()
-		if err != nil {
-			return usageErr("-config %s: %s", c.configFile, strings.TrimPrefix(err.Error(), "multiplex: "))
+		var err error
+		if file, err = readConfigFile(c.configFile); err != nil {
+			return err
 		}
 		if file.Input != "" && !c.isSet("in") {
 			c.in = file.Input
@@ -99,7 +94,37 @@ func checkMultiplex(c *config, _ Env) error {
 	if c.missingKey != "pass" && c.missingKey != "drop" {
 		return usageErr("-missing-key: want pass (the packets of a service or a period without its key pass as they came) or drop")
 	}
-	outs := slices.Clone(c.serviceOuts)
+	c.cliServiceOuts = slices.Clone(c.serviceOuts)
+	outs, err := mergeServices(c, file)
+	if err != nil {
+		return err
+	}
+	c.serviceOuts = outs
+	c.multiplex = true
+	c.mode = pipeline.Passthrough // the input goes to the split as it came; the services' runs descramble
+	return nil
+}
+
+// readConfigFile reads and checks the config file of -config.
+func readConfigFile(path string) (*multiplex.Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("-config: cannot read %v", runfiles.UnwrapPath(err))
+	}
+	defer f.Close()
+	file, err := multiplex.Read(f)
+	if err != nil {
+		return nil, usageErr("-config %s: %s", path, strings.TrimPrefix(err.Error(), "multiplex: "))
+	}
+	return file, nil
+}
+
+// mergeServices returns the services of a multiplex run: those of -out-service (as given, in
+// c.cliServiceOuts) and of the config file, with -keys given to theirs; each with keys gets
+// its key source's config (keySourceConfig). A reload (reload.go) merges the file it reread
+// with the same command line.
+func mergeServices(c *config, file *multiplex.Config) ([]serviceOut, error) {
+	outs := slices.Clone(c.cliServiceOuts)
 	find := func(number uint16, name string) int {
 		for i, o := range outs {
 			if number != 0 && o.number == number || number == 0 && o.name == name {
@@ -124,15 +149,15 @@ func checkMultiplex(c *config, _ Env) error {
 		n, src, ok := strings.Cut(item, "=")
 		v, err := strconv.ParseUint(strings.TrimSpace(n), 0, 16)
 		if !ok || err != nil || v == 0 || src == "" {
-			return usageErr("-keys: want SERVICE=SOURCE (101=biss:112233445566), the service's number from probe; %q is not", redactKeyItem(item))
+			return nil, usageErr("-keys: want SERVICE=SOURCE (101=biss:112233445566), the service's number from probe; %q is not", redactKeyItem(item))
 		}
 		if keyed[uint16(v)] {
-			return usageErr("-keys: service %d is given keys twice: give one source", v)
+			return nil, usageErr("-keys: service %d is given keys twice: give one source", v)
 		}
 		keyed[uint16(v)] = true
 		i := find(uint16(v), "")
 		if i < 0 {
-			return usageErr("-keys: service %d has no output: give it one with -out-service %d=FILE or in the config", v, v)
+			return nil, usageErr("-keys: service %d has no output: give it one with -out-service %d=FILE or in the config", v, v)
 		}
 		outs[i].plan.keys = src
 	}
@@ -140,14 +165,14 @@ func checkMultiplex(c *config, _ Env) error {
 		o := &outs[i]
 		o.plan.number, o.plan.name = o.number, o.name
 		if o.dest == c.in && c.in != "-" {
-			return usageErr("%s: its output %s is the input", o.plan.label(), redactItem(o.dest))
+			return nil, usageErr("%s: its output %s is the input", o.plan.label(), redactItem(o.dest))
 		}
 		if o.dest == "-" {
-			return usageErr("%s to stdout: only one stream can go there; give it a file or an address", o.plan.label())
+			return nil, usageErr("%s to stdout: only one stream can go there; give it a file or an address", o.plan.label())
 		}
 		for _, p := range outs[:i] {
 			if p.dest == o.dest && o.dest != os.DevNull {
-				return usageErr("%s and %s go to the same output %s: one output per service", p.plan.label(), o.plan.label(), redactItem(o.dest))
+				return nil, usageErr("%s and %s go to the same output %s: one output per service", p.plan.label(), o.plan.label(), redactItem(o.dest))
 			}
 		}
 		if o.plan.keys == "" {
@@ -155,14 +180,11 @@ func checkMultiplex(c *config, _ Env) error {
 		}
 		sub, err := keySourceConfig(c, o.plan.keys)
 		if err != nil {
-			return withPrefix(o.plan.label()+": ", err)
+			return nil, withPrefix(o.plan.label()+": ", err)
 		}
 		o.plan.sub = sub
 	}
-	c.serviceOuts = outs
-	c.multiplex = true
-	c.mode = pipeline.Passthrough // the input goes to the split as it came; the services' runs descramble
-	return nil
+	return outs, nil
 }
 
 // keySourceConfig returns a copy of c whose key flags give the key source src, as -keys and

@@ -6,7 +6,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tsdescramble/tsdescramble/internal/runfiles"
 	"github.com/tsdescramble/tsdescramble/live"
@@ -82,6 +85,21 @@ type output struct {
 	// With -out-service: each service's output, and the splitter that feeds them (services.go).
 	services []serviceOut
 	splitter *split.Splitter
+	// servicesMu, when set, guards services, which a reload changes while a quit may read them.
+	servicesMu *sync.Mutex
+	// earlier is the bytes the runs of a service that a reload replaced wrote to this output,
+	// which the new run writes on to: kept with the rest when the run fails.
+	earlier atomic.Int64
+}
+
+// serviceList returns the services of the output now.
+func (o *output) serviceList() []serviceOut {
+	if o.servicesMu == nil {
+		return o.services
+	}
+	o.servicesMu.Lock()
+	defer o.servicesMu.Unlock()
+	return slices.Clone(o.services)
 }
 
 // openOutput opens the output -out names; pace says whether a network output is paced by the
@@ -167,7 +185,7 @@ func (o *output) close(ok bool, keep int64) error {
 func (o *output) abort() string {
 	if o.splitter != nil {
 		var kept []string
-		for _, s := range o.services {
+		for _, s := range o.serviceList() {
 			if k := s.out.abort(); k != "" {
 				kept = append(kept, k)
 			}
@@ -184,7 +202,7 @@ func (o *output) abort() string {
 func (o *output) partial() string {
 	if o.splitter != nil {
 		var kept []string
-		for _, s := range o.services {
+		for _, s := range o.serviceList() {
 			if k := s.out.partial(); k != "" {
 				kept = append(kept, k)
 			}

@@ -77,6 +77,8 @@ type runState struct {
 	out     *output
 	simul   *scsRun
 	cleanup []func()
+	names   map[string]uint16 // the SDT's service names read at the start, for services given by name
+	reload  *reloader         // a multiplex run's config reread on SIGHUP (reload.go), or nil
 
 	ctx   context.Context
 	sig   *signals.Signals
@@ -178,6 +180,11 @@ func (r *runState) open() (err error) {
 	if err != nil {
 		return err
 	}
+	if reloadSupported(c) {
+		r.reload = newReloader(r)
+		r.out.w = &reloadingSplit{rl: r.reload, sp: r.out.splitter}
+		r.out.servicesMu = &r.reload.mu
+	}
 	r.cleanup = append(r.cleanup, func() {
 		if r.out.net != nil {
 			r.out.net.close() // a run that ended early; close after close is harmless
@@ -265,7 +272,12 @@ func (r *runState) configure() {
 		in.setIdleTimeout(c.endOnIdle) // read as the end of the input (openRunInput)
 	}
 	if r.metrics != nil && c.multiplex {
-		r.metrics.SetExtra(func(b *strings.Builder) { metrics.WriteServices(b, r.serviceCounts()) })
+		r.metrics.SetExtra(func(b *strings.Builder) {
+			metrics.WriteServices(b, r.serviceCounts())
+			if r.reload != nil {
+				metrics.WriteReloads(b, r.reload.applied.Load(), r.reload.refused.Load())
+			}
+		})
 	}
 	if r.metrics != nil {
 		var w *live.Writer
@@ -321,13 +333,18 @@ func (r *runState) configure() {
 	}
 }
 
-// hangup returns what SIGHUP does, or nil when it stops the run as other signals do. A live
+// hangup returns what SIGHUP does, or nil when it stops the run as other signals do. A run
+// over a whole multiplex given by -config rereads the file and applies what changed (reload.go),
+// as daemons that read a config do. A live
 // run rereads its key file on SIGHUP (key lists are edited while a feed runs), and so does
 // any run that follows a growing log (-follow: it reads on from where it was, and a log edited
 // in place is seen only by reading it again); other runs stop, as when their terminal closes.
 // A key server's keys come in as they change already.
 func (r *runState) hangup() func() {
 	c := r.cfg
+	if r.reload != nil {
+		return r.reload.hangup
+	}
 	if r.ksrv != nil && r.ksrv.Follows() {
 		return func() { r.ksrv.Reread(r.logf) }
 	}
@@ -396,6 +413,9 @@ func (r *runState) run() {
 		}
 	}
 	r.st, r.runErr = pipeline.Run(r.ctx, src, r.out.w, r.opts)
+	if r.reload != nil {
+		r.reload.end()
+	}
 	for _, s := range c.serviceOuts {
 		if s.run != nil {
 			s.run.finish()
@@ -449,6 +469,10 @@ func (r *runState) judge() error {
 			for _, l := range lines {
 				fmt.Fprintln(r.env.Stderr, l)
 			}
+			if rl := r.reload; rl != nil && rl.applied.Load()+rl.refused.Load() > 0 {
+				fmt.Fprintf(r.env.Stderr, "  %s reread on SIGHUP: %s applied, %s refused\n", redacted(c.configFile),
+					report.Plural(int(rl.applied.Load()), "reload"), report.Plural(int(rl.refused.Load()), "reload"))
+			}
 		}
 	} else if r.out.splitter != nil {
 		var lines []string
@@ -471,7 +495,11 @@ func (r *runState) judge() error {
 		if placed {
 			files.Out = runfiles.RecordOf(c.out, false)
 		}
-		if err := report.WriteServiceStats(c.stats, st, ls, errorCode(status), files, services); err != nil && r.runErr == nil {
+		var reloads *report.Reloads
+		if r.reload != nil {
+			reloads = r.reload.counts()
+		}
+		if err := report.WriteServiceStats(c.stats, st, ls, errorCode(status), files, services, reloads); err != nil && r.runErr == nil {
 			return failErr("cannot write the statistics: %v", runfiles.UnwrapPath(err))
 		}
 	}

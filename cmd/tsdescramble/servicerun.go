@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -31,6 +32,9 @@ type serviceRun struct {
 	pr     *io.PipeReader
 	pw     *io.PipeWriter
 	done   chan struct{}
+	// release closes what its key source holds open (an ECM cache it appends to), once its run
+	// is over: at the end of the whole run, or when a reload ends the service.
+	release func()
 
 	st      pipeline.Stats
 	err     error
@@ -46,13 +50,12 @@ func openServiceRun(s *serviceOut, sys scrambling.System, r *runState) (*service
 	if err != nil {
 		return nil, withPrefix(prefix, err)
 	}
-	if done != nil {
-		r.cleanup = append(r.cleanup, done)
-	}
+	sr.release = done
 	sr.ksrv = ks
 	if ks != nil {
 		sr.keys = &keySet{sched: keys.NewList(nil)}
 	} else if sr.keys, err = readKeys(&sc.keys, "", sys); err != nil {
+		sr.close()
 		return nil, withPrefix(prefix, err)
 	}
 	for _, n := range append(notes, sr.keys.notes...) {
@@ -102,6 +105,16 @@ func (sr *serviceRun) finish() {
 	sr.verdict = report.JudgeKeys(&sr.st)
 	if sr.ksrv != nil {
 		sr.verdict = sr.ksrv.Judge(&sr.st)
+	}
+	sr.close()
+}
+
+// close releases what the key source holds open; for a run that never started (a reload not
+// applied), it is all there is to end.
+func (sr *serviceRun) close() {
+	if sr.release != nil {
+		sr.release()
+		sr.release = nil
 	}
 }
 
@@ -165,9 +178,11 @@ func (d *passWriter) Flush() error {
 // openServices reads the keys of each service of a multiplex run that has some, once the
 // input is open: a service given by its SDT name takes its number from the stream first.
 func (r *runState) openServices() error {
-	if err := resolveNames(r.cfg.serviceOuts, r.in); err != nil {
+	names, err := resolveNames(r.cfg.serviceOuts, r.in)
+	if err != nil {
 		return err
 	}
+	r.names = names
 	for i := range r.cfg.serviceOuts {
 		s := &r.cfg.serviceOuts[i]
 		if s.plan.sub == nil {
@@ -177,10 +192,20 @@ func (r *runState) openServices() error {
 		if err != nil {
 			return err
 		}
+		r.cleanup = append(r.cleanup, sr.close) // a run that ends before its services start
 		s.run = sr
 		r.notes = append(r.notes, sr.notes...)
 	}
 	return nil
+}
+
+// services returns the services of a multiplex run now: a reload may change them while
+// /metrics reads.
+func (r *runState) services() []serviceOut {
+	if r.reload != nil {
+		return r.reload.services()
+	}
+	return r.cfg.serviceOuts
 }
 
 // serviceWriter is what the split writes service s's stream to: its run's pipe, its output,
@@ -207,7 +232,7 @@ func (r *runState) snapshot() pipeline.Stats {
 	// descrambled of them: the split's own, counted earlier, would make a run that keeps up look
 	// as if it descrambled nothing; and a service without keys passes its packets by choice.
 	st.Even, st.Odd = 0, 0
-	for _, s := range r.cfg.serviceOuts {
+	for _, s := range r.services() {
 		if s.run == nil {
 			continue
 		}
@@ -227,7 +252,7 @@ func (r *runState) snapshot() pipeline.Stats {
 // serviceCounts are each service's series for /metrics.
 func (r *runState) serviceCounts() []metrics.Service {
 	var out []metrics.Service
-	for _, s := range r.cfg.serviceOuts {
+	for _, s := range r.services() {
 		m := metrics.Service{Number: s.number}
 		if s.run != nil {
 			sst := s.run.opts.Observer.Snapshot()
@@ -249,10 +274,19 @@ func (r *runState) judgeServices() ([]report.Service, []string, error) {
 	var lines, failed []string
 	code := 0
 	split := r.out.splitter.Stats()
-	for _, s := range r.cfg.serviceOuts {
-		rs := report.Service{Number: s.number, Output: redacted(s.dest), Packets: split[s.number].Packets}
+	all := r.cfg.serviceOuts
+	if r.reload != nil {
+		// The services a reload ended or changed, as they were until then, first.
+		all = append(slices.Clone(r.reload.ended), all...)
+	}
+	for _, s := range all {
+		sst := split[s.number]
+		if s.ended != "" {
+			sst = s.final
+		}
+		rs := report.Service{Number: s.number, Output: redacted(s.dest), Packets: sst.Packets, Ended: s.ended}
 		line := fmt.Sprintf("  service %d → %s: %d packets", s.number, redactItem(s.dest), rs.Packets)
-		if split[s.number].PATs == 0 {
+		if sst.PATs == 0 {
 			rs.ExitStatus, rs.Error = exitFail, "not in the stream's PAT: nothing was written"
 		}
 		if sr := s.run; sr != nil {
@@ -268,6 +302,16 @@ func (r *runState) judgeServices() ([]report.Service, []string, error) {
 			line = fmt.Sprintf("  service %d → %s: %d packets (no keys: %d scrambled packets dropped)", s.number, redactItem(s.dest), rs.Packets, s.pass.dropped.Load())
 		} else {
 			line += " (no keys: as it came)"
+		}
+		if s.ended != "" {
+			// Ended by a reload: reported, but the config in force at the end decides the status.
+			line += " [until " + s.ended + " by SIGHUP]"
+			if rs.ExitStatus != 0 {
+				line += " (" + rs.Error + ")"
+			}
+			svcs = append(svcs, rs)
+			lines = append(lines, line)
+			continue
 		}
 		if rs.ExitStatus != 0 {
 			failed = append(failed, fmt.Sprintf("service %d: %s", s.number, rs.Error))
@@ -298,7 +342,7 @@ func (r *runState) judgeServices() ([]report.Service, []string, error) {
 // resolveNames gives each service of outs given by its SDT name the number the stream's SDT
 // (actual, table 0x42) gives that name, from the start of the input as peekServices reads it:
 // the run sees the same packets whether or not anything looked.
-func resolveNames(outs []serviceOut, in *input) error {
+func resolveNames(outs []serviceOut, in *input) (map[string]uint16, error) {
 	want := 0
 	for _, s := range outs {
 		if s.number == 0 {
@@ -306,7 +350,7 @@ func resolveNames(outs []serviceOut, in *input) error {
 		}
 	}
 	if want == 0 {
-		return nil
+		return nil, nil
 	}
 	names := map[string]uint16{}
 	sections := psi.NewSectionReader()
@@ -340,16 +384,16 @@ func resolveNames(outs []serviceOut, in *input) error {
 		}
 		n, ok := names[s.name]
 		if !ok {
-			return failErr("service %q is not in the stream's SDT: name it by its number (probe lists the services, with their names)", s.name)
+			return nil, failErr("service %q is not in the stream's SDT: name it by its number (probe lists the services, with their names)", s.name)
 		}
 		for _, o := range outs {
 			if o.number == n {
-				return usageErr("service %q is service %d, which is given too: give it once", s.name, n)
+				return nil, usageErr("service %q is service %d, which is given too: give it once", s.name, n)
 			}
 		}
 		s.number, s.plan.number = n, n
 	}
-	return nil
+	return names, nil
 }
 
 // dvbName is a service_name as text: its bytes after a character table selector (EN 300 468

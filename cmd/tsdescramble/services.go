@@ -26,6 +26,12 @@ type serviceOut struct {
 	plan   plannedService // its keys, in a multiplex run (multiplex.go)
 	run    *serviceRun    // the run that descrambles it, or nil (servicerun.go)
 	pass   *passWriter    // without keys in a multiplex run: what counts its packets, and drops the scrambled ones with -missing-key drop
+
+	// Set by a reload (reload.go).
+	ended  string      // why this run of the service ended before the whole run: "removed", "changed"
+	final  split.Stats // what the split gave it, when it ended
+	action reloadAction
+	fresh  bool // its output was opened by a reload not yet applied
 }
 
 // parseServiceOuts reads -out-service: comma-separated N=DEST, N a service number (decimal or
@@ -92,6 +98,7 @@ func (o *output) closeServices(ok bool) error {
 		} else if s.pass != nil {
 			keep = s.pass.written.Load() * 188
 		}
+		keep += s.out.earlier.Load()
 		if err := s.out.close(ok, keep); err != nil && first == nil {
 			first = err
 		}

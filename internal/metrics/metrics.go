@@ -565,3 +565,11 @@ func WriteServices(b *strings.Builder, svcs []Service) {
 	counter("tsdescramble_service_key_failures_total", "Unit starts of each service that did not fit their crypto period's key.",
 		func(s Service) int64 { return int64(s.KeyFailures) })
 }
+
+// WriteReloads writes the rereadings of a multiplex run's config file on SIGHUP: applied, and
+// refused (a file that did not read or check; the run went on with the config it had).
+func WriteReloads(b *strings.Builder, applied, refused int64) {
+	fmt.Fprintf(b, "# HELP tsdescramble_config_reloads_total Rereadings of the config file on SIGHUP, applied or refused.\n# TYPE tsdescramble_config_reloads_total counter\n")
+	fmt.Fprintf(b, "tsdescramble_config_reloads_total{result=\"applied\"} %d\n", applied)
+	fmt.Fprintf(b, "tsdescramble_config_reloads_total{result=\"refused\"} %d\n", refused)
+}

@@ -111,6 +111,14 @@ type document struct {
 	Error       string            `json:"error,omitempty"` // why a job ended before its run (WriteOutcome)
 	Files       *runfiles.Records `json:"files,omitempty"`
 	Services    []Service         `json:"services,omitempty"` // a run over a whole multiplex: each service's own
+	Reloads     *Reloads          `json:"reloads,omitempty"`  // a run over a whole multiplex given by a config file
+}
+
+// Reloads counts the rereadings of a multiplex run's config file (SIGHUP): applied, or
+// refused (a file that did not read or check, or one the input ended before).
+type Reloads struct {
+	Applied int64 `json:"applied"`
+	Refused int64 `json:"refused"`
 }
 
 // Service is what became of one service of a run over a whole multiplex (-keys, -config).
@@ -123,6 +131,11 @@ type Service struct {
 	// fit); the run's is the worst of them.
 	ExitStatus int    `json:"exit_status"`
 	Error      string `json:"error,omitempty"`
+	// Ended says why the service's output, or its run, ended before the whole run: "removed"
+	// from the config, or "changed" (other keys or another output) by a reload. Its figures
+	// are those until then, and its exit status is not the run's: the config in force at the
+	// end decides that.
+	Ended string `json:"ended,omitempty"`
 	// Descrambling is the statistics of the run that descrambled the service, nil for a
 	// service without keys, which went out as it came.
 	Descrambling *pipeline.Stats `json:"descrambling,omitempty"`
@@ -137,13 +150,13 @@ const GoingOn = -1
 // while -stats-interval rewrites it never sees half of one, and a run stopped while writing it
 // leaves none that a later run could take for complete.
 func WriteStats(path string, st *pipeline.Stats, ls *Live, status int, files *runfiles.Records) error {
-	return WriteServiceStats(path, st, ls, status, files, nil)
+	return WriteServiceStats(path, st, ls, status, files, nil, nil)
 }
 
 // WriteServiceStats is WriteStats with each service's own figures, for a run over a whole
 // multiplex.
-func WriteServiceStats(path string, st *pipeline.Stats, ls *Live, status int, files *runfiles.Records, services []Service) error {
-	doc := document{Stats: st, MBPerSecond: st.MBPerSecond(), Live: ls, Files: files, Services: services}
+func WriteServiceStats(path string, st *pipeline.Stats, ls *Live, status int, files *runfiles.Records, services []Service, reloads *Reloads) error {
+	doc := document{Stats: st, MBPerSecond: st.MBPerSecond(), Live: ls, Files: files, Services: services, Reloads: reloads}
 	if status != GoingOn {
 		doc.ExitStatus = &status
 	}
