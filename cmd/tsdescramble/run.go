@@ -452,8 +452,8 @@ func (r *runState) judge() error {
 		verdict = r.ksrv.Judge(st)
 	}
 	if !c.quiet && (r.runErr == nil || st.Packets > 0) && c.multiplex {
-		fmt.Fprintf(r.env.Stderr, "tsdescramble: %d packets in (%s-byte framing), %s in %.2f s (%.1f MB/s), split into %d services:\n",
-			st.Packets, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond(), len(c.serviceOuts))
+		fmt.Fprintf(r.env.Stderr, "tsdescramble: %d packets in (%s-byte framing), %s in %.2f s (%.1f MB/s), split into %s:\n",
+			st.Packets, st.Framing, units.Bytes(st.BytesIn, 1), st.Elapsed.Seconds(), st.MBPerSecond(), report.Plural(len(c.serviceOuts), "service"))
 		report.PrintLive(r.env.Stderr, ls)
 	} else if !c.quiet && (r.runErr == nil || st.Packets > 0) {
 		report.Summary(r.env.Stderr, st, r.opts.Mode, c.verbose, verdict)
