@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -376,4 +377,47 @@ func stampArrivals(r io.Reader, limit int) (arrived []time.Time, first []byte) {
 		}
 	}
 	return arrived, first
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the command writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// mainOnPipe runs Main with args (after the program name) in the background, its stdin a pipe
+// and its stdout discarded: it returns the pipe's writing end, a channel that gets Main's exit
+// status, and its stderr, which may be read while it runs.
+func mainOnPipe(t *testing.T, args ...string) (*os.File, <-chan int, *syncBuffer) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(append([]string{"tsdescramble"}, args...),
+			Env{Stdin: pr, Stdout: io.Discard, Stderr: stderr, IsTerminal: func(*os.File) bool { return false }})
+	}()
+	return pw, done, stderr
 }

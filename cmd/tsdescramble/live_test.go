@@ -106,12 +106,6 @@ func trySendUDP(url string, b []byte, gap time.Duration, stop <-chan struct{}) e
 	return nil
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // liveRun runs the command in a goroutine; wait returns its result.
 type liveRun struct {
 	done           chan int

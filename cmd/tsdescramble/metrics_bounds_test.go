@@ -130,18 +130,8 @@ func TestStatsIntervalFailureLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	statsPath := filepath.Join(dir, "s.json")
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pr.Close(); pw.Close() })
-	var stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Main([]string{"tsdescramble", "-in", "-", "-out", os.DevNull, "-cw-file", sample(t, "demo-keys.txt"),
-			"-cipher", "csa2", "-batch", "16", "-latency", "10ms", "-stats", statsPath, "-stats-interval", "20ms", "-log-format", "json"},
-			Env{Stdin: pr, Stdout: io.Discard, Stderr: &stderr, IsTerminal: func(*os.File) bool { return false }})
-	}()
+	pw, done, stderr := mainOnPipe(t, "-in", "-", "-out", os.DevNull, "-cw-file", sample(t, "demo-keys.txt"),
+		"-cipher", "csa2", "-batch", "16", "-latency", "10ms", "-stats", statsPath, "-stats-interval", "20ms", "-log-format", "json")
 	// Packets go on coming while the directory is gone: many rewrites fail.
 	pw.Write(stream[:188*100])
 	for range 200 {

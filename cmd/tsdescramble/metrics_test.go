@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -50,19 +49,9 @@ func freeAddr(t *testing.T) string {
 func TestMetricsWhileRunning(t *testing.T) {
 	t.Parallel()
 	stream := readFile(t, sample(t, "demo-scrambled.ts"))
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pr.Close(); pw.Close() })
 	addr := freeAddr(t)
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Main([]string{"tsdescramble", "-in", "-", "-out", os.DevNull, "-cw-file", sample(t, "demo-keys.txt"),
-			"-cipher", "csa2", "-batch", "256", "-metrics", addr, "-log-format", "json"},
-			Env{Stdin: pr, Stdout: io.Discard, Stderr: &stderr, IsTerminal: func(*os.File) bool { return false }})
-	}()
+	pw, done, stderr := mainOnPipe(t, "-in", "-", "-out", os.DevNull, "-cw-file", sample(t, "demo-keys.txt"),
+		"-cipher", "csa2", "-batch", "256", "-metrics", addr, "-log-format", "json")
 	half := len(stream) / 188 / 2 * 188
 	if _, err := pw.Write(stream[:half]); err != nil {
 		t.Fatal(err)

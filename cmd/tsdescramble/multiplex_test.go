@@ -219,19 +219,9 @@ func TestMultiplexMetrics(t *testing.T) {
 	t.Parallel()
 	m := makeMuxServices(t)
 	stream := readFile(t, m.in)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pr.Close(); pw.Close() })
 	addr := freeAddr(t)
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Main([]string{"tsdescramble", "-in", "-", "-batch", "64", "-metrics", addr, "-out-service", "1=" + os.DevNull + ",2=" + os.DevNull + ",4=" + os.DevNull,
-			"-keys", "1=cw:11223366445566ff", "-keys", "2=biss:a1a2a3b1b2b3"},
-			Env{Stdin: pr, Stdout: io.Discard, Stderr: &stderr, IsTerminal: func(*os.File) bool { return false }})
-	}()
+	pw, done, stderr := mainOnPipe(t, "-in", "-", "-batch", "64", "-metrics", addr, "-out-service", "1="+os.DevNull+",2="+os.DevNull+",4="+os.DevNull,
+		"-keys", "1=cw:11223366445566ff", "-keys", "2=biss:a1a2a3b1b2b3")
 	half := len(stream) / 188 / 2 * 188
 	if _, err := pw.Write(stream[:half]); err != nil {
 		t.Fatal(err)
