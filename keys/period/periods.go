@@ -1376,13 +1376,13 @@ func (t *Tracker) fit(p *cryptoPeriod, pk *pidKeys, pos int, moved bool) {
 			t.cfg.Log(fmt.Sprintf("key sync: "+what, p.key+1, t.keys.NumCWs(), p.pid))
 		}
 	}
-	// Before the decision: a period split off before p, which p's decision decides too, is
-	// given p's key when the PID's keys of both parities, p's with them, are one constant CW.
 	if last := pk.fitKey[parityBit(!p.odd)]; last != keys.NoKey && pk.sameFits > 0 && bytes.Equal(t.keys.CW(last), t.keys.CW(p.key)) {
 		pk.sameFits++
 	} else {
 		pk.sameFits = 1
 	}
+	// Before the decision: a period split off before p, which p's decision decides too, is
+	// given p's key when the PID's keys of both parities, p's with them, are one constant CW.
 	pk.fitKey[parityBit(p.odd)] = p.key
 	t.decide(p, Fit)
 }
