@@ -114,7 +114,7 @@ func TestPacketLossLeavesOrClears(t *testing.T) {
 	}
 	seeds := uint64(4)
 	if os.Getenv("TSD_LONG") != "" {
-		seeds = 60
+		seeds = 30
 	}
 	for run := uint64(0); run < seeds*uint64(len(lossProfiles)); run++ {
 		profile, seed := lossProfiles[run%uint64(len(lossProfiles))], 1+run/uint64(len(lossProfiles))

@@ -129,6 +129,9 @@ func byPID(b []byte) map[uint16][][]byte {
 // output is finished as a normal end; the summary, -stats and /metrics count the reloads.
 func TestReloadLive(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("streams for half a minute at a paced rate, too slow under -race")
+	}
 	bin := buildBinary(t, "")
 	dir := t.TempDir()
 	out := func(n int) string { return filepath.Join(dir, fmt.Sprintf("s%d.ts", n)) }
