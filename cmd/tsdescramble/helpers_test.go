@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tsdescramble/tsdescramble/csa"
+	"github.com/tsdescramble/tsdescramble/internal/testsupport/proc"
 )
 
 // Control words used by the tests. cwA and cwB have checksum bytes 3 and 7; cwC, cwD and
@@ -420,4 +421,27 @@ func mainOnPipe(t *testing.T, args ...string) (*os.File, <-chan int, *syncBuffer
 			Env{Stdin: pr, Stdout: io.Discard, Stderr: stderr, IsTerminal: func(*os.File) bool { return false }})
 	}()
 	return pw, done, stderr
+}
+
+// awaitRun waits for the command to end with status 0 (30 s at most) and then for the test's
+// receiver to be done (10 s at most); late says what did not happen in time.
+func awaitRun(t *testing.T, tsd *proc.Proc, done <-chan struct{}, late string) {
+	t.Helper()
+	if code := tsd.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, tsd.Output())
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal(late)
+	}
+}
+
+// delaysOf returns how long each packet took, from when it was sent to when it arrived.
+func delaysOf(arrived, sent []time.Time) []time.Duration {
+	delays := make([]time.Duration, len(arrived))
+	for i := range delays {
+		delays[i] = arrived[i].Sub(sent[i])
+	}
+	return delays
 }

@@ -216,22 +216,11 @@ func measureLatencyFrom(t *testing.T, bin, input string, ready func(), send func
 	}()
 
 	sent = paceSend(t, send, stream, pkts, gap, packets)
-	if code := tsd.Wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, tsd.Output())
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the receiver did not finish")
-	}
+	awaitRun(t, tsd, done, "the receiver did not finish")
 	if len(arrived) != packets {
 		t.Fatalf("%d packets came out of %d", len(arrived), packets)
 	}
-	delays = make([]time.Duration, packets)
-	for i := range delays {
-		delays[i] = arrived[i].Sub(sent[i])
-	}
-	return delays, sent
+	return delaysOf(arrived, sent), sent
 }
 
 // paceSend sends packets of stream, pkts at a time every gap (the stream over again when it
@@ -289,23 +278,13 @@ func TestHTTPOutputLatency(t *testing.T) {
 	sc := udpSender(t, in)
 	time.Sleep(100 * time.Millisecond) // the client is in before the first PAT goes out
 	sent := paceSend(t, func(d []byte) error { _, err := sc.Write(d); return err }, stream, 7, mbit2, packets)
-	if code := tsd.Wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, tsd.Output())
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client's response did not end")
-	}
+	awaitRun(t, tsd, done, "the client's response did not end")
 	skip := indexOfPacket(first, readFile(t, demoClear)) / 188
 	if skip != 1 || len(arrived) != packets-skip {
 		t.Fatalf("the client got %d packets from packet %d on, of %d", len(arrived), skip, packets)
 	}
 	sent = sent[skip:]
-	delays := make([]time.Duration, len(arrived))
-	for i := range delays {
-		delays[i] = arrived[i].Sub(sent[i])
-	}
+	delays := delaysOf(arrived, sent)
 	if _, s99 := logLatency(t, "HTTP out, 2 Mbit/s", delays, sent); s99 > 4*defaultLatency {
 		t.Errorf("p99 %v after the first %v: the latency bound of %v does not hold", s99, startup, defaultLatency)
 	}

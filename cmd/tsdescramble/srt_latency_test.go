@@ -81,21 +81,11 @@ func TestSRTOutputLatency(t *testing.T) {
 	}()
 	sc := udpSender(t, in)
 	sent := paceSend(t, func(d []byte) error { _, err := sc.Write(d); return err }, stream, 7, mbit2, packets)
-	if code := tsd.Wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, tsd.Output())
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the reader did not get every packet")
-	}
+	awaitRun(t, tsd, done, "the reader did not get every packet")
 	if len(arrived) != packets {
 		t.Fatalf("%d packets came out of %d", len(arrived), packets)
 	}
-	delays := make([]time.Duration, packets)
-	for i := range delays {
-		delays[i] = arrived[i].Sub(sent[i])
-	}
+	delays := delaysOf(arrived, sent)
 	if _, s99 := logLatency(t, fmt.Sprintf("SRT out (latency=%d ms), 2 Mbit/s", ms), delays, sent); s99 > 4*defaultLatency+srtLatency {
 		t.Errorf("p99 %v after the first %v: the latency bound of %v (and SRT's %v) does not hold", s99, startup, defaultLatency, srtLatency)
 	}
